@@ -1,0 +1,137 @@
+package v1alpha1
+
+// Summary condition types shared by every kind, compatible with kstatus.
+const (
+	// ReadyCondition is True when the object has reached its goal at its current generation.
+	// Polarity: positive.
+	ReadyCondition = "Ready"
+
+	// ReconcilingCondition is True while work is under way. Polarity: abnormal-true; it is
+	// removed once the object is Ready.
+	ReconcilingCondition = "Reconciling"
+
+	// StalledCondition is True when the object cannot proceed without a change by the user.
+	// Polarity: abnormal-true.
+	StalledCondition = "Stalled"
+)
+
+// Kind-specific condition types.
+const (
+	// FetchFailedCondition is True on a GitSource whose last poll failed. Polarity: abnormal-true.
+	FetchFailedCondition = "FetchFailed"
+
+	// AvailableCondition is True on a Package or ObjectDeployment when every phase of
+	// status.revision passes its probes, and on a HostedClusterPackage when no more Packages are
+	// unavailable than the strategy allows. Polarity: positive.
+	AvailableCondition = "Available"
+
+	// ProgressingCondition is True while a Package's desired revision differs from
+	// status.revision or its phases are not all available yet, and on a HostedClusterPackage
+	// while not every Package has progressed. Polarity: abnormal-true.
+	ProgressingCondition = "Progressing"
+
+	// PausedCondition is True on a Package or ObjectDeployment while spec.paused is set.
+	PausedCondition = "Paused"
+
+	// HasPausedPackageCondition is True on a HostedClusterPackage when at least one of its
+	// Packages is paused.
+	HasPausedPackageCondition = "HasPausedPackage"
+)
+
+// Generic reasons.
+const (
+	// SucceededReason: the last reconcile reached the goal.
+	SucceededReason = "Succeeded"
+
+	// ProgressingReason: work is under way.
+	ProgressingReason = "Progressing"
+
+	// ProgressingWithRetryReason: the last attempt failed with a transient error and is retried.
+	ProgressingWithRetryReason = "ProgressingWithRetry"
+
+	// SuspendedReason: the object is suspended or paused by its spec.
+	SuspendedReason = "Suspended"
+
+	// InvalidSpecReason: the spec cannot be acted on (for example a missing Secret key).
+	InvalidSpecReason = "InvalidSpec"
+
+	// DependencyNotReadyReason: something this object needs (a GitSource artifact, a
+	// hosted cluster) is not ready yet.
+	DependencyNotReadyReason = "DependencyNotReady"
+)
+
+// GitSource reasons.
+const (
+	// AuthenticationFailedReason: the Git server refused the credentials.
+	AuthenticationFailedReason = "AuthenticationFailed"
+
+	// RefNotFoundReason: the branch, tag, semver range or commit matches nothing on the remote.
+	RefNotFoundReason = "RefNotFound"
+
+	// URLInvalidReason: the URL cannot be parsed or uses an unsupported scheme.
+	URLInvalidReason = "URLInvalid"
+
+	// GitOperationFailedReason: a Git operation failed (network, server error, timeout).
+	GitOperationFailedReason = "GitOperationFailed"
+
+	// StorageLimitExceededReason: a tree exceeds the store's file count or size limits.
+	StorageLimitExceededReason = "StorageLimitExceeded"
+)
+
+// Package and ObjectDeployment reasons.
+const (
+	// RevisionAvailableReason: every phase of the desired revision is applied and available.
+	RevisionAvailableReason = "RevisionAvailable"
+
+	// RenderFailedReason: the package directory could not be loaded or rendered.
+	RenderFailedReason = "RenderFailed"
+
+	// ApplyFailedReason: the API server refused an object.
+	ApplyFailedReason = "ApplyFailed"
+
+	// CollisionReason: an object exists and belongs to someone else.
+	CollisionReason = "Collision"
+
+	// ForbiddenTargetReason: an object would land outside the Package's namespace or is
+	// cluster-scoped in a management phase.
+	ForbiddenTargetReason = "ForbiddenTarget"
+
+	// ProbeFailedReason: a phase is applied but its probes do not pass yet.
+	ProbeFailedReason = "ProbeFailed"
+
+	// HostedClusterUnreachableReason: the hosted cluster's API server cannot be reached.
+	HostedClusterUnreachableReason = "HostedClusterUnreachable"
+
+	// HostedClusterNotFoundReason: a phase needs a hosted cluster and the namespace has none.
+	HostedClusterNotFoundReason = "HostedClusterNotFound"
+
+	// PausedReason: spec.paused is set.
+	PausedReason = "Paused"
+
+	// NotPausedReason: spec.paused is not set.
+	NotPausedReason = "NotPaused"
+)
+
+// HostedClusterPackage reasons; the messages that go with them are part of the API.
+const (
+	// EnoughPackagesAvailableReason: unavailable Packages are within the budget.
+	EnoughPackagesAvailableReason = "EnoughPackagesAvailable"
+
+	// NotEnoughPackagesAvailableReason: more Packages are unavailable than the budget allows.
+	NotEnoughPackagesAvailableReason = "NotEnoughPackagesAvailable"
+
+	// AllPackagesProgressedReason: every Package is updated, available and not progressing.
+	AllPackagesProgressedReason = "AllPackagesProgressed"
+
+	// NotAllPackagesProgressedReason: at least one Package has not progressed.
+	NotAllPackagesProgressedReason = "NotAllPackagesProgressed"
+
+	// AtLeastOnePackagePausedReason: at least one Package is paused.
+	AtLeastOnePackagePausedReason = "AtLeastOnePackagePaused"
+
+	// NoPackagePausedReason: no Package is paused.
+	NoPackagePausedReason = "NoPackagePaused"
+
+	// RolloutBlockedReason: a Package failed its progress deadline and holds the budget.
+	RolloutBlockedReason = "RolloutBlocked"
+)

@@ -1,0 +1,175 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Defaults for GitSource timing.
+const (
+	// DefaultGitSourceInterval is the poll period when spec.interval is unset.
+	DefaultGitSourceInterval = time.Minute
+	// DefaultGitSourceTimeout bounds one Git operation when spec.timeout is unset.
+	DefaultGitSourceTimeout = 60 * time.Second
+)
+
+// GitSourceSpec says which repository to poll and which ref to follow.
+type GitSourceSpec struct {
+	// url of the repository: https://, http://, ssh://, git@host:path (scp-like) or file://.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^((https?|ssh|file)://.+|[A-Za-z0-9._-]+@[^:/]+:.+)$`
+	URL string `json:"url"`
+
+	// ref is the branch, tag, semver range or commit to follow; exactly one must be set.
+	// +required
+	Ref GitRef `json:"ref"`
+
+	// interval between two polls of the remote; each poll is jittered by up to 10%.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// timeout of one Git operation (ls-remote or fetch).
+	// +optional
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// secretRef names a Secret in the GitSource's namespace holding credentials: username and
+	// password, or bearerToken, for HTTP; identity (a private key) and known_hosts for SSH;
+	// ca.crt to trust a private certificate authority.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// webhookSecretRef names a Secret whose key "token" authenticates webhook calls that ask
+	// for an immediate poll (GitHub, GitLab or generic HMAC signatures).
+	// +optional
+	WebhookSecretRef *LocalObjectReference `json:"webhookSecretRef,omitempty"`
+
+	// suspend stops polling; the last artifact stays in status.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// GitRef selects a commit of the repository. Exactly one field is set.
+// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.semver), has(self.commit)].filter(x, x).size() == 1",message="exactly one of branch, tag, semver or commit must be set"
+type GitRef struct {
+	// branch to follow, e.g. "main".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Branch string `json:"branch,omitempty"`
+
+	// tag to follow, e.g. "v1.2.0"; a tag that moves is followed.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Tag string `json:"tag,omitempty"`
+
+	// semver is a range over the repository's tags, e.g. ">=1.2.0 <2.0.0"; the highest matching
+	// tag wins.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	SemVer string `json:"semver,omitempty"`
+
+	// commit is a full 40-character SHA-1 to pin.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{40}$`
+	Commit string `json:"commit,omitempty"`
+}
+
+// GitSourceStatus is what the controller last observed of the remote.
+type GitSourceStatus struct {
+	// observedGeneration is the generation last reconciled successfully or found stalled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready, Reconciling, Stalled, FetchFailed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// artifact is the last commit fetched successfully; it stays when a later poll fails.
+	// +optional
+	Artifact *Artifact `json:"artifact,omitempty"`
+
+	// lastHandledReconcileAt echoes the convoy.dev/requestedAt annotation last handled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+}
+
+// Artifact is a fetched commit.
+type Artifact struct {
+	// revision is "<ref>@sha1:<commit>", e.g. "main@sha1:0123...".
+	// +required
+	Revision string `json:"revision"`
+
+	// commit is the 40-character SHA-1 of the commit.
+	// +required
+	Commit string `json:"commit"`
+
+	// lastUpdateTime is when the artifact last changed.
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+}
+
+// GitSource polls a Git repository and makes every fetched commit readable to Packages.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gs,categories=convoy
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.artifact.revision`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GitSource struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	// +required
+	Spec GitSourceSpec `json:"spec"`
+
+	// status is the observed state.
+	// +optional
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status GitSourceStatus `json:"status,omitempty"`
+}
+
+// GitSourceList is a list of GitSources.
+//
+// +kubebuilder:object:root=true
+type GitSourceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GitSource `json:"items"`
+}
+
+// GetInterval returns the poll period.
+func (s *GitSource) GetInterval() time.Duration {
+	return durationOr(s.Spec.Interval, DefaultGitSourceInterval)
+}
+
+// GetTimeout returns the timeout of one Git operation.
+func (s *GitSource) GetTimeout() time.Duration {
+	return durationOr(s.Spec.Timeout, DefaultGitSourceTimeout)
+}
+
+// GetConditions returns the status conditions.
+func (s *GitSource) GetConditions() []metav1.Condition { return s.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (s *GitSource) SetConditions(c []metav1.Condition) { s.Status.Conditions = c }
+
+func init() {
+	SchemeBuilder.Register(&GitSource{}, &GitSourceList{})
+}

@@ -1,0 +1,315 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Rollout defaults.
+const (
+	// DefaultProgressDeadlineSeconds is how long an updating Package may take to become
+	// available before it counts as failed.
+	DefaultProgressDeadlineSeconds = 600
+	// DefaultRevisionHistoryLimit is how many old ControllerRevisions are kept.
+	DefaultRevisionHistoryLimit = 10
+	// UnknownPartition is the implicit last partition of HostedClusters without a known label.
+	UnknownPartition = "unknown"
+	// MaxFailureSamples bounds status.failures.
+	MaxFailureSamples = 10
+)
+
+// Partition states.
+const (
+	// PartitionPending: the rollout has not reached the partition yet.
+	PartitionPending = "Pending"
+	// PartitionProgressing: the partition's Packages are being updated.
+	PartitionProgressing = "Progressing"
+	// PartitionDone: every eligible target of the partition is updated and available.
+	PartitionDone = "Done"
+	// PartitionBlocked: a failed Package holds the budget in this partition.
+	PartitionBlocked = "Blocked"
+)
+
+// HostedClusterPackageSpec rolls a Git package out to every matching HostedCluster.
+type HostedClusterPackageSpec struct {
+	// hostedClusterSelector selects HostedClusters in all namespaces; empty selects all.
+	// +optional
+	HostedClusterSelector *metav1.LabelSelector `json:"hostedClusterSelector,omitempty"`
+
+	// partition orders HostedClusters into groups by a label; a group starts once every
+	// earlier group is updated and available.
+	// +optional
+	Partition *PartitionSpec `json:"partition,omitempty"`
+
+	// strategy says how fast a new revision spreads.
+	// +optional
+	// +kubebuilder:default={rollingUpgrade: {maxUnavailable: 1}}
+	Strategy HostedClusterPackageStrategy `json:"strategy,omitempty"`
+
+	// paused stops starting new updates; updates in flight finish.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// revisionHistoryLimit is how many old revisions are kept as ControllerRevisions.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// template is the Package stamped out in each HostedCluster's HCP namespace.
+	// +required
+	Template PackageTemplate `json:"template"`
+}
+
+// PartitionSpec groups HostedClusters by the value of a label.
+type PartitionSpec struct {
+	// labelKey is the HostedCluster label whose value names the partition.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	LabelKey string `json:"labelKey"`
+
+	// order of the partitions; HostedClusters without the label, or with a value not listed,
+	// form the implicit "unknown" partition, always last.
+	// +optional
+	// +kubebuilder:default={alphanumericAsc: {}}
+	Order PartitionOrder `json:"order,omitempty"`
+}
+
+// PartitionOrder orders partitions. Exactly one field is set.
+// +kubebuilder:validation:XValidation:rule="has(self.static) != has(self.alphanumericAsc)",message="exactly one of static or alphanumericAsc must be set"
+type PartitionOrder struct {
+	// static lists label values in rollout order.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	Static []string `json:"static,omitempty"`
+
+	// alphanumericAsc orders label values in natural ascending order ("2" before "10").
+	// +optional
+	AlphanumericAsc *AlphanumericAscOrder `json:"alphanumericAsc,omitempty"`
+}
+
+// AlphanumericAscOrder selects natural ascending order of label values.
+type AlphanumericAscOrder struct{}
+
+// HostedClusterPackageStrategy says how a revision spreads. Exactly one field is set.
+// +kubebuilder:validation:XValidation:rule="has(self.instant) != has(self.rollingUpgrade)",message="exactly one of instant or rollingUpgrade must be set"
+type HostedClusterPackageStrategy struct {
+	// instant updates every eligible Package at once.
+	// +optional
+	Instant *InstantStrategy `json:"instant,omitempty"`
+
+	// rollingUpgrade updates Packages a few at a time, partition by partition.
+	// +optional
+	RollingUpgrade *RollingUpgradeStrategy `json:"rollingUpgrade,omitempty"`
+}
+
+// InstantStrategy updates everything at once.
+type InstantStrategy struct{}
+
+// RollingUpgradeStrategy bounds how many Packages may be updating or unavailable at once.
+type RollingUpgradeStrategy struct {
+	// maxUnavailable is the number (at least 1) or percentage ("1%" to "100%", of eligible
+	// targets, rounded down, at least 1) of Packages that may be updating or unavailable.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// progressDeadlineSeconds: an updating Package not available by then has failed; it keeps
+	// its budget slot, so the rollout stops.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// minReadySeconds a Package must stay available before its update counts as done.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+}
+
+// PackageTemplate is the metadata and spec of the Packages a HostedClusterPackage creates.
+type PackageTemplate struct {
+	// metadata: labels and annotations copied onto each Package.
+	// +optional
+	Metadata PackageTemplateMetadata `json:"metadata,omitempty"`
+
+	// spec of each Package, without the revision, which the rollout pins.
+	// +required
+	Spec PackageTemplateSpec `json:"spec"`
+}
+
+// PackageTemplateMetadata is the part of ObjectMeta a template may set.
+type PackageTemplateMetadata struct {
+	// labels copied onto each Package.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations copied onto each Package.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// HostedClusterPackageStatus reports the rollout.
+type HostedClusterPackageStatus struct {
+	// observedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Available, Progressing, HasPausedPackage, Ready, Reconciling, Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// totalPackages is the number of targeted HostedClusters.
+	// +optional
+	TotalPackages int32 `json:"totalPackages"`
+	// updatedPackages have the update revision's spec.
+	// +optional
+	UpdatedPackages int32 `json:"updatedPackages"`
+	// availablePackages are Available=True at their current generation.
+	// +optional
+	AvailablePackages int32 `json:"availablePackages"`
+	// unavailablePackages are not available, or missing.
+	// +optional
+	UnavailablePackages int32 `json:"unavailablePackages"`
+	// progressedPackages are updated, Available=True and Progressing=False.
+	// +optional
+	ProgressedPackages int32 `json:"progressedPackages"`
+	// pausedPackages are Paused=True.
+	// +optional
+	PausedPackages int32 `json:"pausedPackages"`
+	// failedPackages missed their progress deadline.
+	// +optional
+	FailedPackages int32 `json:"failedPackages"`
+
+	// currentRevision names the ControllerRevision every Package had when the last rollout
+	// completed.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+
+	// updateRevision names the ControllerRevision being rolled out.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+
+	// partitions in rollout order.
+	// +optional
+	// +listType=atomic
+	Partitions []PartitionStatus `json:"partitions,omitempty"`
+
+	// failures samples Packages that failed, at most 10.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Failures []PackageFailure `json:"failures,omitempty"`
+}
+
+// PartitionStatus reports one partition.
+type PartitionStatus struct {
+	// name is the label value, or "unknown".
+	// +required
+	Name string `json:"name"`
+	// total targets in the partition.
+	// +optional
+	Total int32 `json:"total"`
+	// updated targets.
+	// +optional
+	Updated int32 `json:"updated"`
+	// available targets.
+	// +optional
+	Available int32 `json:"available"`
+	// progressed targets.
+	// +optional
+	Progressed int32 `json:"progressed"`
+	// state: Pending, Progressing, Done or Blocked.
+	// +required
+	// +kubebuilder:validation:Enum=Pending;Progressing;Done;Blocked
+	State string `json:"state"`
+}
+
+// PackageFailure is one failed Package.
+type PackageFailure struct {
+	// hostedCluster is "<namespace>/<name>".
+	// +required
+	HostedCluster string `json:"hostedCluster"`
+	// reason is a CamelCase reason.
+	// +required
+	Reason string `json:"reason"`
+	// message is for humans.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// HostedClusterPackage rolls a Git package out to a fleet of HostedClusters, one Package per HCP
+// namespace, partition by partition, within a budget of unavailable Packages.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=hcpkg,categories=convoy
+// +kubebuilder:printcolumn:name="Total",type=integer,JSONPath=`.status.totalPackages`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedPackages`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availablePackages`
+// +kubebuilder:printcolumn:name="Progressed",type=integer,JSONPath=`.status.progressedPackages`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failedPackages`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.updateRevision`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type HostedClusterPackage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	// +required
+	Spec HostedClusterPackageSpec `json:"spec"`
+
+	// status is the observed state.
+	// +optional
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status HostedClusterPackageStatus `json:"status,omitempty"`
+}
+
+// HostedClusterPackageList is a list of HostedClusterPackages.
+//
+// +kubebuilder:object:root=true
+type HostedClusterPackageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HostedClusterPackage `json:"items"`
+}
+
+// GetProgressDeadline returns the rolling upgrade's progress deadline.
+func (h *HostedClusterPackage) GetProgressDeadline() time.Duration {
+	ru := h.Spec.Strategy.RollingUpgrade
+	if ru == nil || ru.ProgressDeadlineSeconds == nil {
+		return DefaultProgressDeadlineSeconds * time.Second
+	}
+	return time.Duration(*ru.ProgressDeadlineSeconds) * time.Second
+}
+
+// GetRevisionHistoryLimit returns how many old revisions to keep.
+func (h *HostedClusterPackage) GetRevisionHistoryLimit() int {
+	if h.Spec.RevisionHistoryLimit == nil {
+		return DefaultRevisionHistoryLimit
+	}
+	return int(*h.Spec.RevisionHistoryLimit)
+}
+
+// GetConditions returns the status conditions.
+func (h *HostedClusterPackage) GetConditions() []metav1.Condition { return h.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (h *HostedClusterPackage) SetConditions(c []metav1.Condition) { h.Status.Conditions = c }
+
+func init() {
+	SchemeBuilder.Register(&HostedClusterPackage{}, &HostedClusterPackageList{})
+}

@@ -1,0 +1,56 @@
+package v1alpha1
+
+// Labels and annotations convoy reads or writes on objects.
+const (
+	// PhaseAnnotation names the phase of an object in a package directory. It is removed from
+	// the applied object.
+	PhaseAnnotation = "convoy.dev/phase"
+
+	// PKOPhaseAnnotation is Package Operator's phase annotation, accepted as PhaseAnnotation.
+	PKOPhaseAnnotation = "package-operator.run/phase"
+
+	// PackageNameLabel carries the name of the Package that applied an object.
+	PackageNameLabel = "convoy.dev/package-name"
+
+	// PackageNamespaceLabel carries the namespace of the Package that applied an object.
+	PackageNamespaceLabel = "convoy.dev/package-namespace"
+
+	// HostedClusterLabel is set on objects applied inside a hosted cluster; its value is the
+	// HCP namespace of the HostedCluster, which names it uniquely and is always a valid label
+	// value.
+	HostedClusterLabel = "convoy.dev/hosted-cluster"
+
+	// HostedClusterPackageLabel carries the name of the HostedClusterPackage that owns a Package.
+	HostedClusterPackageLabel = "convoy.dev/hostedclusterpackage"
+
+	// AdoptAnnotation set to "true" in a desired manifest lets convoy take over an existing
+	// object that it did not create.
+	AdoptAnnotation = "convoy.dev/adopt"
+
+	// PruneAnnotation set to "disabled" keeps an object when it leaves the package.
+	PruneAnnotation = "convoy.dev/prune"
+
+	// ForceAnnotation set to "true" lets convoy delete and recreate an object whose update is
+	// refused because of an immutable field.
+	ForceAnnotation = "convoy.dev/force"
+
+	// RequestedAtAnnotation asks for an immediate reconcile; its value is echoed in
+	// status.lastHandledReconcileAt.
+	RequestedAtAnnotation = "convoy.dev/requestedAt"
+
+	// ShardLabel assigns a Package to one controller replica when Packages are sharded.
+	ShardLabel = "convoy.dev/shard"
+
+	// Finalizer lets convoy tear down what a Package or ObjectDeployment applied.
+	Finalizer = "convoy.dev/finalizer"
+)
+
+// Phase classes.
+const (
+	// ClassManagement (the empty class) places a phase in the Package's namespace on the
+	// management cluster.
+	ClassManagement = ""
+
+	// ClassHostedCluster places a phase inside the hosted cluster of the Package's namespace.
+	ClassHostedCluster = "hosted-cluster"
+)
