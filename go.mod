@@ -82,6 +82,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
 	github.com/onsi/gomega v1.44.0 // indirect
+	github.com/openshift/api v0.0.0-20250609083529-2b129d95495e // indirect
 	github.com/openshift/hypershift/api v0.0.0-20251120083117-dea6d2f24af6 // indirect
 	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
 	github.com/pjbgf/sha1cd v0.7.0 // indirect

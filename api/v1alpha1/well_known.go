@@ -54,3 +54,17 @@ const (
 	// ClassHostedCluster places a phase inside the hosted cluster of the Package's namespace.
 	ClassHostedCluster = "hosted-cluster"
 )
+
+// HyperShift names convoy relies on.
+const (
+	// HostedClusterAnnotation on a HostedControlPlane names its HostedCluster as
+	// "<namespace>/<name>".
+	HostedClusterAnnotation = "hypershift.openshift.io/cluster"
+
+	// KubeconfigSecretName is the Secret in an HCP namespace with the hosted cluster's admin
+	// kubeconfig, under KubeconfigSecretKey.
+	KubeconfigSecretName = "service-network-admin-kubeconfig"
+
+	// KubeconfigSecretKey is the key of the kubeconfig in KubeconfigSecretName.
+	KubeconfigSecretKey = "kubeconfig"
+)

@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	go.etcd.io/etcd/server/v3 v3.6.8
+	golang.org/x/sys v0.40.0
+	k8s.io/component-base v0.36.3
 	k8s.io/kubernetes v1.36.3
 )
 
@@ -103,7 +105,6 @@ require (
 	golang.org/x/net v0.49.0 // indirect
 	golang.org/x/oauth2 v0.34.0 // indirect
 	golang.org/x/sync v0.19.0 // indirect
-	golang.org/x/sys v0.40.0 // indirect
 	golang.org/x/term v0.39.0 // indirect
 	golang.org/x/text v0.33.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
@@ -124,7 +125,6 @@ require (
 	k8s.io/client-go v0.36.3 // indirect
 	k8s.io/cloud-provider v0.36.3 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
-	k8s.io/component-base v0.36.3 // indirect
 	k8s.io/component-helpers v0.36.3 // indirect
 	k8s.io/controller-manager v0.36.3 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect

@@ -1,0 +1,84 @@
+# convoy's build. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+BIN := $(CURDIR)/bin
+CONTROLLER_GEN_VERSION := v0.23.0
+CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+TOOLS_SRC := $(shell find test/tools -name '*.go') test/tools/go.mod test/tools/go.sum
+
+GO_TEST_ARGS ?= -race
+GO_TEST_TIMEOUT ?= 40m
+BENCH_ARGS ?=
+DEMO_ARGS ?=
+
+export CONVOY_TEST_BINARIES := $(BIN)
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
+		/^[a-zA-Z_-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into deploy/crds and copy HyperShift's CRDs for the test fleet.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
+	go run ./test/fleet/gencrds
+
+.PHONY: fmt
+fmt: ## Format the Go code.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: lint
+lint: ## Check formatting and run go vet.
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
+	go vet ./...
+
+.PHONY: verify
+verify: generate manifests ## Fail when regenerated files differ from the committed ones.
+	@git diff --exit-code -- api deploy/crds test/fleet/crds || \
+		{ echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
+
+##@ Build
+
+.PHONY: tools
+tools: $(BIN)/kube-apiserver $(BIN)/etcd ## Build kube-apiserver and etcd from source (about 9 minutes cold).
+
+$(BIN)/kube-apiserver: $(TOOLS_SRC)
+	cd test/tools && go build -o $@ ./kube-apiserver
+
+$(BIN)/etcd: $(TOOLS_SRC)
+	cd test/tools && go build -o $@ ./etcd
+
+$(CONTROLLER_GEN):
+	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(BIN)/controller-gen $@
+	ln -sf $(notdir $@) $(BIN)/controller-gen
+
+.PHONY: build
+build: ## Build bin/convoy.
+	go build -o $(BIN)/convoy ./cmd/convoy
+
+##@ Test and run
+
+.PHONY: test
+test: tools verify lint ## Build what the tests need and run every test.
+	go test $(GO_TEST_ARGS) -timeout $(GO_TEST_TIMEOUT) ./...
+
+.PHONY: demo
+demo: tools build ## Run convoy dev: a local fleet of hosted clusters and a live rollout.
+	$(BIN)/convoy dev $(DEMO_ARGS)
+
+.PHONY: bench
+bench: tools ## Run the benchmarks.
+	go test -run '^$$' -bench . -benchmem $(BENCH_ARGS) ./...
