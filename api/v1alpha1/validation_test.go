@@ -1,0 +1,208 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/convoy-gitops/convoy/test/fleet"
+)
+
+var env *fleet.Fleet
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = fleet.Start(context.Background(), fleet.Options{WithoutHyperShift: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// admissionCase is a valid object with one edit applied; wantErr is empty for a valid object,
+// else every string must appear in the API server's refusal (the field path and the rule).
+type admissionCase struct {
+	name    string
+	edit    string // YAML merged into the valid object's spec
+	wantErr []string
+}
+
+func TestGitSourceAdmission(t *testing.T) {
+	valid := `
+apiVersion: convoy.dev/v1alpha1
+kind: GitSource
+spec:
+  url: https://git.example.com/fleet/addons.git
+  ref: {branch: main}
+  interval: 1m30s
+`
+	runAdmission(t, valid, []admissionCase{
+		{name: "valid branch"},
+		{name: "valid scp-like url and semver", edit: `{url: "git@github.com:fleet/addons.git", ref: {semver: ">=1.0.0 <2.0.0"}}`},
+		{name: "valid commit", edit: `{ref: {commit: "0123456789abcdef0123456789abcdef01234567"}}`},
+		{name: "no ref", edit: `{ref: {}}`, wantErr: []string{"spec.ref", "exactly one of branch, tag, semver or commit"}},
+		{name: "two refs", edit: `{ref: {branch: main, tag: v1}}`, wantErr: []string{"spec.ref", "exactly one of branch, tag, semver or commit"}},
+		{name: "short commit", edit: `{ref: {commit: "abc123"}}`, wantErr: []string{"spec.ref.commit"}},
+		{name: "bad interval", edit: `{interval: "5 minutes"}`, wantErr: []string{"spec.interval"}},
+		{name: "bad timeout", edit: `{timeout: "1d"}`, wantErr: []string{"spec.timeout"}},
+		{name: "bad scheme", edit: `{url: "ftp://example.com/repo"}`, wantErr: []string{"spec.url"}},
+	})
+}
+
+func TestPackageAdmission(t *testing.T) {
+	valid := `
+apiVersion: convoy.dev/v1alpha1
+kind: Package
+spec:
+  sourceRef: {name: addons}
+  path: packages/extra-component
+  config: {replicas: 2, nested: {a: b}}
+`
+	runAdmission(t, valid, []admissionCase{
+		{name: "valid"},
+		{name: "valid pinned revision", edit: `{revision: "0123456789abcdef0123456789abcdef01234567"}`},
+		{name: "path escapes", edit: `{path: "packages/../../etc"}`, wantErr: []string{"spec.path", "must not contain '..'"}},
+		{name: "absolute path", edit: `{path: "/etc"}`, wantErr: []string{"spec.path", "must be relative"}},
+		{name: "short revision", edit: `{revision: "abc"}`, wantErr: []string{"spec.revision"}},
+		{name: "bad interval", edit: `{interval: "often"}`, wantErr: []string{"spec.interval"}},
+		{name: "no source name", edit: `{sourceRef: {name: ""}}`, wantErr: []string{"spec.sourceRef.name"}},
+	})
+}
+
+func TestObjectDeploymentAdmission(t *testing.T) {
+	valid := `
+apiVersion: convoy.dev/v1alpha1
+kind: ObjectDeployment
+spec:
+  template:
+    spec:
+      phases:
+      - name: rbac
+        class: hosted-cluster
+        objects:
+        - object: {apiVersion: v1, kind: ServiceAccount, metadata: {name: agent, namespace: kube-system}}
+      - name: deploy
+        objects:
+        - object: {apiVersion: v1, kind: ConfigMap, metadata: {name: settings}, data: {a: b}}
+      availabilityProbes:
+      - selector: {kind: {group: apps, kind: Deployment}}
+        probes:
+        - condition: {type: Available, status: "True"}
+        - fieldsEqual: {fieldA: .status.updatedReplicas, fieldB: .status.replicas}
+        - cel: {rule: "self.status.ready", message: not ready}
+`
+	phase := func(name, class string) string {
+		return fmt.Sprintf(`{name: %s, class: %q, objects: [{object: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}}]}`, name, class)
+	}
+	runAdmission(t, valid, []admissionCase{
+		{name: "valid"},
+		{name: "duplicate phase names", edit: `{template: {spec: {phases: [` + phase("a", "") + `, ` + phase("a", "") + `]}}}`,
+			wantErr: []string{"spec.template.spec.phases[1]", "Duplicate value"}},
+		{name: "unknown class", edit: `{template: {spec: {phases: [` + phase("a", "elsewhere") + `]}}}`,
+			wantErr: []string{"spec.template.spec.phases[0].class", "Unsupported value"}},
+		{name: "object without kind", edit: `{template: {spec: {phases: [{name: a, objects: [{object: {apiVersion: v1, metadata: {name: x}}}]}]}}}`,
+			wantErr: []string{"spec.template.spec.phases[0].objects[0].object.kind"}},
+		{name: "probe with two checks", edit: `{template: {spec: {phases: [` + phase("a", "") + `], availabilityProbes: [{selector: {kind: {kind: Pod}}, probes: [{condition: {type: Ready, status: "True"}, cel: {rule: "true", message: m}}]}]}}}`,
+			wantErr: []string{"spec.template.spec.availabilityProbes[0].probes[0]", "exactly one of condition, fieldsEqual or cel"}},
+	})
+}
+
+func TestHostedClusterPackageAdmission(t *testing.T) {
+	valid := `
+apiVersion: convoy.dev/v1alpha1
+kind: HostedClusterPackage
+spec:
+  hostedClusterSelector: {matchLabels: {foo: bar}}
+  partition:
+    labelKey: hypershift.openshift.io/risk-group
+    order: {static: [early, normal, late]}
+  strategy:
+    rollingUpgrade: {maxUnavailable: 1, progressDeadlineSeconds: 600}
+  template:
+    metadata: {labels: {foo: bar}}
+    spec: {sourceRef: {name: addons, namespace: fleet}, path: packages/extra-component}
+`
+	strategy := func(mu string) string { return `{strategy: {rollingUpgrade: {maxUnavailable: ` + mu + `}}}` }
+	const maxUnavailableRule = "maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%"
+	runAdmission(t, valid, []admissionCase{
+		{name: "valid"},
+		{name: "valid percentage", edit: strategy(`"10%"`)},
+		{name: "valid 100%", edit: strategy(`"100%"`)},
+		{name: "valid instant and alphanumeric", edit: `{strategy: {instant: {}}, partition: {labelKey: k, order: {alphanumericAsc: {}}}}`},
+		{name: "maxUnavailable zero", edit: strategy(`0`), wantErr: []string{"spec.strategy.rollingUpgrade.maxUnavailable", maxUnavailableRule}},
+		{name: "maxUnavailable negative", edit: strategy(`-1`), wantErr: []string{"spec.strategy.rollingUpgrade.maxUnavailable", maxUnavailableRule}},
+		{name: "maxUnavailable 0%", edit: strategy(`"0%"`), wantErr: []string{"spec.strategy.rollingUpgrade.maxUnavailable", maxUnavailableRule}},
+		{name: "maxUnavailable 101%", edit: strategy(`"101%"`), wantErr: []string{"spec.strategy.rollingUpgrade.maxUnavailable", maxUnavailableRule}},
+		{name: "maxUnavailable word", edit: strategy(`"one"`), wantErr: []string{"spec.strategy.rollingUpgrade.maxUnavailable", maxUnavailableRule}},
+		{name: "both strategies", edit: `{strategy: {instant: {}, rollingUpgrade: {maxUnavailable: 1}}}`,
+			wantErr: []string{"spec.strategy", "exactly one of instant or rollingUpgrade"}},
+		{name: "no strategy", edit: `{strategy: {}}`, wantErr: []string{"spec.strategy", "exactly one of instant or rollingUpgrade"}},
+		{name: "zero deadline", edit: `{strategy: {rollingUpgrade: {progressDeadlineSeconds: 0}}}`,
+			wantErr: []string{"spec.strategy.rollingUpgrade.progressDeadlineSeconds"}},
+		{name: "duplicate static values", edit: `{partition: {labelKey: k, order: {static: [early, early]}}}`,
+			wantErr: []string{"spec.partition.order.static[1]", "Duplicate value"}},
+		{name: "both orders", edit: `{partition: {labelKey: k, order: {static: [a], alphanumericAsc: {}}}}`,
+			wantErr: []string{"spec.partition.order", "exactly one of static or alphanumericAsc"}},
+		{name: "empty label key", edit: `{partition: {labelKey: ""}}`, wantErr: []string{"spec.partition.labelKey"}},
+		{name: "template path escapes", edit: `{template: {spec: {sourceRef: {name: a}, path: "../x"}}}`,
+			wantErr: []string{"spec.template.spec.path", "must not contain '..'"}},
+	})
+}
+
+// runAdmission creates the valid object with each case's edit and checks the API server's answer.
+func runAdmission(t *testing.T, valid string, cases []admissionCase) {
+	ns := newNamespace(t)
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := objectWithEdit(g, valid, tc.edit)
+			obj.SetName(fmt.Sprintf("case-%d", i))
+			if obj.GetKind() != "HostedClusterPackage" {
+				obj.SetNamespace(ns)
+			} else {
+				obj.SetName(fmt.Sprintf("%s-case-%d", ns, i))
+			}
+			err := env.Client.Create(context.Background(), obj)
+			if len(tc.wantErr) == 0 {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(HaveOccurred())
+			for _, want := range tc.wantErr {
+				g.Expect(err.Error()).To(ContainSubstring(want))
+			}
+		})
+	}
+}
+
+func objectWithEdit(g Gomega, valid, edit string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	g.Expect(yaml.Unmarshal([]byte(valid), &obj.Object)).To(Succeed())
+	if strings.TrimSpace(edit) == "" {
+		return obj
+	}
+	patch := map[string]any{}
+	g.Expect(yaml.Unmarshal([]byte(edit), &patch)).To(Succeed())
+	spec := obj.Object["spec"].(map[string]any)
+	for k, v := range patch {
+		spec[k] = v
+	}
+	return obj
+}
+
+func newNamespace(t *testing.T) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "admission-"}}
+	NewWithT(t).Expect(env.Client.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
