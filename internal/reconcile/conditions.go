@@ -1,0 +1,103 @@
+package reconcile
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// Conditioned is an object with a metav1.Condition list in its status.
+type Conditioned interface {
+	GetConditions() []metav1.Condition
+	SetConditions([]metav1.Condition)
+	GetGeneration() int64
+}
+
+// Object is an API object with conditions: what the status finalizer works on.
+type Object interface {
+	client.Object
+	Conditioned
+}
+
+// Set sets a condition stamped with the object's generation and reports whether it changed.
+// LastTransitionTime moves only when the status changes.
+func Set(obj Conditioned, condType string, status metav1.ConditionStatus, reason, message string) bool {
+	conds := obj.GetConditions()
+	changed := meta.SetStatusCondition(&conds, metav1.Condition{
+		Type:               condType,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: obj.GetGeneration(),
+	})
+	obj.SetConditions(conds)
+	return changed
+}
+
+// MarkTrue sets condType to True with a formatted message.
+func MarkTrue(obj Conditioned, condType, reason, format string, args ...any) {
+	Set(obj, condType, metav1.ConditionTrue, reason, fmt.Sprintf(format, args...))
+}
+
+// MarkFalse sets condType to False with a formatted message.
+func MarkFalse(obj Conditioned, condType, reason, format string, args ...any) {
+	Set(obj, condType, metav1.ConditionFalse, reason, fmt.Sprintf(format, args...))
+}
+
+// MarkUnknown sets condType to Unknown with a formatted message.
+func MarkUnknown(obj Conditioned, condType, reason, format string, args ...any) {
+	Set(obj, condType, metav1.ConditionUnknown, reason, fmt.Sprintf(format, args...))
+}
+
+// Delete removes condType and reports whether it was there.
+func Delete(obj Conditioned, condType string) bool {
+	conds := obj.GetConditions()
+	removed := meta.RemoveStatusCondition(&conds, condType)
+	obj.SetConditions(conds)
+	return removed
+}
+
+// Get returns condType, or nil.
+func Get(obj Conditioned, condType string) *metav1.Condition {
+	return meta.FindStatusCondition(obj.GetConditions(), condType)
+}
+
+// IsTrue reports whether condType is True.
+func IsTrue(obj Conditioned, condType string) bool {
+	return meta.IsStatusConditionTrue(obj.GetConditions(), condType)
+}
+
+// IsReady reports what kstatus calls Current: Ready=True at the object's generation, and
+// neither Stalled nor Reconciling.
+func IsReady(obj Conditioned) bool {
+	ready := Get(obj, v1alpha1.ReadyCondition)
+	return ready != nil && ready.Status == metav1.ConditionTrue &&
+		ready.ObservedGeneration == obj.GetGeneration() &&
+		!IsTrue(obj, v1alpha1.StalledCondition) && !IsTrue(obj, v1alpha1.ReconcilingCondition)
+}
+
+// MarkReconciling sets Reconciling=True and removes Stalled (the two exclude each other).
+func MarkReconciling(obj Conditioned, reason, format string, args ...any) {
+	Delete(obj, v1alpha1.StalledCondition)
+	MarkTrue(obj, v1alpha1.ReconcilingCondition, reason, format, args...)
+}
+
+// MarkStalled sets Stalled=True and removes Reconciling.
+func MarkStalled(obj Conditioned, reason, format string, args ...any) {
+	Delete(obj, v1alpha1.ReconcilingCondition)
+	MarkTrue(obj, v1alpha1.StalledCondition, reason, format, args...)
+}
+
+// firstTrue returns the first of condTypes that is True, or nil.
+func firstTrue(obj Conditioned, condTypes []string) *metav1.Condition {
+	for _, t := range condTypes {
+		if c := Get(obj, t); c != nil && c.Status == metav1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}

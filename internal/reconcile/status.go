@@ -1,0 +1,202 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// StatusFieldOwner is the field manager of every status patch convoy makes. It must never
+// change: managed fields recorded under it would be orphaned.
+const StatusFieldOwner = "convoy-status"
+
+// StatusFields points at the status fields the finalizer maintains besides conditions. A nil
+// pointer means the kind has no such field.
+type StatusFields struct {
+	// ObservedGeneration is bumped to metadata.generation on success or stall.
+	ObservedGeneration *int64
+	// LastHandledReconcileAt receives the value of the convoy.dev/requestedAt annotation.
+	LastHandledReconcileAt *string
+}
+
+// StatusOptions configure a StatusFinalizer for one kind.
+type StatusOptions struct {
+	// NegativeConditions are the kind's abnormal-true conditions, most important first; one
+	// that is True makes Ready False even when the pass returned no error.
+	NegativeConditions []string
+	// Notifier emits events; nil emits none.
+	Notifier *Notifier
+}
+
+// Summary is what a reconcile pass hands to the finalizer.
+type Summary struct {
+	// Err is the error of the pass (classified by Classify).
+	Err error
+	// Interval is the requeue delay after success, already jittered.
+	Interval time.Duration
+	// Reason of Ready=True; defaults to Succeeded.
+	Reason string
+	// Message of Ready=True.
+	Message string
+	// Event, when set, is emitted as a Normal event on success (e.g. "new revision ..."); an
+	// object recovering from a failure gets a recovery event otherwise.
+	Event string
+	// EventAnnotations are attached to the events of this pass (e.g. the revision).
+	EventAnnotations map[string]string
+}
+
+// StatusFinalizer computes the summary conditions at the end of a reconcile and patches the
+// status subresource when, and only when, the status changed. Create it right after reading
+// the object and call Finalize in a defer.
+//
+// Note: the patch is a JSON merge patch of the status alone, computed from the snapshot taken
+// by NewStatusFinalizer, sent with field owner StatusFieldOwner and without optimistic lock:
+// the controller is the only writer of status, and a status-only patch cannot conflict with
+// metadata or spec changes made during the pass.
+type StatusFinalizer struct {
+	client client.Client
+	obj    Object
+	before client.Object
+	fields StatusFields
+	opts   StatusOptions
+}
+
+// NewStatusFinalizer snapshots obj for later comparison.
+func NewStatusFinalizer(c client.Client, obj Object, fields StatusFields, opts StatusOptions) *StatusFinalizer {
+	before, _ := obj.DeepCopyObject().(client.Object)
+	return &StatusFinalizer{client: c, obj: obj, before: before, fields: fields, opts: opts}
+}
+
+// Finalize applies the outcome of the pass to the status, emits events, patches the status
+// if it changed and returns what Reconcile should return, with the patch error aggregated.
+func (f *StatusFinalizer) Finalize(ctx context.Context, s Summary) (ctrl.Result, error) {
+	out := Classify(s.Err, s.Interval)
+	prevReady := Get(f.obj, v1alpha1.ReadyCondition)
+	if prevReady != nil {
+		prev := *prevReady
+		prevReady = &prev
+	}
+	f.recordRequest()
+	applyOutcome(f.obj, out, s, f.opts.NegativeConditions)
+	if (out.Class == ClassSuccess || out.Class == ClassStalled) && f.fields.ObservedGeneration != nil {
+		*f.fields.ObservedGeneration = f.obj.GetGeneration()
+	}
+	f.opts.Notifier.notify(ctx, f.obj, prevReady, out, s)
+	if err := f.patch(ctx); err != nil {
+		return out.Result, errors.Join(out.Err, err)
+	}
+	logOutcome(ctx, out)
+	return out.Result, out.Err
+}
+
+// recordRequest copies the requestedAt annotation into lastHandledReconcileAt.
+func (f *StatusFinalizer) recordRequest() {
+	if f.fields.LastHandledReconcileAt == nil {
+		return
+	}
+	if v, ok := f.obj.GetAnnotations()[v1alpha1.RequestedAtAnnotation]; ok {
+		*f.fields.LastHandledReconcileAt = v
+	}
+}
+
+// applyOutcome sets Ready, Reconciling and Stalled from the outcome.
+func applyOutcome(obj Conditioned, out Outcome, s Summary, negatives []string) {
+	switch out.Class {
+	case ClassSuccess:
+		Delete(obj, v1alpha1.StalledCondition)
+		Delete(obj, v1alpha1.ReconcilingCondition)
+		if neg := firstTrue(obj, negatives); neg != nil {
+			MarkFalse(obj, v1alpha1.ReadyCondition, neg.Reason, "%s", neg.Message)
+			return
+		}
+		reason := s.Reason
+		if reason == "" {
+			reason = v1alpha1.SucceededReason
+		}
+		MarkTrue(obj, v1alpha1.ReadyCondition, reason, "%s", s.Message)
+	case ClassStalled:
+		MarkStalled(obj, out.Reason, "%s", out.Message)
+		MarkFalse(obj, v1alpha1.ReadyCondition, out.Reason, "%s", out.Message)
+	case ClassWaiting:
+		MarkReconciling(obj, out.Reason, "%s", out.Message)
+		MarkFalse(obj, v1alpha1.ReadyCondition, out.Reason, "%s", out.Message)
+	default:
+		MarkReconciling(obj, v1alpha1.ProgressingWithRetryReason, "%s", out.Message)
+		MarkFalse(obj, v1alpha1.ReadyCondition, out.Reason, "%s", out.Message)
+	}
+}
+
+// patch sends a merge patch of the status if it changed since the snapshot.
+func (f *StatusFinalizer) patch(ctx context.Context) error {
+	data, changed, err := statusPatch(f.before, f.obj)
+	if err != nil || !changed {
+		return err
+	}
+	err = f.client.Status().Patch(ctx, f.obj, client.RawPatch(types.MergePatchType, data),
+		client.FieldOwner(StatusFieldOwner))
+	if apierrors.IsNotFound(err) {
+		return nil // deleted during the pass: nothing left to report on
+	}
+	if err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+// statusPatch returns the merge patch turning before's status into after's, and whether there
+// is any difference.
+func statusPatch(before, after runtime.Object) ([]byte, bool, error) {
+	b, err := statusOf(before)
+	if err != nil {
+		return nil, false, err
+	}
+	a, err := statusOf(after)
+	if err != nil {
+		return nil, false, err
+	}
+	if equality.Semantic.DeepEqual(b, a) {
+		return nil, false, nil
+	}
+	bj, err := json.Marshal(map[string]any{"status": b})
+	if err != nil {
+		return nil, false, err
+	}
+	aj, err := json.Marshal(map[string]any{"status": a})
+	if err != nil {
+		return nil, false, err
+	}
+	data, err := jsonpatch.CreateMergePatch(bj, aj)
+	return data, err == nil, err
+}
+
+// statusOf returns the unstructured status of obj.
+func statusOf(obj runtime.Object) (any, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %T: %w", obj, err)
+	}
+	return u["status"], nil
+}
+
+// logOutcome logs a failed pass once, at the end.
+func logOutcome(ctx context.Context, out Outcome) {
+	log := ctrl.LoggerFrom(ctx)
+	switch out.Class {
+	case ClassStalled:
+		log.Info("Reconciliation stalled", "reason", out.Reason, "message", out.Message)
+	case ClassWaiting:
+		log.V(1).Info("Waiting", "reason", out.Reason, "message", out.Message, "requeueAfter", out.Result.RequeueAfter)
+	}
+}

@@ -1,0 +1,105 @@
+package sources
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/gitserver"
+)
+
+func TestAuthOverHTTPAndSSH(t *testing.T) {
+	srv, repo := newGitServer(t)
+	commit(t, repo, "one", map[string]string{"f": "1"})
+	srv.SetBasicAuth("user", "s3cret")
+	key, err := gitserver.NewClientKey()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	srv.AuthorizeKey(key.Public)
+	wrongKey, err := gitserver.NewClientKey()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	otherServer, err := gitserver.New(t.TempDir())
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(otherServer.Close)
+	_, err = otherServer.StartSSH()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	// A known_hosts line for the right address with another server's key.
+	wrongHost := strings.Replace(string(otherServer.KnownHosts()), hostPort(srv.SSHURL("repo"), otherServer.SSHURL("x")), hostPort(srv.SSHURL("repo"), srv.SSHURL("repo")), 1)
+
+	cases := []struct {
+		name    string
+		url     string
+		auth    *Auth
+		wantErr string
+	}{
+		{"basic good", srv.HTTPURL("repo"), &Auth{Username: "user", Password: "s3cret"}, ""},
+		{"basic bad", srv.HTTPURL("repo"), &Auth{Username: "user", Password: "wrong"}, "authentication"},
+		{"basic missing", srv.HTTPURL("repo"), nil, "authentication required"},
+		{"ssh good key", srv.SSHURL("repo"), &Auth{Identity: key.PrivatePEM, KnownHosts: srv.KnownHosts()}, ""},
+		{"ssh wrong key", srv.SSHURL("repo"), &Auth{Identity: wrongKey.PrivatePEM, KnownHosts: srv.KnownHosts()}, "unable to authenticate"},
+		{"ssh unknown host key", srv.SSHURL("repo"), &Auth{Identity: key.PrivatePEM, KnownHosts: []byte(wrongHost)}, "known_hosts"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := newStore(t, Limits{})
+			_, err := s.Poll(testCtx(t), KeyFor("ns", "src"), Remote{URL: tc.url, Auth: tc.auth}, v1alpha1.GitRef{Branch: "main"})
+			if tc.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+			g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
+		})
+	}
+}
+
+// hostPort returns the host:port of an ssh:// URL in known_hosts form for the first URL,
+// given the known_hosts form of the second (used to swap addresses).
+func hostPort(_ string, u string) string {
+	hp := strings.TrimPrefix(u, "ssh://git@")
+	hp = hp[:strings.Index(hp, "/")]
+	host, port, _ := strings.Cut(hp, ":")
+	return "[" + host + "]:" + port
+}
+
+func TestAuthFromSecretNamesMissingKeys(t *testing.T) {
+	key, err := gitserver.NewClientKey()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	cases := []struct {
+		name    string
+		url     string
+		data    map[string]string
+		wantErr string
+	}{
+		{"basic", "https://h/r.git", map[string]string{"username": "u", "password": "p"}, ""},
+		{"bearer", "https://h/r.git", map[string]string{"bearerToken": "t"}, ""},
+		{"password missing", "https://h/r.git", map[string]string{"username": "u"}, `key "password" is missing`},
+		{"username missing", "https://h/r.git", map[string]string{"password": "p"}, `key "username" is missing`},
+		{"bad ca", "https://h/r.git", map[string]string{"ca.crt": "nope"}, `key "ca.crt"`},
+		{"ssh identity missing", "ssh://git@h/r.git", map[string]string{"known_hosts": "h ssh-ed25519 AAAA"}, `key "identity" is missing`},
+		{"ssh known_hosts missing", "git@h:r.git", map[string]string{"identity": string(key.PrivatePEM)}, `key "known_hosts" is missing`},
+		{"ssh identity malformed", "ssh://git@h/r.git", map[string]string{"identity": "x", "known_hosts": "y"}, `key "identity"`},
+		{"ssh known_hosts malformed", "ssh://git@h/r.git", map[string]string{"identity": string(key.PrivatePEM), "known_hosts": "y"}, `key "known_hosts"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{}}
+			for k, v := range tc.data {
+				sec.Data[k] = []byte(v)
+			}
+			a, err := AuthFromSecret(sec, tc.url)
+			if tc.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(a.String()).NotTo(ContainSubstring("p"))
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+			g.Expect(err.Error()).To(ContainSubstring("ns/creds"))
+		})
+	}
+}

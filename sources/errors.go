@@ -1,0 +1,140 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/reconcile"
+)
+
+// UnsafeSymlinkReason: a tree holds a symlink that points outside of it.
+// Note: kept here rather than in api/v1alpha1 because only GitSource uses it.
+const UnsafeSymlinkReason = "UnsafeSymlink"
+
+// CommitNotFoundError says that a commit is neither in the store nor on the remote.
+type CommitNotFoundError struct {
+	// Key of the source.
+	Key Key
+	// Commit asked for.
+	Commit string
+}
+
+// Error implements error.
+func (e *CommitNotFoundError) Error() string {
+	return fmt.Sprintf("commit %s not found in source %s", e.Commit, e.Key)
+}
+
+// IsCommitNotFound reports whether err is or wraps a *CommitNotFoundError.
+func IsCommitNotFound(err error) bool {
+	var nf *CommitNotFoundError
+	return errors.As(err, &nf)
+}
+
+// RefNotFoundError says that spec.ref matches nothing on the remote.
+type RefNotFoundError struct {
+	// Ref describes the ref, e.g. `branch "main"`.
+	Ref string
+	// Empty is set when the remote has no refs at all.
+	Empty bool
+}
+
+// Error implements error.
+func (e *RefNotFoundError) Error() string {
+	if e.Empty {
+		return fmt.Sprintf("%s not found: the remote repository is empty", e.Ref)
+	}
+	return fmt.Sprintf("%s not found on the remote", e.Ref)
+}
+
+// LimitError says that a tree exceeds one of the store's limits.
+type LimitError struct {
+	// Limit is "files", "file size" or "total size".
+	Limit string
+	// Max is the configured limit.
+	Max int64
+	// Path is the offending file, if any.
+	Path string
+}
+
+// Error implements error.
+func (e *LimitError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("%s limit of %d exceeded by %q", e.Limit, e.Max, e.Path)
+	}
+	return fmt.Sprintf("%s limit of %d exceeded", e.Limit, e.Max)
+}
+
+// UnsafePathError says that a path (through a symlink) leads outside of the tree.
+type UnsafePathError struct {
+	// Path inside the tree.
+	Path string
+	// Target of the symlink.
+	Target string
+}
+
+// Error implements error.
+func (e *UnsafePathError) Error() string {
+	return fmt.Sprintf("symlink %q points outside of the tree (%q)", e.Path, e.Target)
+}
+
+// classifyGitError gives a Git error its reason and class for the reconciler; the message is
+// scrubbed of credentials embedded in URLs.
+func classifyGitError(op string, err error) error {
+	msg := scrubURLs(err.Error())
+	var (
+		rnf *RefNotFoundError
+		lim *LimitError
+		up  *UnsafePathError
+	)
+	switch {
+	case errors.As(err, &rnf):
+		return reconcile.Waitf(v1alpha1.RefNotFoundReason, 0, "%s", msg)
+	case errors.As(err, &lim):
+		return reconcile.Waitf(v1alpha1.StorageLimitExceededReason, 0, "%s", msg)
+	case errors.As(err, &up):
+		return reconcile.Waitf(UnsafeSymlinkReason, 0, "%s", msg)
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return reconcile.Waitf(v1alpha1.RefNotFoundReason, 0, "%s: the remote repository is empty", op)
+	case isAuthError(err):
+		return reconcile.Retryf(v1alpha1.AuthenticationFailedReason, "%s: %s", op, msg)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return reconcile.Retryf(v1alpha1.GitOperationFailedReason, "%s: repository not found", op)
+	case errors.Is(err, context.DeadlineExceeded):
+		return reconcile.Retryf(v1alpha1.GitOperationFailedReason, "%s: timed out: %s", op, msg)
+	}
+	return reconcile.Retryf(v1alpha1.GitOperationFailedReason, "%s: %s", op, msg)
+}
+
+// isAuthError reports whether err is a refusal of credentials or of the host key.
+func isAuthError(err error) bool {
+	if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "unable to authenticate") || strings.Contains(s, "known_hosts") ||
+		strings.Contains(s, "handshake failed")
+}
+
+var urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"']+`)
+
+// scrubURLs removes user info from URLs in s.
+func scrubURLs(s string) string {
+	return urlPattern.ReplaceAllStringFunc(s, redactURL)
+}
+
+// redactURL returns raw without its user info.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}

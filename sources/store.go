@@ -1,0 +1,198 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/go-git/go-git/v5"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Key names one source in the store: the namespace and name of its GitSource.
+type Key struct {
+	// Namespace of the GitSource.
+	Namespace string
+	// Name of the GitSource.
+	Name string
+}
+
+// KeyFor returns the store key of the GitSource namespace/name. The Package controller uses
+// it with spec.sourceRef (namespace defaulted to the Package's).
+func KeyFor(namespace, name string) Key { return Key{Namespace: namespace, Name: name} }
+
+// KeyOf returns the store key of a namespaced name.
+func KeyOf(nn types.NamespacedName) Key { return Key{Namespace: nn.Namespace, Name: nn.Name} }
+
+// String returns "namespace/name".
+func (k Key) String() string { return k.Namespace + "/" + k.Name }
+
+// RemoteResolver returns the remote (URL and credentials) of a source, for fetching a commit
+// on demand when the store has not polled that source since it started.
+type RemoteResolver func(ctx context.Context, key Key) (Remote, error)
+
+// Limits bound what a tree may hold; they apply to Verify and to every fs.FS from Open.
+type Limits struct {
+	// MaxFiles is the maximum number of files in a tree (Verify) or read from one fs.FS.
+	MaxFiles int
+	// MaxFileSize is the maximum size of one file, in bytes.
+	MaxFileSize int64
+	// MaxTotalBytes is the maximum size of all files of a tree, or read from one fs.FS.
+	MaxTotalBytes int64
+}
+
+// DefaultLimits are the limits of a store created with zero Limits.
+func DefaultLimits() Limits {
+	return Limits{MaxFiles: 20_000, MaxFileSize: 10 << 20, MaxTotalBytes: 512 << 20}
+}
+
+// StoreOptions configure a Store.
+type StoreOptions struct {
+	// Limits; zero fields take DefaultLimits.
+	Limits Limits
+	// Resolver finds the remote of a source for on-demand fetches; may be set later with
+	// SetResolver.
+	Resolver RemoteResolver
+}
+
+// Store keeps one bare repository per source under a root directory. It is safe for
+// concurrent use: fetches of one source are serialized, readers never block each other for
+// long, and every commit once fetched stays readable (nothing is ever garbage-collected while
+// the source exists).
+type Store struct {
+	root   string
+	limits Limits
+
+	mu       sync.Mutex
+	entries  map[Key]*entry
+	resolver RemoteResolver
+}
+
+// entry is the in-memory state of one source.
+type entry struct {
+	// write serializes fetches, re-initialization and deletion of the repository.
+	write sync.Mutex
+
+	mu     sync.Mutex
+	handle *handle
+	remote *Remote
+}
+
+// handle is an open repository; mu serializes every read of its object storage.
+// Note: go-git's object storage is not safe for concurrent use, and objects are immutable,
+// so a handle stays valid for reading the commits it saw even while a fetch adds packs.
+type handle struct {
+	mu   sync.Mutex
+	repo *git.Repository
+}
+
+// NewStore returns a store rooted at root (created if needed). Repositories already under
+// root (from an earlier process) are reused.
+func NewStore(root string, opts StoreOptions) (*Store, error) {
+	if err := os.MkdirAll(root, 0o750); err != nil {
+		return nil, fmt.Errorf("creating storage path: %w", err)
+	}
+	l := opts.Limits
+	def := DefaultLimits()
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = def.MaxFiles
+	}
+	if l.MaxFileSize <= 0 {
+		l.MaxFileSize = def.MaxFileSize
+	}
+	if l.MaxTotalBytes <= 0 {
+		l.MaxTotalBytes = def.MaxTotalBytes
+	}
+	return &Store{root: root, limits: l, entries: map[Key]*entry{}, resolver: opts.Resolver}, nil
+}
+
+// Limits returns the store's limits.
+func (s *Store) Limits() Limits { return s.limits }
+
+// SetResolver sets the function that finds a source's remote for on-demand fetches.
+func (s *Store) SetResolver(r RemoteResolver) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resolver = r
+}
+
+// Delete removes the repository of key from disk (on GitSource deletion).
+func (s *Store) Delete(key Key) error {
+	e := s.entry(key)
+	e.write.Lock()
+	defer e.write.Unlock()
+	s.mu.Lock()
+	delete(s.entries, key)
+	s.mu.Unlock()
+	if err := os.RemoveAll(s.dir(key)); err != nil {
+		return fmt.Errorf("deleting repository of %s: %w", key, err)
+	}
+	return nil
+}
+
+// dir returns the repository directory of key.
+func (s *Store) dir(key Key) string {
+	return filepath.Join(s.root, key.Namespace, key.Name+".git")
+}
+
+// entry returns the in-memory state of key, creating it.
+func (s *Store) entry(key Key) *entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	if !ok {
+		e = &entry{}
+		s.entries[key] = e
+	}
+	return e
+}
+
+// remoteFor returns the last remote used for key, or asks the resolver.
+func (s *Store) remoteFor(ctx context.Context, key Key, e *entry) (Remote, error) {
+	e.mu.Lock()
+	r := e.remote
+	e.mu.Unlock()
+	if r != nil {
+		return *r, nil
+	}
+	s.mu.Lock()
+	resolve := s.resolver
+	s.mu.Unlock()
+	if resolve == nil {
+		return Remote{}, fmt.Errorf("source %s has not been polled yet and no resolver is set", key)
+	}
+	return resolve(ctx, key)
+}
+
+// openHandle returns the current handle of key, opening the repository if it exists. It
+// returns (nil, nil) when there is no repository yet.
+func (s *Store) openHandle(key Key, e *entry) (*handle, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.handle != nil {
+		return e.handle, nil
+	}
+	repo, err := git.PlainOpen(s.dir(key))
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening repository of %s: %w", key, err)
+	}
+	e.handle = &handle{repo: repo}
+	return e.handle, nil
+}
+
+// reset drops the cached handle so that the next reader sees newly fetched packs.
+func (e *entry) reset(remote *Remote) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.handle = nil
+	if remote != nil {
+		r := *remote
+		e.remote = &r
+	}
+}
