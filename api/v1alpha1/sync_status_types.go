@@ -86,4 +86,10 @@ type InventoryEntry struct {
 	// +required
 	// +kubebuilder:validation:Enum=management;hosted
 	Cluster string `json:"cluster"`
+
+	// phase is the name of the phase that applied the object; teardown deletes phase by phase
+	// in reverse order.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Phase string `json:"phase,omitempty"`
 }
