@@ -87,6 +87,9 @@ func (e *UnsafePathError) Error() string {
 // classifyGitError gives a Git error its reason and class for the reconciler; the message is
 // scrubbed of credentials embedded in URLs.
 func classifyGitError(op string, err error) error {
+	if reconcile.ReasonOf(err) != reconcile.FailedReason {
+		return err // already classified (an invalid ref spec)
+	}
 	msg := scrubURLs(err.Error())
 	var (
 		rnf *RefNotFoundError

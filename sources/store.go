@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/go-git/go-git/v5"
@@ -195,4 +196,43 @@ func (e *entry) reset(remote *Remote) {
 		r := *remote
 		e.remote = &r
 	}
+}
+
+// Keys returns the keys of the repositories on disk.
+func (s *Store) Keys() ([]Key, error) {
+	namespaces, err := os.ReadDir(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("listing storage path: %w", err)
+	}
+	var keys []Key
+	for _, ns := range namespaces {
+		if !ns.IsDir() {
+			continue
+		}
+		repos, err := os.ReadDir(filepath.Join(s.root, ns.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("listing storage path: %w", err)
+		}
+		for _, r := range repos {
+			if name, ok := strings.CutSuffix(r.Name(), ".git"); ok && r.IsDir() {
+				keys = append(keys, KeyFor(ns.Name(), name))
+			}
+		}
+	}
+	return keys, nil
+}
+
+// Prune deletes the repositories whose key keep rejects.
+func (s *Store) Prune(keep func(Key) bool) error {
+	keys, err := s.Keys()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, k := range keys {
+		if !keep(k) {
+			errs = append(errs, s.Delete(k))
+		}
+	}
+	return errors.Join(errs...)
 }

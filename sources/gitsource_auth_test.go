@@ -1,0 +1,101 @@
+package sources
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/test/gitserver"
+)
+
+func TestGitSourceAuth(t *testing.T) {
+	ns := newNamespace(t)
+	srv, repo := newGitServer(t)
+	c := commit(t, repo, "one", map[string]string{"f": "1"})
+	srv.SetBasicAuth("user", "s3cret")
+	key, err := gitserver.NewClientKey()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	srv.AuthorizeKey(key.Public)
+	wrongKey, err := gitserver.NewClientKey()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	other, err := gitserver.New(t.TempDir())
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(other.Close)
+	_, err = other.StartSSH()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	// The right host name with another server's key.
+	unknownHost := strings.Replace(string(other.KnownHosts()), hostPort("", other.SSHURL("x")), hostPort("", srv.SSHURL("repo")), 1)
+
+	cases := []struct {
+		name   string
+		url    string
+		secret map[string]string
+		// reason is "" for success, else the reason of Ready=False.
+		reason  string
+		message string
+		stalled bool
+	}{
+		{name: "http basic good", url: srv.HTTPURL("repo"), secret: map[string]string{"username": "user", "password": "s3cret"}},
+		{name: "http basic bad", url: srv.HTTPURL("repo"), secret: map[string]string{"username": "user", "password": "wrong"},
+			reason: v1alpha1.AuthenticationFailedReason},
+		{name: "ssh good key", url: srv.SSHURL("repo"), secret: map[string]string{"identity": string(key.PrivatePEM), "known_hosts": string(srv.KnownHosts())}},
+		{name: "ssh wrong key", url: srv.SSHURL("repo"), secret: map[string]string{"identity": string(wrongKey.PrivatePEM), "known_hosts": string(srv.KnownHosts())},
+			reason: v1alpha1.AuthenticationFailedReason},
+		{name: "ssh unknown host key", url: srv.SSHURL("repo"), secret: map[string]string{"identity": string(key.PrivatePEM), "known_hosts": unknownHost},
+			reason: v1alpha1.AuthenticationFailedReason, message: "known_hosts"},
+		{name: "missing known_hosts key", url: srv.SSHURL("repo"), secret: map[string]string{"identity": string(key.PrivatePEM)},
+			reason: v1alpha1.InvalidSpecReason, message: `key "known_hosts" is missing`, stalled: true},
+		{name: "missing password key", url: srv.HTTPURL("repo"), secret: map[string]string{"username": "user"},
+			reason: v1alpha1.InvalidSpecReason, message: `key "password" is missing`, stalled: true},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			secretName := "creds-" + string(rune('a'+i))
+			data := map[string][]byte{}
+			for k, v := range tc.secret {
+				data[k] = []byte(v)
+			}
+			createSecret(t, ns, secretName, data)
+			gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: tc.url, Ref: v1alpha1.GitRef{Branch: "main"},
+				SecretRef: &v1alpha1.LocalObjectReference{Name: secretName}})
+			if tc.reason == "" {
+				waitReady(t, gs, c)
+				return
+			}
+			cond := v1alpha1.FetchFailedCondition
+			if tc.stalled {
+				cond = v1alpha1.StalledCondition
+			}
+			out := waitCondition(t, gs, cond, tc.reason)
+			ready := reconcile.Get(out, v1alpha1.ReadyCondition)
+			g.Expect(ready.Status).To(BeEquivalentTo("False"))
+			g.Expect(ready.Reason).To(Equal(tc.reason))
+			g.Expect(ready.Message).To(ContainSubstring(tc.message))
+			for _, c := range out.Status.Conditions {
+				g.Expect(c.Message).NotTo(ContainSubstring("s3cret"))
+				g.Expect(c.Message).NotTo(ContainSubstring("PRIVATE KEY"))
+			}
+			if tc.stalled {
+				g.Expect(out.Status.ObservedGeneration).To(Equal(out.Generation))
+				g.Expect(reconcile.Get(out, v1alpha1.ReconcilingCondition)).To(BeNil())
+			}
+		})
+	}
+}
+
+func TestGitSourceStalledOnMissingSecretRecoversWhenSecretAppears(t *testing.T) {
+	ns := newNamespace(t)
+	srv, repo := newGitServer(t)
+	c := commit(t, repo, "one", map[string]string{"f": "1"})
+	srv.SetBasicAuth("user", "pw")
+	gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"},
+		SecretRef: &v1alpha1.LocalObjectReference{Name: "later"}})
+	out := waitCondition(t, gs, v1alpha1.StalledCondition, v1alpha1.InvalidSpecReason)
+	NewWithT(t).Expect(reconcile.Get(out, v1alpha1.StalledCondition).Message).To(ContainSubstring("later"))
+	createSecret(t, ns, "later", map[string][]byte{"username": []byte("user"), "password": []byte("pw")})
+	waitReady(t, gs, c)
+}

@@ -1,0 +1,193 @@
+package sources
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/reconcile"
+)
+
+// GitSourceReconciler polls the repository of each GitSource, stores the commit its ref
+// resolves to and records it in status.artifact.
+//
+// +kubebuilder:rbac:groups=convoy.dev,resources=gitsources,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=convoy.dev,resources=gitsources/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+type GitSourceReconciler struct {
+	// Client reads GitSources (cached) and patches their status.
+	Client client.Client
+	// APIReader reads Secrets without a cache, so that no informer holds every Secret of the
+	// management cluster.
+	APIReader client.Reader
+	// Store keeps the fetched repositories.
+	Store *Store
+	// Recorder emits events; nil emits none.
+	Recorder events.EventRecorder
+
+	notifier *reconcile.Notifier
+}
+
+// scope is what one reconcile pass reads and computes; each step documents what it fills in.
+type scope struct {
+	obj *v1alpha1.GitSource
+	key Key
+	// remote is set by reconcileAuth.
+	remote Remote
+	// poll is set by reconcileSource.
+	poll PollResult
+	// message is the Ready message on success, event a new-revision note; set by
+	// reconcileArtifact.
+	message, event string
+}
+
+// step is one stage of a reconcile; the first error stops the pass.
+type step func(ctx context.Context, s *scope) error
+
+// Reconcile runs the steps auth → source → verify → artifact, then the deferred status
+// finalizer summarizes the conditions and patches status if it changed.
+func (r *GitSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	obj := &v1alpha1.GitSource{}
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.Store.Delete(KeyOf(req.NamespacedName))
+		}
+		return ctrl.Result{}, err
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if obj.Spec.Suspend {
+		// Note: a suspended source keeps its status untouched, last artifact included.
+		ctrl.LoggerFrom(ctx).V(1).Info("Suspended, not polling")
+		return ctrl.Result{}, nil
+	}
+	fin := reconcile.NewStatusFinalizer(r.Client, obj, reconcile.StatusFields{
+		ObservedGeneration:     &obj.Status.ObservedGeneration,
+		LastHandledReconcileAt: &obj.Status.LastHandledReconcileAt,
+	}, reconcile.StatusOptions{NegativeConditions: negativeConditions, Notifier: r.notifier})
+	s := &scope{obj: obj, key: KeyOf(req.NamespacedName)}
+	defer func() {
+		res, retErr = fin.Finalize(ctx, s.summary(retErr))
+	}()
+	for _, st := range []step{r.reconcileAuth, r.reconcileSource, r.reconcileVerify, r.reconcileArtifact} {
+		if err := st(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// summary hands the pass to the status finalizer, with a jittered poll interval.
+func (s *scope) summary(err error) reconcile.Summary {
+	sum := reconcile.Summary{
+		Err:      err,
+		Interval: reconcile.Jitter(s.obj.GetInterval()),
+		Message:  s.message,
+		Event:    s.event,
+	}
+	if a := s.obj.Status.Artifact; a != nil {
+		sum.EventAnnotations = map[string]string{RevisionAnnotation: a.Revision}
+	}
+	return sum
+}
+
+// reconcileAuth checks the URL and reads the credentials into s.remote. A bad URL, a missing
+// Secret or a missing or malformed key stalls the source.
+func (r *GitSourceReconciler) reconcileAuth(ctx context.Context, s *scope) error {
+	remote, err := r.remoteOf(ctx, s.obj)
+	if err != nil {
+		return err
+	}
+	s.remote = remote
+	return nil
+}
+
+// remoteOf returns the remote of a GitSource, with its credentials.
+func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *v1alpha1.GitSource) (Remote, error) {
+	url := obj.Spec.URL
+	if _, err := transport.NewEndpoint(url); err != nil {
+		return Remote{}, reconcile.Stallf(v1alpha1.URLInvalidReason, "invalid URL %q: %w", redactURL(url), err)
+	}
+	if obj.Spec.SecretRef == nil {
+		if isSSHURL(url) {
+			return Remote{}, reconcile.Stallf(v1alpha1.InvalidSpecReason,
+				"an SSH URL needs spec.secretRef with keys %q and %q", IdentityKey, KnownHostsKey)
+		}
+		return Remote{URL: url}, nil
+	}
+	secret := &corev1.Secret{}
+	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Spec.SecretRef.Name}
+	if err := r.APIReader.Get(ctx, nn, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Remote{}, reconcile.Stallf(v1alpha1.InvalidSpecReason, "secret %s not found", nn)
+		}
+		return Remote{}, fmt.Errorf("reading secret %s: %w", nn, err)
+	}
+	auth, err := AuthFromSecret(secret, url)
+	if err != nil {
+		return Remote{}, reconcile.Stallf(v1alpha1.InvalidSpecReason, "%w", err)
+	}
+	return Remote{URL: url, Auth: auth}, nil
+}
+
+// reconcileSource lists the remote refs, resolves spec.ref and fetches the commit if it is
+// not stored yet (s.poll). It sets FetchFailed=True on failure and removes it on success.
+func (r *GitSourceReconciler) reconcileSource(ctx context.Context, s *scope) error {
+	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
+	defer cancel()
+	start := time.Now()
+	res, err := r.Store.Poll(ctx, s.key, s.remote, s.obj.Spec.Ref)
+	if err != nil {
+		return markFetchFailed(s.obj, classifyGitError("polling "+redactURL(s.remote.URL), err))
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Polled", "revision", res.Revision.String(), "fetched", res.Fetched,
+		"duration", time.Since(start))
+	s.poll = res
+	return nil
+}
+
+// reconcileVerify checks a new commit's tree against the store's limits and for symlinks out
+// of the tree; the artifact in status is already verified. Sets FetchFailed=True on failure.
+func (r *GitSourceReconciler) reconcileVerify(ctx context.Context, s *scope) error {
+	if a := s.obj.Status.Artifact; a != nil && a.Commit == s.poll.Revision.Commit {
+		return nil
+	}
+	if err := r.Store.Verify(ctx, s.key, s.poll.Revision.Commit); err != nil {
+		return markFetchFailed(s.obj, classifyGitError("verifying "+s.poll.Revision.String(), err))
+	}
+	reconcile.Delete(s.obj, v1alpha1.FetchFailedCondition)
+	return nil
+}
+
+// reconcileArtifact records the revision in status.artifact and sets s.message, and s.event
+// when the revision is new.
+func (r *GitSourceReconciler) reconcileArtifact(_ context.Context, s *scope) error {
+	rev := s.poll.Revision.String()
+	reconcile.Delete(s.obj, v1alpha1.FetchFailedCondition)
+	s.message = "stored artifact for revision " + rev
+	if a := s.obj.Status.Artifact; a != nil && a.Revision == rev {
+		return nil
+	}
+	s.obj.Status.Artifact = &v1alpha1.Artifact{
+		Revision: rev, Commit: s.poll.Revision.Commit, LastUpdateTime: metav1Now(),
+	}
+	s.event = "new revision " + rev
+	return nil
+}
+
+// markFetchFailed sets FetchFailed=True with the reason and message of err, and returns err.
+func markFetchFailed(obj *v1alpha1.GitSource, err error) error {
+	reconcile.MarkTrue(obj, v1alpha1.FetchFailedCondition, reconcile.ReasonOf(err), "%s", err.Error())
+	return err
+}

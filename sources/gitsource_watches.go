@@ -1,0 +1,182 @@
+package sources
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/reconcile"
+)
+
+// secretRefIndex indexes GitSources by the Secrets they reference (credentials and webhook).
+const secretRefIndex = ".spec.secretRefs"
+
+// GitSourceReconcilerOptions tune the GitSource controller.
+type GitSourceReconcilerOptions struct {
+	// MaxConcurrentReconciles is the number of GitSources polled in parallel; default 4.
+	MaxConcurrentReconciles int
+	// RecorderName names the event source; default "convoy-gitsource".
+	RecorderName string
+}
+
+// SetupWithManager registers the controller: it watches GitSources (spec changes and
+// convoy.dev/requestedAt), and the metadata of referenced Secrets so that fixing a Secret
+// un-stalls its sources. It also makes the store fetch missing commits on demand through the
+// API, and removes repositories of GitSources deleted while convoy was not running.
+func (r *GitSourceReconciler) SetupWithManager(mgr ctrl.Manager, opts GitSourceReconcilerOptions) error {
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 4
+	}
+	if opts.RecorderName == "" {
+		opts.RecorderName = "convoy-gitsource"
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(opts.RecorderName)
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	r.notifier = reconcile.NewNotifier(r.Recorder)
+	r.Store.SetResolver(r.resolveRemote)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.GitSource{}, secretRefIndex, indexSecretRefs); err != nil {
+		return fmt.Errorf("indexing GitSources: %w", err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(r.pruneOrphans(mgr))); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.GitSource{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, ReconcileRequestedPredicate()))).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSecret)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Named("gitsource").
+		Complete(r)
+}
+
+// indexSecretRefs returns the names of the Secrets a GitSource references.
+func indexSecretRefs(o client.Object) []string {
+	gs, ok := o.(*v1alpha1.GitSource)
+	if !ok {
+		return nil
+	}
+	var names []string
+	if gs.Spec.SecretRef != nil {
+		names = append(names, gs.Spec.SecretRef.Name)
+	}
+	if gs.Spec.WebhookSecretRef != nil {
+		names = append(names, gs.Spec.WebhookSecretRef.Name)
+	}
+	return names
+}
+
+// requestsForSecret maps a Secret to the GitSources of its namespace that reference it.
+func (r *GitSourceReconciler) requestsForSecret(ctx context.Context, o client.Object) []ctrlreconcile.Request {
+	list := &v1alpha1.GitSourceList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing GitSources for a Secret", "secret", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
+	for _, gs := range list.Items {
+		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gs)})
+	}
+	return reqs
+}
+
+// resolveRemote finds the remote of a source through the API, for on-demand fetches.
+func (r *GitSourceReconciler) resolveRemote(ctx context.Context, key Key) (Remote, error) {
+	gs := &v1alpha1.GitSource{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, gs); err != nil {
+		return Remote{}, fmt.Errorf("reading GitSource %s: %w", key, err)
+	}
+	return r.remoteOf(ctx, gs)
+}
+
+// pruneOrphans deletes, once the cache is synced, the repositories of GitSources that no
+// longer exist. It runs on the leader only.
+func (r *GitSourceReconciler) pruneOrphans(mgr ctrl.Manager) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		list := &v1alpha1.GitSourceList{}
+		if err := r.Client.List(ctx, list); err != nil {
+			return fmt.Errorf("listing GitSources: %w", err)
+		}
+		keep := map[Key]bool{}
+		for _, gs := range list.Items {
+			keep[KeyFor(gs.Namespace, gs.Name)] = true
+		}
+		if err := r.Store.Prune(func(k Key) bool { return keep[k] }); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Pruning orphaned repositories")
+		}
+		return nil
+	}
+}
+
+// ReconcileRequestedPredicate passes updates that change the convoy.dev/requestedAt
+// annotation (a manual or webhook request for an immediate reconcile).
+func ReconcileRequestedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld == nil || e.ObjectNew == nil {
+				return false
+			}
+			return e.ObjectOld.GetAnnotations()[v1alpha1.RequestedAtAnnotation] !=
+				e.ObjectNew.GetAnnotations()[v1alpha1.RequestedAtAnnotation]
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// ArtifactChangedPredicate passes GitSource events that matter to consumers of artifacts
+// (Package controllers): creation with an artifact, deletion, and updates that change
+// status.artifact.revision. Use it with Watches(&v1alpha1.GitSource{}, ...).
+func ArtifactChangedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return revisionOf(e.Object) != "" },
+		UpdateFunc: func(e event.UpdateEvent) bool { return revisionOf(e.ObjectOld) != revisionOf(e.ObjectNew) },
+		DeleteFunc: func(event.DeleteEvent) bool { return true },
+	}
+}
+
+// revisionOf returns the artifact revision of a GitSource, or "".
+func revisionOf(o client.Object) string {
+	gs, ok := o.(*v1alpha1.GitSource)
+	if !ok || gs.Status.Artifact == nil {
+		return ""
+	}
+	return gs.Status.Artifact.Revision
+}
+
+// GetArtifact returns the artifact of the GitSource named by key, or a Waiting error with
+// reason DependencyNotReady when it has none yet (the source has not been polled, or is
+// missing).
+func GetArtifact(ctx context.Context, c client.Reader, key Key) (*v1alpha1.Artifact, error) {
+	gs := &v1alpha1.GitSource{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, gs); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, reconcile.Waitf(v1alpha1.DependencyNotReadyReason, 0, "GitSource %s not found", key)
+		}
+		return nil, fmt.Errorf("reading GitSource %s: %w", key, err)
+	}
+	if gs.Status.Artifact == nil {
+		return nil, reconcile.Waitf(v1alpha1.DependencyNotReadyReason, 0, "GitSource %s has no artifact yet", key)
+	}
+	return gs.Status.Artifact.DeepCopy(), nil
+}

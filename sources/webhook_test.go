@@ -1,0 +1,95 @@
+package sources
+
+import (
+	"bytes"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// postHook calls the webhook of gs with the given headers and returns the status code.
+func postHook(t *testing.T, gs *v1alpha1.GitSource, body []byte, headers map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, webhookURL+WebhookPathPrefix+gs.Namespace+"/"+gs.Name, bytes.NewReader(body))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func sha256Header(body []byte, token string) string {
+	return "sha256=" + hex.EncodeToString(Sign(body, []byte(token)))
+}
+
+func TestWebhookTriggersPoll(t *testing.T) {
+	ns := newNamespace(t)
+	srv, repo := newGitServer(t)
+	c1 := commit(t, repo, "one", map[string]string{"f": "1"})
+	createSecret(t, ns, "hook", map[string][]byte{WebhookTokenKey: []byte("hook-token")})
+	gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"},
+		Interval: &metav1.Duration{Duration: time.Hour}, WebhookSecretRef: &v1alpha1.LocalObjectReference{Name: "hook"}})
+	waitReady(t, gs, c1)
+	body := []byte(`{"ref":"refs/heads/main"}`)
+
+	t.Run("invalid signature is refused and polls nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		before := srv.Stats()
+		g.Expect(postHook(t, gs, body, map[string]string{GitHubSignatureHeader: sha256Header(body, "wrong")})).To(Equal(http.StatusUnauthorized))
+		g.Expect(postHook(t, gs, body, map[string]string{GitLabTokenHeader: "wrong"})).To(Equal(http.StatusUnauthorized))
+		g.Expect(postHook(t, gs, body, map[string]string{SignatureHeader: "sha256=zz"})).To(Equal(http.StatusUnauthorized))
+		g.Expect(postHook(t, gs, body, nil)).To(Equal(http.StatusUnauthorized))
+		g.Consistently(func() int64 { return srv.Stats().Sub(before).Advertisements }, "1s").Should(BeZero())
+		g.Expect(fetchSource(g, gs).Annotations).NotTo(HaveKey(v1alpha1.RequestedAtAnnotation))
+	})
+	t.Run("valid GitHub signature triggers a poll within a second", func(t *testing.T) {
+		g := NewWithT(t)
+		c2 := commit(t, repo, "two", map[string]string{"f": "2"})
+		g.Expect(postHook(t, gs, body, map[string]string{GitHubSignatureHeader: sha256Header(body, "hook-token")})).To(Equal(http.StatusAccepted))
+		g.Eventually(func(g Gomega) {
+			g.Expect(fetchSource(g, gs).Status.Artifact.Commit).To(Equal(c2))
+		}, "1s").Should(Succeed())
+		out := fetchSource(g, gs)
+		g.Expect(out.Status.LastHandledReconcileAt).To(Equal(out.Annotations[v1alpha1.RequestedAtAnnotation]))
+	})
+	t.Run("valid GitLab token and generic signature are accepted", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(postHook(t, gs, body, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusAccepted))
+		g.Expect(postHook(t, gs, body, map[string]string{SignatureHeader: sha256Header(body, "hook-token")})).To(Equal(http.StatusAccepted))
+	})
+	t.Run("body over the limit is refused", func(t *testing.T) {
+		g := NewWithT(t)
+		big := []byte(strings.Repeat("x", 2048))
+		g.Expect(postHook(t, gs, big, map[string]string{GitHubSignatureHeader: sha256Header(big, "hook-token")})).To(Equal(http.StatusRequestEntityTooLarge))
+	})
+	t.Run("unknown source and source without webhook secret are not found", func(t *testing.T) {
+		g := NewWithT(t)
+		other := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"}})
+		g.Expect(postHook(t, other, body, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusNotFound))
+		missing := other.DeepCopy()
+		missing.Name = "missing"
+		g.Expect(postHook(t, missing, body, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusNotFound))
+	})
+}
+
+func TestParseHookPath(t *testing.T) {
+	cases := map[string]bool{
+		"/hooks/ns/name": true, "/hooks/ns/": false, "/hooks//name": false, "/hooks/ns/name/x": false, "/other/ns/name": false,
+	}
+	for p, ok := range cases {
+		t.Run(p, func(t *testing.T) {
+			_, got := parseHookPath(p)
+			NewWithT(t).Expect(got).To(Equal(ok))
+		})
+	}
+}
