@@ -1,0 +1,146 @@
+package rollout
+
+import (
+	"slices"
+	"strings"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// partition is the group of targets that share a value of the partition label.
+type partition struct {
+	name    string
+	index   int
+	targets []*target
+
+	// done: every eligible target is on the update revision and has progressed for
+	// minReadySeconds.
+	done bool
+}
+
+// partitionTargets groups the targets by their partition label, orders the groups, puts
+// p.targets in rollout order and finds the frontier. Without a partition spec every target is in
+// the one "unknown" partition.
+func (p *planner) partitionTargets() {
+	spec := p.in.HostedClusterPackage.Spec.Partition
+	groups, unknown := groupTargets(spec, p.targets)
+	for _, value := range orderedValues(spec, groups) {
+		p.addPartition(value, groups[value])
+	}
+	if len(unknown) > 0 {
+		p.addPartition(convoyv1alpha1.UnknownPartition, unknown)
+	}
+	p.targets = p.targets[:0]
+	p.frontier = len(p.partitions)
+	for _, part := range p.partitions {
+		p.targets = append(p.targets, part.targets...)
+		if !part.done && p.frontier == len(p.partitions) {
+			p.frontier = part.index
+		}
+	}
+}
+
+// addPartition appends a partition with the given targets, which stay in their order.
+func (p *planner) addPartition(name string, targets []*target) {
+	part := &partition{name: name, index: len(p.partitions), targets: targets, done: true}
+	for _, t := range targets {
+		t.partition = part
+		part.done = part.done && t.done()
+	}
+	p.partitions = append(p.partitions, part)
+}
+
+// groupTargets splits targets by the value of the partition label; targets without the label,
+// with an empty value, or with a value the static order does not list are unknown.
+func groupTargets(spec *convoyv1alpha1.PartitionSpec, targets []*target) (map[string][]*target, []*target) {
+	groups := map[string][]*target{}
+	var unknown []*target
+	listed := staticValues(spec)
+	for _, t := range targets {
+		value := partitionValue(spec, t.cluster.Labels)
+		if value == "" || (listed != nil && !listed[value]) {
+			unknown = append(unknown, t)
+			continue
+		}
+		groups[value] = append(groups[value], t)
+	}
+	return groups, unknown
+}
+
+// partitionValue returns the value of the partition label, or "" without a partition spec.
+func partitionValue(spec *convoyv1alpha1.PartitionSpec, labels map[string]string) string {
+	if spec == nil {
+		return ""
+	}
+	return labels[spec.LabelKey]
+}
+
+// staticValues returns the set of values a static order lists; nil for alphanumeric order.
+func staticValues(spec *convoyv1alpha1.PartitionSpec) map[string]bool {
+	if spec == nil || len(spec.Order.Static) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(spec.Order.Static))
+	for _, v := range spec.Order.Static {
+		set[v] = true
+	}
+	return set
+}
+
+// orderedValues returns the partition values in rollout order: the static list as written
+// (listed values without targets included), else the values present in natural order.
+func orderedValues(spec *convoyv1alpha1.PartitionSpec, groups map[string][]*target) []string {
+	if listed := staticValues(spec); listed != nil {
+		return spec.Order.Static
+	}
+	values := make([]string, 0, len(groups))
+	for v := range groups {
+		values = append(values, v)
+	}
+	slices.SortFunc(values, compareNatural)
+	return values
+}
+
+// compareNatural orders strings so that runs of digits compare as numbers ("2" before "10",
+// "node-9" before "node-10"); other runs compare byte-wise. Strings equal as numbers ("01" and
+// "1") fall back to byte order, so the order is total.
+func compareNatural(a, b string) int {
+	x, y := a, b
+	for x != "" && y != "" {
+		var cx, cy string
+		cx, x = nextRun(x)
+		cy, y = nextRun(y)
+		if c := compareRuns(cx, cy); c != 0 {
+			return c
+		}
+	}
+	if c := len(x) - len(y); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+// nextRun splits s after its first run of digits or of non-digits.
+func nextRun(s string) (run, rest string) {
+	digits := isDigit(s[0])
+	i := 1
+	for i < len(s) && isDigit(s[i]) == digits {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// compareRuns compares two runs: numerically when both are digits, else byte-wise.
+func compareRuns(a, b string) int {
+	if !isDigit(a[0]) || !isDigit(b[0]) {
+		return strings.Compare(a, b)
+	}
+	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
+}
+
+// isDigit reports whether c is an ASCII digit.
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

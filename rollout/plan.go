@@ -1,0 +1,190 @@
+package rollout
+
+import (
+	"errors"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// Plan is what the controller does next and what the HostedClusterPackage status reports.
+type Plan struct {
+	// Creates lists the Packages to create, in rollout order.
+	Creates []Change
+
+	// Updates lists the Packages whose spec moves to another revision: Packages that failed
+	// first, then those already unavailable or updating, then those the budget allows.
+	Updates []Change
+
+	// Deletes lists the Packages whose HostedCluster is gone or no longer selected.
+	Deletes []Deletion
+
+	// Failed lists every eligible target whose Package has not progressed for
+	// progressDeadlineSeconds, in rollout order; status keeps the first MaxFailureSamples.
+	Failed []convoyv1alpha1.PackageFailure
+
+	// Ineligible lists the targets that are skipped, in rollout order.
+	Ineligible []IneligibleTarget
+
+	// Partitions reports each partition in rollout order.
+	Partitions []convoyv1alpha1.PartitionStatus
+
+	// Counts are the package counts of the status.
+	Counts Counts
+
+	// Conditions are Available, Progressing and HasPausedPackage with their exact reasons and
+	// messages; LastTransitionTime is Input.Now, for meta.SetStatusCondition to keep or use.
+	Conditions []metav1.Condition
+
+	// MaxUnavailable is the budget of this pass: the Packages that may be unavailable or
+	// updating at once (0 under the instant strategy, where there is no limit).
+	MaxUnavailable int
+
+	// Completed is true when every eligible target is on the update revision and has progressed
+	// for minReadySeconds: the controller sets currentRevision to UpdateRevision.
+	Completed bool
+
+	// UpdateRevision names the revision being rolled out.
+	UpdateRevision string
+
+	// RevisionsInUse names, sorted, every known revision some Package's spec still matches;
+	// revision pruning keeps them.
+	RevisionsInUse []string
+
+	// RequeueAfter is when the next progress deadline or minReadySeconds expires; zero when
+	// nothing is waiting on the clock.
+	RequeueAfter time.Duration
+}
+
+// Change pins one Package to a revision. The controller applies the revision's template and
+// commit, the HostedClusterPackage's template metadata, and SpecUpdatedAtAnnotation.
+type Change struct {
+	// HostedCluster is the target, as "<namespace>/<name>".
+	HostedCluster string
+
+	// Package is the namespace and name of the Package.
+	Package types.NamespacedName
+
+	// Partition is the name of the target's partition.
+	Partition string
+
+	// Revision is the revision to pin.
+	Revision Revision
+
+	// Reason says why the Package changes now.
+	Reason ChangeReason
+}
+
+// ChangeReason says why a Package is created or updated.
+type ChangeReason string
+
+// Reasons for a Change.
+const (
+	// NewTargetReason: the target had no Package; it gets the revision its partition has reached.
+	NewTargetReason ChangeReason = "NewTarget"
+
+	// ReplaceFailedReason: the Package failed at an older revision, so the update revision
+	// replaces it without waiting for its partition or for budget.
+	ReplaceFailedReason ChangeReason = "ReplaceFailed"
+
+	// AlreadyUnavailableReason: the Package was already unavailable or updating, so updating it
+	// costs no budget.
+	AlreadyUnavailableReason ChangeReason = "AlreadyUnavailable"
+
+	// WithinBudgetReason: the target's partition is reached and the budget had a free slot.
+	WithinBudgetReason ChangeReason = "WithinBudget"
+)
+
+// Deletion removes the Package of a HostedCluster that is no longer a target.
+type Deletion struct {
+	// Package is the namespace and name of the Package.
+	Package types.NamespacedName
+
+	// HostedCluster is the HostedCluster of the Package's namespace as "<namespace>/<name>",
+	// or empty when there is none.
+	HostedCluster string
+
+	// Reason is DeselectedReason or HostedClusterGoneReason.
+	Reason string
+}
+
+// IneligibleTarget is a selected HostedCluster that the rollout skips for now.
+type IneligibleTarget struct {
+	// HostedCluster is "<namespace>/<name>".
+	HostedCluster string
+
+	// Partition is the name of its partition.
+	Partition string
+
+	// Reason is one of the ineligibility reasons below.
+	Reason string
+
+	// Message is for humans.
+	Message string
+}
+
+// Reasons for skipping a target or deleting its Package.
+const (
+	// HostedClusterNotAvailableReason: the HostedCluster's Available condition is not True.
+	HostedClusterNotAvailableReason = "HostedClusterNotAvailable"
+
+	// HostedClusterDeletingReason: the HostedCluster is being deleted.
+	HostedClusterDeletingReason = "HostedClusterDeleting"
+
+	// PackagePausedReason: someone paused the Package by hand; the rollout leaves it alone.
+	PackagePausedReason = "PackagePaused"
+
+	// NamespaceConflictReason: another HostedCluster, earlier by namespace and name, maps to the
+	// same HCP namespace.
+	NamespaceConflictReason = "NamespaceConflict"
+
+	// DeselectedReason: the HostedCluster no longer matches the selector.
+	DeselectedReason = "Deselected"
+
+	// HostedClusterGoneReason: no HostedCluster maps to the Package's namespace any more.
+	HostedClusterGoneReason = "HostedClusterGone"
+
+	// ProgressDeadlineExceededReason: a Package has not progressed for progressDeadlineSeconds.
+	ProgressDeadlineExceededReason = "ProgressDeadlineExceeded"
+)
+
+// Counts are the package counts of a HostedClusterPackage status.
+type Counts struct {
+	// Total is the number of targets.
+	Total int32
+	// Updated Packages have the update revision's spec.
+	Updated int32
+	// Available Packages are Available=True at their current generation.
+	Available int32
+	// Unavailable targets have no available Package.
+	Unavailable int32
+	// Progressed Packages are updated and have progressed (see DESIGN.md §2.4 rule 9).
+	Progressed int32
+	// Paused Packages are paused.
+	Paused int32
+	// Failed Packages have not progressed for progressDeadlineSeconds.
+	Failed int32
+}
+
+// Compute plans the next step of the rollout. It fails only on a spec that admission should
+// have refused: an invalid selector or maxUnavailable.
+func Compute(in Input) (*Plan, error) {
+	if in.HostedClusterPackage == nil {
+		return nil, errors.New("no HostedClusterPackage")
+	}
+	p, err := newPlanner(in)
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{UpdateRevision: in.UpdateRevision.Name, MaxUnavailable: p.maxUnavailable}
+	if p.instant {
+		plan.MaxUnavailable = 0
+	}
+	p.chooseChanges(plan)
+	p.chooseDeletions(plan)
+	p.report(plan)
+	return plan, nil
+}

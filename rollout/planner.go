@@ -1,0 +1,125 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// planner holds one pass of Compute: the input, the strategy read from the spec, and the
+// targets grouped into partitions.
+type planner struct {
+	in       Input
+	name     string
+	instant  bool
+	paused   bool
+	deadline time.Duration
+	minReady time.Duration
+
+	// revisions are the known revisions, update revision first, then current, then older.
+	revisions []*Revision
+
+	// targets in rollout order: by partition, then by namespace and name.
+	targets    []*target
+	partitions []*partition
+
+	// frontier is the index of the first partition that is not done; len(partitions) when all
+	// are.
+	frontier int
+
+	// maxUnavailable is the budget; holders counts eligible targets using it.
+	maxUnavailable int
+	holders        int
+
+	// claimed maps an HCP namespace to its target's Package, so leftovers can be deleted.
+	claimed map[string]bool
+}
+
+// newPlanner reads the strategy, selects and assesses the targets, and partitions them.
+func newPlanner(in Input) (*planner, error) {
+	hcpkg := in.HostedClusterPackage
+	p := &planner{
+		in:       in,
+		name:     hcpkg.Name,
+		instant:  hcpkg.Spec.Strategy.Instant != nil,
+		paused:   hcpkg.Spec.Paused,
+		deadline: hcpkg.GetProgressDeadline(),
+		minReady: minReadyOf(hcpkg.Spec.Strategy),
+	}
+	p.revisions = p.knownRevisions()
+	selector, err := hostedClusterSelector(hcpkg.Spec.HostedClusterSelector)
+	if err != nil {
+		return nil, err
+	}
+	p.selectTargets(selector)
+	p.partitionTargets()
+	p.maxUnavailable, err = maxUnavailable(hcpkg.Spec.Strategy, p.countEligible())
+	if err != nil {
+		return nil, err
+	}
+	p.holders = p.countHolders()
+	return p, nil
+}
+
+// minReadyOf returns the rolling upgrade's minReadySeconds; zero under the instant strategy.
+func minReadyOf(s convoyv1alpha1.HostedClusterPackageStrategy) time.Duration {
+	if s.Instant != nil || s.RollingUpgrade == nil {
+		return 0
+	}
+	return time.Duration(s.RollingUpgrade.MinReadySeconds) * time.Second
+}
+
+// knownRevisions lists the revisions a Package may match, most recent first.
+func (p *planner) knownRevisions() []*Revision {
+	revs := []*Revision{&p.in.UpdateRevision}
+	if cur := p.in.CurrentRevision; cur != nil && cur.Name != p.in.UpdateRevision.Name {
+		revs = append(revs, cur)
+	}
+	for i := range p.in.OlderRevisions {
+		revs = append(revs, &p.in.OlderRevisions[i])
+	}
+	return revs
+}
+
+// hostedClusterSelector converts the spec's selector; a nil selector selects everything.
+func hostedClusterSelector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid hostedClusterSelector: %w", err)
+	}
+	return selector, nil
+}
+
+// countEligible returns the number of eligible targets, the base of a percentage budget.
+func (p *planner) countEligible() int {
+	n := 0
+	for _, t := range p.targets {
+		if t.eligible() {
+			n++
+		}
+	}
+	return n
+}
+
+// countHolders returns the number of eligible targets that use the budget.
+func (p *planner) countHolders() int {
+	n := 0
+	for _, t := range p.targets {
+		if t.eligible() && t.holdsBudget() {
+			n++
+		}
+	}
+	return n
+}
+
+// reached reports whether the rollout may move targets of part to the update revision.
+func (p *planner) reached(part *partition) bool {
+	return p.instant || part.index <= p.frontier
+}

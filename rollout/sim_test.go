@@ -1,0 +1,251 @@
+package rollout
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// sim evolves a world the way the controller and the Package controller would: each step it
+// computes a plan, applies it, promotes the update revision when the rollout completed, advances
+// the clock by a tick, and lets Packages progress a seeded random number of ticks after their
+// spec changed. Packages pinned to a bad commit never progress. It logs every step that changed
+// something.
+type sim struct {
+	*world
+	t      testing.TB
+	rng    *rand.Rand
+	tick   time.Duration
+	bad     map[string]bool
+	doneAt  map[string]time.Time
+	breakAt map[string]time.Time
+	events []*event
+	step   int
+	plans  []*Plan
+	log    strings.Builder
+	last   string
+}
+
+// event changes the world once, at the first step when is true.
+type event struct {
+	name  string
+	when  func(s *sim) bool
+	do    func(s *sim)
+	fired bool
+}
+
+// newSim starts a simulation of w with the given seed.
+func newSim(t testing.TB, w *world, seed uint64) *sim {
+	return &sim{
+		world:  w,
+		t:      t,
+		rng:    rand.New(rand.NewPCG(seed, seed^0x5eed)),
+		tick:   30 * time.Second,
+		bad:    map[string]bool{},
+		doneAt:  map[string]time.Time{},
+		breakAt: map[string]time.Time{},
+	}
+}
+
+// on schedules an event.
+func (s *sim) on(name string, when func(s *sim) bool, do func(s *sim)) {
+	s.events = append(s.events, &event{name: name, when: when, do: do})
+}
+
+// atStep is an event condition true from step n on.
+func atStep(n int) func(s *sim) bool { return func(s *sim) bool { return s.step >= n } }
+
+// push makes rev the update revision; its commit never progresses when bad.
+func (s *sim) push(rev Revision, bad bool) {
+	if s.history[len(s.history)-1].Name != rev.Name {
+		s.history = append(s.history, rev)
+	}
+	s.update = rev
+	s.bad[rev.Commit] = bad
+}
+
+// run steps until the rollout completed with nothing left to do and no event pending, or for at
+// most n steps.
+func (s *sim) run(n int) {
+	for range n {
+		plan := s.advance()
+		if plan.Completed && len(describe(plan)) == 0 && s.pendingEvents() == 0 {
+			return
+		}
+	}
+}
+
+// pendingEvents counts the events not fired yet.
+func (s *sim) pendingEvents() int {
+	n := 0
+	for _, e := range s.events {
+		if !e.fired {
+			n++
+		}
+	}
+	return n
+}
+
+// advance runs one step and returns its plan.
+func (s *sim) advance() *Plan {
+	fired := s.fireEvents()
+	plan, err := Compute(s.input())
+	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
+	s.logStep(plan, fired)
+	s.apply(plan)
+	if plan.Completed && (s.current == nil || s.current.Name != s.update.Name) {
+		cur := s.update
+		s.current = &cur
+	}
+	s.plans = append(s.plans, plan)
+	s.now = s.now.Add(s.tick)
+	s.progressPackages()
+	s.step++
+	return plan
+}
+
+// fireEvents runs the due events and returns their names.
+func (s *sim) fireEvents() []string {
+	var names []string
+	for _, e := range s.events {
+		if !e.fired && e.when(s) {
+			e.do(s)
+			e.fired = true
+			names = append(names, e.name)
+		}
+	}
+	return names
+}
+
+// apply creates, updates and deletes Packages as the plan says.
+func (s *sim) apply(plan *Plan) {
+	for _, c := range plan.Creates {
+		p := s.pkg(strings.TrimPrefix(c.HostedCluster, clusterNS+"/"), c.Revision, s.now)
+		p.Status = convoyv1alpha1.SyncStatus{}
+		setCondition(p, convoyv1alpha1.AvailableCondition, metav1.ConditionFalse, s.now, "installing")
+		setCondition(p, convoyv1alpha1.ProgressingCondition, metav1.ConditionTrue, s.now, "installing")
+		s.schedule(p.Namespace, c.Revision)
+	}
+	for _, c := range plan.Updates {
+		setSpec(s.packages[c.Package.Namespace], c.Revision, s.now)
+		s.schedule(c.Package.Namespace, c.Revision)
+	}
+	for _, d := range plan.Deletes {
+		delete(s.packages, d.Package.Namespace)
+		delete(s.doneAt, d.Package.Namespace)
+		delete(s.breakAt, d.Package.Namespace)
+	}
+}
+
+// schedule decides when the Package in namespace ns progresses at rev: one to three ticks from
+// now; a bad commit never does, and its probes fail one tick from now.
+func (s *sim) schedule(ns string, rev Revision) {
+	delete(s.doneAt, ns)
+	delete(s.breakAt, ns)
+	if s.bad[rev.Commit] {
+		s.breakAt[ns] = s.now.Add(s.tick)
+		return
+	}
+	s.doneAt[ns] = s.now.Add(time.Duration(1+s.rng.IntN(3)) * s.tick)
+}
+
+// progressPackages lets every Package whose time has come progress, or break.
+func (s *sim) progressPackages() {
+	for ns, at := range s.doneAt {
+		if !s.now.Before(at) {
+			progress(s.packages[ns], s.now)
+			delete(s.doneAt, ns)
+		}
+	}
+	for ns, at := range s.breakAt {
+		if !s.now.Before(at) {
+			setCondition(s.packages[ns], convoyv1alpha1.AvailableCondition, metav1.ConditionFalse, s.now, "probe failed")
+			delete(s.breakAt, ns)
+		}
+	}
+}
+
+// revisionOf names the revision a Package in namespace ns is pinned to, "-" without a Package.
+func (s *sim) revisionOf(ns string) string {
+	p, ok := s.packages[ns]
+	if !ok {
+		return "-"
+	}
+	for _, rev := range s.history {
+		if rev.Commit == p.Spec.Revision {
+			return rev.Name
+		}
+	}
+	return "?"
+}
+
+// logStep writes the step to the log when it fired events, changed Packages, or reports
+// something new.
+func (s *sim) logStep(plan *Plan, fired []string) {
+	summary := summarize(plan)
+	changes := s.changeLines(plan)
+	if len(fired) == 0 && len(changes) == 0 && summary == s.last {
+		return
+	}
+	s.last = summary
+	current := "none"
+	if s.current != nil {
+		current = s.current.Name
+	}
+	fmt.Fprintf(&s.log, "step %d (+%s) update=%s current=%s\n", s.step, s.now.Sub(t0), s.update.Name, current)
+	for _, name := range fired {
+		fmt.Fprintf(&s.log, "  event    %s\n", name)
+	}
+	for _, line := range changes {
+		fmt.Fprintf(&s.log, "  %s\n", line)
+	}
+	s.log.WriteString(summary)
+}
+
+// changeLines describes the plan's changes with the revision each Package leaves.
+func (s *sim) changeLines(plan *Plan) []string {
+	var lines []string
+	name := func(hc string) string { return strings.TrimPrefix(hc, clusterNS+"/") }
+	for _, c := range plan.Creates {
+		lines = append(lines, fmt.Sprintf("create   %s [%s] -> %s (%s)", name(c.HostedCluster), c.Partition, c.Revision.Name, c.Reason))
+	}
+	for _, c := range plan.Updates {
+		lines = append(lines, fmt.Sprintf("update   %s [%s] %s -> %s (%s)", name(c.HostedCluster), c.Partition,
+			s.revisionOf(c.Package.Namespace), c.Revision.Name, c.Reason))
+	}
+	for _, d := range plan.Deletes {
+		lines = append(lines, fmt.Sprintf("delete   %s (%s)", d.Package, d.Reason))
+	}
+	return lines
+}
+
+// summarize renders the partitions, counts, conditions and failures of a plan.
+func summarize(plan *Plan) string {
+	var b strings.Builder
+	b.WriteString("  parts   ")
+	for i, p := range plan.Partitions {
+		if i > 0 {
+			b.WriteString(" |")
+		}
+		fmt.Fprintf(&b, " %s=%s %d/%d updated %d progressed", p.Name, p.State, p.Updated, p.Total, p.Progressed)
+	}
+	c := plan.Counts
+	fmt.Fprintf(&b, "\n  status   total=%d updated=%d available=%d unavailable=%d progressed=%d paused=%d failed=%d\n",
+		c.Total, c.Updated, c.Available, c.Unavailable, c.Progressed, c.Paused, c.Failed)
+	b.WriteString("  conds   ")
+	for _, cond := range plan.Conditions {
+		fmt.Fprintf(&b, " %s=%s(%s)", cond.Type, cond.Status, cond.Message)
+	}
+	b.WriteString("\n")
+	for _, f := range plan.Failed {
+		fmt.Fprintf(&b, "  failed   %s %s\n", strings.TrimPrefix(f.HostedCluster, clusterNS+"/"), f.Reason)
+	}
+	return b.String()
+}

@@ -1,0 +1,190 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// report fills the status part of plan: counts, partitions, failures, conditions, completion,
+// revisions in use and the requeue delay.
+func (p *planner) report(plan *Plan) {
+	for _, part := range p.partitions {
+		plan.Partitions = append(plan.Partitions, p.partitionStatus(part, &plan.Counts))
+	}
+	plan.Counts.Unavailable = plan.Counts.Total - plan.Counts.Available
+	for _, t := range p.targets {
+		p.reportTarget(plan, t)
+	}
+	plan.Conditions = p.conditions(plan.Counts, plan.MaxUnavailable)
+	plan.Completed = p.frontier == len(p.partitions)
+	plan.RevisionsInUse = p.revisionsInUse()
+	plan.RequeueAfter = p.requeueAfter()
+}
+
+// partitionStatus counts the targets of part into its status and adds them to total.
+func (p *planner) partitionStatus(part *partition, total *Counts) convoyv1alpha1.PartitionStatus {
+	var c Counts
+	for _, t := range part.targets {
+		c.add(t)
+	}
+	total.sum(c)
+	return convoyv1alpha1.PartitionStatus{
+		Name:       part.name,
+		Total:      c.Total,
+		Updated:    c.Updated,
+		Available:  c.Available,
+		Progressed: c.Progressed,
+		State:      p.partitionState(part, c),
+	}
+}
+
+// partitionState is Done when every eligible target is done, Blocked when a failed Package
+// holds the budget, Progressing once the rollout reached the partition, else Pending.
+func (p *planner) partitionState(part *partition, c Counts) string {
+	switch {
+	case part.done:
+		return convoyv1alpha1.PartitionDone
+	case c.Failed > 0:
+		return convoyv1alpha1.PartitionBlocked
+	case p.reached(part):
+		return convoyv1alpha1.PartitionProgressing
+	}
+	return convoyv1alpha1.PartitionPending
+}
+
+// add counts one target.
+func (c *Counts) add(t *target) {
+	s := &t.state
+	c.Total++
+	c.Updated += one(s.updated)
+	c.Available += one(s.available)
+	c.Progressed += one(s.updated && s.progressed)
+	c.Paused += one(s.paused)
+	c.Failed += one(t.eligible() && s.failed)
+}
+
+// sum adds the counts of o.
+func (c *Counts) sum(o Counts) {
+	c.Total += o.Total
+	c.Updated += o.Updated
+	c.Available += o.Available
+	c.Progressed += o.Progressed
+	c.Paused += o.Paused
+	c.Failed += o.Failed
+}
+
+// one converts a bool to a count.
+func one(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// reportTarget lists t among the failed or the ineligible targets.
+func (p *planner) reportTarget(plan *Plan, t *target) {
+	if !t.eligible() {
+		plan.Ineligible = append(plan.Ineligible, IneligibleTarget{
+			HostedCluster: t.key, Partition: t.partition.name, Reason: t.skipReason, Message: t.skipMessage,
+		})
+		return
+	}
+	if t.state.failed {
+		plan.Failed = append(plan.Failed, convoyv1alpha1.PackageFailure{
+			HostedCluster: t.key, Reason: ProgressDeadlineExceededReason, Message: t.state.failure,
+		})
+	}
+}
+
+// conditions returns Available, Progressing and HasPausedPackage (DESIGN.md §2.4 rule 9).
+func (p *planner) conditions(c Counts, maxUnavailable int) []metav1.Condition {
+	available := newCondition(convoyv1alpha1.AvailableCondition, c.Unavailable <= int32(maxUnavailable),
+		convoyv1alpha1.EnoughPackagesAvailableReason, convoyv1alpha1.NotEnoughPackagesAvailableReason,
+		fmt.Sprintf("%d/%d packages available.", c.Available, c.Total))
+	progressing := newCondition(convoyv1alpha1.ProgressingCondition, c.Progressed != c.Total,
+		convoyv1alpha1.NotAllPackagesProgressedReason, convoyv1alpha1.AllPackagesProgressedReason,
+		fmt.Sprintf("%d/%d packages progressed.", c.Progressed, c.Total))
+	paused := newCondition(convoyv1alpha1.HasPausedPackageCondition, c.Paused > 0,
+		convoyv1alpha1.AtLeastOnePackagePausedReason, convoyv1alpha1.NoPackagePausedReason,
+		fmt.Sprintf("%d/%d packages paused.", c.Paused, c.Total))
+	conds := []metav1.Condition{available, progressing, paused}
+	for i := range conds {
+		conds[i].ObservedGeneration = p.in.HostedClusterPackage.Generation
+		conds[i].LastTransitionTime = metav1.NewTime(p.in.Now)
+	}
+	return conds
+}
+
+// newCondition returns a condition of type t that is True with trueReason when isTrue, else
+// False with falseReason.
+func newCondition(t string, isTrue bool, trueReason, falseReason, message string) metav1.Condition {
+	if isTrue {
+		return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: trueReason, Message: message}
+	}
+	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: falseReason, Message: message}
+}
+
+// revisionsInUse names the known revisions that some Package's spec matches.
+func (p *planner) revisionsInUse() []string {
+	used := map[string]bool{}
+	for _, t := range p.targets {
+		if t.state.revision != nil {
+			used[t.state.revision.Name] = true
+		}
+	}
+	for i := range p.in.Packages {
+		if pkg := &p.in.Packages[i]; !p.claimed[pkg.Namespace] {
+			if rev := p.matchRevision(pkg); rev != nil {
+				used[rev.Name] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(used))
+	for name := range used {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// requeueAfter returns the time until the earliest deadline or minReadySeconds expiry of an
+// eligible target, or zero.
+func (p *planner) requeueAfter() time.Duration {
+	var next time.Time
+	for _, t := range p.targets {
+		w := t.state.wakeAt
+		if t.eligible() && !w.IsZero() && (next.IsZero() || w.Before(next)) {
+			next = w
+		}
+	}
+	if next.IsZero() {
+		return 0
+	}
+	return next.Sub(p.in.Now)
+}
+
+// WriteStatus writes the plan into status: counts, partitions, at most MaxFailureSamples
+// failures, the three conditions (keeping their transition times when their status did not
+// change), updateRevision, and currentRevision once the rollout completed. It leaves
+// observedGeneration and the summary conditions to the controller.
+func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus) {
+	c := plan.Counts
+	status.TotalPackages, status.UpdatedPackages = c.Total, c.Updated
+	status.AvailablePackages, status.UnavailablePackages = c.Available, c.Unavailable
+	status.ProgressedPackages, status.PausedPackages, status.FailedPackages = c.Progressed, c.Paused, c.Failed
+	status.Partitions = plan.Partitions
+	status.Failures = plan.Failed[:min(len(plan.Failed), convoyv1alpha1.MaxFailureSamples)]
+	for _, cond := range plan.Conditions {
+		meta.SetStatusCondition(&status.Conditions, cond)
+	}
+	status.UpdateRevision = plan.UpdateRevision
+	if plan.Completed {
+		status.CurrentRevision = plan.UpdateRevision
+	}
+}

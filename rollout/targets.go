@@ -1,0 +1,116 @@
+package rollout
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// target is one selected HostedCluster and its Package.
+type target struct {
+	cluster   *HostedCluster
+	key       string
+	namespace string
+	partition *partition
+	pkg       *convoyv1alpha1.Package
+	state     packageState
+
+	// skipReason and skipMessage say why the target is ineligible; empty when it is eligible.
+	skipReason  string
+	skipMessage string
+
+	// planned is set once a Change for the target is in the plan.
+	planned bool
+}
+
+// eligible reports whether the rollout may change the target's Package now.
+func (t *target) eligible() bool { return t.skipReason == "" }
+
+// holdsBudget reports whether the target counts against maxUnavailable: its Package is missing,
+// being deleted, unavailable, or updating (not progressed for minReadySeconds yet).
+func (t *target) holdsBudget() bool {
+	return !t.state.exists || t.state.deleting || !t.state.ready
+}
+
+// done reports whether the target no longer holds its partition's barrier.
+func (t *target) done() bool {
+	return !t.eligible() || (t.state.exists && !t.state.deleting && t.state.updated && t.state.ready)
+}
+
+// packageKey names the target's Package.
+func (t *target) packageKey(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: t.namespace, Name: name}
+}
+
+// selectTargets builds a target for every HostedCluster the selector matches, sorted by
+// namespace and name, pairs it with its Package and decides whether it is eligible.
+func (p *planner) selectTargets(selector labels.Selector) {
+	packages := packagesByNamespace(p.in.Packages)
+	p.claimed = make(map[string]bool, len(p.in.HostedClusters))
+	for i := range p.in.HostedClusters {
+		hc := &p.in.HostedClusters[i]
+		if selector.Matches(labels.Set(hc.Labels)) {
+			p.targets = append(p.targets, p.newTarget(hc))
+		}
+	}
+	sort.Slice(p.targets, func(i, j int) bool { return p.targets[i].key < p.targets[j].key })
+	for _, t := range p.targets {
+		p.claim(t, packages[t.namespace])
+	}
+}
+
+// newTarget returns the target of hc, without its Package yet.
+func (p *planner) newTarget(hc *HostedCluster) *target {
+	return &target{
+		cluster:   hc,
+		key:       hc.key(),
+		namespace: convoyv1alpha1.HostedControlPlaneNamespace(hc.Namespace, hc.Name),
+	}
+}
+
+// claim pairs t with pkg, the Package in its HCP namespace, unless an earlier target took the
+// namespace, and decides whether t is eligible.
+func (p *planner) claim(t *target, pkg *convoyv1alpha1.Package) {
+	if p.claimed[t.namespace] {
+		t.skipReason = NamespaceConflictReason
+		t.skipMessage = "another HostedCluster uses the HCP namespace " + t.namespace
+		return
+	}
+	p.claimed[t.namespace] = true
+	t.pkg = pkg
+	t.state = p.assess(pkg)
+	t.skipReason, t.skipMessage = p.ineligibility(t)
+}
+
+// ineligibility returns why t must be skipped, or empty strings when it is eligible.
+func (p *planner) ineligibility(t *target) (reason, message string) {
+	switch {
+	case t.cluster.Deleting:
+		return HostedClusterDeletingReason, "HostedCluster is being deleted"
+	case !t.cluster.Available:
+		return HostedClusterNotAvailableReason, notAvailableMessage(t.cluster)
+	case t.state.pausedByHand:
+		return PackagePausedReason, "Package " + t.namespace + "/" + t.pkg.Name + " is paused"
+	}
+	return "", ""
+}
+
+// notAvailableMessage says why hc is not available.
+func notAvailableMessage(hc *HostedCluster) string {
+	if hc.AvailableMessage == "" {
+		return "HostedCluster is not Available"
+	}
+	return "HostedCluster is not Available: " + hc.AvailableMessage
+}
+
+// packagesByNamespace indexes Packages by namespace.
+func packagesByNamespace(pkgs []convoyv1alpha1.Package) map[string]*convoyv1alpha1.Package {
+	m := make(map[string]*convoyv1alpha1.Package, len(pkgs))
+	for i := range pkgs {
+		m[pkgs[i].Namespace] = &pkgs[i]
+	}
+	return m
+}
