@@ -14,6 +14,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newDevCmd(),
+		newRenderCmd(),
+		newValidateCmd(),
 	)
 	return root
 }

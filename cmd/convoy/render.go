@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/convoy-gitops/convoy/manifests"
+)
+
+// renderOptions are the flags of `convoy render`.
+type renderOptions struct {
+	data templateDataFlags
+	url  string
+	ref  string
+	path string
+}
+
+// newRenderCmd builds `convoy render`, which prints a package's phases and objects as YAML,
+// from a local directory or from a Git repository, without a cluster.
+func newRenderCmd() *cobra.Command {
+	var o renderOptions
+	cmd := &cobra.Command{
+		Use:   "render [DIR]",
+		Short: "Render a package into its phases and objects, offline",
+		Long: "Render a package directory (a local DIR, or --path in the Git repository --url at --ref)\n" +
+			"for the given config and context, and print its objects as YAML grouped by phase.",
+		Example: "  convoy render examples/packages/extra-component --config values.yaml --hosted-cluster clusters/demo\n" +
+			"  convoy render --url https://git.example.com/fleet/addons.git --ref main --path packages/extra-component",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRender(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, &o)
+		},
+	}
+	o.data.bind(cmd.Flags())
+	cmd.Flags().StringVar(&o.url, "url", "", "Git repository URL to render from instead of a local directory")
+	cmd.Flags().StringVar(&o.ref, "ref", "", "branch, tag or commit to render with --url (default: the remote's HEAD)")
+	cmd.Flags().StringVar(&o.path, "path", ".", "package directory inside the repository, with --url")
+	return cmd
+}
+
+// runRender loads the package and prints it; load problems go to stderr, one per line.
+func runRender(ctx context.Context, stdout, stderr io.Writer, args []string, o *renderOptions) error {
+	if (o.url == "") == (len(args) == 0) {
+		return errors.New("give either a package directory or --url")
+	}
+	var (
+		rendered *manifests.Rendered
+		label    string
+		err      error
+	)
+	if o.url != "" {
+		label = o.url + "//" + o.path
+		rendered, err = renderRemote(ctx, o)
+	} else {
+		label = args[0]
+		rendered, err = renderLocal(args[0], &o.data)
+	}
+	if err != nil {
+		return reportLoadError(stderr, label, err)
+	}
+	return rendered.WriteYAML(stdout)
+}
+
+// renderLocal loads a package from a local directory; symlinks may not leave it.
+func renderLocal(dir string, f *templateDataFlags) (*manifests.Rendered, error) {
+	fsys, err := openDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	data, err := f.templateData(filepath.Base(filepath.Clean(dir)), "local")
+	if err != nil {
+		return nil, err
+	}
+	return manifests.Load(fsys, ".", data)
+}
+
+// renderRemote loads a package from a Git repository through the sources store.
+func renderRemote(_ context.Context, o *renderOptions) (*manifests.Rendered, error) {
+	return nil, fmt.Errorf("render --url is not yet supported (it needs the sources store); clone %s and render the directory", o.url)
+}
+
+// openDir returns a directory as an fs.FS that refuses symlinks leading out of it.
+func openDir(dir string) (fs.FS, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return root.FS(), nil
+}
+
+// reportLoadError prints load problems one per line, prefixed with the package location, and
+// returns a summary error; other errors are returned as they are.
+func reportLoadError(w io.Writer, label string, err error) error {
+	var errs manifests.Errors
+	if !errors.As(err, &errs) {
+		return err
+	}
+	for _, e := range errs {
+		loc := *e
+		loc.File = filepath.ToSlash(filepath.Join(label, e.File))
+		fmt.Fprintln(w, loc.Error())
+	}
+	return fmt.Errorf("%s: %d problem(s)", label, len(errs))
+}
+
+// templateDataFlags are the flags that build manifests.TemplateData, shared by render and
+// validate.
+type templateDataFlags struct {
+	configFile       string
+	packageName      string
+	packageNamespace string
+	hostedCluster    string
+	hcLabels         map[string]string
+	revision         string
+}
+
+// bind registers the flags.
+func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
+	fl.StringVar(&f.configFile, "config", "", "YAML file with the package config (.config)")
+	fl.StringVar(&f.packageName, "package-name", "", "name of the Package (.package.name; default: the directory name)")
+	fl.StringVar(&f.packageNamespace, "package-namespace", "default", "namespace of the Package (.package.namespace)")
+	fl.StringVar(&f.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of the HostedCluster (.hostedCluster; default: none)")
+	fl.StringToStringVar(&f.hcLabels, "hosted-cluster-labels", nil, "labels of the HostedCluster, key=value,...")
+	fl.StringVar(&f.revision, "revision", "", "revision (.revision; default: the commit, or \"local\" for a directory)")
+}
+
+// templateData builds the template data from the flags.
+func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (manifests.TemplateData, error) {
+	data := manifests.TemplateData{
+		Package:  manifests.PackageRef{Name: f.packageName, Namespace: f.packageNamespace},
+		Revision: f.revision,
+	}
+	if data.Package.Name == "" {
+		data.Package.Name = defaultName
+	}
+	if data.Revision == "" {
+		data.Revision = defaultRevision
+	}
+	if f.hostedCluster != "" {
+		ns, name, ok := strings.Cut(f.hostedCluster, "/")
+		if !ok || ns == "" || name == "" {
+			return data, fmt.Errorf("--hosted-cluster %q: want NAMESPACE/NAME", f.hostedCluster)
+		}
+		data.HostedCluster = &manifests.HostedClusterRef{Name: name, Namespace: ns, Labels: f.hcLabels}
+	}
+	if f.configFile != "" {
+		config, err := readConfigFile(f.configFile)
+		if err != nil {
+			return data, err
+		}
+		data.Config = config
+	}
+	return data, nil
+}
+
+// readConfigFile reads a YAML (or JSON) object of config values.
+func readConfigFile(p string) (map[string]any, error) {
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	j, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("--config %s: %w", p, err)
+	}
+	var config map[string]any
+	if err := utiljson.Unmarshal(j, &config); err != nil {
+		return nil, fmt.Errorf("--config %s: want a YAML object: %w", p, err)
+	}
+	return config, nil
+}

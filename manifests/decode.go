@@ -1,0 +1,164 @@
+package manifests
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+)
+
+// document is one YAML document of a file.
+type document struct {
+	// file is the path relative to the package directory.
+	file string
+	// line is the 1-based line in file of the document's first line of text.
+	line int
+	// content is the line of the document's first line that is not blank or a comment.
+	content int
+	// data is the document's text.
+	data []byte
+}
+
+// object is a decoded object and where it came from.
+type object struct {
+	u *unstructured.Unstructured
+	// file and line locate the object (the first line of its document that is not blank or
+	// a comment); line is 0 when unknown.
+	file string
+	line int
+	// doc is the document's text, kept to locate fields when reporting an error, and docLine
+	// the line of its first line in file; doc is nil when the object was not read from a file.
+	doc     []byte
+	docLine int
+}
+
+// splitDocuments splits a multi-document YAML stream at "---" (and "...") lines.
+func splitDocuments(file string, data []byte) []document {
+	var docs []document
+	start, startLine := 0, 1
+	line := 1
+	for pos := 0; pos < len(data); line++ {
+		next := len(data)
+		if end := bytes.IndexByte(data[pos:], '\n'); end >= 0 {
+			next = pos + end + 1
+		}
+		if rest, ok := separatorRest(data[pos:next]); ok {
+			docs = appendDocument(docs, file, startLine, data[start:pos])
+			start, startLine = next, line+1
+			if rest >= 0 {
+				// Content on the separator line ("--- {a: b}") belongs to the new document.
+				start, startLine = pos+rest, line
+			}
+		}
+		pos = next
+	}
+	return appendDocument(docs, file, startLine, data[start:])
+}
+
+// separatorRest reports whether a line is a document separator, and returns the offset in the
+// line of the content that follows "---" on it, or -1.
+func separatorRest(line []byte) (int, bool) {
+	trimmed := bytes.TrimRight(line, " \t\r\n")
+	if bytes.Equal(trimmed, []byte("...")) {
+		return -1, true
+	}
+	if !bytes.HasPrefix(trimmed, []byte("---")) {
+		return -1, false
+	}
+	if len(trimmed) == 3 {
+		return -1, true
+	}
+	if trimmed[3] != ' ' && trimmed[3] != '\t' {
+		return -1, false
+	}
+	rest := bytes.TrimLeft(trimmed[3:], " \t")
+	if len(rest) == 0 || rest[0] == '#' {
+		return -1, true
+	}
+	return len(trimmed) - len(rest), true
+}
+
+// appendDocument appends a document unless it holds only blank lines and comments.
+func appendDocument(docs []document, file string, line int, data []byte) []document {
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		l = bytes.TrimSpace(l)
+		if len(l) > 0 && l[0] != '#' {
+			return append(docs, document{file: file, line: line, content: line + i, data: data})
+		}
+	}
+	return docs
+}
+
+// yamlLineRE finds the line number in a YAML parser error.
+var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+
+// decodeDocument decodes a document into objects: one, or the items of a v1 List. It returns
+// nil for a document that holds only null.
+func decodeDocument(doc document) ([]*object, *Error) {
+	j, err := yaml.YAMLToJSONStrict(doc.data)
+	if err != nil {
+		return nil, yamlError(doc, err)
+	}
+	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := utiljson.Unmarshal(j, &m); err != nil || m == nil {
+		return nil, &Error{File: doc.file, Line: doc.content, Rule: RuleInvalidYAML, Message: "document is not an object (a YAML mapping)"}
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if u.GetAPIVersion() == "v1" && u.GetKind() == "List" {
+		return decodeList(doc, m)
+	}
+	return []*object{{u: u, file: doc.file, line: doc.content, doc: doc.data, docLine: doc.line}}, nil
+}
+
+// decodeList expands the items of a v1 List.
+func decodeList(doc document, m map[string]any) ([]*object, *Error) {
+	items, ok := m["items"].([]any)
+	if !ok && m["items"] != nil {
+		return nil, &Error{File: doc.file, Line: doc.content, Rule: RuleInvalidYAML, Message: "List items is not a list"}
+	}
+	out := make([]*object, 0, len(items))
+	for i, item := range items {
+		im, ok := item.(map[string]any)
+		if !ok {
+			return nil, &Error{File: doc.file, Line: doc.content, Rule: RuleInvalidYAML, Message: fmt.Sprintf("List item %d is not an object", i)}
+		}
+		out = append(out, &object{u: &unstructured.Unstructured{Object: im}, file: doc.file, line: doc.content})
+	}
+	return out, nil
+}
+
+// yamlError turns a YAML parser error into an Error at the absolute line it names.
+func yamlError(doc document, err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	line := doc.content
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		if n, convErr := strconv.Atoi(m[1]); convErr == nil && n > 0 {
+			line = doc.line + n - 1
+			msg = strings.Replace(msg, m[0], "line "+strconv.Itoa(line), 1)
+		}
+	}
+	return &Error{File: doc.file, Line: line, Rule: RuleInvalidYAML, Message: msg}
+}
+
+// decodeFile splits and decodes a file, recording decode errors and continuing with the next
+// document.
+func decodeFile(file string, data []byte, errs *errorList) []*object {
+	var objs []*object
+	for _, doc := range splitDocuments(file, data) {
+		decoded, err := decodeDocument(doc)
+		if err != nil {
+			errs.errs = append(errs.errs, err)
+			continue
+		}
+		objs = append(objs, decoded...)
+	}
+	return objs
+}

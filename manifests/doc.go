@@ -1,0 +1,18 @@
+// Package manifests loads a package directory at one revision and renders it into ordered phases
+// of objects, ready for the sync engine.
+//
+// A package directory holds a manifest.yaml (convoy's convoy.dev/v1alpha1 PackageManifest or
+// Package Operator's manifests.package-operator.run/v1alpha1 one), any number of multi-document
+// YAML files, Go templates (*.gotmpl) and, optionally, a kustomization.yaml. Load reads it from an
+// fs.FS (a Git commit served by the sources store, or a local directory), renders templates with
+// the template data, builds the kustomization in memory, validates and defaults the config against
+// the manifest's schema, assigns every object to its phase and compiles the availability probes.
+//
+// Load is pure: it never reaches a cluster, the network or the host's environment, so the same
+// inputs always give the same output. Cache memoizes Load by (source, commit, directory, template
+// data), so that a thousand Packages on one revision render once per distinct template data.
+//
+// Errors are collected rather than returned at the first one: a failed Load returns Errors, one
+// Error per problem, each naming the file, the line where it is known and the rule broken, which
+// is what `convoy validate` prints for pull-request CI.
+package manifests

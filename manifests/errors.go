@@ -1,0 +1,116 @@
+package manifests
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Rule names the rule a package broke; it is part of every Error's text.
+type Rule string
+
+// Rules a package directory can break.
+const (
+	// RuleLimit: a file, a template output or the package exceeds a size or count limit.
+	RuleLimit Rule = "limit"
+	// RuleMissingManifest: the directory has no manifest.yaml.
+	RuleMissingManifest Rule = "missing-manifest"
+	// RuleInvalidManifest: manifest.yaml does not parse or breaks a manifest rule.
+	RuleInvalidManifest Rule = "invalid-manifest"
+	// RuleUnsupported: the package uses a Package Operator feature convoy does not support.
+	RuleUnsupported Rule = "unsupported"
+	// RuleInvalidYAML: a file is not valid YAML, or a document is not an object.
+	RuleInvalidYAML Rule = "invalid-yaml"
+	// RuleMissingField: an object lacks apiVersion, kind or metadata.name.
+	RuleMissingField Rule = "missing-field"
+	// RuleMissingPhase: an object has no phase annotation.
+	RuleMissingPhase Rule = "missing-phase"
+	// RuleUnknownPhase: an object names a phase the manifest does not declare.
+	RuleUnknownPhase Rule = "unknown-phase"
+	// RuleDuplicateObject: two objects share group, kind, namespace and name.
+	RuleDuplicateObject Rule = "duplicate-object"
+	// RuleTemplate: a template does not parse or fails to execute.
+	RuleTemplate Rule = "template"
+	// RuleForbiddenFunction: a template calls a function that reaches the host or is not
+	// deterministic.
+	RuleForbiddenFunction Rule = "forbidden-function"
+	// RuleKustomize: the kustomization fails to build.
+	RuleKustomize Rule = "kustomize"
+	// RuleKustomizeOutside: the kustomization refers to something outside the package
+	// directory (a parent directory, an absolute path, a remote base or a URL).
+	RuleKustomizeOutside Rule = "kustomize-outside-package"
+	// RuleConfigSchema: spec.config.openAPIV3Schema is not a valid structural schema.
+	RuleConfigSchema Rule = "config-schema"
+	// RuleConfig: the config does not match the manifest's schema.
+	RuleConfig Rule = "config"
+	// RuleProbe: an availability probe is malformed or its CEL rule does not compile.
+	RuleProbe Rule = "probe"
+)
+
+// Error is one problem found in a package directory.
+type Error struct {
+	// File is the path of the file relative to the package directory.
+	File string
+	// Line is the 1-based line in File, 0 when unknown. For templates it is the line of the
+	// rendered output unless the template engine reported its own.
+	Line int
+	// Rule is the rule broken.
+	Rule Rule
+	// Message describes the problem.
+	Message string
+}
+
+// Error formats the problem on one line as "file:line: rule: message" (the line is left out
+// when unknown; runs of white space in the message, newlines included, become one space).
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(cmp.Or(e.File, "<package>"))
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	fmt.Fprintf(&b, ": %s: %s", e.Rule, strings.Join(strings.Fields(e.Message), " "))
+	return b.String()
+}
+
+// Errors is every problem a Load found, sorted by file and line.
+type Errors []*Error
+
+// Error lists the problems one per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the problems, so that errors.As finds each *Error.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// errorList collects problems while loading.
+type errorList struct {
+	errs Errors
+}
+
+// add records a problem.
+func (l *errorList) add(file string, line int, rule Rule, format string, args ...any) {
+	l.errs = append(l.errs, &Error{File: file, Line: line, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+// err returns the sorted problems, or nil when there are none.
+func (l *errorList) err() error {
+	if len(l.errs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(l.errs, func(a, b *Error) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	return l.errs
+}

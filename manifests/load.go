@@ -1,0 +1,235 @@
+package manifests
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/convoy-gitops/convoy/manifests/probe"
+)
+
+// TemplateData is what a package is rendered for: the values templates see, besides the
+// package's own files.
+type TemplateData struct {
+	// Config is the package's config (Package spec.config), before defaulting. It must be
+	// JSON-compatible.
+	Config map[string]any `json:"config,omitempty"`
+	// Package names the Package being rendered.
+	Package PackageRef `json:"package"`
+	// HostedCluster is the hosted cluster of the Package's namespace; nil when there is none.
+	HostedCluster *HostedClusterRef `json:"hostedCluster,omitempty"`
+	// Revision is the commit being rendered.
+	Revision string `json:"revision,omitempty"`
+}
+
+// PackageRef names a Package; templates see it as .package.name and .package.namespace.
+type PackageRef struct {
+	// Name of the Package.
+	Name string `json:"name"`
+	// Namespace of the Package.
+	Namespace string `json:"namespace"`
+}
+
+// HostedClusterRef describes a HostedCluster; templates see it as .hostedCluster.
+type HostedClusterRef struct {
+	// Name of the HostedCluster.
+	Name string `json:"name"`
+	// Namespace of the HostedCluster (not its HCP namespace).
+	Namespace string `json:"namespace"`
+	// Labels of the HostedCluster.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations of the HostedCluster.
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Rendered is a package rendered for one TemplateData: its phases in manifest order, its
+// compiled probes and its defaulted config.
+//
+// A Rendered returned by Cache is shared by every caller with the same inputs and must be
+// treated as immutable: call DeepCopy (or DeepCopy the objects) before changing anything.
+type Rendered struct {
+	// Name is the manifest's metadata.name.
+	Name string
+	// Phases in the order the manifest declares them, empty phases included.
+	Phases []Phase
+	// Probes judge the availability of the objects they select.
+	Probes []probe.Rule
+	// Config is the config after defaulting and validation; never nil.
+	Config map[string]any
+}
+
+// Phase is a named, ordered group of objects that land in one cluster.
+type Phase struct {
+	// Name of the phase.
+	Name string
+	// Class is "" (the management cluster) or "hosted-cluster".
+	Class string
+	// Objects of the phase, without the phase annotation, in file order (or kustomize's
+	// output order).
+	Objects []*unstructured.Unstructured
+}
+
+// DeepCopy copies the phases and the config; the compiled probes are immutable and shared.
+func (r *Rendered) DeepCopy() *Rendered {
+	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config)}
+	out.Phases = make([]Phase, len(r.Phases))
+	for i, ph := range r.Phases {
+		objs := make([]*unstructured.Unstructured, len(ph.Objects))
+		for j, o := range ph.Objects {
+			objs[j] = o.DeepCopy()
+		}
+		out.Phases[i] = Phase{Name: ph.Name, Class: ph.Class, Objects: objs}
+	}
+	return out
+}
+
+// NeedsHostedCluster reports whether a phase with objects lands in a hosted cluster.
+func (r *Rendered) NeedsHostedCluster() bool {
+	for _, ph := range r.Phases {
+		if ph.Class != "" && len(ph.Objects) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Load reads the package directory dir of fsys and renders it for data. It is pure: it reads
+// only fsys, and the same inputs give the same result. On failure it returns Errors, every
+// problem found.
+func Load(fsys fs.FS, dir string, data TemplateData) (*Rendered, error) {
+	dir = path.Clean(dir)
+	if dir == "" || dir == "/" {
+		dir = "."
+	}
+	errs := &errorList{}
+	config, err := normalizeConfig(data.Config)
+	if err != nil {
+		errs.add("", 0, RuleConfig, "config is not JSON-compatible: %v", err)
+		return nil, errs.err()
+	}
+	kustomized := hasRootKustomization(fsys, dir)
+	pf, ok := readPackage(fsys, dir, kustomized, errs)
+	if !ok {
+		return nil, errs.err()
+	}
+	m := readManifest(pf, errs)
+	if m == nil {
+		return nil, errs.err()
+	}
+	configOK := applyConfig(m, config, errs)
+	var objs []*object
+	switch {
+	case configOK:
+		rendered := renderTemplates(pf, templateContext(data, config, m), errs)
+		objs = collectObjects(pf, rendered, kustomized, errs)
+	case !kustomized:
+		// Templates cannot be rendered with an invalid config; still check the plain files.
+		objs = collectObjects(pf, nil, false, errs)
+	}
+	phases := assignPhases(m, objs, errs)
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config}, nil
+}
+
+// readManifest finds and parses manifest.yaml at the package root.
+func readManifest(pf *packageFiles, errs *errorList) *manifest {
+	_, hasYAML := pf.data[manifestFile]
+	_, hasYML := pf.data[manifestFileAlt]
+	switch {
+	case hasYAML && hasYML:
+		errs.add(manifestFileAlt, 0, RuleInvalidManifest, "the package has both %s and %s", manifestFile, manifestFileAlt)
+		return nil
+	case hasYAML:
+		return parseManifest(manifestFile, pf.data[manifestFile], errs)
+	case hasYML:
+		return parseManifest(manifestFileAlt, pf.data[manifestFileAlt], errs)
+	}
+	errs.add(manifestFile, 0, RuleMissingManifest, "the package directory has no %s", manifestFile)
+	return nil
+}
+
+// applyConfig defaults and validates config in place; it reports whether it is valid.
+func applyConfig(m *manifest, config map[string]any, errs *errorList) bool {
+	if m.schema == nil {
+		return m.spec.Config.OpenAPIV3Schema == nil || len(m.spec.Config.OpenAPIV3Schema.Raw) == 0 ||
+			string(m.spec.Config.OpenAPIV3Schema.Raw) == "null"
+	}
+	fieldErrs := m.schema.apply(config)
+	configErrors(m, fieldErrs, errs)
+	return len(fieldErrs) == 0
+}
+
+// collectObjects decodes the package's objects: the kustomize build of the root kustomization,
+// or every YAML file and rendered template.
+func collectObjects(pf *packageFiles, rendered map[string][]byte, kustomized bool, errs *errorList) []*object {
+	if kustomized {
+		files := make(map[string][]byte, len(pf.data)+len(rendered))
+		for p, d := range pf.data {
+			if !isTemplate(p) {
+				files[p] = d
+			}
+		}
+		for p, d := range rendered {
+			files[p] = d
+		}
+		return buildKustomization(files, rootKustomization(files), errs)
+	}
+	var objs []*object
+	for _, p := range pf.paths {
+		switch {
+		case isRootFile(p, manifestFile, manifestFileAlt, pkoLockFile):
+		case isKustomization(p):
+			errs.add(p, 0, RuleKustomize, "a kustomization is only built at the package root")
+		case isObjectFile(p):
+			objs = append(objs, decodeFile(p, pf.data[p], errs)...)
+		case isTemplate(p):
+			if out, ok := rendered[strings.TrimSuffix(p, templateExtension)]; ok {
+				objs = append(objs, decodeFile(p, out, errs)...)
+			}
+		}
+	}
+	return objs
+}
+
+// rootKustomization returns the name of the root kustomization file among files.
+func rootKustomization(files map[string][]byte) string {
+	for _, name := range kustomizationFiles {
+		if _, ok := files[name]; ok {
+			return name
+		}
+	}
+	return kustomizationFiles[0]
+}
+
+// normalizeConfig deep-copies config through JSON, so that it holds only JSON types (int64,
+// float64, string, bool, nil, maps and slices) and the caller's value is never changed.
+func normalizeConfig(config map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	if config == nil {
+		return out, nil
+	}
+	j, err := json.Marshal(config)
+	if err != nil {
+		return nil, err
+	}
+	if err := utiljson.Unmarshal(j, &out); err != nil {
+		return nil, fmt.Errorf("re-decoding: %w", err)
+	}
+	return out, nil
+}
+
+// deepCopyJSON copies a JSON-compatible map.
+func deepCopyJSON(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return runtime.DeepCopyJSON(m)
+}

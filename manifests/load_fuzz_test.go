@@ -1,0 +1,81 @@
+package manifests
+
+import (
+	"bytes"
+	"testing"
+	"testing/fstest"
+)
+
+// FuzzSplitDocuments checks that splitting never panics, that documents keep their order and
+// text, and that decoding each document never panics.
+func FuzzSplitDocuments(f *testing.F) {
+	for _, seed := range []string{
+		"", "---", "a: 1\n---\nb: 2\n", "--- {a: 1}\n...\n", "a: |\n  ---\n", "---\r\n\r\n--- #c\n",
+		configMap("a", "one"), "apiVersion: v1\nkind: List\nitems: [1, {a: b}]\n", "a: &x [*x]\n", "- [",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		docs := splitDocuments("f.yaml", data)
+		prevLine := 0
+		for _, d := range docs {
+			if d.line < prevLine || d.content < d.line {
+				t.Fatalf("lines out of order: %+v after %d", d, prevLine)
+			}
+			if !bytes.Contains(data, d.data) {
+				t.Fatalf("document %q is not part of the input", d.data)
+			}
+			prevLine = d.line
+			objs, err := decodeDocument(d)
+			if err != nil && err.Line < d.line {
+				t.Fatalf("error line %d before the document's line %d", err.Line, d.line)
+			}
+			for _, o := range objs {
+				_ = o.fieldLine("metadata.name")
+			}
+		}
+	})
+}
+
+// FuzzParseManifest checks that parsing and checking any manifest.yaml never panics.
+func FuzzParseManifest(f *testing.F) {
+	f.Add([]byte(testManifest))
+	f.Add([]byte(schemaManifest))
+	f.Add([]byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nspec: {images: [{name: a, image: b}], components: {}}\n"))
+	f.Add([]byte(testManifest + "  availabilityProbes:\n  - selector: {kind: {kind: X}}\n    probes: [{cel: {rule: 'self.a', message: m}}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		errs := &errorList{}
+		m := parseManifest("manifest.yaml", data, errs)
+		if m != nil && m.schema != nil {
+			m.schema.apply(map[string]any{"replicas": int64(1), "x": []any{"y"}})
+		}
+		for _, e := range errs.errs {
+			_ = e.Error()
+		}
+	})
+}
+
+// FuzzLoad checks that loading a package with one fuzzed object file and one fuzzed template
+// never panics and fails only with Errors.
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(configMap("a", "one")), []byte(dataTemplate))
+	f.Add([]byte("a: b: c"), []byte("{{ include \"x\" . }}"))
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{}]"), []byte("{{ define \"x\" }}{{ end }}{{ toYAML .config }}"))
+	f.Fuzz(func(t *testing.T, objects, tmpl []byte) {
+		fsys := fstest.MapFS{
+			"manifest.yaml": {Data: []byte(testManifest)},
+			"a.yaml":        {Data: objects},
+			"b.yaml.gotmpl": {Data: tmpl},
+		}
+		r, err := Load(fsys, ".", TemplateData{Config: map[string]any{"a": "b"}, Package: PackageRef{Name: "p"}})
+		if err != nil {
+			if _, ok := err.(Errors); !ok {
+				t.Fatalf("want Errors, got %T: %v", err, err)
+			}
+			return
+		}
+		if r == nil || len(r.Phases) != 2 {
+			t.Fatalf("want two phases, got %+v", r)
+		}
+	})
+}

@@ -1,0 +1,62 @@
+package manifests
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/manifests/probe"
+)
+
+// FromObjectSetTemplate turns an ObjectDeployment's inline phases into a Rendered, with the same
+// checks as Load: every object complete (apiVersion, kind, metadata.name), no duplicates,
+// probes compiled. Phase annotations on inline objects are removed. Errors name the field
+// (spec.template.spec.phases[i].objects[j]) in Error.File.
+func FromObjectSetTemplate(spec *convoyv1alpha1.ObjectSetTemplateSpec) (*Rendered, error) {
+	errs := &errorList{}
+	root := field.NewPath("spec", "template", "spec")
+	manifestPhases := make([]convoyv1alpha1.PackageManifestPhase, len(spec.Phases))
+	for i, ph := range spec.Phases {
+		manifestPhases[i] = convoyv1alpha1.PackageManifestPhase{Name: ph.Name, Class: ph.Class}
+	}
+	ps := newPhaseSet(manifestPhases)
+	for i, ph := range spec.Phases {
+		for j, obj := range ph.Objects {
+			at := root.Child("phases").Index(i).Child("objects").Index(j).String()
+			raw := obj.Object.Raw
+			if raw == nil && obj.Object.Object != nil {
+				var err error
+				if raw, err = json.Marshal(obj.Object.Object); err != nil {
+					errs.add(at, 0, RuleInvalidYAML, "%v", err)
+					continue
+				}
+			}
+			objs, decodeErr := decodeDocument(document{file: at, data: raw})
+			if decodeErr != nil {
+				decodeErr.Line = 0
+				errs.errs = append(errs.errs, decodeErr)
+				continue
+			}
+			for _, o := range objs {
+				o.doc, o.line = nil, 0
+				if key, ok := checkIdentity(o, errs); ok {
+					removeAnnotations(o.u, convoyv1alpha1.PhaseAnnotation, convoyv1alpha1.PKOPhaseAnnotation)
+					ps.add(o, key, ph.Name, errs)
+				}
+			}
+		}
+	}
+	rules, probeErrs := probe.Compile(spec.AvailabilityProbes, root.Child("availabilityProbes"))
+	for _, fe := range probeErrs {
+		errs.add(fe.Field, 0, RuleProbe, "%s", fe.ErrorBody())
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	if len(ps.phases) == 0 {
+		return nil, fmt.Errorf("the template has no phases")
+	}
+	return &Rendered{Phases: ps.phases, Probes: rules, Config: map[string]any{}}, nil
+}

@@ -1,0 +1,123 @@
+package manifests
+
+import (
+	"bytes"
+	"errors"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+// templateErrorRE splits text/template's "template: NAME:LINE[:COL]: MESSAGE" errors.
+var templateErrorRE = regexp.MustCompile(`^template: ([^:]+):(\d+):(?:\d+:)? ?(.*)$`)
+
+// undefinedFunctionRE finds the function a parse error is about.
+var undefinedFunctionRE = regexp.MustCompile(`function "([^"]+)" not defined`)
+
+// renderTemplates parses every template of the package as one set, so that define and include
+// work across files, and executes each one whose base name does not start with "_" (those are
+// helpers). It returns the outputs keyed by path without the .gotmpl suffix.
+func renderTemplates(pf *packageFiles, data map[string]any, errs *errorList) map[string][]byte {
+	var root *template.Template
+	root = template.New("").Option("missingkey=error").Funcs(templateFuncs(&root))
+	var parsed []string
+	for _, p := range pf.paths {
+		if !isTemplate(p) {
+			continue
+		}
+		if _, err := root.New(p).Parse(string(pf.data[p])); err != nil {
+			errs.errs = append(errs.errs, templateError(p, err))
+			continue
+		}
+		parsed = append(parsed, p)
+	}
+	out := map[string][]byte{}
+	for _, p := range parsed {
+		if strings.HasPrefix(path.Base(p), "_") {
+			continue
+		}
+		target := strings.TrimSuffix(p, templateExtension)
+		if _, clash := pf.data[target]; clash {
+			errs.add(p, 0, RuleTemplate, "renders to %s, which the package also holds", target)
+			continue
+		}
+		if rendered, ok := executeTemplate(root, p, data, pf, errs); ok {
+			out[target] = rendered
+		}
+	}
+	return out
+}
+
+// executeTemplate executes one template within the package's size budget.
+func executeTemplate(root *template.Template, p string, data map[string]any, pf *packageFiles, errs *errorList) ([]byte, bool) {
+	var buf bytes.Buffer
+	budget := min(MaxFileSize, MaxPackageSize-pf.size)
+	if err := root.ExecuteTemplate(&limitedWriter{w: &buf, n: budget}, p, data); err != nil {
+		errs.errs = append(errs.errs, templateError(p, err))
+		return nil, false
+	}
+	pf.grow(buf.Len())
+	return buf.Bytes(), true
+}
+
+// templateError turns a text/template error into an Error at the file and line it names.
+func templateError(p string, err error) *Error {
+	e := &Error{File: p, Rule: RuleTemplate, Message: err.Error()}
+	if m := templateErrorRE.FindStringSubmatch(err.Error()); m != nil {
+		e.File, e.Message = m[1], m[3]
+		e.Line, _ = strconv.Atoi(m[2])
+	}
+	if errors.Is(err, errOutputTooLarge) {
+		e.Rule = RuleLimit
+	}
+	if m := undefinedFunctionRE.FindStringSubmatch(e.Message); m != nil && isForbidden(m[1]) {
+		e.Rule = RuleForbiddenFunction
+		e.Message = "function " + strconv.Quote(m[1]) + " is not allowed: templates may not read the host or be nondeterministic"
+	}
+	return e
+}
+
+// templateContext builds what templates see: .config, .package, .hostedCluster and .revision,
+// plus, for Package Operator packages, .package.metadata, .environment.hyperShift and .images
+// in Package Operator's shape.
+func templateContext(data TemplateData, config map[string]any, m *manifest) map[string]any {
+	pkgMeta := map[string]any{"name": data.Package.Name, "namespace": data.Package.Namespace}
+	pkg := map[string]any{"name": data.Package.Name, "namespace": data.Package.Namespace, "metadata": pkgMeta}
+	var hostedCluster, hyperShift any
+	if hc := data.HostedCluster; hc != nil {
+		meta := map[string]any{
+			"name":        hc.Name,
+			"namespace":   hc.Namespace,
+			"labels":      stringMap(hc.Labels),
+			"annotations": stringMap(hc.Annotations),
+		}
+		hostedCluster = meta
+		hyperShift = map[string]any{"hostedCluster": map[string]any{
+			"metadata":               meta,
+			"hostedClusterNamespace": data.Package.Namespace,
+		}}
+	}
+	images := m.images
+	if images == nil {
+		images = map[string]any{}
+	}
+	return map[string]any{
+		"config":        deepCopyJSON(config),
+		"package":       pkg,
+		"hostedCluster": hostedCluster,
+		"revision":      data.Revision,
+		"environment":   map[string]any{"hyperShift": hyperShift},
+		"images":        images,
+	}
+}
+
+// stringMap converts labels or annotations into a map sprig's dict functions accept.
+func stringMap(in map[string]string) map[string]any {
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
