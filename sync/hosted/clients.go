@@ -1,0 +1,197 @@
+package hosted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// Defaults of Options.
+const (
+	DefaultQPS         = 20
+	DefaultBurst       = 50
+	DefaultTimeout     = 15 * time.Second
+	DefaultIdleTimeout = 10 * time.Minute
+)
+
+// ErrNoKubeconfig is returned (wrapped) when the kubeconfig Secret or its key is missing.
+var ErrNoKubeconfig = errors.New("no kubeconfig")
+
+// Options tune the clients of hosted clusters.
+type Options struct {
+	// QPS and Burst limit each hosted client; default 20 and 50.
+	QPS   float32
+	Burst int
+	// Timeout bounds each request to a hosted API server; default 15s.
+	Timeout time.Duration
+	// IdleTimeout drops a client unused that long; default 10m.
+	IdleTimeout time.Duration
+	// Scheme of the clients; default client-go's.
+	Scheme *runtime.Scheme
+}
+
+func (o Options) withDefaults() Options {
+	if o.QPS <= 0 {
+		o.QPS = DefaultQPS
+	}
+	if o.Burst <= 0 {
+		o.Burst = DefaultBurst
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.Scheme == nil {
+		o.Scheme = clientgoscheme.Scheme
+	}
+	return o
+}
+
+// Clients hands out clients of hosted clusters, built from kubeconfig Secrets on the
+// management cluster and cached per Secret until its resourceVersion changes or the client has
+// been idle for Options.IdleTimeout. It is safe for concurrent use.
+type Clients struct {
+	reader    client.Reader
+	apiReader client.Reader
+	opts      Options
+	now       func() time.Time
+
+	mu      sync.Mutex
+	entries map[secretKey]*entry
+}
+
+// secretKey names one key of one Secret.
+type secretKey struct{ namespace, name, key string }
+
+// entry is a cached client.
+type entry struct {
+	resourceVersion string
+	client          client.Client
+	http            *http.Client
+	lastUsed        time.Time
+}
+
+// NewClients returns a client cache. reader reads Secret metadata (a manager's cached client
+// with a metadata-only Secret informer is ideal); apiReader reads the Secret's data, only when
+// its resourceVersion changed.
+func NewClients(reader, apiReader client.Reader, opts Options) *Clients {
+	return &Clients{reader: reader, apiReader: apiReader, opts: opts.withDefaults(), now: time.Now,
+		entries: map[secretKey]*entry{}}
+}
+
+// Client returns a client of the hosted cluster whose kubeconfig is in the Secret ref of
+// namespace; a nil ref means service-network-admin-kubeconfig/kubeconfig.
+func (c *Clients) Client(ctx context.Context, namespace string, ref *convoyv1alpha1.SecretKeyReference) (client.Client, error) {
+	key := keyFor(namespace, ref)
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: key.name}, meta); err != nil {
+		return nil, secretError(key, err)
+	}
+	if cl := c.cached(key, meta.ResourceVersion); cl != nil {
+		return cl, nil
+	}
+	secret := &corev1.Secret{}
+	if err := c.apiReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: key.name}, secret); err != nil {
+		return nil, secretError(key, err)
+	}
+	e, err := c.build(key, secret)
+	if err != nil {
+		return nil, err
+	}
+	c.store(key, e)
+	return e.client, nil
+}
+
+// keyFor defaults ref.
+func keyFor(namespace string, ref *convoyv1alpha1.SecretKeyReference) secretKey {
+	key := secretKey{namespace: namespace, name: convoyv1alpha1.KubeconfigSecretName, key: convoyv1alpha1.KubeconfigSecretKey}
+	if ref != nil {
+		key.name = ref.Name
+		if ref.Key != "" {
+			key.key = ref.Key
+		}
+	}
+	return key
+}
+
+func secretError(key secretKey, err error) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%w: Secret %s/%s not found", ErrNoKubeconfig, key.namespace, key.name)
+	}
+	return fmt.Errorf("reading Secret %s/%s: %w", key.namespace, key.name, err)
+}
+
+// cached returns the cached client of key if it was built from resourceVersion.
+func (c *Clients) cached(key secretKey, resourceVersion string) client.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[key]
+	if e == nil || e.resourceVersion != resourceVersion {
+		return nil
+	}
+	e.lastUsed = c.now()
+	return e.client
+}
+
+// store caches e, dropping the client it replaces.
+func (c *Clients) store(key secretKey, e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.entries[key]; old != nil {
+		old.http.CloseIdleConnections()
+	}
+	e.lastUsed = c.now()
+	c.entries[key] = e
+}
+
+// Len returns the number of cached clients.
+func (c *Clients) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
+// Sweep drops the clients unused for IdleTimeout.
+func (c *Clients) Sweep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cutoff := c.now().Add(-c.opts.IdleTimeout)
+	for k, e := range c.entries {
+		if e.lastUsed.Before(cutoff) {
+			e.http.CloseIdleConnections()
+			delete(c.entries, k)
+		}
+	}
+}
+
+// Start sweeps idle clients until ctx is done; it makes Clients a manager Runnable.
+func (c *Clients) Start(ctx context.Context) error {
+	t := time.NewTicker(c.opts.IdleTimeout / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			c.Sweep()
+		}
+	}
+}
+
+// NeedLeaderElection returns false: every replica may sweep its own cache.
+func (c *Clients) NeedLeaderElection() bool { return false }

@@ -1,0 +1,125 @@
+package hosted
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/fleet"
+)
+
+var (
+	env  *fleet.Fleet
+	blue *fleet.HostedCluster
+)
+
+func TestMain(m *testing.M) {
+	code, err := runSuite(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func runSuite(m *testing.M) (int, error) {
+	ctx := context.Background()
+	var err error
+	env, err = fleet.Start(ctx, fleet.Options{})
+	if err != nil {
+		return 1, err
+	}
+	defer func() { _ = env.Stop() }()
+	blue, err = env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "blue.one", Labels: map[string]string{"tier": "gold"}})
+	if err != nil {
+		return 1, err
+	}
+	return m.Run(), nil
+}
+
+func TestDiscover(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("an HCP namespace", func(t *testing.T) {
+		g := NewWithT(t)
+		hc, err := Discover(ctx, env.Client, blue.HCPNamespace)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(hc.Namespace).To(Equal("clusters"))
+		g.Expect(hc.Name).To(Equal("blue.one"))
+		g.Expect(hc.Labels).To(HaveKeyWithValue("tier", "gold"))
+		g.Expect(hc.Deleting).To(BeFalse())
+	})
+
+	t.Run("a namespace without a hosted control plane", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := Discover(ctx, env.Client, "default")
+		g.Expect(err).To(MatchError(ErrNoHostedCluster))
+		g.Expect(err.Error()).To(ContainSubstring("namespace default holds no HostedControlPlane"))
+	})
+}
+
+func TestClientsCacheAndRotation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	clients := NewClients(env.Client, env.Client, Options{Scheme: env.Scheme})
+
+	first, err := clients.Client(ctx, blue.HCPNamespace, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.List(ctx, &corev1.NamespaceList{})).To(Succeed())
+	again, err := clients.Client(ctx, blue.HCPNamespace, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(BeIdenticalTo(first), "same Secret resourceVersion, same client")
+
+	g.Expect(env.WriteKubeconfigSecret(ctx, blue)).To(Succeed())
+	rotated, err := clients.Client(ctx, blue.HCPNamespace, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rotated).NotTo(BeIdenticalTo(first), "a rotated Secret gives a new client")
+	g.Expect(rotated.List(ctx, &corev1.NamespaceList{})).To(Succeed())
+	g.Expect(clients.Len()).To(Equal(1))
+}
+
+func TestClientsOverrideAndErrors(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	clients := NewClients(env.Client, env.Client, Options{Scheme: env.Scheme})
+	src := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: blue.HCPNamespace, Name: convoyv1alpha1.KubeconfigSecretName}, src)).To(Succeed())
+	custom := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: blue.HCPNamespace, Name: "custom-kubeconfig"},
+		Data: map[string][]byte{"value": src.Data[convoyv1alpha1.KubeconfigSecretKey]}}
+	g.Expect(env.Client.Create(ctx, custom)).To(Succeed())
+
+	c, err := clients.Client(ctx, blue.HCPNamespace, &convoyv1alpha1.SecretKeyReference{Name: "custom-kubeconfig", Key: "value"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.List(ctx, &corev1.NamespaceList{})).To(Succeed())
+
+	_, err = clients.Client(ctx, blue.HCPNamespace, &convoyv1alpha1.SecretKeyReference{Name: "custom-kubeconfig", Key: "missing"})
+	g.Expect(err).To(MatchError(ErrNoKubeconfig))
+	g.Expect(err.Error()).To(ContainSubstring(`has no key "missing"`))
+	_, err = clients.Client(ctx, "default", nil)
+	g.Expect(err).To(MatchError(ErrNoKubeconfig))
+}
+
+func TestClientsSweepIdle(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	clients := NewClients(env.Client, env.Client, Options{Scheme: env.Scheme, IdleTimeout: time.Minute})
+	now := time.Now()
+	clients.now = func() time.Time { return now }
+	_, err := clients.Client(ctx, blue.HCPNamespace, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	now = now.Add(30 * time.Second)
+	clients.Sweep()
+	g.Expect(clients.Len()).To(Equal(1))
+	now = now.Add(2 * time.Minute)
+	clients.Sweep()
+	g.Expect(clients.Len()).To(BeZero())
+}

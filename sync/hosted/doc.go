@@ -1,0 +1,19 @@
+// Package hosted reaches the hosted cluster of a HyperShift hosted control plane (HCP)
+// namespace, for the phases of class hosted-cluster.
+//
+// Discovery: a namespace is an HCP namespace when it holds a HostedControlPlane; the
+// HostedControlPlane's hypershift.openshift.io/cluster annotation ("<namespace>/<name>") names
+// its HostedCluster, whose metadata (labels, annotations, deletion) Discover returns. Only
+// object metadata is read, so a manager's cache for these kinds can be metadata-only.
+//
+// Credentials: the service-network-admin-kubeconfig Secret of the HCP namespace (or the Secret
+// a Package names in spec.hostedCluster.kubeconfigSecretRef). Its server,
+// https://kube-apiserver:6443, only resolves inside that namespace, so the host kube-apiserver
+// is rewritten to kube-apiserver.<namespace>.svc; any other server URL is used as is.
+//
+// Clients are cached per Secret and rebuilt when the Secret's resourceVersion changes
+// (certificates rotate); the resourceVersion is read from metadata (a cache hit in a manager),
+// the Secret's data only when it changed. Clients unused for Options.IdleTimeout are dropped.
+// They are plain uncached clients: a thousand hosted clusters must not mean a thousand watch
+// caches.
+package hosted

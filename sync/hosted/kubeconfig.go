@@ -1,0 +1,75 @@
+package hosted
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// inClusterHost is the short host of the kubeconfig HyperShift writes into an HCP namespace.
+const inClusterHost = "kube-apiserver"
+
+// build makes a client from the kubeconfig in secret.
+func (c *Clients) build(key secretKey, secret *corev1.Secret) (*entry, error) {
+	raw, ok := secret.Data[key.key]
+	if !ok || len(raw) == 0 {
+		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q", ErrNoKubeconfig, key.namespace, key.name, key.key)
+	}
+	cfg, err := RESTConfig(raw, key.namespace)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", key.namespace, key.name, err)
+	}
+	cfg.QPS, cfg.Burst, cfg.Timeout = c.opts.QPS, c.opts.Burst, c.opts.Timeout
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", key.namespace, key.name, err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", key.namespace, key.name, err)
+	}
+	cl, err := client.New(cfg, client.Options{HTTPClient: httpClient, Mapper: mapper, Scheme: c.opts.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", key.namespace, key.name, err)
+	}
+	return &entry{resourceVersion: secret.ResourceVersion, client: cl, http: httpClient}, nil
+}
+
+// RESTConfig parses a kubeconfig from the HCP namespace and rewrites its server's host
+// kube-apiserver, which only resolves inside that namespace, to
+// kube-apiserver.<namespace>.svc, keeping the scheme, port and path. Any other server is kept.
+func RESTConfig(kubeconfig []byte, namespace string) (*rest.Config, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("invalid kubeconfig: %w", err)
+	}
+	host, err := rewriteHost(cfg.Host, namespace)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host = host
+	return cfg, nil
+}
+
+// rewriteHost rewrites the host of server when it is kube-apiserver.
+func rewriteHost(server, namespace string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", fmt.Errorf("invalid server URL %q: %w", server, err)
+	}
+	if u.Hostname() != inClusterHost {
+		return server, nil
+	}
+	host := inClusterHost + "." + namespace + ".svc"
+	if port := u.Port(); port != "" {
+		host = net.JoinHostPort(host, port)
+	}
+	u.Host = host
+	return u.String(), nil
+}
