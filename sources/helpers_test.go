@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -48,3 +49,7 @@ func testCtx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// makeTempDir returns a directory for process-wide fixtures (benchmarks); it is left to the
+// OS temp cleaner.
+func makeTempDir() (string, error) { return os.MkdirTemp("", "convoy-bench-*") }

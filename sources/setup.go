@@ -1,0 +1,58 @@
+package sources
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Options are the command-line settings of the sources subsystem.
+type Options struct {
+	// StoragePath is the directory of the store (--storage-path).
+	StoragePath string
+	// WebhookAddr is the listen address of the webhook receiver; empty disables it
+	// (--webhook-addr).
+	WebhookAddr string
+	// WebhookMaxBodyBytes bounds webhook bodies (--webhook-max-body-bytes).
+	WebhookMaxBodyBytes int64
+	// Limits bound the trees of stored commits (--git-max-files, --git-max-file-size,
+	// --git-max-total-size).
+	Limits Limits
+	// Concurrency is the number of GitSources polled in parallel (--gitsource-concurrency).
+	Concurrency int
+}
+
+// BindFlags registers the flags of o on fs, with defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	def := DefaultLimits()
+	fs.StringVar(&o.StoragePath, "storage-path", "/var/lib/convoy/sources", "Directory holding one bare Git repository per GitSource.")
+	fs.StringVar(&o.WebhookAddr, "webhook-addr", ":9292", "Listen address of the Git webhook receiver (POST /hooks/<namespace>/<name>); empty disables it.")
+	fs.Int64Var(&o.WebhookMaxBodyBytes, "webhook-max-body-bytes", DefaultWebhookMaxBodyBytes, "Largest webhook request body accepted.")
+	fs.IntVar(&o.Limits.MaxFiles, "git-max-files", def.MaxFiles, "Largest number of files in a source tree.")
+	fs.Int64Var(&o.Limits.MaxFileSize, "git-max-file-size", def.MaxFileSize, "Largest file in a source tree, in bytes.")
+	fs.Int64Var(&o.Limits.MaxTotalBytes, "git-max-total-size", def.MaxTotalBytes, "Largest total size of a source tree, in bytes.")
+	fs.IntVar(&o.Concurrency, "gitsource-concurrency", 4, "Number of GitSources polled in parallel.")
+}
+
+// Setup creates the store, registers the GitSource controller and, when WebhookAddr is set,
+// the webhook receiver on mgr. It returns the store, which the Package controller reads
+// through Open.
+func Setup(mgr ctrl.Manager, o Options) (*Store, error) {
+	store, err := NewStore(o.StoragePath, StoreOptions{Limits: o.Limits})
+	if err != nil {
+		return nil, err
+	}
+	r := &GitSourceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: store}
+	if err := r.SetupWithManager(mgr, GitSourceReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
+		return nil, fmt.Errorf("setting up the GitSource controller: %w", err)
+	}
+	if o.WebhookAddr != "" {
+		recv := &WebhookReceiver{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(),
+			Addr: o.WebhookAddr, MaxBodyBytes: o.WebhookMaxBodyBytes}
+		if err := mgr.Add(recv); err != nil {
+			return nil, fmt.Errorf("adding the webhook receiver: %w", err)
+		}
+	}
+	return store, nil
+}
