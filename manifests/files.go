@@ -73,7 +73,7 @@ func readPackage(fsys fs.FS, dir string, all bool, errs *errorList) (*packageFil
 		return nil, false
 	}
 	if err != nil {
-		errs.add(".", 0, RuleMissingManifest, "cannot read the package directory %q: %v", dir, err)
+		errs.add("", 0, RuleMissingManifest, "cannot read the package directory %q: %v", dir, err)
 		return nil, false
 	}
 	slices.Sort(pf.paths)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -53,24 +54,32 @@ func buildKustomization(files map[string][]byte, root string, errs *errorList) [
 	}
 	objs := make([]*object, 0, resMap.Size())
 	for _, r := range resMap.Resources() {
-		file := root
-		if origin, err := r.GetOrigin(); err == nil && origin != nil {
-			file = cmp.Or(origin.Path, origin.ConfiguredIn, root)
+		if o := builtObject(r, root, errs); o != nil {
+			objs = append(objs, o)
 		}
-		j, err := r.MarshalJSON()
-		var m map[string]any
-		if err == nil {
-			err = utiljson.Unmarshal(j, &m)
-		}
-		if err != nil {
-			errs.add(file, 0, RuleKustomize, "%s: %v", r.CurId(), err)
-			continue
-		}
-		u := &unstructured.Unstructured{Object: m}
-		removeAnnotations(u, originAnnotation)
-		objs = append(objs, &object{u: u, file: file})
 	}
 	return objs
+}
+
+// builtObject converts a built resource into an object located at the file it came from, as
+// kustomize's origin annotation (removed here) records it.
+func builtObject(r *resource.Resource, root string, errs *errorList) *object {
+	file := root
+	if origin, err := r.GetOrigin(); err == nil && origin != nil {
+		file = cmp.Or(origin.Path, origin.ConfiguredIn, root)
+	}
+	j, err := r.MarshalJSON()
+	var m map[string]any
+	if err == nil {
+		err = utiljson.Unmarshal(j, &m)
+	}
+	if err != nil {
+		errs.add(file, 0, RuleKustomize, "%s: %v", r.CurId(), err)
+		return nil
+	}
+	u := &unstructured.Unstructured{Object: m}
+	removeAnnotations(u, originAnnotation)
+	return &object{u: u, file: file}
 }
 
 // kustomizeFS writes the package into an in-memory filesystem, asking the root kustomization to

@@ -1,6 +1,9 @@
 package manifests
 
 import (
+	"os"
+	"strconv"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -86,4 +89,22 @@ func TestKustomizeReadsIgnoredFilesAsAbsent(t *testing.T) {
 		"secret.yaml":        configMap("s", "one"),
 	}), TemplateData{})
 	g.Expect(errs).To(haveProblem("kustomization.yaml", RuleKustomizeOutside, "is not a file or directory of the package"))
+}
+
+func TestKustomizeConcurrentBuilds(t *testing.T) {
+	g := NewWithT(t)
+	fsys := os.DirFS("../examples/packages/metrics-forwarder")
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = Load(fsys, ".", TemplateData{Package: PackageRef{Name: "p", Namespace: "ns-" + strconv.Itoa(i)}})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
 }

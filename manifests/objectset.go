@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -25,22 +26,7 @@ func FromObjectSetTemplate(spec *convoyv1alpha1.ObjectSetTemplateSpec) (*Rendere
 	for i, ph := range spec.Phases {
 		for j, obj := range ph.Objects {
 			at := root.Child("phases").Index(i).Child("objects").Index(j).String()
-			raw := obj.Object.Raw
-			if raw == nil && obj.Object.Object != nil {
-				var err error
-				if raw, err = json.Marshal(obj.Object.Object); err != nil {
-					errs.add(at, 0, RuleInvalidYAML, "%v", err)
-					continue
-				}
-			}
-			objs, decodeErr := decodeDocument(document{file: at, data: raw})
-			if decodeErr != nil {
-				decodeErr.Line = 0
-				errs.errs = append(errs.errs, decodeErr)
-				continue
-			}
-			for _, o := range objs {
-				o.doc, o.line = nil, 0
+			for _, o := range decodeInline(at, obj.Object, errs) {
 				if key, ok := checkIdentity(o, errs); ok {
 					removeAnnotations(o.u, convoyv1alpha1.PhaseAnnotation, convoyv1alpha1.PKOPhaseAnnotation)
 					ps.add(o, key, ph.Name, errs)
@@ -59,4 +45,26 @@ func FromObjectSetTemplate(spec *convoyv1alpha1.ObjectSetTemplateSpec) (*Rendere
 		return nil, fmt.Errorf("the template has no phases")
 	}
 	return &Rendered{Phases: ps.phases, Probes: rules, Config: map[string]any{}}, nil
+}
+
+// decodeInline decodes an inline object (or v1 List) located at the field path at.
+func decodeInline(at string, ext runtime.RawExtension, errs *errorList) []*object {
+	raw := ext.Raw
+	if raw == nil && ext.Object != nil {
+		var err error
+		if raw, err = json.Marshal(ext.Object); err != nil {
+			errs.add(at, 0, RuleInvalidYAML, "%v", err)
+			return nil
+		}
+	}
+	objs, decodeErr := decodeDocument(document{file: at, data: raw})
+	if decodeErr != nil {
+		decodeErr.Line = 0
+		errs.errs = append(errs.errs, decodeErr)
+		return nil
+	}
+	for _, o := range objs {
+		o.doc, o.line, o.docLine = nil, 0, 0
+	}
+	return objs
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -15,7 +16,9 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 // renderOptions are the flags of `convoy render`.
@@ -44,7 +47,7 @@ func newRenderCmd() *cobra.Command {
 	}
 	o.data.bind(cmd.Flags())
 	cmd.Flags().StringVar(&o.url, "url", "", "Git repository URL to render from instead of a local directory")
-	cmd.Flags().StringVar(&o.ref, "ref", "", "branch, tag or commit to render with --url (default: the remote's HEAD)")
+	cmd.Flags().StringVar(&o.ref, "ref", "main", "branch, tag or full commit hash to render with --url")
 	cmd.Flags().StringVar(&o.path, "path", ".", "package directory inside the repository, with --url")
 	return cmd
 }
@@ -85,9 +88,57 @@ func renderLocal(dir string, f *templateDataFlags) (*manifests.Rendered, error) 
 	return manifests.Load(fsys, ".", data)
 }
 
-// renderRemote loads a package from a Git repository through the sources store.
-func renderRemote(_ context.Context, o *renderOptions) (*manifests.Rendered, error) {
-	return nil, fmt.Errorf("render --url is not yet supported (it needs the sources store); clone %s and render the directory", o.url)
+// renderRemote loads a package from a Git repository through the sources store: the ref is
+// resolved with an ls-remote, only its commit is fetched, into a temporary store, and the
+// package is read straight from the object store. Access is anonymous.
+func renderRemote(ctx context.Context, o *renderOptions) (*manifests.Rendered, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	root, err := os.MkdirTemp("", "convoy-render-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(root) }()
+	store, err := sources.NewStore(root, sources.StoreOptions{})
+	if err != nil {
+		return nil, err
+	}
+	key := sources.KeyFor("convoy-render", "cli")
+	rev, err := pollRef(ctx, store, key, sources.Remote{URL: o.url}, o.ref)
+	if err != nil {
+		return nil, err
+	}
+	fsys, err := store.Open(ctx, key, rev.Commit)
+	if err != nil {
+		return nil, err
+	}
+	data, err := o.data.templateData(path.Base(path.Clean("/"+o.path)), rev.Commit)
+	if err != nil {
+		return nil, err
+	}
+	return manifests.Load(fsys, strings.Trim(path.Clean(o.path), "/"), data)
+}
+
+// pollRef fetches ref: a full commit hash, else a branch, else a tag of that name; an empty ref
+// is the branch main.
+func pollRef(ctx context.Context, store *sources.Store, key sources.Key, remote sources.Remote, ref string) (sources.Revision, error) {
+	if ref == "" {
+		ref = "main"
+	}
+	if sources.IsCommitHash(ref) {
+		res, err := store.Poll(ctx, key, remote, v1alpha1.GitRef{Commit: ref})
+		return res.Revision, err
+	}
+	res, err := store.Poll(ctx, key, remote, v1alpha1.GitRef{Branch: ref})
+	var notFound *sources.RefNotFoundError
+	if errors.As(err, &notFound) && !notFound.Empty {
+		res, err = store.Poll(ctx, key, remote, v1alpha1.GitRef{Tag: ref})
+	}
+	if err != nil {
+		return sources.Revision{}, fmt.Errorf("resolving %q in %s: %w", ref, remote.URL, err)
+	}
+	return res.Revision, nil
 }
 
 // openDir returns a directory as an fs.FS that refuses symlinks leading out of it.
@@ -108,7 +159,10 @@ func reportLoadError(w io.Writer, label string, err error) error {
 	}
 	for _, e := range errs {
 		loc := *e
-		loc.File = filepath.ToSlash(filepath.Join(label, e.File))
+		loc.File = strings.TrimSuffix(label, "/")
+		if e.File != "" {
+			loc.File += "/" + e.File
+		}
 		fmt.Fprintln(w, loc.Error())
 	}
 	return fmt.Errorf("%s: %d problem(s)", label, len(errs))
