@@ -1,0 +1,246 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/reconcile"
+)
+
+// engineTarget returns a target named after the test in a new management namespace, with the
+// blue hosted cluster.
+func engineTarget(t *testing.T) *Target {
+	return &Target{Namespace: newNamespace(t, env.Client), Name: "pkg", Management: env.Client, Hosted: blue.Client}
+}
+
+// exists reports whether obj exists in c.
+func exists(g Gomega, c client.Client, obj *unstructured.Unstructured) bool {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), live)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return false
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return true
+}
+
+// get reads obj from c.
+func get(g Gomega, c client.Client, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(obj), live)).To(Succeed())
+	return live
+}
+
+func reasonOf(err error) string { return reconcile.ReasonOf(err) }
+
+func isWaiting(err error) bool {
+	var w *reconcile.Waiting
+	return errors.As(err, &w)
+}
+
+func isStalling(err error) bool {
+	var s *reconcile.Stalling
+	return errors.As(err, &s)
+}
+
+func TestSyncAppliesPhasesInOrderAcrossClusters(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tgt := engineTarget(t)
+	hostedNS := newNamespace(t, blue.Client)
+	group := suffix() + ".test.convoy.dev"
+	rev := &Revision{ID: "r1", Probes: gateRules(t), Phases: []Phase{
+		{Name: "crds", Class: convoyv1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{
+			crd(group, "Widget"), gate(hostedNS, "gate")}},
+		{Name: "deploy", Objects: []*unstructured.Unstructured{configMap("", "settings", map[string]string{"a": "1"})}},
+		{Name: "configure", Class: convoyv1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{
+			object(group+"/v1", "Widget", hostedNS, "w1", map[string]any{"spec": map[string]any{"size": int64(3)}})}},
+	}}
+	engine := NewEngine(Options{Controller: "test"})
+
+	res, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(isWaiting(err)).To(BeTrue(), "%v", err)
+	g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.ProbeFailedReason))
+	g.Expect(err.Error()).To(ContainSubstring("the gate is closed"))
+	g.Expect(res.Phases[0].Available).To(BeFalse())
+	g.Expect(res.Phases[1].Message).To(Equal(`waiting for phase "crds"`))
+	g.Expect(exists(g, blue.Client, rev.Phases[0].Objects[1])).To(BeTrue())
+	settings := configMap(tgt.Namespace, "settings", nil)
+	g.Expect(exists(g, env.Client, settings)).To(BeFalse(), "phase 2 applied before phase 1 is available")
+	g.Expect(res.Inventory).To(HaveLen(2))
+
+	openGate(g, blue.Client, hostedNS, "gate")
+	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Available).To(BeTrue())
+	g.Expect(res.Changes.Created).To(Equal(2))
+	g.Expect(res.Inventory).To(HaveLen(4))
+
+	live := get(g, env.Client, settings)
+	g.Expect(live.GetLabels()).To(Equal(map[string]string{
+		convoyv1alpha1.PackageNameLabel: "pkg", convoyv1alpha1.PackageNamespaceLabel: tgt.Namespace}))
+	g.Expect(exists(g, blue.Client, configMap(tgt.Namespace, "settings", nil))).To(BeFalse())
+	widget := get(g, blue.Client, rev.Phases[2].Objects[0])
+	g.Expect(widget.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.HostedClusterLabel, tgt.Namespace))
+	g.Expect(exists(g, env.Client, rev.Phases[2].Objects[0].DeepCopy())).To(BeFalse())
+	g.Expect(res.Inventory[3]).To(Equal(convoyv1alpha1.InventoryEntry{
+		ID: hostedNS + "_w1_" + group + "_Widget", Version: "v1", Cluster: "hosted", Phase: "configure"}))
+}
+
+func TestSyncUpdatesOnlyChangedObjectsAndPrunesAfterAvailable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	mgmt, counter := countingClient(t, env.Config)
+	tgt := engineTarget(t)
+	tgt.Management = mgmt
+	engine := NewEngine(Options{Controller: "test"})
+	rev1 := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+		configMap("", "a", map[string]string{"v": "1"}), configMap("", "b", map[string]string{"v": "1"}),
+		configMap("", "c", map[string]string{"v": "1"})}}}}
+	res1, err := engine.Sync(ctx, tgt, rev1, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res1.Changes).To(Equal(Changes{Created: 3}))
+	a1 := get(g, env.Client, configMap(tgt.Namespace, "a", nil))
+	counter.take()
+
+	rev2 := &Revision{ID: "r2", Probes: gateRules(t), Phases: []Phase{
+		{Name: "one", Objects: []*unstructured.Unstructured{
+			configMap("", "a", map[string]string{"v": "1"}), configMap("", "b", map[string]string{"v": "2"})}},
+		{Name: "two", Objects: []*unstructured.Unstructured{gate("", "gate")}},
+	}}
+	res2, err := engine.Sync(ctx, tgt, rev2, res1.Inventory)
+	g.Expect(isWaiting(err)).To(BeTrue(), "%v", err)
+	g.Expect(res2.Changes).To(Equal(Changes{Created: 1, Configured: 1, Unchanged: 1}))
+	g.Expect(counter.take()["PATCH"]).To(Equal(2), "only b and the gate are written")
+	g.Expect(get(g, env.Client, configMap(tgt.Namespace, "a", nil)).GetResourceVersion()).To(Equal(a1.GetResourceVersion()))
+	g.Expect(exists(g, env.Client, configMap(tgt.Namespace, "c", nil))).To(BeTrue(), "pruned before the revision is available")
+	g.Expect(res2.Inventory).To(HaveLen(4))
+
+	openGate(g, env.Client, tgt.Namespace, "gate")
+	res3, err := engine.Sync(ctx, tgt, rev2, res2.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res3.Pruned).To(Equal(1))
+	g.Expect(exists(g, env.Client, configMap(tgt.Namespace, "c", nil))).To(BeFalse())
+	g.Expect(res3.Inventory).To(HaveLen(3))
+	counter.take()
+
+	res4, err := engine.Sync(ctx, tgt, rev2, res3.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res4.Changes).To(Equal(Changes{Unchanged: 3}))
+	g.Expect(writes(counter.take())).To(BeZero(), "a no-op pass writes nothing")
+}
+
+func TestSyncRefusesCollisionsUnlessAdopted(t *testing.T) {
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+
+	t.Run("an object convoy did not create", func(t *testing.T) {
+		g := NewWithT(t)
+		tgt := engineTarget(t)
+		g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: objectMeta(tgt.Namespace, "theirs")})).To(Succeed())
+		rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+			configMap("", "mine", nil), configMap("", "theirs", map[string]string{"x": "y"})}}}}
+		res, err := engine.Sync(ctx, tgt, rev, nil)
+		g.Expect(isStalling(err)).To(BeTrue(), "%v", err)
+		g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason))
+		g.Expect(err.Error()).To(ContainSubstring("ConfigMap " + tgt.Namespace + "/theirs (not managed by convoy)"))
+		g.Expect(exists(g, env.Client, configMap(tgt.Namespace, "mine", nil))).To(BeFalse(), "nothing of the phase is applied")
+		g.Expect(res.Inventory).To(BeEmpty())
+
+		adopted := configMap("", "theirs", map[string]string{"x": "y"})
+		adopted.SetAnnotations(map[string]string{convoyv1alpha1.AdoptAnnotation: "true"})
+		rev.Phases[0].Objects[1] = adopted
+		_, err = engine.Sync(ctx, tgt, rev, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		live := get(g, env.Client, configMap(tgt.Namespace, "theirs", nil))
+		g.Expect(live.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.PackageNameLabel, "pkg"))
+	})
+
+	t.Run("an object of another Package", func(t *testing.T) {
+		g := NewWithT(t)
+		tgt := engineTarget(t)
+		other := *tgt
+		other.Name = "other"
+		rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{configMap("", "shared", nil)}}}}
+		_, err := engine.Sync(ctx, &other, rev, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = engine.Sync(ctx, tgt, rev, nil)
+		g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason))
+		g.Expect(err.Error()).To(ContainSubstring("(managed by " + tgt.Namespace + "/other)"))
+	})
+}
+
+func TestSyncRefusesManagementObjectsOutsideTheNamespace(t *testing.T) {
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+	cases := map[string]struct {
+		obj  func(ns string) *unstructured.Unstructured
+		want string
+	}{
+		"another namespace": {
+			obj:  func(string) *unstructured.Unstructured { return configMap("kube-system", "x", nil) },
+			want: "ConfigMap kube-system/x is in namespace kube-system: management phases may only hold objects of namespace",
+		},
+		"cluster-scoped": {
+			obj: func(string) *unstructured.Unstructured {
+				return object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "x-"+suffix(), nil)
+			},
+			want: "is cluster-scoped: management phases may only hold objects of namespace",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			tgt := engineTarget(t)
+			rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+				configMap("", "fine", nil), tc.obj(tgt.Namespace)}}}}
+			_, err := engine.Sync(ctx, tgt, rev, nil)
+			g.Expect(isStalling(err)).To(BeTrue(), "%v", err)
+			g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.ForbiddenTargetReason))
+			g.Expect(err.Error()).To(ContainSubstring(tc.want))
+			g.Expect(exists(g, env.Client, configMap(tgt.Namespace, "fine", nil))).To(BeFalse())
+		})
+	}
+}
+
+func TestSyncRecreatesOnImmutableFieldsOnlyWhenForced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+	tgt := engineTarget(t)
+	immutable := func(v string) *unstructured.Unstructured {
+		cm := configMap("", "frozen", map[string]string{"v": v})
+		cm.Object["immutable"] = true
+		return cm
+	}
+	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{immutable("1")}}}}
+	res, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	uid := get(g, env.Client, configMap(tgt.Namespace, "frozen", nil)).GetUID()
+
+	rev.Phases[0].Objects[0] = immutable("2")
+	_, err = engine.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(isStalling(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`convoy.dev/force: "true"`))
+	g.Expect(get(g, env.Client, configMap(tgt.Namespace, "frozen", nil)).GetUID()).To(Equal(uid))
+
+	forced := immutable("2")
+	forced.SetAnnotations(map[string]string{convoyv1alpha1.ForceAnnotation: "true"})
+	rev.Phases[0].Objects[0] = forced
+	_, err = engine.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	live := get(g, env.Client, configMap(tgt.Namespace, "frozen", nil))
+	g.Expect(live.GetUID()).NotTo(Equal(uid))
+	g.Expect(live.Object["data"]).To(Equal(map[string]any{"v": "2"}))
+}

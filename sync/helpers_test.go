@@ -1,0 +1,184 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	gosync "sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	manifestprobe "github.com/convoy-gitops/convoy/manifests/probe"
+)
+
+// readyAnnotation is what the gate probe of the tests waits for.
+const readyAnnotation = "test.convoy.dev/ready"
+
+// object builds an unstructured object.
+func object(apiVersion, kind, namespace, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
+}
+
+// configMap builds a ConfigMap with data.
+func configMap(namespace, name string, data map[string]string) *unstructured.Unstructured {
+	d := map[string]any{}
+	for k, v := range data {
+		d[k] = v
+	}
+	return object("v1", "ConfigMap", namespace, name, map[string]any{"data": d})
+}
+
+// gate builds a ConfigMap that the gate probe judges.
+func gate(namespace, name string) *unstructured.Unstructured {
+	cm := configMap(namespace, name, map[string]string{"role": "gate"})
+	cm.SetLabels(map[string]string{"test.convoy.dev/gate": "true"})
+	return cm
+}
+
+// gateProbe passes on gate ConfigMaps annotated test.convoy.dev/ready (by the test, by hand).
+func gateProbe() convoyv1alpha1.ObjectSetProbe {
+	return convoyv1alpha1.ObjectSetProbe{
+		Selector: convoyv1alpha1.ProbeSelector{
+			Kind:     convoyv1alpha1.GroupKindSelector{Kind: "ConfigMap"},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"test.convoy.dev/gate": "true"}},
+		},
+		Probes: []convoyv1alpha1.Probe{{CEL: &convoyv1alpha1.CELProbe{
+			Rule:    fmt.Sprintf("has(self.metadata.annotations) && '%s' in self.metadata.annotations", readyAnnotation),
+			Message: "the gate is closed",
+		}}},
+	}
+}
+
+// gateRules compiles gateProbe.
+func gateRules(t *testing.T) []manifestprobe.Rule {
+	t.Helper()
+	rules, errs := manifestprobe.Compile([]convoyv1alpha1.ObjectSetProbe{gateProbe()}, field.NewPath("probes"))
+	NewWithT(t).Expect(errs).To(BeEmpty())
+	return rules
+}
+
+// openGate annotates a live gate ConfigMap as ready, as another actor would.
+func openGate(g Gomega, c client.Client, namespace, name string) {
+	cm := &unstructured.Unstructured{}
+	cm.SetAPIVersion("v1")
+	cm.SetKind("ConfigMap")
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, readyAnnotation)
+	cm.SetNamespace(namespace)
+	cm.SetName(name)
+	g.Expect(c.Patch(context.Background(), cm, client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
+}
+
+// suffix returns a random DNS-label suffix, for cluster-scoped names shared by tests.
+func suffix() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, 6)
+	for i := range b {
+		b[i] = letters[rand.IntN(len(letters))]
+	}
+	return string(b)
+}
+
+// crd builds a namespaced CustomResourceDefinition of kind in group, accepting any fields.
+func crd(group, kind string) *unstructured.Unstructured {
+	plural := strings.ToLower(kind) + "s"
+	return object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", plural+"."+group, map[string]any{
+		"spec": map[string]any{
+			"group": group,
+			"names": map[string]any{"kind": kind, "plural": plural, "singular": strings.ToLower(kind), "listKind": kind + "List"},
+			"scope": "Namespaced",
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				}},
+			}},
+		},
+	})
+}
+
+// requestCounter counts the requests a client sends, by verb; dry-run requests apart.
+type requestCounter struct {
+	mu     gosync.Mutex
+	counts map[string]int
+}
+
+// countingClient returns a client of cfg whose requests are counted.
+func countingClient(t *testing.T, cfg *rest.Config) (client.Client, *requestCounter) {
+	t.Helper()
+	rc := &requestCounter{counts: map[string]int{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			rc.add(req)
+			return rt.RoundTrip(req)
+		})
+	}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return c, rc
+}
+
+func (rc *requestCounter) add(req *http.Request) {
+	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	if (segs[0] == "api" && len(segs) <= 2) || (segs[0] == "apis" && len(segs) <= 3) || segs[0] == "openapi" {
+		rc.inc("DISCOVERY")
+		return
+	}
+	verb := req.Method
+	if req.URL.Query().Get("dryRun") != "" {
+		verb += "(dry-run)"
+	}
+	rc.inc(verb)
+}
+
+func (rc *requestCounter) inc(k string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.counts[k]++
+}
+
+// take returns the counts since the last take and resets them.
+func (rc *requestCounter) take() map[string]int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := rc.counts
+	rc.counts = map[string]int{}
+	return out
+}
+
+// writes counts the requests that may change an object.
+func writes(counts map[string]int) int {
+	return counts["PATCH"] + counts["PUT"] + counts["POST"] + counts["DELETE"]
+}
+
+// total counts every request.
+func total(counts map[string]int) int {
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	return n
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+func objectMeta(namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
