@@ -176,18 +176,8 @@ func (r *GitSourceReconciler) reconcileArtifact(_ context.Context, s *scope) err
 	rev := s.poll.Revision.String()
 	reconcile.Delete(s.obj, v1alpha1.FetchFailedCondition)
 	s.message = "stored artifact for revision " + rev
-	if a := s.obj.Status.Artifact; a != nil && a.Revision == rev {
-		return nil
+	if setArtifact(s.obj, s.poll.Revision) {
+		s.event = "new revision " + rev
 	}
-	s.obj.Status.Artifact = &v1alpha1.Artifact{
-		Revision: rev, Commit: s.poll.Revision.Commit, LastUpdateTime: metav1Now(),
-	}
-	s.event = "new revision " + rev
 	return nil
-}
-
-// markFetchFailed sets FetchFailed=True with the reason and message of err, and returns err.
-func markFetchFailed(obj *v1alpha1.GitSource, err error) error {
-	reconcile.MarkTrue(obj, v1alpha1.FetchFailedCondition, reconcile.ReasonOf(err), "%s", err.Error())
-	return err
 }

@@ -44,7 +44,8 @@ func (s *Store) Poll(ctx context.Context, key Key, remote Remote, ref v1alpha1.G
 	if err != nil {
 		return PollResult{}, err
 	}
-	e.reset(&remote)
+	// Note: readers reopen the repository after the poll, to see the packs it added.
+	defer e.reset(&remote)
 	if ref.Commit != "" && hasCommit(repo, ref.Commit) {
 		return PollResult{Revision: Revision{Commit: ref.Commit}}, nil
 	}
