@@ -41,19 +41,14 @@ func (p *planner) chooseChanges(plan *Plan) {
 }
 
 // createMissing gives every eligible target without a Package the revision its partition has
-// reached: the update revision once the rollout reached it, else the current revision, else
-// (first rollout) nothing yet. A missing Package already counts as unavailable, so creating it
-// costs no budget.
+// reached (newTargetRevision). A missing Package is unavailable already, so creating it needs no
+// free slot; the new Package then holds one until it progressed.
 func (p *planner) createMissing(plan *Plan) {
 	for _, t := range p.targets {
 		if !t.eligible() || t.state.exists {
 			continue
 		}
-		rev := p.in.CurrentRevision
-		if p.reached(t.partition) && !p.paused {
-			rev = &p.in.UpdateRevision
-		}
-		if rev != nil {
+		if rev := p.newTargetRevision(t); rev != nil {
 			plan.Creates = append(plan.Creates, p.change(t, rev, NewTargetReason))
 		}
 	}
@@ -74,7 +69,7 @@ func (p *planner) replaceFailed(plan *Plan) {
 // available.
 func (p *planner) updateAlreadyUnavailable(plan *Plan) {
 	for _, t := range p.targets {
-		if p.updatable(t) && p.reached(t.partition) && t.holdsBudget() {
+		if p.updatable(t) && p.reached(t.partition) && p.holdsBudget(t) {
 			plan.Updates = append(plan.Updates, p.change(t, &p.in.UpdateRevision, AlreadyUnavailableReason))
 		}
 	}

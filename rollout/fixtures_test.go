@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -21,11 +22,12 @@ const (
 	clusterNS = "clusters"
 )
 
-// revision returns the n-th revision of the test package: its own commit, the same template.
+// revision returns the n-th revision of the test package: its own commit ("<n in hex>eee…"),
+// the same template.
 func revision(n int) Revision {
 	return Revision{
 		Name:   fmt.Sprintf("rev%d", n),
-		Commit: fmt.Sprintf("%040x", n),
+		Commit: fmt.Sprintf("%02x", n) + strings.Repeat("e", 38),
 		Template: convoyv1alpha1.PackageTemplateSpec{
 			SourceRef: convoyv1alpha1.SourceReference{Name: "addons", Namespace: "fleet"},
 			Path:      "packages/extra-component",
@@ -235,4 +237,11 @@ func states(plan *Plan) []string {
 		out = append(out, p.Name+"="+p.State)
 	}
 	return out
+}
+
+// compute plans the world and fails the test on an error.
+func compute(g Gomega, w *world) *Plan {
+	plan, err := Compute(w.input())
+	g.Expect(err).NotTo(HaveOccurred())
+	return plan
 }

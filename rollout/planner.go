@@ -112,11 +112,32 @@ func (p *planner) countEligible() int {
 func (p *planner) countHolders() int {
 	n := 0
 	for _, t := range p.targets {
-		if t.eligible() && t.holdsBudget() {
+		if t.eligible() && p.holdsBudget(t) {
 			n++
 		}
 	}
 	return n
+}
+
+// holdsBudget reports whether t counts against maxUnavailable: its Package is being deleted,
+// unavailable, or updating (not progressed for minReadySeconds yet), or it is missing and this
+// plan creates it. A missing Package that waits for its partition (first rollout) holds nothing,
+// so it cannot stall the partitions before it.
+func (p *planner) holdsBudget(t *target) bool {
+	if !t.state.exists {
+		return p.newTargetRevision(t) != nil
+	}
+	return t.state.deleting || !t.state.ready
+}
+
+// newTargetRevision returns the revision a target without a Package gets: the update revision
+// once the rollout reached its partition (and is not paused), else the current revision, which
+// is nil before the first rollout completes.
+func (p *planner) newTargetRevision(t *target) *Revision {
+	if p.reached(t.partition) && !p.paused {
+		return &p.in.UpdateRevision
+	}
+	return p.in.CurrentRevision
 }
 
 // reached reports whether the rollout may move targets of part to the update revision.

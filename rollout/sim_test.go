@@ -20,17 +20,25 @@ import (
 // something.
 type sim struct {
 	*world
-	t      testing.TB
-	rng    *rand.Rand
-	tick   time.Duration
-	bad     map[string]bool
-	doneAt  map[string]time.Time
-	breakAt map[string]time.Time
-	events []*event
-	step   int
-	plans  []*Plan
-	log    strings.Builder
-	last   string
+	t    testing.TB
+	rng  *rand.Rand
+	tick time.Duration
+	bad  map[string]bool
+	// badServes keeps Packages at a bad commit Available: the old revision still serves.
+	badServes bool
+	doneAt    map[string]time.Time
+	breakAt   map[string]time.Time
+	events    []*event
+	// check, when set, inspects each plan before it is applied.
+	check func(plan *Plan)
+	// specAt and progressedAt record, per namespace, when a Package's spec last changed and
+	// when it progressed at that spec.
+	specAt       map[string]time.Time
+	progressedAt map[string]time.Time
+	step         int
+	plans        []*Plan
+	log          strings.Builder
+	last         string
 }
 
 // event changes the world once, at the first step when is true.
@@ -43,15 +51,25 @@ type event struct {
 
 // newSim starts a simulation of w with the given seed.
 func newSim(t testing.TB, w *world, seed uint64) *sim {
-	return &sim{
-		world:  w,
-		t:      t,
-		rng:    rand.New(rand.NewPCG(seed, seed^0x5eed)),
-		tick:   30 * time.Second,
-		bad:    map[string]bool{},
+	s := &sim{
+		world:   w,
+		t:       t,
+		rng:     rand.New(rand.NewPCG(seed, seed^0x5eed)),
+		tick:    30 * time.Second,
+		bad:     map[string]bool{},
 		doneAt:  map[string]time.Time{},
 		breakAt: map[string]time.Time{},
+
+		specAt:       map[string]time.Time{},
+		progressedAt: map[string]time.Time{},
 	}
+	for ns, p := range w.packages {
+		s.specAt[ns] = specUpdatedAt(p, w.now)
+		if p.Status.Revision == p.Spec.Revision {
+			s.progressedAt[ns] = s.specAt[ns]
+		}
+	}
+	return s
 }
 
 // on schedules an event.
@@ -99,6 +117,9 @@ func (s *sim) advance() *Plan {
 	plan, err := Compute(s.input())
 	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
 	s.logStep(plan, fired)
+	if s.check != nil {
+		s.check(plan)
+	}
 	s.apply(plan)
 	if plan.Completed && (s.current == nil || s.current.Name != s.update.Name) {
 		cur := s.update
@@ -141,16 +162,22 @@ func (s *sim) apply(plan *Plan) {
 		delete(s.packages, d.Package.Namespace)
 		delete(s.doneAt, d.Package.Namespace)
 		delete(s.breakAt, d.Package.Namespace)
+		delete(s.specAt, d.Package.Namespace)
+		delete(s.progressedAt, d.Package.Namespace)
 	}
 }
 
 // schedule decides when the Package in namespace ns progresses at rev: one to three ticks from
 // now; a bad commit never does, and its probes fail one tick from now.
 func (s *sim) schedule(ns string, rev Revision) {
+	s.specAt[ns] = s.now
+	delete(s.progressedAt, ns)
 	delete(s.doneAt, ns)
 	delete(s.breakAt, ns)
 	if s.bad[rev.Commit] {
-		s.breakAt[ns] = s.now.Add(s.tick)
+		if !s.badServes {
+			s.breakAt[ns] = s.now.Add(s.tick)
+		}
 		return
 	}
 	s.doneAt[ns] = s.now.Add(time.Duration(1+s.rng.IntN(3)) * s.tick)
@@ -161,6 +188,7 @@ func (s *sim) progressPackages() {
 	for ns, at := range s.doneAt {
 		if !s.now.Before(at) {
 			progress(s.packages[ns], s.now)
+			s.progressedAt[ns] = s.now
 			delete(s.doneAt, ns)
 		}
 	}

@@ -29,12 +29,6 @@ type target struct {
 // eligible reports whether the rollout may change the target's Package now.
 func (t *target) eligible() bool { return t.skipReason == "" }
 
-// holdsBudget reports whether the target counts against maxUnavailable: its Package is missing,
-// being deleted, unavailable, or updating (not progressed for minReadySeconds yet).
-func (t *target) holdsBudget() bool {
-	return !t.state.exists || t.state.deleting || !t.state.ready
-}
-
 // done reports whether the target no longer holds its partition's barrier.
 func (t *target) done() bool {
 	return !t.eligible() || (t.state.exists && !t.state.deleting && t.state.updated && t.state.ready)
