@@ -19,12 +19,19 @@
 //     "unknown" partition last. A partition is done when every eligible target is on the update
 //     revision and has progressed for minReadySeconds; no later partition is touched before.
 //   - The budget is maxUnavailable (an integer, or a percentage of eligible targets rounded down,
-//     at least 1) minus the eligible targets already unavailable or updating. Updating one of those
-//     costs nothing, so they go first; the others wait for a free slot.
+//     at least 1) minus the eligible targets already unavailable or updating, and those whose
+//     Package this plan creates. Updating an unavailable or updating Package costs nothing, so
+//     they go first; the others wait for a free slot.
+//   - A target without a Package gets the revision its partition has reached: the update
+//     revision once the rollout reached it, else the current one (none before the first rollout
+//     completes, so the first rollout creates Packages partition by partition).
 //   - A Package that has not progressed for progressDeadlineSeconds has failed. It keeps its
 //     slot, is reported, and gets a newer revision before anything else, whatever its partition.
 //   - Only the update revision is ever rolled out, so a newer revision supersedes an older one
 //     and the rollout starts again at the first partition.
+//   - The instant strategy treats every partition as reached and has no budget.
+//   - spec.paused starts nothing at the update revision; updates in flight finish, and new
+//     targets still get the current revision.
 //
 // The controller applies the Plan, writes Plan.WriteStatus into the status when it changed, moves
 // currentRevision when Plan.Completed, and requeues after Plan.RequeueAfter.

@@ -64,6 +64,9 @@ func (p *planner) assess(pkg *convoyv1alpha1.Package) packageState {
 }
 
 // assessReadiness decides whether a Package that progressed at since has stayed so long enough.
+// Note: since is the latest of the spec update and the transitions of Available and Progressing;
+// a Package whose conditions never flipped for a change (a quick template-only change) is thus
+// measured from its spec update.
 func (p *planner) assessReadiness(s *packageState, since time.Time) {
 	readyAt := since.Add(p.minReady)
 	s.ready = !p.in.Now.Before(readyAt)

@@ -26,7 +26,7 @@ func TestPKOAvailableAloneIsNotDone(t *testing.T) {
 	s.bad[revision(2).Commit] = true // never gets there,
 	s.badServes = true               // but keeps reporting Available
 
-	for range 120 {
+	for range 30 {
 		plan := s.advance()
 		g.Expect(plan.Counts.Available).To(Equal(int32(1000)), "every Package keeps reporting Available")
 	}
