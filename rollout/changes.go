@@ -117,13 +117,16 @@ func (p *planner) packageName(t *target) string {
 }
 
 // chooseDeletions deletes every Package whose namespace no target claims and that is not being
-// deleted already.
+// deleted already, saying whether its HostedCluster is gone or deselected.
 func (p *planner) chooseDeletions(plan *Plan) {
-	owners := p.hostedClustersByNamespace()
+	var owners map[string]*HostedCluster
 	for i := range p.in.Packages {
 		pkg := &p.in.Packages[i]
 		if p.claimed[pkg.Namespace] || pkg.DeletionTimestamp != nil {
 			continue
+		}
+		if owners == nil {
+			owners = p.hostedClustersByNamespace()
 		}
 		d := Deletion{Package: types.NamespacedName{Namespace: pkg.Namespace, Name: pkg.Name}, Reason: HostedClusterGoneReason}
 		if hc, ok := owners[pkg.Namespace]; ok {

@@ -35,7 +35,7 @@ type planner struct {
 	maxUnavailable int
 	holders        int
 
-	// claimed maps an HCP namespace to its target's Package, so leftovers can be deleted.
+	// claimed holds the HCP namespaces of the targets; Packages elsewhere are deleted.
 	claimed map[string]bool
 }
 
