@@ -1,0 +1,153 @@
+package sync
+
+import (
+	"context"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sync/hosted"
+)
+
+var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+
+// setup fills in the dependencies not given, from mgr.
+func (c *Common) setup(mgr ctrl.Manager, recorderName string) error {
+	if c.Client == nil {
+		c.Client = mgr.GetClient()
+	}
+	if c.Direct == nil {
+		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(),
+			Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+		if err != nil {
+			return err
+		}
+		c.Direct = direct
+	}
+	if c.Engine == nil {
+		c.Engine = NewEngine(Options{Controller: recorderName})
+	}
+	if c.Hosted == nil {
+		c.Hosted = hosted.NewClients(mgr.GetClient(), mgr.GetAPIReader(), hosted.Options{})
+		if err := mgr.Add(c.Hosted); err != nil {
+			return err
+		}
+	}
+	if c.Recorder == nil {
+		c.Recorder = mgr.GetEventRecorder(recorderName)
+	}
+	if c.applied == nil {
+		applied, err := newAppliedWatches(mgr)
+		if err != nil {
+			return err
+		}
+		c.applied = applied
+	}
+	c.notifier = reconcile.NewNotifier(c.Recorder)
+	return nil
+}
+
+// requestedAtChanged passes updates of the convoy.dev/requestedAt annotation.
+func requestedAtChanged() predicate.Predicate { return sources.ReconcileRequestedPredicate() }
+
+// secretObject is the metadata-only form of a Secret, for watches.
+func secretObject() client.Object {
+	s := &metav1.PartialObjectMetadata{}
+	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return s
+}
+
+// requestsForSecret maps a Secret event to the objects of its namespace (listed into a copy
+// of list) whose hosted-cluster kubeconfig it holds.
+func (c *Common) requestsForSecret(list client.ObjectList) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []ctrlreconcile.Request {
+		var reqs []ctrlreconcile.Request
+		for _, o := range c.listIn(ctx, list, secret.GetNamespace()) {
+			if kubeconfigSecretName(o) == secret.GetName() {
+				reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+		}
+		return reqs
+	})
+}
+
+// listIn lists the objects of namespace from the cache, into a copy of list.
+func (c *Common) listIn(ctx context.Context, list client.ObjectList, namespace string) []client.Object {
+	items, _ := list.DeepCopyObject().(client.ObjectList)
+	if err := c.Client.List(ctx, items, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing objects to requeue", "namespace", namespace)
+		return nil
+	}
+	var out []client.Object
+	_ = meta.EachListItem(items, func(o runtime.Object) error {
+		if obj, ok := o.(client.Object); ok {
+			out = append(out, obj)
+		}
+		return nil
+	})
+	return out
+}
+
+// kubeconfigSecretName returns the name of the Secret an object reaches its hosted cluster
+// with.
+func kubeconfigSecretName(obj client.Object) string {
+	if p, ok := obj.(*convoyv1alpha1.Package); ok && p.Spec.HostedCluster != nil && p.Spec.HostedCluster.KubeconfigSecretRef != nil {
+		return p.Spec.HostedCluster.KubeconfigSecretRef.Name
+	}
+	return convoyv1alpha1.KubeconfigSecretName
+}
+
+// requestForOwnerLabels maps an applied object to its owner, named by the ownership labels.
+func requestForOwnerLabels(_ context.Context, o client.Object) []ctrlreconcile.Request {
+	l := o.GetLabels()
+	name, ns := l[convoyv1alpha1.PackageNameLabel], l[convoyv1alpha1.PackageNamespaceLabel]
+	if name == "" || ns == "" {
+		return nil
+	}
+	return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// appliedChangedPredicate passes the events of applied objects that may need a pass of their
+// owner: deletions, and updates that change what convoy applied (generation, labels,
+// annotations) or start a deletion. Status-only updates pass only while the owner is not
+// settled (Ready and Available), when they may make a probe pass. Creations do not pass:
+// convoy makes them itself.
+func (c *Common) appliedChangedPredicate(newOwner func() reconcile.Object) predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return true },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			if o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) ||
+				!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) || n.GetDeletionTimestamp() != nil {
+				return true
+			}
+			return !c.ownerSettled(newOwner(), n)
+		},
+	}
+}
+
+// ownerSettled reports whether the owner of an applied object is Ready and Available.
+func (c *Common) ownerSettled(owner reconcile.Object, applied client.Object) bool {
+	reqs := requestForOwnerLabels(context.Background(), applied)
+	if len(reqs) == 0 {
+		return true
+	}
+	if err := c.Client.Get(context.Background(), reqs[0].NamespacedName, owner); err != nil {
+		return true
+	}
+	return reconcile.IsReady(owner) && reconcile.IsTrue(owner, convoyv1alpha1.AvailableCondition)
+}
