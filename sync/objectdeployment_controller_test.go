@@ -2,6 +2,8 @@ package sync
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -107,4 +110,27 @@ func TestObjectDeploymentInvalidTemplateStalls(t *testing.T) {
 		g.Expect(conditionOf(od.Status.Conditions, convoyv1alpha1.ReadyCondition).Reason).To(Equal(convoyv1alpha1.RenderFailedReason))
 		g.Expect(kstatusOf(g, od)).To(Equal(status.FailedStatus))
 	}).Should(Succeed())
+}
+
+func TestObjectDeploymentExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "examples", "objectdeployments", "*.yaml"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(files).NotTo(BeEmpty())
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			data, err := os.ReadFile(file)
+			g.Expect(err).NotTo(HaveOccurred())
+			od := &convoyv1alpha1.ObjectDeployment{}
+			g.Expect(yaml.UnmarshalStrict(data, od)).To(Succeed())
+			od.Namespace = hcpNamespace(t, blue)
+			g.Expect(env.Client.Create(ctx, od)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(od), od)).To(Succeed())
+				g.Expect(od.Status.Conditions).To(haveCondition(convoyv1alpha1.ReadyCondition, metav1.ConditionTrue, ""))
+				g.Expect(od.Status.Conditions).To(haveCondition(convoyv1alpha1.AvailableCondition, metav1.ConditionTrue, ""))
+			}).Should(Succeed())
+		})
+	}
 }

@@ -13,6 +13,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: false,
 	}
 	root.AddCommand(
+		newControllerCmd(),
 		newDevCmd(),
 		newRenderCmd(),
 		newValidateCmd(),

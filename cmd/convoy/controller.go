@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/sources"
+	convoysync "github.com/convoy-gitops/convoy/sync"
+)
+
+// leaderElectionID names the lease replicas of the controller compete for.
+const leaderElectionID = "convoy-controller.convoy.dev"
+
+// controllerOptions are the flags of `convoy controller`.
+type controllerOptions struct {
+	kubeconfig              string
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	verbosity               int
+	sources                 sources.Options
+	sync                    convoysync.SetupOptions
+}
+
+func newControllerCmd() *cobra.Command {
+	opts := controllerOptions{}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the GitSource, Package and ObjectDeployment controllers",
+		Long: "controller runs convoy's controllers in one manager, with leader election, Prometheus " +
+			"metrics, health probes and the Git webhook receiver.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(opts.verbosity))))
+			cfg, err := restConfig(opts.kubeconfig)
+			if err != nil {
+				return err
+			}
+			return runController(ctx, cfg, opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
+	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles.")
+	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
+	fs.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby replica waits before taking over.")
+	fs.IntVar(&opts.sync.Concurrency, "concurrency", 4, "Number of Packages, and of ObjectDeployments, reconciled in parallel.")
+	fs.IntVar(&opts.verbosity, "v", 0, "Log verbosity.")
+	opts.sources.BindFlags(fs)
+	opts.sync.BindFlags(fs)
+	return cmd
+}
+
+// restConfig loads the management cluster's config from path, or from the usual places.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		return ctrl.GetConfig()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// newControllerScheme returns the kinds the controllers read as typed objects; HyperShift's
+// are read as metadata only and need no registration.
+func newControllerScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(convoyv1alpha1.AddToScheme(s))
+	return s
+}
+
+// runController builds the manager on cfg, wires the controllers and runs until ctx is done.
+func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions) error {
+	lease := opts.leaseDuration
+	renew := lease * 2 / 3
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  newControllerScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: opts.leaderElectionNamespace,
+		LeaseDuration:           &lease,
+		RenewDeadline:           &renew,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	store, err := sources.Setup(mgr, opts.sources)
+	if err != nil {
+		return err
+	}
+	if err := convoysync.Setup(mgr, store, opts.sync); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("controller").Info("Starting the manager", "leaderElection", opts.leaderElect)
+	return mgr.Start(ctx)
+}
