@@ -122,7 +122,8 @@ func requestForOwnerLabels(_ context.Context, o client.Object) []ctrlreconcile.R
 
 // appliedChangedPredicate passes the events of applied objects that may need a pass of their
 // owner: deletions, and updates that change what convoy applied (generation, labels,
-// annotations) or start a deletion. Status-only updates pass only while the owner is not
+// annotations; any update of a kind without generation, such as a ConfigMap) or start a
+// deletion. Status-only updates pass only while the owner is not
 // settled (Ready and Available), when they may make a probe pass. Creations do not pass:
 // convoy makes them itself.
 func (c *Common) appliedChangedPredicate(newOwner func() reconcile.Object) predicate.Predicate {
@@ -131,7 +132,7 @@ func (c *Common) appliedChangedPredicate(newOwner func() reconcile.Object) predi
 		DeleteFunc: func(event.DeleteEvent) bool { return true },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld, e.ObjectNew
-			if o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) ||
+			if n.GetGeneration() == 0 || o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) ||
 				!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) || n.GetDeletionTimestamp() != nil {
 				return true
 			}

@@ -13,10 +13,14 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultConcurrency      = 4
-	DefaultProbeInterval    = 5 * time.Second
+	// DefaultConcurrency is the default of Options.Concurrency.
+	DefaultConcurrency = 4
+	// DefaultProbeInterval is the default of Options.ProbeInterval.
+	DefaultProbeInterval = 5 * time.Second
+	// DefaultEstablishTimeout is the default of Options.EstablishTimeout.
 	DefaultEstablishTimeout = 10 * time.Second
-	DefaultDeleteInterval   = 2 * time.Second
+	// DefaultDeleteInterval is the default of Options.DeleteInterval.
+	DefaultDeleteInterval = 2 * time.Second
 )
 
 // Options tune an Engine.

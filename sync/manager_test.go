@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ var mgrClient client.Client
 // startManager starts the GitSource, Package and ObjectDeployment controllers against the
 // fleet; it returns a function that stops them.
 func startManager(ctx context.Context) (func(), error) {
+	log.SetLogger(logr.Discard())
 	if os.Getenv("CONVOY_TEST_LOG") != "" {
 		log.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(1))))
 	}

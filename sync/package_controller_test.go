@@ -181,7 +181,6 @@ func TestPackageRefusesForeignAndClusterScopedObjects(t *testing.T) {
 
 func TestPackageDriftIsCorrected(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := hcpNamespace(t, blue)
 	hostedNS := newNamespace(t, blue.Client)
 	repo := newGitSource(t, ns)
@@ -193,17 +192,48 @@ func TestPackageDriftIsCorrected(t *testing.T) {
 	key := newPackage(t, ns, "app", "pkg", func(p *convoyv1alpha1.Package) {
 		p.Spec.Interval = &metav1.Duration{Duration: 2 * time.Second}
 	})
-	expectAvailableAt(g, key, c1)
+	pkg := expectAvailableAt(g, key, c1)
 
-	edit := func(c client.Client, obj *unstructured.Unstructured) {
-		live := get(g, c, obj)
-		live.Object["data"] = map[string]any{"v": "edited"}
-		g.Expect(c.Update(ctx, live)).To(Succeed())
-	}
-	edit(blue.Client, configMap(hostedNS, "in", nil))
-	edit(env.Client, configMap(ns, "out", nil))
+	// Steady state: passes every interval write nothing, neither objects nor status.
+	in := get(g, blue.Client, configMap(hostedNS, "in", nil))
+	g.Consistently(func(g Gomega) {
+		g.Expect(getPackage(g, key).ResourceVersion).To(Equal(pkg.ResourceVersion))
+		g.Expect(get(g, blue.Client, configMap(hostedNS, "in", nil)).GetResourceVersion()).To(Equal(in.GetResourceVersion()))
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+
+	// Drift in the hosted cluster (not watched) is corrected within the interval.
+	editData(g, blue.Client, configMap(hostedNS, "in", nil))
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g, blue.Client, configMap(hostedNS, "in", nil)).Object["data"]).To(Equal(map[string]any{"v": "1"}))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+func TestPackageWatchesItsManagementObjects(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, env.Client)
+	repo := newGitSource(t, ns)
+	c1, err := repo.Commit("main", "one", map[string]string{
+		"pkg/manifest.yaml": manifest("outside"),
+		"pkg/objects.yaml":  cmYAML("outside", "", "out", "1"),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	key := newPackage(t, ns, "app", "pkg") // the default interval is 10m: only the watch can be quick
+	expectAvailableAt(g, key, c1)
+
+	editData(g, env.Client, configMap(ns, "out", nil))
+	g.Eventually(func(g Gomega) {
 		g.Expect(get(g, env.Client, configMap(ns, "out", nil)).Object["data"]).To(Equal(map[string]any{"v": "1"}))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	g.Expect(env.Client.Delete(context.Background(), configMap(ns, "out", nil))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(exists(g, env.Client, configMap(ns, "out", nil))).To(BeTrue())
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// editData changes the data of a live ConfigMap by hand.
+func editData(g Gomega, c client.Client, obj *unstructured.Unstructured) {
+	live := get(g, c, obj)
+	live.Object["data"] = map[string]any{"v": "edited"}
+	g.Expect(c.Update(context.Background(), live)).To(Succeed())
 }

@@ -53,7 +53,7 @@ func TestPackageHostedClusterOutageRotationAndDeletion(t *testing.T) {
 		g.Expect(exists(g, blue.Client, configMap("default", name, nil))).To(BeTrue())
 		pkg := getPackage(g, key)
 		g.Expect(pkg.Status.Conditions).To(haveCondition(convoyv1alpha1.AvailableCondition, metav1.ConditionTrue, ""))
-	}).Should(Succeed())
+	}).WithTimeout(10*time.Second).Should(Succeed(), "the Secret watch requeues the Package")
 
 	// Deletion: HyperShift deletes the hosted cluster; deleting the Package completes at once.
 	g.Expect(env.BeginDeletion(ctx, red)).To(Succeed())

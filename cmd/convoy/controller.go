@@ -36,6 +36,8 @@ type controllerOptions struct {
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
 	verbosity               int
+	qps                     float32
+	burst                   int
 	sources                 sources.Options
 	sync                    convoysync.SetupOptions
 }
@@ -56,6 +58,7 @@ func newControllerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cfg.QPS, cfg.Burst = opts.qps, opts.burst
 			return runController(ctx, cfg, opts)
 		},
 	}
@@ -68,6 +71,8 @@ func newControllerCmd() *cobra.Command {
 	fs.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby replica waits before taking over.")
 	fs.IntVar(&opts.sync.Concurrency, "concurrency", 4, "Number of Packages, and of ObjectDeployments, reconciled in parallel.")
 	fs.IntVar(&opts.verbosity, "v", 0, "Log verbosity.")
+	fs.Float32Var(&opts.qps, "kube-api-qps", -1, "Queries per second to the management API server; negative leaves the limit to its priority and fairness.")
+	fs.IntVar(&opts.burst, "kube-api-burst", 300, "Burst of requests to the management API server when --kube-api-qps is positive.")
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)
 	return cmd

@@ -20,9 +20,13 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultQPS         = 20
-	DefaultBurst       = 50
-	DefaultTimeout     = 15 * time.Second
+	// DefaultQPS is the default of Options.QPS.
+	DefaultQPS = 50
+	// DefaultBurst is the default of Options.Burst.
+	DefaultBurst = 100
+	// DefaultTimeout is the default of Options.Timeout.
+	DefaultTimeout = 15 * time.Second
+	// DefaultIdleTimeout is the default of Options.IdleTimeout.
 	DefaultIdleTimeout = 10 * time.Minute
 )
 
@@ -31,8 +35,9 @@ var ErrNoKubeconfig = errors.New("no kubeconfig")
 
 // Options tune the clients of hosted clusters.
 type Options struct {
-	// QPS and Burst limit each hosted client; default 20 and 50.
-	QPS   float32
+	// QPS limits the requests per second of each hosted client; default 50.
+	QPS float32
+	// Burst is the burst of each hosted client; default 100.
 	Burst int
 	// Timeout bounds each request to a hosted API server; default 15s.
 	Timeout time.Duration
