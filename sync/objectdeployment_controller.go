@@ -19,12 +19,12 @@ import (
 	"github.com/convoy-gitops/convoy/manifests"
 )
 
-// ObjectDeploymentReconciler applies the inline phases of ObjectDeployments with the engine;
-// the revision is a hash of the template.
-//
 // +kubebuilder:rbac:groups=convoy.dev,resources=objectdeployments,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=convoy.dev,resources=objectdeployments/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=convoy.dev,resources=objectdeployments/finalizers,verbs=update
+
+// ObjectDeploymentReconciler applies the inline phases of ObjectDeployments with the engine;
+// the revision is a hash of the template.
 type ObjectDeploymentReconciler struct {
 	Common
 }

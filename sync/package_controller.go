@@ -23,8 +23,8 @@ type Opener interface {
 	Open(ctx context.Context, key sources.Key, commit string) (fs.FS, error)
 }
 
-// PackageReconciler applies a package directory of a GitSource, at spec.revision or at the
-// source's current artifact, to its namespace and hosted cluster.
+// The Package controller reads its sources, Secrets (metadata, and kubeconfigs), namespaces
+// and HyperShift objects; it applies objects of any kind to the namespaces of Packages.
 //
 // +kubebuilder:rbac:groups=convoy.dev,resources=packages,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=convoy.dev,resources=packages/status,verbs=get;patch;update
@@ -34,6 +34,9 @@ type Opener interface {
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters;hostedcontrolplanes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;create;update;patch;delete
+
+// PackageReconciler applies a package directory of a GitSource, at spec.revision or at the
+// source's current artifact, to its namespace and hosted cluster.
 type PackageReconciler struct {
 	Common
 	// Store opens the commits of GitSources.

@@ -11,8 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// perfObjects returns 200 objects of six kinds, as a mid-sized add-on package would hold.
-func perfObjects(namespace string) []*unstructured.Unstructured {
+// perfObjects returns 200 objects of six kinds, as a mid-sized add-on package would hold; the
+// 80 ConfigMaps hold version.
+func perfObjects(namespace, version string) []*unstructured.Unstructured {
 	var objs []*unstructured.Unstructured
 	add := func(n int, build func(i int) *unstructured.Unstructured) {
 		for i := range n {
@@ -20,7 +21,7 @@ func perfObjects(namespace string) []*unstructured.Unstructured {
 		}
 	}
 	add(80, func(i int) *unstructured.Unstructured {
-		return configMap(namespace, fmt.Sprintf("cm-%d", i), map[string]string{"key": fmt.Sprint(i)})
+		return configMap(namespace, fmt.Sprintf("cm-%d", i), map[string]string{"key": fmt.Sprint(i), "version": version})
 	})
 	add(40, func(i int) *unstructured.Unstructured {
 		return object("v1", "Secret", namespace, fmt.Sprintf("secret-%d", i), map[string]any{"stringData": map[string]any{"k": "v"}})
@@ -55,29 +56,30 @@ func TestApplyPerformance(t *testing.T) {
 	mgmt, counter := countingClient(t, env.Config)
 	_ = mgmt.RESTMapper() // discovery happens on first use of each kind: warm it with a bare loop first
 	warm := newNamespace(t, env.Client)
-	bareLoop(g, ctx, mgmt, perfObjects(warm))
+	bareLoop(g, ctx, mgmt, perfObjects(warm, "1"))
 	counter.take()
 
+	passes := []struct{ name, version string }{{"cold", "1"}, {"no-op", "1"}, {"update", "2"}}
 	bareNS := newNamespace(t, env.Client)
-	for _, pass := range []string{"cold", "no-op"} {
-		d := bareLoop(g, ctx, mgmt, perfObjects(bareNS))
+	for _, pass := range passes {
+		d := bareLoop(g, ctx, mgmt, perfObjects(bareNS, pass.version))
 		c := counter.take()
-		t.Logf("bare SSA loop, %-5s: %7s, %3d requests (%d writes) %v", pass, d.Round(time.Millisecond), total(c), writes(c), c)
+		t.Logf("bare SSA loop, %-6s: %7s, %3d requests (%d writes) %v", pass.name, d.Round(time.Millisecond), total(c), writes(c), c)
 	}
 
 	tgt := &Target{Namespace: newNamespace(t, env.Client), Name: "perf", Management: mgmt}
 	engine := NewEngine(Options{Controller: "test"})
-	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "all", Objects: perfObjects("")}}}
 	res := &Result{}
-	for _, pass := range []string{"cold", "no-op"} {
+	for _, pass := range passes {
+		rev := &Revision{ID: pass.version, Phases: []Phase{{Name: "all", Objects: perfObjects("", pass.version)}}}
 		start := time.Now()
 		var err error
 		res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
 		d := time.Since(start)
 		g.Expect(err).NotTo(HaveOccurred())
 		c := counter.take()
-		t.Logf("convoy engine, %-5s: %7s, %3d requests (%d writes) %v; %s", pass, d.Round(time.Millisecond), total(c), writes(c), c, res.Changes)
-		if pass == "no-op" {
+		t.Logf("convoy engine, %-6s: %7s, %3d requests (%d writes) %v; %s", pass.name, d.Round(time.Millisecond), total(c), writes(c), c, res.Changes)
+		if pass.name == "no-op" {
 			g.Expect(writes(c)).To(BeZero())
 		}
 	}

@@ -24,6 +24,10 @@ import (
 	convoysync "github.com/convoy-gitops/convoy/sync"
 )
 
+// Leader election keeps a Lease in the controller's namespace.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // leaderElectionID names the lease replicas of the controller compete for.
 const leaderElectionID = "convoy-controller.convoy.dev"
 
