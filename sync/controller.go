@@ -79,7 +79,7 @@ func statusFields(st *convoyv1alpha1.SyncStatus) reconcile.StatusFields {
 	return reconcile.StatusFields{ObservedGeneration: &st.ObservedGeneration, LastHandledReconcileAt: &st.LastHandledReconcileAt}
 }
 
-// summary hands the pass to the status finalizer, after setting Available and Progressing.
+// summary sets Progressing and hands the pass to the status finalizer.
 func (s *scope) summary(err error, interval time.Duration, desired string) reconcile.Summary {
 	setProgressingCondition(s, desired, err)
 	sum := reconcile.Summary{Err: err, Interval: reconcile.Jitter(interval), Reason: s.reason,
