@@ -133,6 +133,7 @@ func (e *Engine) waitEstablished(ctx context.Context, c *cluster, defs []*unstru
 				if err := c.client.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
 					return false, err
 				}
+				obs.observe(live)
 				return established(live), nil
 			})
 		switch {

@@ -244,3 +244,18 @@ func TestSyncRecreatesOnImmutableFieldsOnlyWhenForced(t *testing.T) {
 	g.Expect(live.GetUID()).NotTo(Equal(uid))
 	g.Expect(live.Object["data"]).To(Equal(map[string]any{"v": "2"}))
 }
+
+func TestSyncAppliesACustomResourceWithItsDefinition(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tgt := engineTarget(t)
+	hostedNS := newNamespace(t, blue.Client)
+	group := suffix() + ".test.convoy.dev"
+	widget := object(group+"/v1", "Gadget", hostedNS, "g1", map[string]any{"spec": map[string]any{"size": int64(1)}})
+	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "all", Class: convoyv1alpha1.ClassHostedCluster,
+		Objects: []*unstructured.Unstructured{widget, crd(group, "Gadget")}}}}
+	res, err := NewEngine(Options{Controller: "test"}).Sync(ctx, tgt, rev, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes.Created).To(Equal(2))
+	g.Expect(exists(g, blue.Client, widget)).To(BeTrue())
+}

@@ -18,14 +18,15 @@ import (
 //
 //   - prefetch reads the live objects before apply; the resource manager's own read of each
 //     object is then served from what prefetch got (once; later reads go to the server);
-//   - every real (not dry-run) apply response is kept as the object's live state.
+//   - every real (not dry-run) apply response, and any fresher read (a CRD polled until it is
+//     established), is kept as the object's live state.
 type observer struct {
 	client.Client
 
 	mu      gosync.Mutex
 	pending map[objectKey]*unstructured.Unstructured // nil value: not found
 	seen    map[objectKey]*unstructured.Unstructured
-	applied map[objectKey]*unstructured.Unstructured
+	applied map[objectKey]*unstructured.Unstructured // latest state: apply responses, fresher reads
 }
 
 // objectKey identifies an object in one cluster.
@@ -103,6 +104,13 @@ func (o *observer) live(obj *unstructured.Unstructured) *unstructured.Unstructur
 		return u
 	}
 	return o.seen[keyOf(obj)]
+}
+
+// observe records a fresher live state of an object read outside the resource manager.
+func (o *observer) observe(live *unstructured.Unstructured) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.applied[keyOf(live)] = live.DeepCopy()
 }
 
 // Get serves the first read of a prefetched object from memory.
