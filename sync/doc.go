@@ -9,10 +9,11 @@
 //     refused elsewhere or when cluster-scoped; every object gets the ownership labels;
 //   - refuses collisions: an existing object that is not labelled as this owner's is left
 //     alone unless the desired object carries convoy.dev/adopt: "true";
-//   - applies with server-side apply through fluxcd/pkg/ssa (field manager "convoy"),
-//     CustomResourceDefinitions and Namespaces first, waiting briefly for CRDs to be
-//     established; objects whose dry-run shows no change are not written, and objects are only
-//     recreated on an immutable-field error when annotated convoy.dev/force: "true";
+//   - applies with server-side apply (field manager "convoy"), CustomResourceDefinitions and
+//     Namespaces first, waiting briefly for CRDs to be established: objects the read found
+//     absent are created with one apply each, existing ones go through fluxcd/pkg/ssa, whose
+//     dry-run comparison leaves unchanged objects unwritten; objects are only recreated on an
+//     immutable-field error when annotated convoy.dev/force: "true";
 //   - judges availability from the live objects it just read or wrote (sync/probe), without
 //     extra requests.
 //
@@ -25,6 +26,13 @@
 // Errors are the classified errors of internal/reconcile: Stalling for what only the user can
 // fix (collisions, forbidden targets, invalid objects), Waiting for what clears by itself
 // (probes, CRDs being established, an unreachable hosted cluster), anything else is transient.
+//
+// The PackageReconciler resolves a Package's revision (spec.revision or its GitSource's
+// artifact), renders it through the manifests cache and runs the engine; the
+// ObjectDeploymentReconciler does the same with inline phases, the revision being a hash of
+// the template. Both share the steps of Common (finalizer, paused, hosted cluster, target,
+// apply, teardown) and one deferred status patch (internal/reconcile), written only when the
+// status changed. Setup registers both on a manager.
 //
 // Hosted-cluster clients come from sync/hosted; probe evaluation lives in sync/probe.
 package sync
