@@ -17,13 +17,15 @@ import (
 	"github.com/convoy-gitops/convoy/internal/reconcile"
 )
 
-// GitSourceReconciler polls the repository of each GitSource, stores the commit its ref
-// resolves to and records it in status.artifact.
+// RBAC of the GitSource controller; controller-gen reads these package-level markers.
 //
 // +kubebuilder:rbac:groups=convoy.dev,resources=gitsources,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=convoy.dev,resources=gitsources/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// GitSourceReconciler polls the repository of each GitSource, stores the commit its ref
+// resolves to and records it in status.artifact.
 type GitSourceReconciler struct {
 	// Client reads GitSources (cached) and patches their status.
 	Client client.Client
