@@ -2,8 +2,6 @@ package sync
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -26,32 +24,13 @@ var (
 func TestMain(m *testing.M) {
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	code, err := runSuite(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
-}
-
-func runSuite(m *testing.M) (int, error) {
-	ctx := context.Background()
-	var err error
-	env, err = fleet.Start(ctx, fleet.Options{})
-	if err != nil {
-		return 1, err
-	}
-	defer func() { _ = env.Stop() }()
-	blue, err = env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "blue"})
-	if err != nil {
-		return 1, err
-	}
-	stop, err := startManager(ctx)
-	if err != nil {
-		return 1, err
-	}
-	defer stop()
-	return m.Run(), nil
+	fleet.Main(m, &env, fleet.Options{}, func(ctx context.Context, f *fleet.Fleet) (func(), error) {
+		var err error
+		if blue, err = f.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "blue"}); err != nil {
+			return nil, err
+		}
+		return startManager(ctx)
+	})
 }
 
 // newNamespace creates a namespace with a generated name through c and returns its name.

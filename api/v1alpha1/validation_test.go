@@ -3,13 +3,10 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -19,15 +16,7 @@ import (
 var env *fleet.Fleet
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = fleet.Start(context.Background(), fleet.Options{WithoutHyperShift: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	fleet.Main(m, &env, fleet.Options{WithoutHyperShift: true}, nil)
 }
 
 // admissionCase is a valid object with one edit applied; wantErr is empty for a valid object,
@@ -162,7 +151,7 @@ spec:
 
 // runAdmission creates the valid object with each case's edit and checks the API server's answer.
 func runAdmission(t *testing.T, valid string, cases []admissionCase) {
-	ns := newNamespace(t)
+	ns := env.NewNamespace(t)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -199,10 +188,4 @@ func objectWithEdit(g Gomega, valid, edit string) *unstructured.Unstructured {
 		spec[k] = v
 	}
 	return obj
-}
-
-func newNamespace(t *testing.T) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "admission-"}}
-	NewWithT(t).Expect(env.Client.Create(context.Background(), ns)).To(Succeed())
-	return ns.Name
 }

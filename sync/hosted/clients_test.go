@@ -2,8 +2,6 @@ package hosted
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -22,27 +20,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code, err := runSuite(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
-}
-
-func runSuite(m *testing.M) (int, error) {
-	ctx := context.Background()
-	var err error
-	env, err = fleet.Start(ctx, fleet.Options{})
-	if err != nil {
-		return 1, err
-	}
-	defer func() { _ = env.Stop() }()
-	blue, err = env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "blue.one", Labels: map[string]string{"tier": "gold"}})
-	if err != nil {
-		return 1, err
-	}
-	return m.Run(), nil
+	fleet.Main(m, &env, fleet.Options{}, func(ctx context.Context, f *fleet.Fleet) (func(), error) {
+		var err error
+		blue, err = f.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "blue.one", Labels: map[string]string{"tier": "gold"}})
+		return nil, err
+	})
 }
 
 func TestDiscover(t *testing.T) {

@@ -5,23 +5,17 @@
 // Available condition, its HCP namespace holding a HostedControlPlane annotated
 // hypershift.openshift.io/cluster, and the service-network-admin-kubeconfig Secret.
 //
-// Usage in a package's TestMain:
+// Usage in a package's TestMain (fleet.Main starts the fleet once, runs the tests and stops
+// every API server):
 //
 //	var env *fleet.Fleet
 //
 //	func TestMain(m *testing.M) {
-//		var err error
-//		env, err = fleet.Start(context.Background(), fleet.Options{})
-//		if err != nil {
-//			fmt.Fprintln(os.Stderr, err)
-//			os.Exit(1)
-//		}
-//		code := m.Run()
-//		_ = env.Stop()
-//		os.Exit(code)
+//		fleet.Main(m, &env, fleet.Options{}, nil)
 //	}
 //
 //	func TestSomething(t *testing.T) {
+//		ns := env.NewNamespace(t)
 //		hc, err := env.AddHostedCluster(ctx, fleet.HostedClusterInput{
 //			Name: "blue", Labels: map[string]string{"hypershift.openshift.io/risk-group": "early"}})
 //		...

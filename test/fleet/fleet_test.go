@@ -25,18 +25,7 @@ import (
 var env *fleet.Fleet
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = fleet.Start(context.Background(), fleet.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the fleet:", err)
-		code = 1
-	}
-	os.Exit(code)
+	fleet.Main(m, &env, fleet.Options{}, nil)
 }
 
 func TestHostedClusterIsReachableThroughItsKubeconfigSecret(t *testing.T) {

@@ -1,0 +1,58 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Setup prepares a package's suite once the fleet is up (hosted clusters, a manager...); the
+// function it returns, if any, runs after the tests, before the fleet stops.
+type Setup func(ctx context.Context, f *Fleet) (teardown func(), err error)
+
+// Main is a TestMain body: it starts a fleet with opts, stores it in *env, runs setup and the
+// tests, then tears down and stops every API server, and exits with the tests' code. A fleet or
+// setup failure exits 1 with the error on stderr.
+func Main(m *testing.M, env **Fleet, opts Options, setup Setup) {
+	code, err := runMain(m, env, opts, setup)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func runMain(m *testing.M, env **Fleet, opts Options, setup Setup) (int, error) {
+	ctx := context.Background()
+	f, err := Start(ctx, opts)
+	if err != nil {
+		return 1, err
+	}
+	defer func() { _ = f.Stop() }()
+	*env = f
+	if setup != nil {
+		teardown, err := setup(ctx, f)
+		if err != nil {
+			return 1, err
+		}
+		if teardown != nil {
+			defer teardown()
+		}
+	}
+	return m.Run(), nil
+}
+
+// NewNamespace creates a namespace with a generated name on the management cluster, for one
+// test, and returns its name.
+func (f *Fleet) NewNamespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
+	if err := f.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a test namespace: %v", err)
+	}
+	return ns.Name
+}
