@@ -17,6 +17,8 @@ func newRootCmd() *cobra.Command {
 		newDevCmd(),
 		newRenderCmd(),
 		newValidateCmd(),
+		newStatusCmd(),
+		newPlanCmd(),
 	)
 	return root
 }

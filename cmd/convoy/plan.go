@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/internal/fleetview"
+)
+
+// planOptions are the flags of `convoy plan`.
+type planOptions struct {
+	kubeconfig string
+	revision   string
+	output     string
+	now        func() time.Time
+}
+
+func newPlanCmd() *cobra.Command {
+	opts := planOptions{now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "plan NAME",
+		Short: "Show in which order a revision would reach the HostedClusters",
+		Long: "plan changes nothing. It replays the rollout planner on the HostedClusterPackage NAME " +
+			"and the fleet as they are, assuming every updated Package becomes available at once, and " +
+			"lists the batches in which the update revision (or --revision) would reach the " +
+			"HostedClusters, partition by partition under the maxUnavailable budget, and the " +
+			"HostedClusters the rollout skips and why.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newCLIClient(opts.kubeconfig)
+			if err != nil {
+				return err
+			}
+			return runPlan(cmd.Context(), c, cmd.OutOrStdout(), args[0], opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
+	fs.StringVar(&opts.revision, "revision", "", "Git commit (40 hex characters) to plan instead of the update revision.")
+	fs.StringVarP(&opts.output, "output", "o", "text", "Output format: text, json or yaml.")
+	return cmd
+}
+
+// runPlan prints the forecast of the HostedClusterPackage name.
+func runPlan(ctx context.Context, c client.Reader, out io.Writer, name string, opts planOptions) error {
+	snap, err := fleetview.Read(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	f, err := fleetview.NewForecast(snap, fleetview.ForecastOptions{Revision: opts.revision, Now: opts.now()})
+	if err != nil {
+		return err
+	}
+	if opts.output != "text" {
+		return writeStructured(out, opts.output, f)
+	}
+	return f.WriteText(out)
+}

@@ -1,0 +1,18 @@
+// Package fleetview is what `convoy status` and `convoy plan` show: it reads a
+// HostedClusterPackage and the fleet around it from the management cluster (Read), summarises the
+// rollout its status reports (NewReport, Report.WriteText), forecasts in which order a revision
+// would reach the HostedClusters by replaying the pure planner of package rollout on a copy of
+// the fleet (NewForecast, Forecast.WriteText), and redraws a report until interrupted (Watch).
+//
+// Nothing here writes to the API server. The cmd/convoy commands only parse flags, build a client
+// and call these functions.
+//
+// Usage:
+//
+//	snap, err := fleetview.Read(ctx, c, "log-collector")
+//	report := fleetview.NewReport(snap)
+//	report.WriteText(os.Stdout)
+//
+//	forecast, err := fleetview.NewForecast(snap, fleetview.ForecastOptions{Now: time.Now()})
+//	forecast.WriteText(os.Stdout)
+package fleetview

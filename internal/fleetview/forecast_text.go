@@ -1,0 +1,64 @@
+package fleetview
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteText prints the forecast for a human: a header, one line per Package in rollout order
+// with its batch, then the ineligible targets and why the rollout would stop, if it would.
+func (f *Forecast) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "Plan for HostedClusterPackage %s\n", f.Name)
+	fmt.Fprintf(tw, "  Revision\t%s, from %s\n", f.Revision.text(""), f.From.text("none (first rollout)"))
+	fmt.Fprintf(tw, "  Strategy\t%s\n", f.Strategy)
+	fmt.Fprintf(tw, "  Already updated\t%d\n", f.AlreadyUpdated)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := f.writeBatches(w); err != nil {
+		return err
+	}
+	if err := f.writeIneligible(w); err != nil {
+		return err
+	}
+	switch {
+	case f.Blocked != "":
+		fmt.Fprintf(w, "\nThe rollout would stop: %s\n", f.Blocked)
+	case len(f.Batches) == 0:
+		fmt.Fprintln(w, "\nNothing to do: every eligible HostedCluster is on the revision.")
+	default:
+		fmt.Fprintf(w, "\n%d batches; every eligible HostedCluster ends on the revision.\n", len(f.Batches))
+	}
+	return nil
+}
+
+// writeBatches prints one line per Package change.
+func (f *Forecast) writeBatches(w io.Writer) error {
+	if len(f.Batches) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BATCH\tPARTITION\tHOSTEDCLUSTER\tACTION\tREVISION\tREASON")
+	for i, b := range f.Batches {
+		for _, s := range b.Steps {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, s.Partition, s.HostedCluster, s.Action, s.Revision, s.Reason)
+		}
+	}
+	return tw.Flush()
+}
+
+// writeIneligible prints the skipped targets and why.
+func (f *Forecast) writeIneligible(w io.Writer) error {
+	if len(f.Ineligible) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nIneligible (kept as they are until they become eligible):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range f.Ineligible {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.HostedCluster, t.Partition, t.Reason, t.Message)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,188 @@
+package fleetview
+
+import (
+	"context"
+	"fmt"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout"
+)
+
+// hostedClusterPackageKind is the kind that owns Packages and ControllerRevisions.
+const hostedClusterPackageKind = "HostedClusterPackage"
+
+// Snapshot is one HostedClusterPackage and the part of the management cluster its rollout reads.
+type Snapshot struct {
+	// HostedClusterPackage is the object as read.
+	HostedClusterPackage *convoyv1alpha1.HostedClusterPackage
+
+	// Revisions are the ControllerRevisions it owns that could be decoded, by name.
+	Revisions map[string]rollout.Revision
+
+	// HostedClusters are every HostedCluster of the management cluster.
+	HostedClusters []rollout.HostedCluster
+
+	// Packages are the Packages the HostedClusterPackage owns.
+	Packages []convoyv1alpha1.Package
+
+	// SourceCommit is the commit of the template's GitSource artifact; empty when unknown.
+	SourceCommit string
+}
+
+// ReadStatus reads the HostedClusterPackage name (every one when name is empty) and its revisions:
+// what a status report needs.
+func ReadStatus(ctx context.Context, c client.Reader, name string) ([]*Snapshot, error) {
+	var items []convoyv1alpha1.HostedClusterPackage
+	if name != "" {
+		hcpkg := &convoyv1alpha1.HostedClusterPackage{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, hcpkg); err != nil {
+			return nil, fmt.Errorf("reading HostedClusterPackage %s: %w", name, err)
+		}
+		items = append(items, *hcpkg)
+	} else {
+		list := &convoyv1alpha1.HostedClusterPackageList{}
+		if err := c.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing HostedClusterPackages: %w", err)
+		}
+		items = list.Items
+	}
+	revisions, err := listRevisions(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	snaps := make([]*Snapshot, 0, len(items))
+	for i := range items {
+		hcpkg := &items[i]
+		snaps = append(snaps, &Snapshot{HostedClusterPackage: hcpkg, Revisions: revisionsOf(revisions, hcpkg)})
+	}
+	return snaps, nil
+}
+
+// Read reads the HostedClusterPackage name with its revisions, every HostedCluster, the Packages
+// it owns and the commit of its GitSource: what a forecast needs.
+func Read(ctx context.Context, c client.Reader, name string) (*Snapshot, error) {
+	snaps, err := ReadStatus(ctx, c, name)
+	if err != nil {
+		return nil, err
+	}
+	snap := snaps[0]
+	if snap.HostedClusters, err = listHostedClusters(ctx, c); err != nil {
+		return nil, err
+	}
+	if snap.Packages, err = listPackages(ctx, c, snap.HostedClusterPackage); err != nil {
+		return nil, err
+	}
+	if snap.SourceCommit, err = sourceCommit(ctx, c, snap.HostedClusterPackage); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// listRevisions lists the ControllerRevisions of every namespace.
+func listRevisions(ctx context.Context, c client.Reader) ([]appsv1.ControllerRevision, error) {
+	list := &appsv1.ControllerRevisionList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
+	}
+	return list.Items, nil
+}
+
+// revisionsOf decodes the revisions that hcpkg owns.
+func revisionsOf(all []appsv1.ControllerRevision, hcpkg *convoyv1alpha1.HostedClusterPackage) map[string]rollout.Revision {
+	revs := map[string]rollout.Revision{}
+	for i := range all {
+		cr := &all[i]
+		if !ownedBy(cr, hcpkg) {
+			continue
+		}
+		if rev, ok := DecodeRevision(cr); ok {
+			revs[cr.Name] = rev
+		}
+	}
+	return revs
+}
+
+// ownedBy reports whether obj has hcpkg as an owner, or carries its label.
+func ownedBy(obj metav1.Object, hcpkg *convoyv1alpha1.HostedClusterPackage) bool {
+	if obj.GetLabels()[convoyv1alpha1.HostedClusterPackageLabel] == hcpkg.Name {
+		return true
+	}
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == hostedClusterPackageKind && ref.Name == hcpkg.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// listHostedClusters reads every HostedCluster as the planner sees it.
+func listHostedClusters(ctx context.Context, c client.Reader) ([]rollout.HostedCluster, error) {
+	list := &hyperv1.HostedClusterList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing HostedClusters: %w", err)
+	}
+	out := make([]rollout.HostedCluster, 0, len(list.Items))
+	for i := range list.Items {
+		hc := &list.Items[i]
+		available := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable))
+		rhc := rollout.HostedCluster{
+			Namespace: hc.Namespace,
+			Name:      hc.Name,
+			Labels:    hc.Labels,
+			Deleting:  hc.DeletionTimestamp != nil,
+			Available: available != nil && available.Status == metav1.ConditionTrue,
+		}
+		if !rhc.Available {
+			rhc.AvailableMessage = "the Available condition is missing"
+			if available != nil {
+				rhc.AvailableMessage = available.Message
+			}
+		}
+		out = append(out, rhc)
+	}
+	return out, nil
+}
+
+// listPackages reads the Packages hcpkg owns.
+func listPackages(ctx context.Context, c client.Reader, hcpkg *convoyv1alpha1.HostedClusterPackage) ([]convoyv1alpha1.Package, error) {
+	list := &convoyv1alpha1.PackageList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing Packages: %w", err)
+	}
+	var out []convoyv1alpha1.Package
+	for i := range list.Items {
+		if ownedBy(&list.Items[i], hcpkg) {
+			out = append(out, list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// sourceCommit returns the artifact commit of the template's GitSource; empty when the template
+// names no namespace or the GitSource has no artifact yet.
+func sourceCommit(ctx context.Context, c client.Reader, hcpkg *convoyv1alpha1.HostedClusterPackage) (string, error) {
+	ref := hcpkg.Spec.Template.Spec.SourceRef
+	if ref.Namespace == "" {
+		return "", nil
+	}
+	gs := &convoyv1alpha1.GitSource{}
+	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, gs)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading GitSource %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	if gs.Status.Artifact == nil {
+		return "", nil
+	}
+	return gs.Status.Artifact.Commit, nil
+}
