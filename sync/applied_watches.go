@@ -38,6 +38,8 @@ type appliedWatches struct {
 type appliedWatcher struct {
 	controller controller.Controller
 	predicate  predicate.Predicate
+	// kind is the OwnerKindLabel value of the controller's objects.
+	kind string
 }
 
 // newAppliedWatches creates the label-filtered metadata cache and adds it to mgr.
@@ -66,7 +68,7 @@ func (c *Common) watchApplied(_ ctrl.Manager, ctl controller.Controller, owner r
 		o, _ := owner.DeepCopyObject().(reconcile.Object)
 		return o
 	}
-	w := &appliedWatcher{controller: ctl, predicate: c.appliedChangedPredicate(newOwner)}
+	w := &appliedWatcher{controller: ctl, predicate: c.appliedChangedPredicate(newOwner), kind: ownerKind(owner)}
 	c.applied.mu.Lock()
 	defer c.applied.mu.Unlock()
 	c.applied.watchers = append(c.applied.watchers, w)
@@ -104,7 +106,7 @@ func (a *appliedWatches) start(w *appliedWatcher, gvk schema.GroupVersionKind) e
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	return w.controller.Watch(source.Kind[client.Object](a.cache, obj,
-		handler.EnqueueRequestsFromMapFunc(requestForOwnerLabels), w.predicate))
+		handler.EnqueueRequestsFromMapFunc(requestsForOwner(w.kind)), w.predicate))
 }
 
 // gvkOf returns the kind of an inventory entry.

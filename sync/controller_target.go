@@ -35,7 +35,7 @@ func (c *Common) reconcileHostedCluster(ctx context.Context, s *scope) error {
 // hosted objects, gets a client of the hosted cluster. A missing hosted cluster stalls the
 // pass; missing credentials make it wait.
 func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
-	s.target = &Target{Namespace: s.obj.GetNamespace(), Name: s.obj.GetName(), Management: c.Direct}
+	s.target = &Target{Namespace: s.obj.GetNamespace(), Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: c.Direct}
 	if !s.revision.NeedsHostedCluster() && !hasHosted(s.status.Inventory) {
 		return nil
 	}
@@ -107,7 +107,7 @@ func (c *Common) reconcileDelete(ctx context.Context, s *scope) error {
 // teardownTarget returns the target of a teardown and what it abandons.
 func (c *Common) teardownTarget(ctx context.Context, s *scope) (*Target, TeardownOptions, error) {
 	ns := s.obj.GetNamespace()
-	t := &Target{Namespace: ns, Name: s.obj.GetName(), Management: c.Direct}
+	t := &Target{Namespace: ns, Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: c.Direct}
 	var opts TeardownOptions
 	terminating, err := c.namespaceTerminating(ctx, ns)
 	if err != nil {

@@ -110,14 +110,25 @@ func kubeconfigSecretName(obj client.Object) string {
 	return convoyv1alpha1.KubeconfigSecretName
 }
 
-// requestForOwnerLabels maps an applied object to its owner, named by the ownership labels.
-func requestForOwnerLabels(_ context.Context, o client.Object) []ctrlreconcile.Request {
-	l := o.GetLabels()
-	name, ns := l[convoyv1alpha1.PackageNameLabel], l[convoyv1alpha1.PackageNamespaceLabel]
-	if name == "" || ns == "" {
-		return nil
+// ownerKind returns the OwnerKindLabel value of the objects owner applies.
+func ownerKind(owner client.Object) string {
+	if _, ok := owner.(*convoyv1alpha1.ObjectDeployment); ok {
+		return "ObjectDeployment"
 	}
-	return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	return ""
+}
+
+// requestsForOwner returns a mapper from an applied object to its owner, named by the
+// ownership labels, when the owner is of kind (an OwnerKindLabel value).
+func requestsForOwner(kind string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []ctrlreconcile.Request {
+		l := o.GetLabels()
+		name, ns := l[convoyv1alpha1.PackageNameLabel], l[convoyv1alpha1.PackageNamespaceLabel]
+		if name == "" || ns == "" || l[convoyv1alpha1.OwnerKindLabel] != kind {
+			return nil
+		}
+		return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	}
 }
 
 // appliedChangedPredicate passes the events of applied objects that may need a pass of their
@@ -143,7 +154,7 @@ func (c *Common) appliedChangedPredicate(newOwner func() reconcile.Object) predi
 
 // ownerSettled reports whether the owner of an applied object is Ready and Available.
 func (c *Common) ownerSettled(owner reconcile.Object, applied client.Object) bool {
-	reqs := requestForOwnerLabels(context.Background(), applied)
+	reqs := requestsForOwner(ownerKind(owner))(context.Background(), applied)
 	if len(reqs) == 0 {
 		return true
 	}

@@ -177,7 +177,23 @@ func TestSyncRefusesCollisionsUnlessAdopted(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		_, err = engine.Sync(ctx, tgt, rev, nil)
 		g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason))
-		g.Expect(err.Error()).To(ContainSubstring("(managed by " + tgt.Namespace + "/other)"))
+		g.Expect(err.Error()).To(ContainSubstring("(managed by Package " + tgt.Namespace + "/other)"))
+	})
+
+	t.Run("an object of an ObjectDeployment of the same name", func(t *testing.T) {
+		g := NewWithT(t)
+		tgt := engineTarget(t)
+		deployment := *tgt
+		deployment.Kind = "ObjectDeployment"
+		rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{configMap("", "shared", nil)}}}}
+		_, err := engine.Sync(ctx, &deployment, rev, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		live := get(g, env.Client, configMap(tgt.Namespace, "shared", nil))
+		g.Expect(live.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.OwnerKindLabel, "ObjectDeployment"))
+
+		_, err = engine.Sync(ctx, tgt, rev, nil)
+		g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason))
+		g.Expect(err.Error()).To(ContainSubstring("(managed by ObjectDeployment " + tgt.Namespace + "/pkg)"))
 	})
 }
 

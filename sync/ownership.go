@@ -45,7 +45,11 @@ func ownerOf(live *unstructured.Unstructured) string {
 	if name == "" {
 		return "not managed by convoy"
 	}
-	return fmt.Sprintf("managed by %s/%s", ns, name)
+	kind := l[convoyv1alpha1.OwnerKindLabel]
+	if kind == "" {
+		kind = "Package"
+	}
+	return fmt.Sprintf("managed by %s %s/%s", kind, ns, name)
 }
 
 // nameList joins names, eliding past maxNamed.

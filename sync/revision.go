@@ -48,6 +48,9 @@ type Target struct {
 	// Namespace and Name of the owner (a Package or an ObjectDeployment). Management phases
 	// land in Namespace, and both go into the ownership labels.
 	Namespace, Name string
+	// Kind is the owner's kind in OwnerKindLabel: "" for a Package, "ObjectDeployment" for an
+	// ObjectDeployment.
+	Kind string
 	// Management is a client of the management cluster.
 	Management client.Client
 	// Hosted is a client of the hosted cluster of Namespace; nil when there is none.
@@ -59,10 +62,14 @@ type Target struct {
 
 // ownerLabels are the labels every applied object gets.
 func (t *Target) ownerLabels() map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		convoyv1alpha1.PackageNameLabel:      t.Name,
 		convoyv1alpha1.PackageNamespaceLabel: t.Namespace,
 	}
+	if t.Kind != "" {
+		l[convoyv1alpha1.OwnerKindLabel] = t.Kind
+	}
+	return l
 }
 
 // cluster returns the cluster of a phase class.
@@ -104,5 +111,6 @@ func (c *cluster) labels() map[string]string {
 func (c *cluster) owns(obj client.Object) bool {
 	l := obj.GetLabels()
 	return l[convoyv1alpha1.PackageNameLabel] == c.target.Name &&
-		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace
+		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
+		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
 }

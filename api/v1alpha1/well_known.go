@@ -15,6 +15,11 @@ const (
 	// PackageNamespaceLabel carries the namespace of the Package that applied an object.
 	PackageNamespaceLabel = "convoy.dev/package-namespace"
 
+	// OwnerKindLabel is "ObjectDeployment" on objects an ObjectDeployment applied; objects a
+	// Package applied do not carry it. It keeps a Package and an ObjectDeployment of the same
+	// name from taking each other's objects.
+	OwnerKindLabel = "convoy.dev/owner-kind"
+
 	// HostedClusterLabel is set on objects applied inside a hosted cluster; its value is the
 	// HCP namespace of the HostedCluster, which names it uniquely and is always a valid label
 	// value.
