@@ -32,6 +32,10 @@ type Plan struct {
 	// Partitions reports each partition in rollout order.
 	Partitions []convoyv1alpha1.PartitionStatus
 
+	// PartitionFailures counts the failed Packages of each partition, parallel to Partitions
+	// (for metrics: status reports failures per HostedClusterPackage only).
+	PartitionFailures []int32
+
 	// Counts are the package counts of the status.
 	Counts Counts
 

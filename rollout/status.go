@@ -15,7 +15,9 @@ import (
 // revisions in use and the requeue delay.
 func (p *planner) report(plan *Plan) {
 	for _, part := range p.partitions {
-		plan.Partitions = append(plan.Partitions, p.partitionStatus(part, &plan.Counts))
+		status, failed := p.partitionStatus(part, &plan.Counts)
+		plan.Partitions = append(plan.Partitions, status)
+		plan.PartitionFailures = append(plan.PartitionFailures, failed)
 	}
 	plan.Counts.Unavailable = plan.Counts.Total - plan.Counts.Available
 	for _, t := range p.targets {
@@ -27,8 +29,9 @@ func (p *planner) report(plan *Plan) {
 	plan.RequeueAfter = p.requeueAfter()
 }
 
-// partitionStatus counts the targets of part into its status and adds them to total.
-func (p *planner) partitionStatus(part *partition, total *Counts) convoyv1alpha1.PartitionStatus {
+// partitionStatus counts the targets of part into its status and adds them to total; it also
+// returns the number of its failed Packages, which the status does not carry per partition.
+func (p *planner) partitionStatus(part *partition, total *Counts) (convoyv1alpha1.PartitionStatus, int32) {
 	var c Counts
 	for _, t := range part.targets {
 		c.add(t)
@@ -41,7 +44,7 @@ func (p *planner) partitionStatus(part *partition, total *Counts) convoyv1alpha1
 		Available:  c.Available,
 		Progressed: c.Progressed,
 		State:      p.partitionState(part, c),
-	}
+	}, c.Failed
 }
 
 // partitionState is Done when every eligible target is done, Blocked when a failed Package

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -16,10 +17,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	rolloutcontroller "github.com/convoy-gitops/convoy/rollout/controller"
 	"github.com/convoy-gitops/convoy/sources"
 	convoysync "github.com/convoy-gitops/convoy/sync"
 )
@@ -44,13 +47,14 @@ type controllerOptions struct {
 	burst                   int
 	sources                 sources.Options
 	sync                    convoysync.SetupOptions
+	rollout                 rolloutcontroller.SetupOptions
 }
 
 func newControllerCmd() *cobra.Command {
 	opts := controllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "controller",
-		Short: "Run the GitSource, Package and ObjectDeployment controllers",
+		Short: "Run the GitSource, Package, ObjectDeployment and HostedClusterPackage controllers",
 		Long: "controller runs convoy's controllers in one manager, with leader election, Prometheus " +
 			"metrics, health probes and the Git webhook receiver.",
 		Args: cobra.NoArgs,
@@ -77,6 +81,9 @@ func newControllerCmd() *cobra.Command {
 	fs.IntVar(&opts.verbosity, "v", 0, "Log verbosity.")
 	fs.Float32Var(&opts.qps, "kube-api-qps", -1, "Queries per second to the management API server; negative leaves the limit to its priority and fairness.")
 	fs.IntVar(&opts.burst, "kube-api-burst", 300, "Burst of requests to the management API server when --kube-api-qps is positive.")
+	fs.IntVar(&opts.rollout.Concurrency, "rollout-concurrency", 2, "Number of HostedClusterPackages reconciled in parallel.")
+	fs.IntVar(&opts.rollout.ApplyConcurrency, "rollout-apply-concurrency", rolloutcontroller.DefaultApplyConcurrency, "Packages one HostedClusterPackage pass applies in parallel.")
+	fs.DurationVar(&opts.rollout.CRDPollInterval, "rollout-crd-poll-interval", rolloutcontroller.DefaultCRDPollInterval, "How often to check whether the HostedCluster CRD got installed, when it is not.")
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)
 	return cmd
@@ -94,12 +101,14 @@ func restConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// newControllerScheme returns the kinds the controllers read as typed objects; HyperShift's
-// are read as metadata only and need no registration.
+// newControllerScheme returns the kinds the controllers read as typed objects. HyperShift's
+// HostedCluster is registered for the rollout, which reads its Available condition; the sync
+// controllers read HyperShift's kinds as metadata only.
 func newControllerScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(convoyv1alpha1.AddToScheme(s))
+	utilruntime.Must(hyperv1.AddToScheme(s))
 	return s
 }
 
@@ -107,7 +116,10 @@ func newControllerScheme() *runtime.Scheme {
 func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions) error {
 	lease := opts.leaseDuration
 	renew := lease * 2 / 3
+	cacheOpts := cache.Options{}
+	rolloutcontroller.ConfigureCache(&cacheOpts)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                   cacheOpts,
 		Scheme:                  newControllerScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
@@ -132,6 +144,11 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	}
 	if err := convoysync.Setup(mgr, store, opts.sync); err != nil {
 		return err
+	}
+	// The HostedClusterPackage controller starts with the manager when HyperShift is installed,
+	// else later in the same process, as soon as the HostedCluster CRD appears (no restart).
+	if err := rolloutcontroller.Setup(mgr, opts.rollout); err != nil {
+		return fmt.Errorf("setting up the HostedClusterPackage controller: %w", err)
 	}
 	ctrl.Log.WithName("controller").Info("Starting the manager", "leaderElection", opts.leaderElect)
 	return mgr.Start(ctx)

@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout"
+)
+
+// packageFor returns the apply configuration that pins the Package of change to its revision:
+// the revision's template and commit, the HostedClusterPackage's template metadata, its label,
+// its controller reference and SpecUpdatedAtAnnotation at now.
+func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Change, now string) (*unstructured.Unstructured, error) {
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&convoyv1alpha1.PackageSpec{
+		PackageTemplateSpec: change.Revision.Template, Revision: change.Revision.Commit})
+	if err != nil {
+		return nil, fmt.Errorf("converting the Package spec: %w", err)
+	}
+	labels := maps.Clone(hcpkg.Spec.Template.Metadata.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[convoyv1alpha1.HostedClusterPackageLabel] = hcpkg.Name
+	annotations := maps.Clone(hcpkg.Spec.Template.Metadata.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[rollout.SpecUpdatedAtAnnotation] = now
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(convoyv1alpha1.GroupVersion.WithKind("Package"))
+	u.SetNamespace(change.Package.Namespace)
+	u.SetName(change.Package.Name)
+	u.SetLabels(labels)
+	u.SetAnnotations(annotations)
+	u.SetOwnerReferences([]metav1.OwnerReference{ownerReference(hcpkg)})
+	return u, nil
+}
+
+// ownerReference makes hcpkg the controller of a Package or ControllerRevision.
+func ownerReference(hcpkg *convoyv1alpha1.HostedClusterPackage) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{APIVersion: convoyv1alpha1.GroupVersion.String(), Kind: "HostedClusterPackage",
+		Name: hcpkg.Name, UID: hcpkg.UID, Controller: &yes, BlockOwnerDeletion: &yes}
+}
+
+// applyChanges creates and updates the Packages of the plan with server-side apply, at most
+// r.ApplyConcurrency at once, and records what the cache must show before the next pass.
+func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *scope) error {
+	changes := append(append([]rollout.Change{}, s.plan.Creates...), s.plan.Updates...)
+	now := rollout.FormatSpecUpdatedAt(s.now)
+	var mu sync.Mutex
+	applied := map[types.NamespacedName]int64{}
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.SetLimit(r.applyConcurrency())
+	for _, change := range changes {
+		eg.Go(func() error {
+			u, err := packageFor(s.obj, change, now)
+			if err != nil {
+				return err
+			}
+			err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+				client.FieldOwner(FieldOwner), client.ForceOwnership)
+			if err != nil {
+				return fmt.Errorf("applying Package %s: %w", change.Package, err)
+			}
+			mu.Lock()
+			applied[change.Package] = u.GetGeneration()
+			mu.Unlock()
+			return nil
+		})
+	}
+	err := eg.Wait()
+	r.expect.set(s.obj.Name, applied)
+	return err
+}
+
+// deletePackages deletes the Packages of the plan's deletions that are not being deleted
+// already. Their own finalizer tears down what they applied; it never waits for a HostedCluster
+// that is going away.
+func (r *HostedClusterPackageReconciler) deletePackages(ctx context.Context, s *scope) error {
+	gone := map[types.NamespacedName]int64{}
+	for _, d := range s.plan.Deletes {
+		pkg := s.packages[d.Package]
+		if pkg == nil || pkg.DeletionTimestamp != nil {
+			continue
+		}
+		err := r.Client.Delete(ctx, pkg, client.Preconditions{UID: &pkg.UID})
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Package %s: %w", d.Package, err)
+		}
+		gone[d.Package] = deleted
+	}
+	r.expect.set(s.obj.Name, gone)
+	return nil
+}
+
+// applyConcurrency returns the bound on parallel applies.
+func (r *HostedClusterPackageReconciler) applyConcurrency() int {
+	if r.ApplyConcurrency > 0 {
+		return r.ApplyConcurrency
+	}
+	return DefaultApplyConcurrency
+}

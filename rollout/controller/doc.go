@@ -1,0 +1,26 @@
+// Package controller is the HostedClusterPackage controller: it feeds the pure planner of
+// package rollout with what the manager's cache holds (the HostedClusterPackage, every
+// HostedCluster, the Packages it owns, its ControllerRevisions and its GitSource's artifact),
+// applies the resulting Plan, and writes the status only when it changed.
+//
+// A pass runs these steps, the first error stopping it:
+//
+//  1. source: the update revision is (template spec, commit of the GitSource's artifact).
+//  2. revisions: each revision is an apps/v1 ControllerRevision "<hcpkg>-<hash>", in the
+//     GitSource's namespace, owned by the HostedClusterPackage and labelled
+//     convoy.dev/hostedclusterpackage; its data holds the commit and the template.
+//  3. plan: rollout.Compute.
+//  4. apply: Packages are created and updated with server-side apply (field manager
+//     "convoy-rollout"), owned by the HostedClusterPackage, labelled, stamped with
+//     rollout.SpecUpdatedAtAnnotation; Packages of targets that are gone are deleted.
+//  5. history: revisions beyond revisionHistoryLimit are pruned, never the current or update
+//     revision nor one a Package still uses.
+//
+// A deferred function writes the Plan into the status, emits the rollout's events, records the
+// metrics, and hands the outcome to the status finalizer of internal/reconcile: Ready=True once
+// the rollout completed, Ready=False with Reconciling=True while it progresses, is paused or is
+// blocked by failed Packages. The next pass comes from watches, or at Plan.RequeueAfter.
+//
+// Before planning, a pass checks that the cache shows the writes of the previous pass; if not,
+// it waits for the Package watch instead, so that a budget slot is never spent twice.
+package controller

@@ -1,0 +1,267 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/rollout"
+	"github.com/convoy-gitops/convoy/sources"
+)
+
+// FieldOwner is the server-side apply field manager of the Packages and ControllerRevisions the
+// rollout writes. It must never change: fields recorded under it would be orphaned.
+const FieldOwner = "convoy-rollout"
+
+// DefaultApplyConcurrency bounds the Packages applied in parallel by one pass.
+const DefaultApplyConcurrency = 8
+
+// DefaultResyncInterval is how often a HostedClusterPackage is looked at when nothing happens
+// and nothing waits on the clock.
+const DefaultResyncInterval = 10 * time.Minute
+
+// cacheLagRecheck is when a pass that found the cache behind its own writes looks again, should
+// no Package event come first.
+const cacheLagRecheck = time.Second
+
+// The HostedClusterPackage controller reads HostedClusters, GitSources and its revisions, and
+// writes Packages, ControllerRevisions, its status and events.
+//
+// +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages,verbs=get;list;watch
+// +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/finalizers,verbs=update
+// +kubebuilder:rbac:groups=convoy.dev,resources=packages,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=convoy.dev,resources=gitsources,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// HostedClusterPackageReconciler rolls the revisions of a HostedClusterPackage out to the
+// Packages of its HostedClusters, as planned by rollout.Compute.
+type HostedClusterPackageReconciler struct {
+	// Client reads HostedClusterPackages, HostedClusters, Packages, GitSources and
+	// ControllerRevisions from the manager's cache, and writes.
+	Client client.Client
+	// Recorder emits events; nil emits none.
+	Recorder events.EventRecorder
+	// ApplyConcurrency bounds the Packages applied in parallel; default DefaultApplyConcurrency.
+	ApplyConcurrency int
+	// ResyncInterval is the requeue delay when nothing waits on the clock; default
+	// DefaultResyncInterval.
+	ResyncInterval time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+
+	expect  *expectations
+	metrics *rolloutMetrics
+}
+
+// scope is what one pass reads and computes; each step documents what it fills in.
+type scope struct {
+	obj *convoyv1alpha1.HostedClusterPackage
+	// before is the status at the start of the pass, for events and metrics.
+	before *convoyv1alpha1.HostedClusterPackageStatus
+	now    time.Time
+	// packages are the Packages the HostedClusterPackage owns, by namespace and name.
+	packages map[types.NamespacedName]*convoyv1alpha1.Package
+	// update, updateData: set by reconcileSource.
+	update     rollout.Revision
+	updateData []byte
+	// revisions, updateObj: set by reconcileRevisions.
+	revisions []storedRevision
+	updateObj *appsv1.ControllerRevision
+	// plan: set by reconcilePlan.
+	plan *rollout.Plan
+}
+
+// step is one stage of a pass; the first error stops it.
+type step func(ctx context.Context, s *scope) error
+
+// Reconcile runs the steps source → revisions → plan → apply → history on a HostedClusterPackage
+// whose cache reflects the previous pass's writes; the deferred status finalizer writes the
+// plan's status, the summary conditions and observedGeneration, and patches only a change.
+// A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
+// whose finalizers tear down, and its ControllerRevisions.
+func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	obj := &convoyv1alpha1.HostedClusterPackage{}
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.forget(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	packages, err := r.listPackages(ctx, obj.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !r.expect.satisfied(obj.Name, packages) {
+		return ctrl.Result{RequeueAfter: cacheLagRecheck}, nil
+	}
+	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), packages: packages}
+	fin := reconcile.NewStatusFinalizer(r.Client, obj,
+		reconcile.StatusFields{ObservedGeneration: &obj.Status.ObservedGeneration}, reconcile.StatusOptions{})
+	defer func() {
+		res, retErr = fin.Finalize(ctx, r.summarize(s, retErr))
+	}()
+	for _, st := range []step{r.reconcileSource, r.reconcileRevisions, r.reconcilePlan, r.reconcileApply, r.reconcileHistory} {
+		if err := st(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileSource resolves the update revision from the template and its GitSource's artifact
+// into s.update and s.updateData. A template whose source has no namespace stalls (the
+// HostedClusterPackage is cluster-scoped); a source without an artifact makes the pass wait.
+func (r *HostedClusterPackageReconciler) reconcileSource(ctx context.Context, s *scope) error {
+	key, err := templateSource(s.obj)
+	if err != nil {
+		return err
+	}
+	artifact, err := sources.GetArtifact(ctx, r.Client, key)
+	if err != nil {
+		return err
+	}
+	s.update, s.updateData, err = newRevision(s.obj.Name, s.obj.Spec.Template.Spec, artifact.Commit)
+	if err != nil {
+		return reconcile.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.template.spec: %w", err)
+	}
+	return nil
+}
+
+// reconcileRevisions reads the ControllerRevisions into s.revisions and creates the update
+// revision's next to the GitSource, or renumbers it when an older revision returns
+// (s.updateObj).
+func (r *HostedClusterPackageReconciler) reconcileRevisions(ctx context.Context, s *scope) error {
+	var err error
+	if s.revisions, err = r.listRevisions(ctx, s.obj); err != nil {
+		return err
+	}
+	key, _ := templateSource(s.obj)
+	return r.ensureRevision(ctx, s, key.Namespace, s.updateData)
+}
+
+// reconcilePlan reads the HostedClusters and computes s.plan. A spec the planner refuses
+// stalls.
+func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *scope) error {
+	hcs, err := r.listHostedClusters(ctx)
+	if err != nil {
+		return err
+	}
+	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, UpdateRevision: s.update, Now: s.now}
+	for _, pkg := range s.packages {
+		in.Packages = append(in.Packages, *pkg)
+	}
+	for _, sr := range s.revisions {
+		switch {
+		case sr.obj.Name == s.update.Name || sr.rev.Name == "":
+		case sr.obj.Name == s.obj.Status.CurrentRevision:
+			in.CurrentRevision = &sr.rev
+		default:
+			in.OlderRevisions = append(in.OlderRevisions, sr.rev)
+		}
+	}
+	if s.plan, err = rollout.Compute(in); err != nil {
+		return reconcile.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
+	}
+	return nil
+}
+
+// reconcileApply creates, updates and deletes Packages as planned.
+func (r *HostedClusterPackageReconciler) reconcileApply(ctx context.Context, s *scope) error {
+	if err := r.applyChanges(ctx, s); err != nil {
+		return err
+	}
+	return r.deletePackages(ctx, s)
+}
+
+// reconcileHistory deletes the ControllerRevisions beyond revisionHistoryLimit that are
+// neither the update nor the current revision nor used by a Package.
+func (r *HostedClusterPackageReconciler) reconcileHistory(ctx context.Context, s *scope) error {
+	keep := map[string]bool{s.update.Name: true, s.obj.Status.CurrentRevision: true}
+	if s.plan.Completed {
+		keep[s.plan.UpdateRevision] = true
+	}
+	for _, name := range s.plan.RevisionsInUse {
+		keep[name] = true
+	}
+	for _, cr := range revisionsToPrune(s.revisions, s.obj.GetRevisionHistoryLimit(), keep) {
+		err := r.Client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("pruning ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
+		}
+	}
+	return nil
+}
+
+// templateSource returns the GitSource of the template, which must name its namespace.
+func templateSource(obj *convoyv1alpha1.HostedClusterPackage) (sources.Key, error) {
+	ref := obj.Spec.Template.Spec.SourceRef
+	if ref.Namespace == "" {
+		return sources.Key{}, reconcile.Stallf(convoyv1alpha1.InvalidSpecReason,
+			"spec.template.spec.sourceRef.namespace is required: a HostedClusterPackage has no namespace to default it to")
+	}
+	return sources.KeyFor(ref.Namespace, ref.Name), nil
+}
+
+// listPackages returns the Packages the HostedClusterPackage named hcpkg owns, from the cache.
+func (r *HostedClusterPackageReconciler) listPackages(ctx context.Context, hcpkg string) (map[types.NamespacedName]*convoyv1alpha1.Package, error) {
+	list := &convoyv1alpha1.PackageList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{ownerIndex: hcpkg}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing Packages: %w", err)
+	}
+	out := make(map[types.NamespacedName]*convoyv1alpha1.Package, len(list.Items))
+	for i := range list.Items {
+		out[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// listHostedClusters returns every HostedCluster, as the planner reads them, from the cache.
+func (r *HostedClusterPackageReconciler) listHostedClusters(ctx context.Context) ([]rollout.HostedCluster, error) {
+	list := &hyperv1.HostedClusterList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing HostedClusters: %w", err)
+	}
+	out := make([]rollout.HostedCluster, 0, len(list.Items))
+	for i := range list.Items {
+		hc := &list.Items[i]
+		available := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable))
+		t := rollout.HostedCluster{Namespace: hc.Namespace, Name: hc.Name, Labels: hc.Labels,
+			Deleting: hc.DeletionTimestamp != nil, AvailableMessage: "the HostedCluster has no Available condition"}
+		if available != nil {
+			t.Available = available.Status == "True"
+			t.AvailableMessage = available.Message
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// now reads the clock.
+func (r *HostedClusterPackageReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// forget drops what the controller remembers of a deleted HostedClusterPackage.
+func (r *HostedClusterPackageReconciler) forget(name string) {
+	r.expect.forget(name)
+	r.metrics.forget(name)
+}

@@ -1,0 +1,147 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/rollout"
+)
+
+// eventAction is the action recorded on the rollout's events.
+const eventAction = reconcile.EventAction
+
+// Event reasons of the rollout.
+const (
+	// RevisionCreatedReason: a new update revision was stored.
+	RevisionCreatedReason = "RevisionCreated"
+	// PartitionStartedReason: the rollout reached a partition.
+	PartitionStartedReason = "PartitionStarted"
+	// PartitionCompletedReason: every eligible target of a partition is done.
+	PartitionCompletedReason = "PartitionCompleted"
+	// PackageFailedReason: a Package missed its progress deadline.
+	PackageFailedReason = "PackageFailed"
+	// RolloutCompletedReason: every eligible target is on the update revision.
+	RolloutCompletedReason = "RolloutCompleted"
+)
+
+// summarize writes the plan into the status, emits the rollout's events, updates the metrics
+// and returns what the status finalizer makes of the pass: success once the rollout completed,
+// waiting while it progresses (Ready=False, Reconciling=True), or the pass's error.
+//
+// Note: observedGeneration is set whenever a plan was computed, also while the rollout waits:
+// the counts and conditions then describe the current generation.
+func (r *HostedClusterPackageReconciler) summarize(s *scope, err error) reconcile.Summary {
+	interval := r.resyncInterval()
+	r.emitError(s, err)
+	if s.plan != nil {
+		s.plan.WriteStatus(&s.obj.Status)
+		s.obj.Status.ObservedGeneration = s.obj.Generation
+		r.emitRolloutEvents(s)
+		r.metrics.record(s)
+		if s.plan.RequeueAfter > 0 {
+			interval = s.plan.RequeueAfter
+		}
+		if err == nil {
+			err = rolloutProgress(s.obj, s.plan)
+		}
+	}
+	sum := reconcile.Summary{Err: err, Interval: interval, Reason: convoyv1alpha1.SucceededReason}
+	if s.plan != nil {
+		sum.Message = fmt.Sprintf("Revision %s is rolled out: %d/%d packages progressed.",
+			s.plan.UpdateRevision, s.plan.Counts.Progressed, s.plan.Counts.Total)
+	}
+	return sum
+}
+
+// rolloutProgress returns nil for a completed rollout, else a Waiting error saying how far it
+// is: blocked by failed Packages, paused, or progressing.
+func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan) error {
+	if plan.Completed && len(plan.Failed) == 0 {
+		return nil
+	}
+	c := plan.Counts
+	switch {
+	case len(plan.Failed) > 0:
+		return reconcile.Waitf(convoyv1alpha1.RolloutBlockedReason, 0,
+			"Rollout of revision %s is blocked: %d package(s) failed, first %s: %s",
+			plan.UpdateRevision, c.Failed, plan.Failed[0].HostedCluster, plan.Failed[0].Message)
+	case obj.Spec.Paused:
+		return reconcile.Waitf(convoyv1alpha1.SuspendedReason, 0,
+			"Rollout of revision %s is paused: %d/%d packages progressed.", plan.UpdateRevision, c.Progressed, c.Total)
+	}
+	return reconcile.Waitf(convoyv1alpha1.ProgressingReason, 0,
+		"Rolling out revision %s: %d/%d packages progressed.", plan.UpdateRevision, c.Progressed, c.Total)
+}
+
+// emitRolloutEvents compares the new status with the one the pass started from: partitions
+// started and completed, Packages newly failed, and the rollout completed.
+func (r *HostedClusterPackageReconciler) emitRolloutEvents(s *scope) {
+	before, after := s.before, &s.obj.Status
+	sameRevision := before.UpdateRevision == after.UpdateRevision
+	old := map[string]string{}
+	if sameRevision {
+		for _, p := range before.Partitions {
+			old[p.Name] = p.State
+		}
+	}
+	for _, p := range after.Partitions {
+		switch {
+		case partitionStarted(old[p.Name], p.State):
+			r.event(s, corev1.EventTypeNormal, PartitionStartedReason, "Partition %s started rolling out revision %s", p.Name, after.UpdateRevision)
+		case p.State == convoyv1alpha1.PartitionDone && old[p.Name] != convoyv1alpha1.PartitionDone:
+			r.event(s, corev1.EventTypeNormal, PartitionCompletedReason, "Partition %s completed revision %s: %d/%d packages progressed",
+				p.Name, after.UpdateRevision, p.Progressed, p.Total)
+		}
+	}
+	failed := map[string]bool{}
+	for _, f := range before.Failures {
+		failed[f.HostedCluster+"\x00"+f.Message] = true
+	}
+	for _, f := range after.Failures {
+		if !failed[f.HostedCluster+"\x00"+f.Message] {
+			r.event(s, corev1.EventTypeWarning, PackageFailedReason, "HostedCluster %s: %s", f.HostedCluster, f.Message)
+		}
+	}
+	if s.plan.Completed && before.CurrentRevision != after.CurrentRevision {
+		r.event(s, corev1.EventTypeNormal, RolloutCompletedReason, "Revision %s is rolled out: %d/%d packages progressed",
+			after.CurrentRevision, after.ProgressedPackages, after.TotalPackages)
+	}
+}
+
+// partitionStarted reports whether a partition moved from not reached to reached.
+func partitionStarted(before, after string) bool {
+	reached := after == convoyv1alpha1.PartitionProgressing || after == convoyv1alpha1.PartitionBlocked
+	return reached && (before == "" || before == convoyv1alpha1.PartitionPending)
+}
+
+// emitError emits a Warning for a step that failed, stalled or waits, when the Ready message is
+// new; the rollout's own progress is reported by emitRolloutEvents instead.
+func (r *HostedClusterPackageReconciler) emitError(s *scope, err error) {
+	out := reconcile.Classify(err, 0)
+	if out.Class == reconcile.ClassSuccess {
+		return
+	}
+	if ready := reconcile.Get(s.obj, convoyv1alpha1.ReadyCondition); ready != nil && ready.Message == out.Message {
+		return
+	}
+	r.event(s, corev1.EventTypeWarning, out.Reason, "%s", out.Message)
+}
+
+// event sends one event about the HostedClusterPackage.
+func (r *HostedClusterPackageReconciler) event(s *scope, eventType, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(s.obj, nil, eventType, reason, eventAction, format, args...)
+	}
+}
+
+// resyncInterval returns the requeue delay when nothing waits on the clock, jittered.
+func (r *HostedClusterPackageReconciler) resyncInterval() time.Duration {
+	if r.ResyncInterval > 0 {
+		return reconcile.Jitter(r.ResyncInterval)
+	}
+	return reconcile.Jitter(DefaultResyncInterval)
+}

@@ -1,0 +1,207 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/sources"
+)
+
+// Field indexes of the manager's cache.
+const (
+	// ownerIndex indexes Packages by the name of the HostedClusterPackage controlling them.
+	ownerIndex = ".metadata.controller.hostedclusterpackage"
+	// templateSourceIndex indexes HostedClusterPackages by their template's GitSource.
+	templateSourceIndex = ".spec.template.spec.sourceRef"
+)
+
+// HostedClusterPackageReconcilerOptions tune the controller.
+type HostedClusterPackageReconcilerOptions struct {
+	// MaxConcurrentReconciles is the number of HostedClusterPackages reconciled in parallel.
+	MaxConcurrentReconciles int
+}
+
+// SetupIndexes registers the cache indexes of the controller. It must run before the manager
+// starts, even when the controller itself starts later (the Package informer is shared).
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &convoyv1alpha1.Package{}, ownerIndex, indexOwner); err != nil {
+		return fmt.Errorf("indexing Packages by owner: %w", err)
+	}
+	if err := idx.IndexField(ctx, &convoyv1alpha1.HostedClusterPackage{}, templateSourceIndex, indexTemplateSource); err != nil {
+		return fmt.Errorf("indexing HostedClusterPackages by source: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller; SetupIndexes must have run. It watches
+// HostedClusterPackages (generation changes); the Packages they own (creation, deletion, and
+// changes of spec, metadata or status); HostedClusters (creation, deletion, and changes of
+// labels, availability or deletion), for the HostedClusterPackages whose selector matches the
+// old or the new labels; and GitSource artifact changes, for the HostedClusterPackages whose
+// template uses that source.
+func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts HostedClusterPackageReconcilerOptions) error {
+	if r.expect == nil {
+		r.expect = newExpectations()
+	}
+	if r.metrics == nil {
+		r.metrics = newRolloutMetrics()
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&convoyv1alpha1.HostedClusterPackage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&convoyv1alpha1.Package{},
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &convoyv1alpha1.HostedClusterPackage{}, handler.OnlyControllerOwner()),
+			builder.WithPredicates(packageChanged())).
+		Watches(&hyperv1.HostedCluster{}, r.hostedClusterHandler(), builder.WithPredicates(hostedClusterChanged())).
+		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(r.requestsForGitSource),
+			builder.WithPredicates(sources.ArtifactChangedPredicate())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Named("hostedclusterpackage").
+		Complete(r)
+}
+
+// indexOwner returns the HostedClusterPackage controlling a Package.
+func indexOwner(o client.Object) []string {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "HostedClusterPackage" || ref.APIVersion != convoyv1alpha1.GroupVersion.String() {
+		return nil
+	}
+	return []string{ref.Name}
+}
+
+// indexTemplateSource returns "<namespace>/<name>" of the template's GitSource.
+func indexTemplateSource(o client.Object) []string {
+	h, ok := o.(*convoyv1alpha1.HostedClusterPackage)
+	if !ok {
+		return nil
+	}
+	ref := h.Spec.Template.Spec.SourceRef
+	return []string{sources.KeyFor(ref.Namespace, ref.Name).String()}
+}
+
+// requestsForGitSource maps a GitSource to the HostedClusterPackages whose template uses it.
+func (r *HostedClusterPackageReconciler) requestsForGitSource(ctx context.Context, gs client.Object) []ctrlreconcile.Request {
+	list := &convoyv1alpha1.HostedClusterPackageList{}
+	key := sources.KeyFor(gs.GetNamespace(), gs.GetName()).String()
+	if err := r.Client.List(ctx, list, client.MatchingFields{templateSourceIndex: key}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the HostedClusterPackages of a GitSource", "gitsource", key)
+		return nil
+	}
+	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// hostedClusterHandler enqueues the HostedClusterPackages whose selector matches a
+// HostedCluster's labels, before or after an update.
+func (r *HostedClusterPackageReconciler) hostedClusterHandler() handler.EventHandler {
+	type queue = workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]
+	enqueue := func(ctx context.Context, q queue, objs ...client.Object) {
+		for _, req := range r.requestsForLabels(ctx, objs...) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, q, e.Object) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { enqueue(ctx, q, e.ObjectOld, e.ObjectNew) },
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, q, e.Object) },
+	}
+}
+
+// requestsForLabels returns the HostedClusterPackages whose selector matches the labels of any
+// of objs.
+func (r *HostedClusterPackageReconciler) requestsForLabels(ctx context.Context, objs ...client.Object) []ctrlreconcile.Request {
+	list := &convoyv1alpha1.HostedClusterPackageList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing HostedClusterPackages")
+		return nil
+	}
+	var reqs []ctrlreconcile.Request
+	for i := range list.Items {
+		if selectsAny(list.Items[i].Spec.HostedClusterSelector, objs) {
+			reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// selectsAny reports whether selector matches the labels of any of objs; an invalid selector
+// matches nothing (the HostedClusterPackage is stalled until its spec changes).
+func selectsAny(selector *metav1.LabelSelector, objs []client.Object) bool {
+	sel := labels.Everything()
+	if selector != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(selector); err != nil {
+			return false
+		}
+	}
+	for _, o := range objs {
+		if sel.Matches(labels.Set(o.GetLabels())) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostedClusterChanged passes HostedCluster creations, deletions, and updates of what the
+// planner reads: labels, the Available condition and the deletion timestamp.
+func hostedClusterChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return !equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+				(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
+				availability(o) != availability(n)
+		},
+	}
+}
+
+// availability returns the status and message of a HostedCluster's Available condition.
+func availability(o client.Object) string {
+	hc, ok := o.(*hyperv1.HostedCluster)
+	if !ok {
+		return ""
+	}
+	c := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable))
+	if c == nil {
+		return ""
+	}
+	return string(c.Status) + "\x00" + c.Message
+}
+
+// packageChanged passes Package creations, deletions, and updates of what the planner reads:
+// generation, deletion, annotations, status.revision and conditions.
+func packageChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*convoyv1alpha1.Package)
+			n, ok2 := e.ObjectNew.(*convoyv1alpha1.Package)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.Generation != n.Generation ||
+				(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+				o.Status.Revision != n.Status.Revision ||
+				!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions) ||
+				!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)
+		},
+	}
+}

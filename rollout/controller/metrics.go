@@ -1,0 +1,133 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// Metric label names. There is deliberately no HostedCluster label: a fleet of thousands would
+// make thousands of series.
+const (
+	hcpkgLabel     = "hostedclusterpackage"
+	partitionLabel = "partition"
+	stateLabel     = "state"
+)
+
+// Package states of the packages gauge.
+const (
+	stateTotal      = "total"
+	stateUpdated    = "updated"
+	stateAvailable  = "available"
+	stateProgressed = "progressed"
+	stateFailed     = "failed"
+)
+
+// Metrics of the rollout, registered with controller-runtime's registry.
+var (
+	packagesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "convoy_rollout_packages",
+		Help: "Packages of a HostedClusterPackage by partition and state (total, updated, available, progressed, failed).",
+	}, []string{hcpkgLabel, partitionLabel, stateLabel})
+
+	rolloutDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "convoy_rollout_duration_seconds",
+		Help:    "Time from the creation of an update revision to the completion of its rollout, by HostedClusterPackage.",
+		Buckets: prometheus.ExponentialBuckets(10, 2, 14),
+	}, []string{hcpkgLabel})
+
+	partitionDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "convoy_rollout_partition_duration_seconds",
+		Help:    "Time from the start to the completion of a partition's rollout, as seen by this controller process.",
+		Buckets: prometheus.ExponentialBuckets(10, 2, 14),
+	}, []string{hcpkgLabel, partitionLabel})
+
+	failuresCounter = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convoy_rollout_package_failures_total",
+		Help: "Packages newly found past their progress deadline, by HostedClusterPackage and partition.",
+	}, []string{hcpkgLabel, partitionLabel})
+)
+
+func init() {
+	metrics.Registry.MustRegister(packagesGauge, rolloutDuration, partitionDuration, failuresCounter)
+}
+
+// rolloutMetrics records the metrics of each pass and remembers when partitions started.
+type rolloutMetrics struct {
+	mu sync.Mutex
+	// started holds, per HostedClusterPackage, revision and partition, when this process saw
+	// the partition start.
+	started map[string]time.Time
+	// failed holds the failed count per HostedClusterPackage and partition at the last pass.
+	failed map[string]int32
+}
+
+// newRolloutMetrics returns an empty recorder.
+func newRolloutMetrics() *rolloutMetrics {
+	return &rolloutMetrics{started: map[string]time.Time{}, failed: map[string]int32{}}
+}
+
+// record sets the gauges of the pass, counts new failures and observes the durations of
+// partitions and of the rollout that completed.
+func (m *rolloutMetrics) record(s *scope) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	name, st := s.obj.Name, &s.obj.Status
+	packagesGauge.DeletePartialMatch(prometheus.Labels{hcpkgLabel: name})
+	for i, p := range st.Partitions {
+		failed := s.plan.PartitionFailures[i]
+		for state, n := range map[string]int32{stateTotal: p.Total, stateUpdated: p.Updated,
+			stateAvailable: p.Available, stateProgressed: p.Progressed, stateFailed: failed} {
+			packagesGauge.WithLabelValues(name, p.Name, state).Set(float64(n))
+		}
+		fkey := name + "/" + p.Name
+		if prev := m.failed[fkey]; failed > prev {
+			failuresCounter.WithLabelValues(name, p.Name).Add(float64(failed - prev))
+		}
+		m.failed[fkey] = failed
+		m.partitionClock(name, st.UpdateRevision, p, s.now)
+	}
+	if s.plan.Completed && s.before.CurrentRevision != st.CurrentRevision && s.updateObj != nil {
+		rolloutDuration.WithLabelValues(name).Observe(s.now.Sub(startedAt(s.updateObj)).Seconds())
+	}
+}
+
+// partitionClock starts the clock of a partition that is reached and observes its duration
+// when it is done.
+func (m *rolloutMetrics) partitionClock(name, revision string, p convoyv1alpha1.PartitionStatus, now time.Time) {
+	key := name + "/" + revision + "/" + p.Name
+	start, running := m.started[key]
+	switch {
+	case p.State == convoyv1alpha1.PartitionDone && running:
+		partitionDuration.WithLabelValues(name, p.Name).Observe(now.Sub(start).Seconds())
+		delete(m.started, key)
+	case !running && (p.State == convoyv1alpha1.PartitionProgressing || p.State == convoyv1alpha1.PartitionBlocked):
+		m.started[key] = now
+	}
+}
+
+// forget drops the series and clocks of a deleted HostedClusterPackage.
+func (m *rolloutMetrics) forget(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, vec := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{packagesGauge, rolloutDuration, partitionDuration, failuresCounter} {
+		vec.DeletePartialMatch(prometheus.Labels{hcpkgLabel: name})
+	}
+	prefix := name + "/"
+	for k := range m.started {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			delete(m.started, k)
+		}
+	}
+	for k := range m.failed {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			delete(m.failed, k)
+		}
+	}
+}
