@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Requests counts API requests by verb, named as the API server's metrics name them (GET,
+// LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE, ...); dry runs are counted apart, as
+// "<verb>/dry-run".
+type Requests map[string]float64
+
+// writeVerbs are the verbs that change state.
+var writeVerbs = []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
+
+// Total returns the number of requests of every verb.
+func (r Requests) Total() float64 {
+	var n float64
+	for _, v := range r {
+		n += v
+	}
+	return n
+}
+
+// Writes returns the number of requests that change state.
+func (r Requests) Writes() float64 {
+	var n float64
+	for _, v := range writeVerbs {
+		n += r[v]
+	}
+	return n
+}
+
+// Sub returns r minus o, verb by verb, never below zero.
+func (r Requests) Sub(o Requests) Requests {
+	out := Requests{}
+	for k, v := range r {
+		if d := v - o[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// String lists the verbs in a stable order, e.g. "APPLY=10 GET=3".
+func (r Requests) String() string {
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%.0f", k, r[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// requestLine matches a series of apiserver_request_total; labels are parsed separately.
+var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
+
+// labelPair matches key="value" in a Prometheus label set.
+var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// scrapeRequests reads apiserver_request_total from the API server's /metrics and sums it by
+// verb over resource requests (non-resource requests such as /metrics itself are left out).
+func scrapeRequests(ctx context.Context, cfg *rest.Config) (Requests, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	out := Requests{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := requestLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range labelPair.FindAllStringSubmatch(m[1], -1) {
+			labels[kv[1]] = kv[2]
+		}
+		if labels["resource"] == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			return nil, err
+		}
+		verb := labels["verb"]
+		if labels["dry_run"] != "" {
+			verb += "/dry-run"
+		}
+		out[verb] += v
+	}
+	return out, sc.Err()
+}
+
+// countingTransport tallies the requests of the benchmark's own clients by verb, so that they
+// can be taken out of the API server's counts.
+type countingTransport struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	seen Requests
+}
+
+// countRequests wraps cfg's transport so that the returned counter sees every request.
+func countRequests(cfg *rest.Config) (*rest.Config, *countingTransport) {
+	ct := &countingTransport{seen: Requests{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { ct.next = rt; return ct })
+	return cfg, ct
+}
+
+// RoundTrip counts req and passes it on.
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if v := verbOf(req); v != "" {
+		c.mu.Lock()
+		c.seen[v]++
+		c.mu.Unlock()
+	}
+	return c.next.RoundTrip(req)
+}
+
+// snapshot returns a copy of the counts.
+func (c *countingTransport) snapshot() Requests {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := Requests{}
+	for k, v := range c.seen {
+		out[k] = v
+	}
+	return out
+}
+
+// verbOf names a resource request as the API server's metrics do; "" for non-resource paths.
+func verbOf(req *http.Request) string {
+	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch {
+	case len(segs) >= 2 && segs[0] == "api":
+		segs = segs[2:]
+	case len(segs) >= 3 && segs[0] == "apis":
+		segs = segs[3:]
+	default:
+		return ""
+	}
+	if len(segs) >= 3 && segs[0] == "namespaces" {
+		segs = segs[2:]
+	}
+	switch req.Method {
+	case http.MethodPost:
+		return "POST"
+	case http.MethodPut:
+		return "PUT"
+	case http.MethodDelete:
+		return "DELETE"
+	case http.MethodPatch:
+		if req.Header.Get("Content-Type") == "application/apply-patch+yaml" {
+			return "APPLY"
+		}
+		return "PATCH"
+	}
+	switch {
+	case req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1":
+		return "WATCH"
+	case len(segs) <= 1:
+		return "LIST"
+	default:
+		return "GET"
+	}
+}

@@ -1,0 +1,175 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// Scenario names, for Config.Scenarios.
+const (
+	ScenarioRollout = "rollout"
+	ScenarioSteady  = "steady"
+	ScenarioGit     = "git"
+	ScenarioHosted  = "hosted"
+)
+
+// AllScenarios lists every scenario in the order they run.
+var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted}
+
+// Config is one benchmark run.
+type Config struct {
+	// Short runs the rollout at N=100 only and the steady state for a minute.
+	Short bool `json:"short"`
+	// Scenarios to run; default all.
+	Scenarios []string `json:"scenarios"`
+	// Sizes are the fleet sizes of the rollout; default 100 and 1,000 (100 when Short).
+	Sizes []int `json:"sizes"`
+	// SteadyPackages is the number of available Packages of the steady state; default 1,000.
+	SteadyPackages int `json:"steadyPackages"`
+	// SteadyDuration is the steady-state window; default 5 minutes (1 when Short).
+	SteadyDuration time.Duration `json:"steadyDuration"`
+	// HostedClusters is the number of hosted API servers of the hosted scenario; default 5.
+	HostedClusters int `json:"hostedClusters"`
+	// Concurrency is the controller's --concurrency and the bare loop's; default 4.
+	Concurrency int `json:"concurrency"`
+	// Driver is DriverAuto, DriverHostedClusterPackage or DriverPackages.
+	Driver string `json:"driver"`
+	// GitBenchTime is -benchtime of the git scenario; default 20x (5x when Short).
+	GitBenchTime string `json:"gitBenchTime"`
+	// ConvoyBinary is bin/convoy.
+	ConvoyBinary string `json:"-"`
+	// WorkDir holds temporary state; default a new folder under $TMPDIR.
+	WorkDir string `json:"-"`
+	// KeepWorkDir keeps the controller logs and Git storage after the run.
+	KeepWorkDir bool `json:"-"`
+	// PprofDir, when set, receives CPU profiles of the controller during rollouts.
+	PprofDir string `json:"-"`
+	// Log receives progress lines; nil is quiet.
+	Log io.Writer `json:"-"`
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = AllScenarios
+	}
+	if len(c.Sizes) == 0 {
+		c.Sizes = []int{100, 1000}
+		if c.Short {
+			c.Sizes = []int{100}
+		}
+	}
+	if c.SteadyPackages == 0 {
+		c.SteadyPackages = 1000
+	}
+	if c.SteadyDuration == 0 {
+		c.SteadyDuration = 5 * time.Minute
+		if c.Short {
+			c.SteadyDuration = time.Minute
+		}
+	}
+	if c.GitBenchTime == "" {
+		c.GitBenchTime = map[bool]string{false: "20x", true: "5x"}[c.Short]
+	}
+	c.HostedClusters = cmp(c.HostedClusters, 5)
+	c.Concurrency = cmp(c.Concurrency, 4)
+	if c.Driver == "" {
+		c.Driver = DriverAuto
+	}
+	if c.ConvoyBinary == "" {
+		return c, fmt.Errorf("no convoy binary: build bin/convoy first")
+	}
+	for _, s := range c.Scenarios {
+		if !slices.Contains(AllScenarios, s) {
+			return c, fmt.Errorf("unknown scenario %q (known: %v)", s, AllScenarios)
+		}
+	}
+	return c, nil
+}
+
+// cmp returns v, or def when v is zero.
+func cmp(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Run runs the selected scenarios and returns their figures.
+func Run(ctx context.Context, cfg Config) (*Results, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.WorkDir == "" {
+		if cfg.WorkDir, err = os.MkdirTemp("", "convoy-bench-"); err != nil {
+			return nil, err
+		}
+		if !cfg.KeepWorkDir {
+			defer os.RemoveAll(cfg.WorkDir)
+		}
+	}
+	res := &Results{Started: time.Now(), CPUs: runtime.NumCPU(), Config: cfg, Load: []string{loadAverage()}}
+	defer func() {
+		res.Duration = time.Since(res.Started).Round(time.Second).String()
+		res.Load = append(res.Load, loadAverage())
+	}()
+	return res, runScenarios(ctx, cfg, res)
+}
+
+// runScenarios runs each selected scenario; the steady state reuses the largest rollout's
+// fleet when it has the steady state's size.
+func runScenarios(ctx context.Context, cfg Config, res *Results) error {
+	var kept *env
+	defer func() {
+		if kept != nil {
+			_ = kept.close()
+		}
+	}()
+	if slices.Contains(cfg.Scenarios, ScenarioRollout) {
+		for _, n := range cfg.Sizes {
+			e, err := runRollout(ctx, cfg, res, n)
+			if err != nil {
+				return err
+			}
+			if kept != nil {
+				_ = kept.close()
+			}
+			kept = e
+		}
+	}
+	if slices.Contains(cfg.Scenarios, ScenarioSteady) {
+		if kept == nil || len(kept.namespaces) != cfg.SteadyPackages {
+			if kept != nil {
+				_ = kept.close()
+			}
+			kept = nil
+			e, err := prepareSteady(ctx, cfg, res)
+			if err != nil {
+				return err
+			}
+			kept = e
+		}
+		if err := runSteady(ctx, cfg, res, kept); err != nil {
+			return err
+		}
+	}
+	if kept != nil {
+		_ = kept.close()
+		kept = nil
+	}
+	if slices.Contains(cfg.Scenarios, ScenarioGit) {
+		if err := runGit(ctx, cfg, res); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(cfg.Scenarios, ScenarioHosted) {
+		return runHosted(ctx, cfg, res)
+	}
+	return nil
+}

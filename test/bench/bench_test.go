@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestRunTiny runs every scenario at a tiny size, so that the benchmark cannot rot: it
+// builds bin/convoy into a temporary folder and needs the API servers of `make tools`.
+func TestRunTiny(t *testing.T) {
+	g := NewWithT(t)
+	root, err := moduleRoot(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	convoy := filepath.Join(t.TempDir(), "convoy")
+	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+
+	scenarios := AllScenarios
+	if testing.Short() {
+		scenarios = []string{ScenarioRollout, ScenarioSteady}
+	}
+	var log bytes.Buffer
+	res, err := Run(context.Background(), Config{
+		Scenarios: scenarios, Sizes: []int{3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,
+		HostedClusters: 1, GitBenchTime: "1x", Driver: DriverPackages, ConvoyBinary: convoy,
+		WorkDir: t.TempDir(), Log: &log,
+	})
+	g.Expect(err).NotTo(HaveOccurred(), log.String())
+
+	var table bytes.Buffer
+	PrintTable(&table, res)
+	t.Log("\n" + table.String())
+	g.Expect(res.Rows).NotTo(BeEmpty())
+	g.Expect(WriteJSON(filepath.Join(t.TempDir(), "bench-results.json"), res)).To(Succeed())
+	for _, row := range res.Rows {
+		if row.Metric == "wall time to all progressed" {
+			g.Expect(row.Value).To(BeNumerically(">", 0), row.Scenario)
+		}
+	}
+}
+
+// TestVerbOf pins how the benchmark names its own requests, to take them out of the API
+// server's counts.
+func TestVerbOf(t *testing.T) {
+	cases := map[string]string{
+		"GET /api/v1/namespaces/a/configmaps":                       "LIST",
+		"GET /api/v1/namespaces/a/configmaps/b":                     "GET",
+		"GET /api/v1/namespaces/a":                                  "GET",
+		"GET /apis/convoy.dev/v1alpha1/packages?watch=true":         "WATCH",
+		"GET /apis/convoy.dev/v1alpha1/hostedclusterpackages/x":     "GET",
+		"PATCH /apis/convoy.dev/v1alpha1/namespaces/a/gitsources/b": "PATCH",
+		"POST /apis/convoy.dev/v1alpha1/namespaces/a/packages":      "POST",
+		"GET /metrics": "",
+		"PUT /apis/convoy.dev/v1alpha1/hostedclusterpackages/x/status": "PUT",
+	}
+	for in, want := range cases {
+		t.Run(in, func(t *testing.T) {
+			method, url, _ := bytes.Cut([]byte(in), []byte(" "))
+			req := httptest.NewRequest(string(method), "https://apiserver"+string(url), nil)
+			NewWithT(t).Expect(verbOf(req)).To(Equal(want))
+		})
+	}
+}

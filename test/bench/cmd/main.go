@@ -1,0 +1,76 @@
+// Command bench runs convoy's benchmark scenarios (see package bench), prints one table and
+// writes it as JSON. `make bench` runs it from the repository root:
+//
+//	go run ./test/bench/cmd -convoy bin/convoy -short -scenarios rollout,git
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/convoy-gitops/convoy/test/bench"
+)
+
+func main() {
+	cfg, out := parseFlags()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.Run(ctx, cfg)
+	if res != nil {
+		bench.PrintTable(os.Stdout, res)
+		if werr := bench.WriteJSON(out, res); werr != nil {
+			fmt.Fprintln(os.Stderr, "writing results:", werr)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags returns the run's configuration and the JSON output path.
+func parseFlags() (bench.Config, string) {
+	cfg := bench.Config{Log: os.Stderr}
+	var scenarios, sizes, out string
+	flag.BoolVar(&cfg.Short, "short", false, "rollout at N=100 only and a 1-minute steady state (under 10 minutes on 2 cores)")
+	flag.StringVar(&scenarios, "scenarios", strings.Join(bench.AllScenarios, ","), "comma-separated scenarios to run")
+	flag.StringVar(&sizes, "sizes", "", "comma-separated fleet sizes of the rollout (default 100,1000; 100 with -short)")
+	flag.IntVar(&cfg.SteadyPackages, "steady-packages", 0, "available Packages of the steady state (default 1000)")
+	flag.DurationVar(&cfg.SteadyDuration, "steady-duration", 0, "steady-state window (default 5m; 1m with -short)")
+	flag.IntVar(&cfg.HostedClusters, "hosted-clusters", 0, "hosted API servers of the hosted scenario (default 5)")
+	flag.IntVar(&cfg.Concurrency, "concurrency", 0, "controller --concurrency and bare-loop workers (default 4)")
+	flag.StringVar(&cfg.Driver, "driver", bench.DriverAuto, "auto, hostedclusterpackage or packages")
+	flag.StringVar(&cfg.GitBenchTime, "git-benchtime", "", "-benchtime of the git scenario (default 20x; 5x with -short)")
+	flag.StringVar(&cfg.ConvoyBinary, "convoy", "bin/convoy", "the convoy binary to run as the controller")
+	flag.StringVar(&cfg.PprofDir, "pprof", "", "folder receiving CPU profiles of the controller during rollouts")
+	flag.BoolVar(&cfg.KeepWorkDir, "keep", false, "keep the work folder (controller logs, Git storage)")
+	flag.StringVar(&out, "out", "bench-results.json", "where to write the results as JSON")
+	flag.Parse()
+	cfg.Scenarios = splitList(scenarios)
+	for _, s := range splitList(sizes) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bad -sizes entry %q\n", s)
+			os.Exit(2)
+		}
+		cfg.Sizes = append(cfg.Sizes, n)
+	}
+	return cfg, out
+}
+
+// splitList splits a comma-separated flag, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

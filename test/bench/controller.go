@@ -1,0 +1,210 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
+const clockTicks = 100
+
+// Controller is `convoy controller` running as a child process against the management server.
+type Controller struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+	log         *os.File
+	done        chan error
+}
+
+// ControllerInput says how to start the controller.
+type ControllerInput struct {
+	// Binary is bin/convoy.
+	Binary string
+	// Kubeconfig is the path of the management server's kubeconfig.
+	Kubeconfig string
+	// Dir holds the controller's Git storage and its log.
+	Dir string
+	// Concurrency is --concurrency.
+	Concurrency int
+}
+
+// StartController starts the controller and waits until its health endpoint answers.
+func StartController(ctx context.Context, in ControllerInput) (*Controller, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(in.Dir, "controller.log"))
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{metricsAddr: ports[0], log: logFile, done: make(chan error, 1)}
+	c.cmd = exec.Command(in.Binary, "controller", "--kubeconfig", in.Kubeconfig,
+		"--leader-elect=false", "--metrics-bind-address", ports[0], "--health-probe-bind-address", ports[1],
+		"--webhook-addr=", "--storage-path", filepath.Join(in.Dir, "sources"),
+		"--concurrency", strconv.Itoa(in.Concurrency))
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s controller: %w", in.Binary, err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	if err := c.waitHealthy(ctx, "http://"+ports[1]+"/readyz"); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// waitHealthy polls url until it answers 200 or the process exits.
+func (c *Controller) waitHealthy(ctx context.Context, url string) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-c.done:
+			c.done <- err
+			return fmt.Errorf("the controller exited: %v (see %s)", err, c.log.Name())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if resp, err := http.Get(url); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("the controller is not ready after a minute (see %s)", c.log.Name())
+}
+
+// Stop sends SIGTERM, waits up to 20 s, then kills.
+func (c *Controller) Stop() error {
+	defer c.log.Close()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(20 * time.Second):
+		return c.cmd.Process.Kill()
+	}
+}
+
+// Pause stops the process (SIGSTOP) without losing its state; Resume continues it.
+func (c *Controller) Pause() error { return c.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process.
+func (c *Controller) Resume() error { return c.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Usage is what the kernel accounts to the controller process.
+type Usage struct {
+	// CPU is user plus system time.
+	CPU time.Duration
+	// PeakRSS is VmHWM: the largest resident set since the process started.
+	PeakRSS int64
+	// RSS is VmRSS now.
+	RSS int64
+}
+
+// Usage reads /proc/<pid>/stat and /proc/<pid>/status.
+func (c *Controller) Usage() (Usage, error) {
+	pid := c.cmd.Process.Pid
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	// The command name may hold spaces: fields are counted after its closing parenthesis.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 13 {
+		return Usage{}, errors.New("short /proc stat")
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	u := Usage{CPU: time.Duration(utime+stime) * time.Second / clockTicks}
+	u.PeakRSS, u.RSS, err = memory(pid)
+	return u, err
+}
+
+// memory returns VmHWM and VmRSS of pid in bytes.
+func memory(pid int) (hwm, rss int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		key, val, _ := strings.Cut(sc.Text(), ":")
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+		switch key {
+		case "VmHWM":
+			hwm = kb << 10
+		case "VmRSS":
+			rss = kb << 10
+		}
+	}
+	return hwm, rss, sc.Err()
+}
+
+// CaptureProfile writes the controller's pprof profile kind (e.g. "profile?seconds=20" or
+// "heap") to path. It fails with ErrNoPprof when the controller serves no pprof endpoint.
+func (c *Controller) CaptureProfile(ctx context.Context, kind, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.metricsAddr+"/debug/pprof/"+kind, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return ErrNoPprof
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof %s: %s", kind, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+// ErrNoPprof says that `convoy controller` serves no /debug/pprof endpoint.
+var ErrNoPprof = errors.New("convoy controller serves no /debug/pprof endpoint on its metrics address")
+
+// freePorts returns n loopback addresses nobody listens on.
+func freePorts(n int) ([]string, error) {
+	var out []string
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
+}

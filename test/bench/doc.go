@@ -1,0 +1,22 @@
+// Package bench measures convoy against the floor the API server sets, in one run on one
+// machine: it drives a simulated fleet (test/fleet) with `bin/convoy controller` running as a
+// separate process, so that the CPU seconds and peak RSS it reports are the controller's own,
+// and it measures each baseline (a bare server-side apply loop, an idle API server, the git
+// CLI) in the same run, so that figures are read as ratios rather than as absolute times of a
+// noisy machine.
+//
+// Scenarios (see DESIGN.md §9 for the targets):
+//
+//   - rollout: a new commit of a 10-object management-side package rolled out to N
+//     HostedClusters, instant and rollingUpgrade maxUnavailable "10%";
+//   - steady: 1,000 available Packages and no change for a while: write requests, CPU, RSS;
+//   - git: no-op poll and one-commit fetch of a 5,000-file repository next to `git fetch`
+//     (it runs sources' BenchmarkStore);
+//   - hosted: a package of 50 objects in hosted-cluster phases on 5 hosted API servers.
+//
+// The program in test/bench/cmd parses flags and calls Run; `make bench` runs it:
+//
+//	res, err := bench.Run(ctx, bench.Config{Short: true, Scenarios: []string{"rollout"},
+//		ConvoyBinary: "bin/convoy", Out: os.Stdout})
+//	bench.PrintTable(os.Stdout, res)
+package bench

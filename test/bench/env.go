@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/gitserver"
+)
+
+// Names of the benchmark's own objects on the management cluster.
+const (
+	benchNamespace = "convoy-bench"
+	gitSourceName  = "addons"
+	repoName       = "addons"
+	// gitSourceInterval is long enough that only requestedAt polls happen in a measurement,
+	// yet a steady-state window of a minute or more sees periodic no-op polls.
+	gitSourceInterval = 30 * time.Second
+)
+
+// env is a management API server with a fleet of HostedClusters, a Git repository of the
+// benchmark packages and the controller process.
+type env struct {
+	cfg     Config
+	dir     string
+	fleet   *fleet.Fleet
+	admin   client.WithWatch
+	counter *countingTransport
+	git     *gitserver.Server
+	repo    *gitserver.Repo
+	// rev and commit are the last committed revision of the packages.
+	rev    int
+	commit string
+	// clusters and namespaces are the HostedClusters and their HCP namespaces.
+	clusters   []*fleet.HostedCluster
+	namespaces map[string]bool
+	ctrl       *Controller
+	watch      *packageWatch
+}
+
+// envInput says what to start.
+type envInput struct {
+	// Clusters is the number of HostedClusters.
+	Clusters int
+	// APIServers gives each HostedCluster its own hosted API server.
+	APIServers bool
+}
+
+// newEnv starts the management server, the HostedClusters, the Git server with revision 1
+// and the GitSource; not the controller (see startController).
+func newEnv(ctx context.Context, cfg Config, in envInput) (*env, error) {
+	dir, err := os.MkdirTemp(cfg.WorkDir, "env-")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{cfg: cfg, dir: dir, namespaces: map[string]bool{}}
+	if e.fleet, err = fleet.Start(ctx, fleet.Options{ClientQPS: 1000, ClientBurst: 2000}); err != nil {
+		return nil, err
+	}
+	steps := []func(context.Context) error{e.connect, e.installCRD, e.startGit, e.createGitSource}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			_ = e.close()
+			return nil, err
+		}
+	}
+	if err := e.addClusters(ctx, in); err != nil {
+		_ = e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// connect builds the counted client the benchmark observes and drives with.
+func (e *env) connect(ctx context.Context) error {
+	var cfg *rest.Config
+	cfg, e.counter = countRequests(e.fleet.Config)
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: e.fleet.Scheme})
+	if err != nil {
+		return err
+	}
+	e.admin = c
+	return nil
+}
+
+func (e *env) installCRD(ctx context.Context) error { return installWidgetCRD(ctx, e.admin) }
+
+// startGit serves a repository holding revision 1 of the packages over HTTP.
+func (e *env) startGit(context.Context) error {
+	var err error
+	if e.git, err = gitserver.New(filepath.Join(e.dir, "git")); err != nil {
+		return err
+	}
+	if _, err = e.git.StartHTTP(); err != nil {
+		return err
+	}
+	if e.repo, err = e.git.CreateRepo(repoName); err != nil {
+		return err
+	}
+	_, err = e.commitNext()
+	return err
+}
+
+// commitNext commits the next revision of the packages and returns its commit.
+func (e *env) commitNext() (string, error) {
+	files, err := packageFiles(e.rev + 1)
+	if err != nil {
+		return "", err
+	}
+	commit, err := e.repo.Commit("main", fmt.Sprintf("revision %d", e.rev+1), files)
+	if err != nil {
+		return "", err
+	}
+	e.rev, e.commit = e.rev+1, commit
+	return commit, nil
+}
+
+// createGitSource creates the namespace of the benchmark and the GitSource every Package uses.
+func (e *env) createGitSource(ctx context.Context) error {
+	if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
+		return err
+	}
+	return e.admin.Create(ctx, &convoyv1alpha1.GitSource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: gitSourceName},
+		Spec: convoyv1alpha1.GitSourceSpec{URL: e.git.HTTPURL(repoName), Ref: convoyv1alpha1.GitRef{Branch: "main"},
+			Interval: &metav1.Duration{Duration: gitSourceInterval}},
+	})
+}
+
+// addClusters creates the HostedClusters in batches, so that a thousand do not start at once.
+func (e *env) addClusters(ctx context.Context, in envInput) error {
+	const batch = 100
+	for start := 0; start < in.Clusters; start += batch {
+		var inputs []fleet.HostedClusterInput
+		for i := start; i < min(start+batch, in.Clusters); i++ {
+			inputs = append(inputs, fleet.HostedClusterInput{Name: fmt.Sprintf("hc-%04d", i),
+				Labels: map[string]string{"bench.convoy.dev/fleet": "true"}, WithoutAPIServer: !in.APIServers})
+		}
+		hcs, err := e.fleet.AddHostedClusters(ctx, inputs...)
+		if err != nil {
+			return err
+		}
+		for _, hc := range hcs {
+			e.clusters = append(e.clusters, hc)
+			e.namespaces[hc.HCPNamespace] = true
+		}
+	}
+	return nil
+}
+
+// startController writes the kubeconfig, starts the controller process and the Package watch.
+func (e *env) startController(ctx context.Context) error {
+	raw, err := e.fleet.KubeConfig()
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(e.dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
+		return err
+	}
+	e.ctrl, err = StartController(ctx, ControllerInput{Binary: e.cfg.ConvoyBinary, Kubeconfig: kubeconfig,
+		Dir: e.dir, Concurrency: e.cfg.Concurrency})
+	if err != nil {
+		return err
+	}
+	e.watch, err = watchPackages(ctx, e.admin)
+	return err
+}
+
+// requestPoll asks the GitSource to poll now, as the webhook receiver would.
+func (e *env) requestPoll(ctx context.Context) error {
+	gs := &convoyv1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: gitSourceName}}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, convoyv1alpha1.RequestedAtAnnotation,
+		time.Now().UTC().Format(time.RFC3339Nano))
+	return e.admin.Patch(ctx, gs, client.RawPatch("application/merge-patch+json", []byte(patch)))
+}
+
+// close stops the controller, the API servers and the Git server.
+func (e *env) close() error {
+	if e.ctrl != nil {
+		_ = e.ctrl.Stop()
+	}
+	if e.git != nil {
+		e.git.Close()
+	}
+	err := e.fleet.Stop()
+	if e.cfg.KeepWorkDir {
+		return err
+	}
+	_ = os.RemoveAll(e.dir)
+	return err
+}
+
+// snapshot is what is measured at the start and end of a window.
+type snapshot struct {
+	at       time.Time
+	usage    Usage
+	server   Requests
+	own      Requests
+	gitStats gitserver.Stats
+}
+
+// take measures now.
+func (e *env) take(ctx context.Context) (snapshot, error) {
+	s := snapshot{at: time.Now(), own: e.counter.snapshot(), gitStats: e.git.Stats()}
+	var err error
+	if s.server, err = scrapeRequests(ctx, e.fleet.Config); err != nil {
+		return s, err
+	}
+	if e.ctrl != nil {
+		s.usage, err = e.ctrl.Usage()
+	}
+	return s, err
+}
+
+// window is the difference of two snapshots: what the controller did in between.
+type window struct {
+	wall time.Duration
+	cpu  time.Duration
+	// peakRSS is the controller's VmHWM at the end of the window.
+	peakRSS int64
+	// requests are the API server's, minus the benchmark's own.
+	requests Requests
+	git      gitserver.Stats
+}
+
+// since returns what happened between before and after.
+func since(before, after snapshot) window {
+	return window{
+		wall:     after.at.Sub(before.at),
+		cpu:      after.usage.CPU - before.usage.CPU,
+		peakRSS:  after.usage.PeakRSS,
+		requests: after.server.Sub(before.server).Sub(after.own.Sub(before.own)),
+		git:      after.gitStats.Sub(before.gitStats),
+	}
+}

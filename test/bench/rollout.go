@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// packageName names the Packages of the packages driver.
+const packageName = "fleet-addon"
+
+// objectsPerPackage is the size of the management package.
+const objectsPerPackage = 10
+
+// rolloutTimeout bounds one rollout.
+const rolloutTimeout = 20 * time.Minute
+
+// rolloutRun is one fleet size of the rollout scenario.
+type rolloutRun struct {
+	e      *env
+	res    *Results
+	n      int
+	driver string
+	// create and floor are the bare loop's times to create, then update, every object.
+	create, floor time.Duration
+	// floorRq are the API server's requests during the update floor.
+	floorRq Requests
+}
+
+// runRollout measures the bare-loop floor, installs the package, then rolls out a new
+// revision with each strategy. It returns the env, still running, for the steady scenario.
+func runRollout(ctx context.Context, cfg Config, res *Results, n int) (*env, error) {
+	logf(cfg, "rollout N=%d: starting the management server and %d HostedClusters", n, n)
+	e, err := newEnv(ctx, cfg, envInput{Clusters: n})
+	if err != nil {
+		return nil, err
+	}
+	r := &rolloutRun{e: e, res: res, n: n}
+	steps := []func(context.Context) error{r.measureFloor, r.install, r.instant, r.rolling}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			_ = e.close()
+			return nil, fmt.Errorf("rollout N=%d: %w", n, err)
+		}
+	}
+	return e, nil
+}
+
+// bareBatches returns the bare-loop copies of the package at rev, one batch per namespace.
+func (r *rolloutRun) bareBatches(rev int) [][]*unstructured.Unstructured {
+	var out [][]*unstructured.Unstructured
+	for ns := range r.e.namespaces {
+		out = append(out, managementObjects(ns, "bare-", rev))
+	}
+	return out
+}
+
+// measureFloor creates the bare copies of the objects (timed as the install floor), then
+// updates them all (timed as the rollout floor), before the controller starts.
+func (r *rolloutRun) measureFloor(ctx context.Context) error {
+	c := r.e.cfg.Concurrency
+	logf(r.e.cfg, "rollout N=%d: bare SSA loop, %d objects at concurrency %d", r.n, r.n*objectsPerPackage, c)
+	var err error
+	if r.create, err = bareLoop(ctx, r.e.admin, r.bareBatches(1), c); err != nil {
+		return err
+	}
+	before, err := r.e.take(ctx)
+	if err != nil {
+		return err
+	}
+	if r.floor, err = bareLoop(ctx, r.e.admin, r.bareBatches(2), c); err != nil {
+		return err
+	}
+	after, err := r.e.take(ctx)
+	if err != nil {
+		return err
+	}
+	// The bare loop's requests are the benchmark's own: count them from the server side.
+	r.floorRq = after.server.Sub(before.server)
+	return r.e.startController(ctx)
+}
+
+// install creates the HostedClusterPackage (or the Packages) at the current revision and
+// waits until every Package progressed.
+func (r *rolloutRun) install(ctx context.Context) error {
+	if err := r.chooseDriver(ctx); err != nil {
+		return err
+	}
+	logf(r.e.cfg, "rollout N=%d: installing with driver %s", r.n, r.driver)
+	return r.measure(ctx, "install", r.create, func(ctx context.Context) error {
+		if r.driver == DriverPackages {
+			if err := r.e.createPackages(ctx, packageName, managementPath); err != nil {
+				return err
+			}
+		}
+		_, err := r.e.watch.waitAll(ctx, r.e.namespaces, progressedAt(r.e.commit), rolloutTimeout)
+		return err
+	}, false)
+}
+
+// chooseDriver creates the HostedClusterPackage when the driver allows it and the controller
+// reconciles it; otherwise the Packages are created by install.
+func (r *rolloutRun) chooseDriver(ctx context.Context) error {
+	r.driver = r.e.cfg.Driver
+	if r.driver == DriverPackages {
+		return nil
+	}
+	wait := 20 * time.Second
+	if r.driver == DriverHostedClusterPackage {
+		wait = 2 * time.Minute
+	}
+	ok, err := r.e.installHostedClusterPackage(ctx, wait)
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		r.driver = DriverHostedClusterPackage
+	case r.driver == DriverHostedClusterPackage:
+		return fmt.Errorf("the controller did not reconcile the HostedClusterPackage within %s", wait)
+	default:
+		r.driver = DriverPackages
+		r.res.note("rollout N=%d: the controller does not reconcile HostedClusterPackages yet; Packages were "+
+			"created per HCP namespace and the benchmark paced the rollingUpgrade itself", r.n)
+	}
+	return nil
+}
+
+// instant commits a new revision and waits until every Package progressed.
+func (r *rolloutRun) instant(ctx context.Context) error {
+	if r.driver == DriverHostedClusterPackage {
+		if err := r.e.setHostedClusterPackageStrategy(ctx, false); err != nil {
+			return err
+		}
+	}
+	return r.rollout(ctx, "instant", false)
+}
+
+// rolling switches to rollingUpgrade maxUnavailable 10% and rolls out a new revision.
+func (r *rolloutRun) rolling(ctx context.Context) error {
+	if r.driver == DriverHostedClusterPackage {
+		if err := r.e.setHostedClusterPackageStrategy(ctx, true); err != nil {
+			return err
+		}
+	} else {
+		// Pin every Package at the current commit, so that only the pacing moves them.
+		commit := r.e.commit
+		if err := r.e.forEachNamespace(ctx, func(ns string) error { return r.e.pinPackage(ctx, ns, packageName, commit) }); err != nil {
+			return err
+		}
+	}
+	return r.rollout(ctx, "rollingUpgrade 10%", true)
+}
+
+// rollout commits the next revision, asks the GitSource to poll, and waits until every
+// Package progressed at it.
+func (r *rolloutRun) rollout(ctx context.Context, name string, rolling bool) error {
+	logf(r.e.cfg, "rollout N=%d: %s", r.n, name)
+	commit, err := r.e.commitNext()
+	if err != nil {
+		return err
+	}
+	return r.measure(ctx, name, r.floor, func(ctx context.Context) error {
+		if err := r.e.requestPoll(ctx); err != nil {
+			return err
+		}
+		if rolling && r.driver == DriverPackages {
+			budget := max(1, r.n/10)
+			if err := r.e.waitArtifact(ctx, commit); err != nil {
+				return err
+			}
+			return r.e.paceRollingUpgrade(ctx, packageName, commit, budget, rolloutTimeout)
+		}
+		_, err := r.e.watch.waitAll(ctx, r.e.namespaces, progressedAt(commit), rolloutTimeout)
+		return err
+	}, true)
+}
+
+// scenario names the rows of this run.
+func (r *rolloutRun) scenario(name string) string {
+	return fmt.Sprintf("rollout N=%d %s", r.n, name)
+}
+
+// measure runs fn between two snapshots and adds its rows; targets apply when withTargets.
+func (r *rolloutRun) measure(ctx context.Context, name string, floor time.Duration, fn func(context.Context) error, withTargets bool) error {
+	before, err := r.e.take(ctx)
+	if err != nil {
+		return err
+	}
+	profile := r.startProfile(ctx, name)
+	if err := fn(ctx); err != nil {
+		return err
+	}
+	after, err := r.e.take(ctx)
+	if err != nil {
+		return err
+	}
+	profile()
+	r.addRows(name, since(before, after), floor, withTargets)
+	return nil
+}
+
+// startProfile captures a CPU profile of the controller during the measurement when asked;
+// the returned function waits for it.
+func (r *rolloutRun) startProfile(ctx context.Context, name string) func() {
+	if r.e.cfg.PprofDir == "" || r.e.ctrl == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	path := filepath.Join(r.e.cfg.PprofDir, fmt.Sprintf("cpu-N%d-%s.pprof", r.n, slug(name)))
+	go func() {
+		defer close(done)
+		if err := r.e.ctrl.CaptureProfile(ctx, "profile?seconds=15", path); err != nil {
+			r.res.note("pprof %s: %v", name, err)
+		}
+	}()
+	return func() { <-done }
+}

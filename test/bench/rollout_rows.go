@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/convoy-gitops/convoy/sources"
+)
+
+// Targets of DESIGN.md §9.
+const (
+	targetWallRatio       = 1.5
+	targetRSSMiB          = 200
+	targetRequestsPerObj  = 1.2
+	targetFleetSize       = 1000
+	instantScenarioSuffix = "instant"
+)
+
+// addRows turns a measured window into table rows.
+func (r *rolloutRun) addRows(name string, w window, floor time.Duration, withTargets bool) {
+	scenario := r.scenario(name)
+	objects := float64(r.n * objectsPerPackage)
+	targeted := withTargets && r.n == targetFleetSize && strings.HasSuffix(name, instantScenarioSuffix)
+	wall := Row{Scenario: scenario, Metric: "wall time to all progressed", Value: w.wall.Seconds(), Unit: "s",
+		Baseline: ptr(floor.Seconds()), BaselineName: "bare SSA loop", Note: "driver " + r.driver}
+	rss := Row{Scenario: scenario, Metric: "controller peak RSS", Value: mib(w.peakRSS), Unit: "MiB"}
+	perObj := Row{Scenario: scenario, Metric: "API requests per object", Value: w.requests.Total() / objects, Unit: "req",
+		Baseline: ptr(r.floorRq.Total() / objects), BaselineName: "bare SSA loop", Note: w.requests.String()}
+	if targeted {
+		wall.Target, wall.Met = fmt.Sprintf("≤ %.1f×", targetWallRatio), ptr(wall.Ratio() <= targetWallRatio)
+		rss.Target, rss.Met = fmt.Sprintf("< %d MiB", targetRSSMiB), ptr(rss.Value < targetRSSMiB)
+		perObj.Target, perObj.Met = fmt.Sprintf("≤ %.1f", targetRequestsPerObj), ptr(perObj.Value <= targetRequestsPerObj)
+	}
+	cpu := Row{Scenario: scenario, Metric: "controller CPU", Value: w.cpu.Seconds(), Unit: "s",
+		Note: fmt.Sprintf("%.0f%% of one core", 100*w.cpu.Seconds()/w.wall.Seconds())}
+	for _, row := range []Row{wall, cpu, rss, perObj} {
+		r.res.add(row)
+	}
+}
+
+// mib converts bytes to MiB.
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// slug makes name usable in a file name.
+func slug(name string) string {
+	return strings.NewReplacer(" ", "-", "%", "pct", "/", "-").Replace(name)
+}
+
+// logf prints progress to cfg.Log.
+func logf(cfg Config, format string, args ...any) {
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+}
+
+// waitArtifact waits until the GitSource's artifact is commit.
+func (e *env) waitArtifact(ctx context.Context, commit string) error {
+	key := sources.KeyFor(benchNamespace, gitSourceName)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if art, err := sources.GetArtifact(ctx, e.admin, key); err == nil && art.Commit == commit {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the GitSource has not fetched %s after a minute", commit)
+}
