@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,6 +55,19 @@ func TestControllerServiceAccountCanDoWhatTheControllersNeed(t *testing.T) {
 		patch := client.MergeFrom(pkg.DeepCopy())
 		pkg.Status.Revision = "0123456789abcdef0123456789abcdef01234567"
 		g.Expect(sa.Status().Patch(ctx, pkg, patch)).To(Succeed())
+	})
+	t.Run("list HostedClusterPackages and patch their status", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(sa.List(ctx, &convoyv1alpha1.HostedClusterPackageList{})).To(Succeed())
+		g.Expect(allowed(g, authorizationv1.ResourceAttributes{Verb: "patch", Group: "convoy.dev",
+			Resource: "hostedclusterpackages", Subresource: "status", Name: "addons"})).To(BeTrue())
+	})
+	t.Run("create and delete ControllerRevisions", func(t *testing.T) {
+		g := NewWithT(t)
+		cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, GenerateName: "addons-"},
+			Data: runtime.RawExtension{Raw: []byte(`{}`)}, Revision: 1}
+		g.Expect(sa.Create(ctx, cr)).To(Succeed())
+		g.Expect(sa.Delete(ctx, cr)).To(Succeed())
 	})
 	t.Run("create events", func(t *testing.T) {
 		ev := &eventsv1.Event{
