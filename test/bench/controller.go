@@ -186,6 +186,42 @@ func (c *Controller) CaptureProfile(ctx context.Context, kind, path string) erro
 	return err
 }
 
+// HasController reports whether the controller runs a controller-runtime controller called
+// name, from the per-controller series of its metrics. The Package controller's series show
+// that the controllers started; name is then looked for once more a second later.
+func (c *Controller) HasController(ctx context.Context, name string) (bool, error) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		raw, err := c.metrics(ctx)
+		switch {
+		case err != nil:
+		case strings.Contains(raw, fmt.Sprintf("controller=%q", name)):
+			return true, nil
+		case strings.Contains(raw, `controller="package"`):
+			time.Sleep(time.Second)
+			raw, err = c.metrics(ctx)
+			return strings.Contains(raw, fmt.Sprintf("controller=%q", name)), err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return false, fmt.Errorf("no controller series in the controller's metrics after a minute")
+}
+
+// metrics returns the controller's Prometheus metrics.
+func (c *Controller) metrics(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return string(raw), err
+}
+
 // ErrNoPprof says that `convoy controller` serves no /debug/pprof endpoint.
 var ErrNoPprof = errors.New("convoy controller serves no /debug/pprof endpoint on its metrics address")
 

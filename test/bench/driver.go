@@ -27,6 +27,9 @@ const (
 // hcpName names the benchmark's HostedClusterPackage.
 const hcpName = "fleet-addon"
 
+// hcpControllerName is the HostedClusterPackage controller's name in controller-runtime.
+const hcpControllerName = "hostedclusterpackage"
+
 // maxUnavailable is the rollingUpgrade budget of the benchmark.
 var maxUnavailable = intstr.FromString("10%")
 
@@ -47,9 +50,8 @@ func strategy(rolling bool) convoyv1alpha1.HostedClusterPackageStrategy {
 	return convoyv1alpha1.HostedClusterPackageStrategy{Instant: &convoyv1alpha1.InstantStrategy{}}
 }
 
-// installHostedClusterPackage creates the HostedClusterPackage and reports whether the
-// controller reconciled it within wait; it deletes it when not.
-func (e *env) installHostedClusterPackage(ctx context.Context, wait time.Duration) (bool, error) {
+// createHostedClusterPackage creates the HostedClusterPackage selecting the fleet.
+func (e *env) createHostedClusterPackage(ctx context.Context) error {
 	hcp := &convoyv1alpha1.HostedClusterPackage{
 		ObjectMeta: metav1.ObjectMeta{Name: hcpName},
 		Spec: convoyv1alpha1.HostedClusterPackageSpec{
@@ -59,19 +61,9 @@ func (e *env) installHostedClusterPackage(ctx context.Context, wait time.Duratio
 		},
 	}
 	if err := e.admin.Create(ctx, hcp); err != nil {
-		return false, fmt.Errorf("creating the HostedClusterPackage: %w", err)
+		return fmt.Errorf("creating the HostedClusterPackage: %w", err)
 	}
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		if err := e.admin.Get(ctx, client.ObjectKeyFromObject(hcp), hcp); err != nil {
-			return false, err
-		}
-		if hcp.Status.ObservedGeneration > 0 {
-			return true, nil
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return false, e.admin.Delete(ctx, hcp)
+	return nil
 }
 
 // setHostedClusterPackageStrategy switches the HostedClusterPackage's strategy.

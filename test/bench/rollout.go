@@ -91,38 +91,36 @@ func (r *rolloutRun) install(ctx context.Context) error {
 	}
 	logf(r.e.cfg, "rollout N=%d: installing with driver %s", r.n, r.driver)
 	return r.measure(ctx, "install", r.create, func(ctx context.Context) error {
+		create := r.e.createHostedClusterPackage
 		if r.driver == DriverPackages {
-			if err := r.e.createPackages(ctx, packageName, managementPath); err != nil {
-				return err
-			}
+			create = func(ctx context.Context) error { return r.e.createPackages(ctx, packageName, managementPath) }
+		}
+		if err := create(ctx); err != nil {
+			return err
 		}
 		_, err := r.e.watch.waitAll(ctx, r.e.namespaces, progressedAt(r.e.commit), rolloutTimeout)
 		return err
 	}, false)
 }
 
-// chooseDriver creates the HostedClusterPackage when the driver allows it and the controller
-// reconciles it; otherwise the Packages are created by install.
+// chooseDriver uses a HostedClusterPackage when the driver allows it and the controller runs
+// the HostedClusterPackage controller (seen in its metrics).
 func (r *rolloutRun) chooseDriver(ctx context.Context) error {
 	r.driver = r.e.cfg.Driver
 	if r.driver == DriverPackages {
 		return nil
 	}
-	wait := 20 * time.Second
-	if r.driver == DriverHostedClusterPackage {
-		wait = 2 * time.Minute
-	}
-	ok, err := r.e.installHostedClusterPackage(ctx, wait)
+	has, err := r.e.ctrl.HasController(ctx, hcpControllerName)
 	switch {
 	case err != nil:
 		return err
-	case ok:
+	case has:
 		r.driver = DriverHostedClusterPackage
 	case r.driver == DriverHostedClusterPackage:
-		return fmt.Errorf("the controller did not reconcile the HostedClusterPackage within %s", wait)
+		return fmt.Errorf("the controller runs no %s controller", hcpControllerName)
 	default:
 		r.driver = DriverPackages
-		r.res.note("rollout N=%d: the controller does not reconcile HostedClusterPackages yet; Packages were "+
+		r.res.note("rollout N=%d: the controller runs no HostedClusterPackage controller; Packages were "+
 			"created per HCP namespace and the benchmark paced the rollingUpgrade itself", r.n)
 	}
 	return nil
