@@ -192,9 +192,9 @@ func (r *HostedClusterPackageReconciler) reconcileApply(ctx context.Context, s *
 // reconcileHistory deletes the ControllerRevisions beyond revisionHistoryLimit that are
 // neither the update nor the current revision nor used by a Package.
 func (r *HostedClusterPackageReconciler) reconcileHistory(ctx context.Context, s *scope) error {
-	keep := map[string]bool{s.update.Name: true, s.obj.Status.CurrentRevision: true}
-	if s.plan.Completed {
-		keep[s.plan.UpdateRevision] = true
+	keep := map[string]bool{s.update.Name: true}
+	if !s.plan.Completed {
+		keep[s.obj.Status.CurrentRevision] = true // else the update revision becomes the current one
 	}
 	for _, name := range s.plan.RevisionsInUse {
 		keep[name] = true

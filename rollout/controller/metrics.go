@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +79,7 @@ func (m *rolloutMetrics) record(s *scope) {
 	defer m.mu.Unlock()
 	name, st := s.obj.Name, &s.obj.Status
 	packagesGauge.DeletePartialMatch(prometheus.Labels{hcpkgLabel: name})
+	m.dropClocks(name+"/", name+"/"+st.UpdateRevision+"/")
 	for i, p := range st.Partitions {
 		failed := s.plan.PartitionFailures[i]
 		for state, n := range map[string]int32{stateTotal: p.Total, stateUpdated: p.Updated,
@@ -120,14 +122,20 @@ func (m *rolloutMetrics) forget(name string) {
 		vec.DeletePartialMatch(prometheus.Labels{hcpkgLabel: name})
 	}
 	prefix := name + "/"
-	for k := range m.started {
-		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
-			delete(m.started, k)
+	m.dropClocks(prefix, "")
+	for k := range m.failed {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.failed, k)
 		}
 	}
-	for k := range m.failed {
-		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
-			delete(m.failed, k)
+}
+
+// dropClocks forgets the partition clocks under prefix, except those under keep (when set):
+// a superseded revision's partitions never complete.
+func (m *rolloutMetrics) dropClocks(prefix, keep string) {
+	for k := range m.started {
+		if strings.HasPrefix(k, prefix) && (keep == "" || !strings.HasPrefix(k, keep)) {
+			delete(m.started, k)
 		}
 	}
 }

@@ -1,0 +1,118 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+func TestRevisionNameAndData(t *testing.T) {
+	g := NewWithT(t)
+	template := convoyv1alpha1.PackageTemplateSpec{
+		SourceRef: convoyv1alpha1.SourceReference{Namespace: "fleet", Name: "addons"}, Path: "pkg",
+		Config: &runtime.RawExtension{Raw: []byte(`{ "b": 1, "a": {"y": true, "x": "s"} }`)},
+	}
+	commit := strings.Repeat("a", 40)
+	rev, data, err := newRevision("addon", template, commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev.Name).To(MatchRegexp(`^addon-[0-9a-f]{10}$`))
+	g.Expect(string(rev.Template.Config.Raw)).To(Equal(`{"a":{"x":"s","y":true},"b":1}`), "canonical config")
+
+	same, _, err := newRevision("addon", rev.Template, commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(same.Name).To(Equal(rev.Name), "the hash does not depend on the config's formatting")
+	other, _, _ := newRevision("addon", template, strings.Repeat("b", 40))
+	g.Expect(other.Name).NotTo(Equal(rev.Name), "a new commit is a new revision")
+	template.Path = "other"
+	edited, _, _ := newRevision("addon", template, commit)
+	g.Expect(edited.Name).NotTo(Equal(rev.Name), "a template edit is a new revision")
+
+	decoded, err := decodeRevision(&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: rev.Name},
+		Data: runtime.RawExtension{Raw: data}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decoded.rev).To(Equal(rev), "the data rebuilds the template and the commit")
+
+	g.Expect(revisionName(strings.Repeat("x", 250), "0123456789")).To(HaveLen(253))
+}
+
+func TestRevisionsToPrune(t *testing.T) {
+	g := NewWithT(t)
+	var revs []storedRevision
+	for i, name := range []string{"r1", "r2", "r3", "r4", "r5", "r6"} {
+		revs = append(revs, storedRevision{obj: &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Revision: int64(i + 1)}})
+	}
+	names := func(crs []*appsv1.ControllerRevision) []string {
+		var out []string
+		for _, cr := range crs {
+			out = append(out, cr.Name)
+		}
+		return out
+	}
+	keep := map[string]bool{"r6": true, "r5": true, "r1": true}
+	g.Expect(names(revisionsToPrune(revs, 1, keep))).To(Equal([]string{"r2", "r3"}), "oldest history first, kept ones never")
+	g.Expect(revisionsToPrune(revs, 3, keep)).To(BeEmpty())
+	g.Expect(names(revisionsToPrune(revs, 0, keep))).To(Equal([]string{"r2", "r3", "r4"}))
+}
+
+// TestRevisionHistoryIsPruned pushes commits to a HostedClusterPackage that selects no
+// HostedCluster, so that each rollout completes at once, and checks the ControllerRevisions.
+func TestRevisionHistoryIsPruned(t *testing.T) {
+	needsEnv(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	repo := newSource(t, ns)
+	name := "history-" + suffix()
+	limit := int32(1)
+	var commits []string
+	c, err := repo.Commit("main", "one", gatePackage(1, true, false))
+	g.Expect(err).NotTo(HaveOccurred())
+	commits = append(commits, c)
+	newHostedClusterPackage(t, name, ns, func(h *convoyv1alpha1.HostedClusterPackage) { h.Spec.RevisionHistoryLimit = &limit })
+
+	revisions := func(g Gomega) []appsv1.ControllerRevision {
+		list := &appsv1.ControllerRevisionList{}
+		g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		return list.Items
+	}
+	for n := 2; n <= 4; n++ {
+		g.Eventually(func(g Gomega) {
+			st := getHCPkg(g, name).Status
+			g.Expect(st.UpdateRevision).NotTo(BeEmpty())
+			g.Expect(st.CurrentRevision).To(Equal(st.UpdateRevision))
+			g.Expect(revisions(g)).To(ContainElement(HaveField("Name", st.UpdateRevision)))
+		}).Should(Succeed())
+		c, err := repo.Commit("main", "next", gatePackage(n, true, false))
+		g.Expect(err).NotTo(HaveOccurred())
+		commits = append(commits, c)
+		g.Eventually(func(g Gomega) {
+			st := getHCPkg(g, name).Status
+			g.Expect(revisions(g)).To(ContainElement(HaveField("Name", st.UpdateRevision)))
+			var data revisionData
+			for _, cr := range revisions(g) {
+				if cr.Name == st.UpdateRevision {
+					g.Expect(json.Unmarshal(cr.Data.Raw, &data)).To(Succeed())
+					g.Expect(cr.Revision).To(Equal(int64(n)))
+				}
+			}
+			g.Expect(data.Commit).To(Equal(c))
+			g.Expect(data.Template.Path).To(Equal("pkg"))
+		}).Should(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		st := getHCPkg(g, name).Status
+		g.Expect(st.CurrentRevision).To(Equal(st.UpdateRevision))
+		g.Expect(revisions(g)).To(HaveLen(2), "the update revision and one older one")
+		g.Expect(revisions(g)).To(ContainElements(HaveField("Revision", int64(3)), HaveField("Revision", int64(4))))
+	}).Should(Succeed())
+}

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"flag"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/convoy-gitops/convoy/sources"
+	convoysync "github.com/convoy-gitops/convoy/sync"
+	"github.com/convoy-gitops/convoy/sync/hosted"
+	"github.com/convoy-gitops/convoy/test/fleet"
+)
+
+// env is the simulated management cluster with the GitSource, Package and
+// HostedClusterPackage controllers running; nil under -short.
+var env *fleet.Fleet
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	SetDefaultEventuallyTimeout(90 * time.Second)
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	if os.Getenv(perfEnv) != "" {
+		fleet.Main(m, &env, fleet.Options{}, nil) // measured passes only: no manager
+	}
+	fleet.Main(m, &env, fleet.Options{}, startManager)
+}
+
+// needsEnv skips a test that needs the API servers under -short.
+func needsEnv(t *testing.T) {
+	t.Helper()
+	if env == nil {
+		t.Skip("envtest skipped under -short")
+	}
+}
+
+// startManager runs the GitSource, Package and HostedClusterPackage controllers against f.
+func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
+	log.SetLogger(logr.Discard())
+	if os.Getenv("CONVOY_TEST_LOG") != "" {
+		log.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(1))))
+	}
+	cacheOpts := cache.Options{}
+	ConfigureCache(&cacheOpts)
+	mgr, err := ctrl.NewManager(f.Config, ctrl.Options{
+		Scheme: f.Scheme, Cache: cacheOpts,
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "convoy-rollout-test-")
+	if err != nil {
+		return nil, err
+	}
+	store, err := sources.Setup(mgr, sources.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2})
+	if err != nil {
+		return nil, err
+	}
+	err = convoysync.Setup(mgr, store, convoysync.SetupOptions{Concurrency: 4, ProbeInterval: time.Second,
+		Hosted: hosted.Options{Timeout: 5 * time.Second}})
+	if err != nil {
+		return nil, err
+	}
+	if err := Setup(mgr, SetupOptions{Concurrency: 2}); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+		_ = os.RemoveAll(dir)
+	}, nil
+}
