@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,7 +115,18 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			defer os.RemoveAll(cfg.WorkDir)
 		}
 	}
+	if cfg.PprofDir != "" {
+		if cfg.ConvoyBinary, err = buildProfiledConvoy(ctx, cfg.WorkDir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(cfg.PprofDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	res := &Results{Started: time.Now(), CPUs: runtime.NumCPU(), Config: cfg, Load: []string{loadAverage()}}
+	if cfg.PprofDir != "" {
+		res.note("profiles in %s come from cmd/convoy built with a go build -overlay file adding net/http/pprof", cfg.PprofDir)
+	}
 	defer func() {
 		res.Duration = time.Since(res.Started).Round(time.Second).String()
 		res.Load = append(res.Load, loadAverage())
@@ -122,54 +134,62 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	return res, runScenarios(ctx, cfg, res)
 }
 
-// runScenarios runs each selected scenario; the steady state reuses the largest rollout's
-// fleet when it has the steady state's size.
+// runScenarios runs each selected scenario; a failing one is noted and the others still run.
+// The steady state reuses the last rollout's fleet when it has the steady state's size.
 func runScenarios(ctx context.Context, cfg Config, res *Results) error {
+	var errs []error
+	fail := func(scenario string, err error) {
+		res.note("%s failed: %v", scenario, err)
+		errs = append(errs, err)
+	}
 	var kept *env
-	defer func() {
-		if kept != nil {
-			_ = kept.close()
-		}
-	}()
 	if slices.Contains(cfg.Scenarios, ScenarioRollout) {
 		for _, n := range cfg.Sizes {
 			e, err := runRollout(ctx, cfg, res, n)
 			if err != nil {
-				return err
+				fail(ScenarioRollout, err)
+				continue
 			}
-			if kept != nil {
-				_ = kept.close()
-			}
-			kept = e
+			kept = replaceEnv(kept, e)
 		}
 	}
 	if slices.Contains(cfg.Scenarios, ScenarioSteady) {
-		if kept == nil || len(kept.namespaces) != cfg.SteadyPackages {
-			if kept != nil {
-				_ = kept.close()
-			}
-			kept = nil
-			e, err := prepareSteady(ctx, cfg, res)
-			if err != nil {
-				return err
-			}
-			kept = e
-		}
-		if err := runSteady(ctx, cfg, res, kept); err != nil {
-			return err
+		if err := steady(ctx, cfg, res, &kept); err != nil {
+			fail(ScenarioSteady, err)
 		}
 	}
-	if kept != nil {
-		_ = kept.close()
-		kept = nil
-	}
+	kept = replaceEnv(kept, nil)
 	if slices.Contains(cfg.Scenarios, ScenarioGit) {
 		if err := runGit(ctx, cfg, res); err != nil {
-			return err
+			fail(ScenarioGit, err)
 		}
 	}
 	if slices.Contains(cfg.Scenarios, ScenarioHosted) {
-		return runHosted(ctx, cfg, res)
+		if err := runHosted(ctx, cfg, res); err != nil {
+			fail(ScenarioHosted, err)
+		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// replaceEnv closes old, if any, and returns next.
+func replaceEnv(old, next *env) *env {
+	if old != nil {
+		_ = old.close()
+	}
+	return next
+}
+
+// steady runs the steady state on *kept when it has the right size, else on a new fleet
+// left in *kept.
+func steady(ctx context.Context, cfg Config, res *Results, kept **env) error {
+	if *kept == nil || len((*kept).namespaces) != cfg.SteadyPackages {
+		*kept = replaceEnv(*kept, nil)
+		e, err := prepareSteady(ctx, cfg, res)
+		if err != nil {
+			return err
+		}
+		*kept = e
+	}
+	return runSteady(ctx, cfg, res, *kept)
 }

@@ -24,8 +24,10 @@ const clockTicks = 100
 type Controller struct {
 	cmd         *exec.Cmd
 	metricsAddr string
-	log         *os.File
-	done        chan error
+	// pprofAddr serves /debug/pprof when the binary was built with the pprof overlay.
+	pprofAddr string
+	log       *os.File
+	done      chan error
 }
 
 // ControllerInput says how to start the controller.
@@ -42,7 +44,7 @@ type ControllerInput struct {
 
 // StartController starts the controller and waits until its health endpoint answers.
 func StartController(ctx context.Context, in ControllerInput) (*Controller, error) {
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -50,12 +52,13 @@ func StartController(ctx context.Context, in ControllerInput) (*Controller, erro
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{metricsAddr: ports[0], log: logFile, done: make(chan error, 1)}
+	c := &Controller{metricsAddr: ports[0], pprofAddr: ports[2], log: logFile, done: make(chan error, 1)}
 	c.cmd = exec.Command(in.Binary, "controller", "--kubeconfig", in.Kubeconfig,
 		"--leader-elect=false", "--metrics-bind-address", ports[0], "--health-probe-bind-address", ports[1],
 		"--webhook-addr=", "--storage-path", filepath.Join(in.Dir, "sources"),
 		"--concurrency", strconv.Itoa(in.Concurrency))
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	c.cmd.Env = append(os.Environ(), pprofAddrEnv+"="+c.pprofAddr)
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
 		_ = logFile.Close()
@@ -160,9 +163,9 @@ func memory(pid int) (hwm, rss int64, err error) {
 }
 
 // CaptureProfile writes the controller's pprof profile kind (e.g. "profile?seconds=20" or
-// "heap") to path. It fails with ErrNoPprof when the controller serves no pprof endpoint.
+// "heap") to path. It fails when the binary serves no pprof (see buildProfiledConvoy).
 func (c *Controller) CaptureProfile(ctx context.Context, kind, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.metricsAddr+"/debug/pprof/"+kind, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.pprofAddr+"/debug/pprof/"+kind, nil)
 	if err != nil {
 		return err
 	}
@@ -171,9 +174,6 @@ func (c *Controller) CaptureProfile(ctx context.Context, kind, path string) erro
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return ErrNoPprof
-	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("pprof %s: %s", kind, resp.Status)
 	}
@@ -221,9 +221,6 @@ func (c *Controller) metrics(ctx context.Context) (string, error) {
 	raw, err := io.ReadAll(resp.Body)
 	return string(raw), err
 }
-
-// ErrNoPprof says that `convoy controller` serves no /debug/pprof endpoint.
-var ErrNoPprof = errors.New("convoy controller serves no /debug/pprof endpoint on its metrics address")
 
 // freePorts returns n loopback addresses nobody listens on.
 func freePorts(n int) ([]string, error) {

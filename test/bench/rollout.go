@@ -201,18 +201,25 @@ func (r *rolloutRun) measure(ctx context.Context, name string, floor time.Durati
 }
 
 // startProfile captures a CPU profile of the controller during the measurement when asked;
-// the returned function waits for it.
+// the returned function waits for it, then captures a heap profile.
 func (r *rolloutRun) startProfile(ctx context.Context, name string) func() {
 	if r.e.cfg.PprofDir == "" || r.e.ctrl == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	path := filepath.Join(r.e.cfg.PprofDir, fmt.Sprintf("cpu-N%d-%s.pprof", r.n, slug(name)))
+	done := make(chan error, 1)
+	base := filepath.Join(r.e.cfg.PprofDir, fmt.Sprintf("N%d-%s", r.n, slug(name)))
 	go func() {
-		defer close(done)
-		if err := r.e.ctrl.CaptureProfile(ctx, "profile?seconds=15", path); err != nil {
+		done <- r.e.ctrl.CaptureProfile(ctx, fmt.Sprintf("profile?seconds=%d", profileSeconds), base+".cpu.pprof")
+	}()
+	return func() {
+		if err := <-done; err != nil {
 			r.res.note("pprof %s: %v", name, err)
 		}
-	}()
-	return func() { <-done }
+		if err := r.e.ctrl.CaptureProfile(ctx, "heap", base+".heap.pprof"); err != nil {
+			r.res.note("pprof %s: %v", name, err)
+		}
+	}
 }
+
+// profileSeconds is the length of a CPU profile; it covers an N=1000 instant rollout.
+const profileSeconds = 30
