@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	if os.Getenv(perfEnv) != "" {
+		log.SetLogger(logr.Discard())
 		fleet.Main(m, &env, fleet.Options{}, nil) // measured passes only: no manager
 	}
 	fleet.Main(m, &env, fleet.Options{}, startManager)
