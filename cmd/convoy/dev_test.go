@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +47,35 @@ func TestDevStartsAPartitionedFleetAndStopsCleanly(t *testing.T) {
 
 	cancel()
 	g.Eventually(done, time.Minute).Should(Receive(BeNil()))
+	g.Expect(apiServersServing(cfg.Host)).To(BeEmpty())
+}
+
+func TestDevExitAfterRolloutLeavesEveryClusterOnTheSecondRevision(t *testing.T) {
+	g := NewWithT(t)
+	opts := devOptions{clusters: 6, kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"),
+		exitAfterRollout: true, asServiceAccount: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out syncBuffer
+	g.Expect(runDev(ctx, &out, opts)).To(Succeed())
+	g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the demo ended by its timeout")
+
+	output := out.String()
+	g.Expect(output).To(ContainSubstring("The controller runs as " + devServiceAccount))
+	g.Expect(output).To(MatchRegexp(`All 6 hosted clusters run commit [0-9a-f]{12}\.`))
+	orderLine := regexp.MustCompile(`(?m)^Order: (.*)$`).FindStringSubmatch(output)
+	g.Expect(orderLine).To(HaveLen(2), output)
+	order := strings.Fields(orderLine[1])
+	g.Expect(order).To(ConsistOf("early-1", "early-2", "normal-3", "normal-4", "late-5", "late-6"))
+	rank := map[string]int{"early": 0, "normal": 1, "late": 2}
+	for i := 1; i < len(order); i++ {
+		prev, _, _ := strings.Cut(order[i-1], "-")
+		cur, _, _ := strings.Cut(order[i], "-")
+		g.Expect(rank[cur]).To(BeNumerically(">=", rank[prev]), "order %v", order)
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apiServersServing(cfg.Host)).To(BeEmpty())
 }
 

@@ -110,7 +110,7 @@ func strategyText(s convoyv1alpha1.HostedClusterPackageStrategy) string {
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "HostedClusterPackage %s (%s%s)\n", r.Name, r.Strategy, pausedText(r.Paused, r.Stale))
-	fmt.Fprintf(tw, "  Revision\t%s → %s\n", r.CurrentRevision.text("none"), r.UpdateRevision.text("not stored yet"))
+	fmt.Fprintf(tw, "  Revision\t%s\n", r.revisionsText())
 	c := r.Packages
 	fmt.Fprintf(tw, "  Packages\t%d total, %d updated, %d available, %d progressed, %d failed, %d paused\n",
 		c.Total, c.Updated, c.Available, c.Progressed, c.Failed, c.Paused)
@@ -130,6 +130,14 @@ func pausedText(paused, stale bool) string {
 		s += ", spec not yet observed by the controller"
 	}
 	return s
+}
+
+// revisionsText prints "current → update", or the one revision when they are the same.
+func (r *Report) revisionsText() string {
+	if r.CurrentRevision != nil && r.UpdateRevision != nil && r.CurrentRevision.Name == r.UpdateRevision.Name {
+		return r.UpdateRevision.text("") + ", rolled out"
+	}
+	return r.CurrentRevision.text("none") + " → " + r.UpdateRevision.text("not stored yet")
 }
 
 // text prints a revision as "name (commit)", or none when r is nil.
@@ -195,8 +203,8 @@ func (r *Report) Line() string {
 		parts = append(parts, fmt.Sprintf("%s=%s %d/%d", p.Name, p.State, p.Progressed, p.Total))
 	}
 	c := r.Packages
-	line := fmt.Sprintf("%s: %s → %s: %d/%d progressed, %d available, %d failed",
-		r.Name, r.CurrentRevision.text("none"), r.UpdateRevision.text("none"), c.Progressed, c.Total, c.Available, c.Failed)
+	line := fmt.Sprintf("%s: %s: %d/%d progressed, %d available, %d failed",
+		r.Name, r.revisionsText(), c.Progressed, c.Total, c.Available, c.Failed)
 	if len(parts) > 0 {
 		line += "; " + strings.Join(parts, ", ")
 	}
