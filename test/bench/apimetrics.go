@@ -17,8 +17,9 @@ import (
 )
 
 // Requests counts API requests by verb, named as the API server's metrics name them (GET,
-// LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE, ...); dry runs are counted apart, as
-// "<verb>/dry-run".
+// LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE, ...). Dry runs are counted apart, as
+// "<verb>/dry-run", and so are requests on Leases, as "<verb>/leases": the API server renews
+// its own identity Lease every 10 s, and the controller runs without leader election.
 type Requests map[string]float64
 
 // writeVerbs are the verbs that change state.
@@ -104,8 +105,11 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (Requests, error) {
 			return nil, err
 		}
 		verb := labels["verb"]
-		if labels["dry_run"] != "" {
+		switch {
+		case labels["dry_run"] != "":
 			verb += "/dry-run"
+		case labels["resource"] == "leases":
+			verb += "/leases"
 		}
 		out[verb] += v
 	}

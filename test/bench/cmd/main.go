@@ -14,11 +14,16 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/convoy-gitops/convoy/test/bench"
 )
 
 func main() {
 	cfg, out := parseFlags()
+	// envtest logs through controller-runtime; the benchmark prints its own progress.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := bench.Run(ctx, cfg)
