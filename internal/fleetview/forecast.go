@@ -88,8 +88,11 @@ func NewForecast(snap *Snapshot, opts ForecastOptions) (*Forecast, error) {
 	}
 	f := &Forecast{Name: h.Name, Strategy: strategyText(h.Spec.Strategy),
 		Revision: RevisionRef{Name: in.UpdateRevision.Name, Commit: in.UpdateRevision.Commit}}
-	if in.CurrentRevision != nil {
+	switch {
+	case in.CurrentRevision != nil:
 		f.From = &RevisionRef{Name: in.CurrentRevision.Name, Commit: in.CurrentRevision.Commit}
+	case h.Status.CurrentRevision != "" && h.Status.CurrentRevision == in.UpdateRevision.Name:
+		f.From = &f.Revision
 	}
 	sim := &simulation{in: in, tick: minReadyOf(h) + time.Second}
 	return f, sim.run(f)

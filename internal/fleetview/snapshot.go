@@ -86,10 +86,11 @@ func Read(ctx context.Context, c client.Reader, name string) (*Snapshot, error) 
 	return snap, nil
 }
 
-// listRevisions lists the ControllerRevisions of every namespace.
+// listRevisions lists the ControllerRevisions of HostedClusterPackages, in every namespace: those
+// labelled convoy.dev/hostedclusterpackage, not the revisions of every DaemonSet and StatefulSet.
 func listRevisions(ctx context.Context, c client.Reader) ([]appsv1.ControllerRevision, error) {
 	list := &appsv1.ControllerRevisionList{}
-	if err := c.List(ctx, list); err != nil {
+	if err := c.List(ctx, list, client.HasLabels{convoyv1alpha1.HostedClusterPackageLabel}); err != nil {
 		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
 	}
 	return list.Items, nil
