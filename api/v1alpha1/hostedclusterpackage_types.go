@@ -46,7 +46,7 @@ type HostedClusterPackageSpec struct {
 	// strategy says how fast a new revision spreads.
 	// +optional
 	// +kubebuilder:default={rollingUpgrade: {maxUnavailable: 1}}
-	Strategy HostedClusterPackageStrategy `json:"strategy,omitempty"`
+	Strategy HostedClusterPackageStrategy `json:"strategy,omitzero"`
 
 	// paused stops starting new updates; updates in flight finish.
 	// +optional
@@ -75,7 +75,7 @@ type PartitionSpec struct {
 	// form the implicit "unknown" partition, always last.
 	// +optional
 	// +kubebuilder:default={alphanumericAsc: {}}
-	Order PartitionOrder `json:"order,omitempty"`
+	Order PartitionOrder `json:"order,omitzero"`
 }
 
 // PartitionOrder orders partitions. Exactly one field is set.

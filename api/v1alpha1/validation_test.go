@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -188,4 +190,25 @@ func objectWithEdit(g Gomega, valid, edit string) *unstructured.Unstructured {
 		spec[k] = v
 	}
 	return obj
+}
+
+// TestTypedClientGetsStrategyAndOrderDefaults guards the omitzero tags: a Go client that leaves
+// strategy and partition order unset must get their defaults, not an empty object that the
+// exactly-one rules refuse.
+func TestTypedClientGetsStrategyAndOrderDefaults(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	hcpkg := &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "typed-defaults"},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			Partition: &v1alpha1.PartitionSpec{LabelKey: "hypershift.openshift.io/risk-group"},
+			Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageTemplateSpec{
+				SourceRef: v1alpha1.SourceReference{Name: "addons", Namespace: "fleet"}, Path: "packages/a"}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, hcpkg)).To(Succeed())
+	g.Expect(hcpkg.Spec.Strategy.RollingUpgrade).NotTo(BeNil())
+	g.Expect(hcpkg.Spec.Strategy.RollingUpgrade.MaxUnavailable.IntValue()).To(Equal(1))
+	g.Expect(*hcpkg.Spec.Strategy.RollingUpgrade.ProgressDeadlineSeconds).To(BeEquivalentTo(600))
+	g.Expect(hcpkg.Spec.Partition.Order.AlphanumericAsc).NotTo(BeNil())
 }
