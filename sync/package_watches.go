@@ -46,7 +46,8 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&convoyv1alpha1.Package{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, requestedAtChanged()))).
-		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(r.requestsForGitSource),
+		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
+			func() client.ObjectList { return &convoyv1alpha1.PackageList{} }, unpinnedSourceIndex)),
 			builder.WithPredicates(sources.ArtifactChangedPredicate())).
 		WatchesMetadata(secretObject(), r.requestsForSecret(&convoyv1alpha1.PackageList{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
@@ -66,22 +67,6 @@ func indexUnpinnedSource(o client.Object) []string {
 		return nil
 	}
 	return []string{sourceKey(p).String()}
-}
-
-// requestsForGitSource maps a GitSource to the Packages following it without a pinned
-// revision.
-func (r *PackageReconciler) requestsForGitSource(ctx context.Context, gs client.Object) []ctrlreconcile.Request {
-	list := &convoyv1alpha1.PackageList{}
-	key := sources.KeyFor(gs.GetNamespace(), gs.GetName()).String()
-	if err := r.Client.List(ctx, list, client.MatchingFields{unpinnedSourceIndex: key}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the Packages of a GitSource", "gitsource", key)
-		return nil
-	}
-	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }
 
 // watchHostedClusters adds a metadata watch of HostedClusters to b when HyperShift is

@@ -69,7 +69,8 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &convoyv1alpha1.HostedClusterPackage{}, handler.OnlyControllerOwner()),
 			builder.WithPredicates(packageChanged())).
 		Watches(&hyperv1.HostedCluster{}, r.hostedClusterHandler(), builder.WithPredicates(hostedClusterChanged())).
-		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(r.requestsForGitSource),
+		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
+			func() client.ObjectList { return &convoyv1alpha1.HostedClusterPackageList{} }, templateSourceIndex)),
 			builder.WithPredicates(sources.ArtifactChangedPredicate())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Named("hostedclusterpackage").
@@ -93,21 +94,6 @@ func indexTemplateSource(o client.Object) []string {
 	}
 	ref := h.Spec.Template.Spec.SourceRef
 	return []string{sources.KeyFor(ref.Namespace, ref.Name).String()}
-}
-
-// requestsForGitSource maps a GitSource to the HostedClusterPackages whose template uses it.
-func (r *HostedClusterPackageReconciler) requestsForGitSource(ctx context.Context, gs client.Object) []ctrlreconcile.Request {
-	list := &convoyv1alpha1.HostedClusterPackageList{}
-	key := sources.KeyFor(gs.GetNamespace(), gs.GetName()).String()
-	if err := r.Client.List(ctx, list, client.MatchingFields{templateSourceIndex: key}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the HostedClusterPackages of a GitSource", "gitsource", key)
-		return nil
-	}
-	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }
 
 // hostedClusterHandler enqueues the HostedClusterPackages whose selector matches a
