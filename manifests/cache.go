@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// DefaultCacheSize is the number of renders a Cache keeps when NewCache is given zero.
+// DefaultCacheSize is the number of entries a Cache keeps when NewCache is given zero.
 const DefaultCacheSize = 512
 
 // Key names a package directory at one commit of one source.
@@ -27,28 +27,41 @@ type Key struct {
 	Dir string
 }
 
-// Cache memoizes Load by (source, commit, directory, hash of the template data). It is bounded
-// (least recently used renders are dropped first) and safe for concurrent use; concurrent
-// loads of the same inputs render once and share the result.
+// Cache memoizes Load. It is bounded (least recently used entries are dropped first) and safe
+// for concurrent use; concurrent loads of the same inputs render once and share the result.
+//
+// Keys are formed from the Key (source, commit, directory) and a hash of the template data:
+//   - a package without templates depends on the data only through its config, so its render is
+//     keyed by (source, commit, directory, hash of data.Config) and shared by every Load with an
+//     equal config, whatever the Package or HostedCluster;
+//   - a package with templates is keyed by (source, commit, directory, hash of the whole data).
+//
+// Which kind a (source, commit, directory) is comes from its first render, which is keyed (and
+// deduplicated among concurrent loads) by config; a templated result is kept for its own data
+// and the directory is remembered as templated, so that later loads go straight to the
+// whole-data key.
 //
 // Results are shared: callers must treat a returned *Rendered as immutable and DeepCopy it (or
 // the objects they change) before mutating anything. Load errors (Errors) are cached as well,
-// since rendering is pure; errors from opening the filesystem are not.
+// keyed like a render, since rendering is pure; errors from opening the filesystem are not.
 type Cache struct {
 	max     int
 	mu      sync.Mutex
 	order   *list.List // of *cacheEntry, most recently used first
 	entries map[string]*list.Element
+	markers int // entries that mark a directory templated, not renders
 	flight  singleflight.Group
 	hits    atomic.Int64
 	misses  atomic.Int64
 }
 
-// cacheEntry is one memoized render.
+// cacheEntry is one memoized render, or the mark that a directory at a commit has templates.
 type cacheEntry struct {
 	key      string
 	rendered *Rendered
 	err      error
+	// marksTemplated is set on the mark, which holds no render.
+	marksTemplated bool
 }
 
 // CacheStats counts lookups.
@@ -61,8 +74,8 @@ type CacheStats struct {
 	Entries int
 }
 
-// NewCache returns a cache holding at most maxEntries renders (DefaultCacheSize when zero or
-// negative).
+// NewCache returns a cache holding at most maxEntries entries: renders, and the marks of
+// templated directories. It holds DefaultCacheSize when maxEntries is zero or negative.
 func NewCache(maxEntries int) *Cache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultCacheSize
@@ -70,36 +83,104 @@ func NewCache(maxEntries int) *Cache {
 	return &Cache{max: maxEntries, order: list.New(), entries: map[string]*list.Element{}}
 }
 
+// cacheKeys are the cache keys one Load may use.
+type cacheKeys struct {
+	// templated marks the directory at the commit as having templates.
+	templated string
+	// byConfig holds a template-free render; it also keys the first, deduplicated render.
+	byConfig string
+	// byData holds a templated render.
+	byData string
+}
+
+// newCacheKeys returns the keys of key for data.
+func newCacheKeys(key Key, data TemplateData) (cacheKeys, error) {
+	dataHash, err := data.Hash()
+	if err != nil {
+		return cacheKeys{}, err
+	}
+	configHash, err := hashConfig(data.Config)
+	if err != nil {
+		return cacheKeys{}, err
+	}
+	dir := key.Source + "\x00" + key.Commit + "\x00" + key.Dir + "\x00"
+	return cacheKeys{
+		templated: dir + "templated",
+		byConfig:  dir + "config\x00" + configHash,
+		byData:    dir + "data\x00" + dataHash,
+	}, nil
+}
+
 // Load returns the render of key for data, calling open for the commit's filesystem and Load
-// only when no render of the same inputs is cached or in flight.
+// only when no render valid for data is cached or in flight.
 func (c *Cache) Load(key Key, data TemplateData, open func() (fs.FS, error)) (*Rendered, error) {
-	hash, err := data.Hash()
+	keys, err := newCacheKeys(key, data)
 	if err != nil {
 		return nil, err
 	}
-	k := key.Source + "\x00" + key.Commit + "\x00" + key.Dir + "\x00" + hash
-	if e, ok := c.get(k); ok {
+	if !c.isTemplated(keys) {
+		e, err := c.loadByConfig(keys, key, data, open)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			return e.rendered, e.err
+		}
+	}
+	e, err := c.loadByData(keys, key, data, open)
+	if err != nil {
+		return nil, err
+	}
+	return e.rendered, e.err
+}
+
+// loadByConfig answers from the config-level key, rendering for data under a flight keyed by
+// it when nothing valid for data is cached. It returns nil (and no error) when the package turns
+// out to have templates and the render in flight was for other data: the caller then loads by
+// data.
+func (c *Cache) loadByConfig(keys cacheKeys, key Key, data TemplateData, open func() (fs.FS, error)) (*cacheEntry, error) {
+	if e, ok := c.cachedFor(keys); ok {
 		c.hits.Add(1)
-		return e.rendered, e.err
+		return e, nil
 	}
 	rendered := false
-	v, err, _ := c.flight.Do(k, func() (any, error) {
-		if e, ok := c.get(k); ok {
+	v, err, _ := c.flight.Do(keys.byConfig, func() (any, error) {
+		if e, ok := c.cachedFor(keys); ok {
+			return e, nil
+		}
+		if c.isTemplated(keys) {
+			return (*cacheEntry)(nil), nil
+		}
+		rendered = true
+		return c.render(keys, key, data, open)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := v.(*cacheEntry)
+	if rendered {
+		return e, nil
+	}
+	if e != nil && (e.key == keys.byConfig || e.key == keys.byData) {
+		c.hits.Add(1)
+		return e, nil
+	}
+	return nil, nil
+}
+
+// loadByData answers from the whole-data key, rendering under a flight keyed by it on a miss.
+func (c *Cache) loadByData(keys cacheKeys, key Key, data TemplateData, open func() (fs.FS, error)) (*cacheEntry, error) {
+	if e, ok := c.get(keys.byData); ok {
+		c.hits.Add(1)
+		return e, nil
+	}
+	rendered := false
+	v, err, _ := c.flight.Do(keys.byData, func() (any, error) {
+		if e, ok := c.get(keys.byData); ok {
 			return e, nil
 		}
 		rendered = true
-		c.misses.Add(1)
-		fsys, err := open()
-		if err != nil {
-			return nil, fmt.Errorf("opening %s at %s: %w", key.Source, key.Commit, err)
-		}
-		r, err := Load(fsys, key.Dir, data)
-		e := &cacheEntry{key: k, rendered: r, err: err}
-		var loadErrs Errors
-		if err == nil || errors.As(err, &loadErrs) {
-			c.put(e)
-		}
-		return e, nil
+		return c.render(keys, key, data, open)
 	})
 	if err != nil {
 		return nil, err
@@ -107,14 +188,53 @@ func (c *Cache) Load(key Key, data TemplateData, open func() (fs.FS, error)) (*R
 	if !rendered {
 		c.hits.Add(1)
 	}
-	e := v.(*cacheEntry)
-	return e.rendered, e.err
+	return v.(*cacheEntry), nil
+}
+
+// render opens the commit and loads the package for data. Unless open failed or Load failed
+// with something other than Errors, it caches the result: a template-free package's under the
+// config-level key, a templated one's under the whole-data key, marking the directory templated.
+func (c *Cache) render(keys cacheKeys, key Key, data TemplateData, open func() (fs.FS, error)) (*cacheEntry, error) {
+	c.misses.Add(1)
+	fsys, err := open()
+	if err != nil {
+		return nil, fmt.Errorf("opening %s at %s: %w", key.Source, key.Commit, err)
+	}
+	r, templated, err := load(fsys, key.Dir, data)
+	e := &cacheEntry{key: keys.byConfig, rendered: r, err: err}
+	if templated {
+		e.key = keys.byData
+	}
+	var loadErrs Errors
+	if err != nil && !errors.As(err, &loadErrs) {
+		return e, nil
+	}
+	if templated {
+		c.put(&cacheEntry{key: keys.templated, marksTemplated: true})
+	}
+	c.put(e)
+	return e, nil
+}
+
+// cachedFor returns a cached render valid for the data keys were made for: by config, or by
+// the whole data (found there when the directory's templated mark was dropped before it).
+func (c *Cache) cachedFor(keys cacheKeys) (*cacheEntry, bool) {
+	if e, ok := c.get(keys.byConfig); ok {
+		return e, true
+	}
+	return c.get(keys.byData)
+}
+
+// isTemplated reports whether the directory is marked as having templates.
+func (c *Cache) isTemplated(keys cacheKeys) bool {
+	_, ok := c.get(keys.templated)
+	return ok
 }
 
 // Stats returns the cache's counters.
 func (c *Cache) Stats() CacheStats {
 	c.mu.Lock()
-	n := len(c.entries)
+	n := len(c.entries) - c.markers
 	c.mu.Unlock()
 	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: n}
 }
@@ -141,17 +261,36 @@ func (c *Cache) put(e *cacheEntry) {
 		return
 	}
 	c.entries[e.key] = c.order.PushFront(e)
+	if e.marksTemplated {
+		c.markers++
+	}
 	for c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.entries, last.Value.(*cacheEntry).key)
+		last := c.order.Remove(c.order.Back()).(*cacheEntry)
+		delete(c.entries, last.key)
+		if last.marksTemplated {
+			c.markers--
+		}
 	}
 }
 
 // Hash returns a digest of the template data (SHA-256 of its canonical JSON, map keys sorted),
 // so that equal data hash equally whatever the order maps were built in.
 func (d TemplateData) Hash() (string, error) {
-	j, err := json.Marshal(d)
+	return hashJSON(d)
+}
+
+// hashConfig returns a digest of a config like Hash's; nil and empty hash equally, as Load
+// treats them alike.
+func hashConfig(config map[string]any) (string, error) {
+	if len(config) == 0 {
+		config = nil
+	}
+	return hashJSON(config)
+}
+
+// hashJSON returns the SHA-256 of v's JSON.
+func hashJSON(v any) (string, error) {
+	j, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("hashing template data: %w", err)
 	}

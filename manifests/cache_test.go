@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"sync"
 	"sync/atomic"
@@ -142,4 +143,210 @@ func TestTemplateDataHash(t *testing.T) {
 	c, err := TemplateData{Config: map[string]any{"a": 1}, HostedCluster: &HostedClusterRef{Name: "x"}}.Hash()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c).NotTo(Equal(a))
+}
+
+// followers is the number of Packages following one package directory in the fan-out tests.
+const followers = 1000
+
+// followerData is the template data of the i-th Package following a package directory, each in
+// its own namespace and hosted cluster.
+func followerData(i int, config map[string]any) TemplateData {
+	return TemplateData{
+		Config:  config,
+		Package: PackageRef{Name: fmt.Sprintf("addon-%d", i), Namespace: fmt.Sprintf("clusters-%d", i)},
+		HostedCluster: &HostedClusterRef{
+			Name:      fmt.Sprintf("hc-%d", i),
+			Namespace: "clusters",
+			Labels:    map[string]string{"id": fmt.Sprint(i), "shard": fmt.Sprint(i % 7)},
+		},
+		Revision: "c1",
+	}
+}
+
+// loadAll loads key from c once for each data, all at once when concurrent is set, and returns
+// the results and errors in the order of datas.
+func loadAll(c *Cache, key Key, datas []TemplateData, open func() (fs.FS, error), concurrent bool) ([]*Rendered, []error) {
+	results := make([]*Rendered, len(datas))
+	errs := make([]error, len(datas))
+	if !concurrent {
+		for i, d := range datas {
+			results[i], errs[i] = c.Load(key, d, open)
+		}
+		return results, errs
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, d := range datas {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = c.Load(key, d, open)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return results, errs
+}
+
+// forEachMode runs a test once loading one after another and once loading concurrently.
+func forEachMode(t *testing.T, test func(t *testing.T, concurrent bool)) {
+	t.Run("sequential", func(t *testing.T) { test(t, false) })
+	t.Run("concurrent", func(t *testing.T) { test(t, true) })
+}
+
+// templateFreePackage is a package with a config schema and no templates.
+func templateFreePackage() fs.FS {
+	return pkgFS(map[string]string{"manifest.yaml": schemaManifest, "a.yaml": configMap("a", "one")})
+}
+
+func TestCacheRendersATemplateFreePackageOncePerCommit(t *testing.T) {
+	forEachMode(t, func(t *testing.T, concurrent bool) {
+		g := NewWithT(t)
+		c := NewCache(0)
+		var calls atomic.Int32
+		datas := make([]TemplateData, followers)
+		for i := range datas {
+			datas[i] = followerData(i, map[string]any{"replicas": 3})
+		}
+		results, errs := loadAll(c, Key{Source: "fleet/addons", Commit: "c1", Dir: "."}, datas,
+			countingOpener(templateFreePackage(), &calls), concurrent)
+
+		g.Expect(errs).To(HaveEach(Not(HaveOccurred())))
+		g.Expect(results).To(HaveEach(BeIdenticalTo(results[0])))
+		g.Expect(results[0].Config).To(HaveKeyWithValue("replicas", int64(3)))
+		g.Expect(calls.Load()).To(BeEquivalentTo(1))
+		g.Expect(c.Stats()).To(Equal(CacheStats{Hits: followers - 1, Misses: 1, Entries: 1}))
+	})
+}
+
+func TestCacheRendersATemplateFreePackageOncePerConfig(t *testing.T) {
+	forEachMode(t, func(t *testing.T, concurrent bool) {
+		g := NewWithT(t)
+		c := NewCache(0)
+		var calls atomic.Int32
+		configs := []map[string]any{{"replicas": 3}, nil}
+		datas := make([]TemplateData, followers)
+		for i := range datas {
+			datas[i] = followerData(i, configs[i%2])
+		}
+		results, errs := loadAll(c, Key{Source: "fleet/addons", Commit: "c1", Dir: "."}, datas,
+			countingOpener(templateFreePackage(), &calls), concurrent)
+
+		g.Expect(errs).To(HaveEach(Not(HaveOccurred())))
+		g.Expect(c.Stats()).To(Equal(CacheStats{Hits: followers - 2, Misses: 2, Entries: 2}))
+		g.Expect(results[0]).NotTo(BeIdenticalTo(results[1]))
+		for i, r := range results {
+			g.Expect(r).To(BeIdenticalTo(results[i%2]))
+		}
+		g.Expect(results[0].Config).To(HaveKeyWithValue("replicas", int64(3)))
+		g.Expect(results[1].Config).To(HaveKeyWithValue("replicas", int64(2)), "defaulted")
+		g.Expect(results[1].Config).To(HaveKeyWithValue("logLevel", "Info"), "defaulted")
+	})
+}
+
+func TestCacheRendersATemplatedPackageOncePerData(t *testing.T) {
+	forEachMode(t, func(t *testing.T, concurrent bool) {
+		g := NewWithT(t)
+		c := NewCache(0)
+		var calls atomic.Int32
+		fsys := pkgFS(map[string]string{
+			"manifest.yaml": schemaManifest,
+			"a.yaml.gotmpl": configMap("a", "one") +
+				"data:\n  package: {{ .package.name }}\n  id: {{ index .hostedCluster.labels \"id\" | quote }}\n",
+		})
+		const distinct, repeats = 3, 100
+		datas := make([]TemplateData, distinct*repeats)
+		for i := range datas {
+			datas[i] = followerData(i%distinct, map[string]any{"replicas": 3})
+		}
+		results, errs := loadAll(c, Key{Source: "fleet/addons", Commit: "c1", Dir: "."}, datas,
+			countingOpener(fsys, &calls), concurrent)
+
+		g.Expect(errs).To(HaveEach(Not(HaveOccurred())))
+		g.Expect(c.Stats()).To(Equal(CacheStats{Hits: distinct*repeats - distinct, Misses: distinct, Entries: distinct}))
+		for i, r := range results {
+			g.Expect(r).To(BeIdenticalTo(results[i%distinct]))
+			g.Expect(r.Phases[0].Objects[0].Object["data"]).To(Equal(map[string]any{
+				"package": fmt.Sprintf("addon-%d", i%distinct),
+				"id":      fmt.Sprint(i % distinct),
+			}))
+		}
+	})
+}
+
+func TestCacheKeepsTheConfigErrorsOfATemplateFreePackage(t *testing.T) {
+	g := NewWithT(t)
+	c := NewCache(0)
+	var calls atomic.Int32
+	key := Key{Source: "fleet/addons", Commit: "c1", Dir: "."}
+	open := countingOpener(templateFreePackage(), &calls)
+	invalid := []TemplateData{followerData(0, map[string]any{"replicas": 0}), followerData(1, map[string]any{"replicas": 0})}
+	results, errs := loadAll(c, key, invalid, open, false)
+
+	g.Expect(results).To(HaveEach(BeNil()))
+	for _, err := range errs {
+		var problems Errors
+		g.Expect(errors.As(err, &problems)).To(BeTrue(), "want Errors, got %v", err)
+		g.Expect(problems).To(ContainElement(HaveField("Rule", RuleConfig)))
+	}
+	g.Expect(calls.Load()).To(BeEquivalentTo(1), "the error is cached for every Package with that config")
+
+	r, err := c.Load(key, followerData(2, map[string]any{"replicas": 5}), open)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Config).To(HaveKeyWithValue("replicas", int64(5)))
+	g.Expect(calls.Load()).To(BeEquivalentTo(2))
+	g.Expect(c.Stats()).To(Equal(CacheStats{Hits: 1, Misses: 2, Entries: 2}))
+}
+
+func TestCacheFindsATemplatedRenderWhoseMarkWasDropped(t *testing.T) {
+	g := NewWithT(t)
+	c := NewCache(2)
+	var calls atomic.Int32
+	templated := countingOpener(pkgFS(map[string]string{"a.yaml.gotmpl": configMap("a", "one")}), &calls)
+	data := followerData(0, nil)
+	_, err := c.Load(Key{Source: "s", Commit: "c1"}, data, templated) // holds the render, then the mark
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.Load(Key{Source: "s", Commit: "c2"}, data, countingOpener(pkgFS(nil), &calls)) // drops the mark
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.Load(Key{Source: "s", Commit: "c1"}, data, templated)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(calls.Load()).To(BeEquivalentTo(2))
+	g.Expect(c.Stats()).To(Equal(CacheStats{Hits: 1, Misses: 2, Entries: 2}))
+}
+
+func TestCacheSingleFlightOfATemplatedPackage(t *testing.T) {
+	g := NewWithT(t)
+	c := NewCache(0)
+	fsys := pkgFS(map[string]string{"a.yaml.gotmpl": configMap("a", "one") + "data: {package: '{{ .package.name }}'}\n"})
+	var calls atomic.Int32
+	release := make(chan struct{})
+	open := func() (fs.FS, error) {
+		calls.Add(1)
+		<-release
+		return fsys, nil
+	}
+	const n = 30
+	datas := make([]TemplateData, n)
+	for i := range datas {
+		datas[i] = followerData(i%3, nil)
+	}
+	var results []*Rendered
+	var errs []error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		results, errs = loadAll(c, Key{Source: "s", Commit: "c", Dir: "."}, datas, open, true)
+	}()
+	g.Eventually(calls.Load).Should(BeEquivalentTo(1))
+	time.Sleep(50 * time.Millisecond)
+	g.Expect(calls.Load()).To(BeEquivalentTo(1), "all wait on the first render, not knowing it is templated")
+	close(release)
+	<-done
+
+	g.Expect(errs).To(HaveEach(Not(HaveOccurred())))
+	g.Expect(calls.Load()).To(BeEquivalentTo(3))
+	g.Expect(c.Stats()).To(Equal(CacheStats{Hits: n - 3, Misses: 3, Entries: 3}))
+	for i, r := range results {
+		g.Expect(r).To(BeIdenticalTo(results[i%3]))
+		g.Expect(r.Phases[0].Objects[0].Object["data"]).To(Equal(map[string]any{"package": fmt.Sprintf("addon-%d", i%3)}))
+	}
 }

@@ -10,7 +10,9 @@
 //
 // Load is pure: it never reaches a cluster, the network or the host's environment, so the same
 // inputs always give the same output. Cache memoizes Load by (source, commit, directory, template
-// data), so that a thousand Packages on one revision render once per distinct template data.
+// data), so that a thousand Packages on one revision render once per distinct template data; for
+// a package without templates the template data that counts is only the config, so they render
+// once per distinct config.
 //
 // Errors are collected rather than returned at the first one: a failed Load returns Errors, one
 // Error per problem, each naming the file, the line where it is known and the rule broken, which

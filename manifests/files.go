@@ -114,6 +114,11 @@ func (pf *packageFiles) read(fsys fs.FS, p, rel string, d fs.DirEntry, errs *err
 	return nil
 }
 
+// hasTemplates reports whether any file read is a Go template.
+func (pf *packageFiles) hasTemplates() bool {
+	return slices.ContainsFunc(pf.paths, isTemplate)
+}
+
 // grow accounts for n more bytes and reports whether the package stays within MaxPackageSize.
 func (pf *packageFiles) grow(n int) bool {
 	pf.size += n

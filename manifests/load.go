@@ -103,6 +103,15 @@ func (r *Rendered) NeedsHostedCluster() bool {
 // only fsys, and the same inputs give the same result. On failure it returns Errors, every
 // problem found.
 func Load(fsys fs.FS, dir string, data TemplateData) (*Rendered, error) {
+	r, _, err := load(fsys, dir, data)
+	return r, err
+}
+
+// load is Load that also reports whether the package has templates (files read whose path
+// isTemplate). A package without templates depends on data only through data.Config, so Cache
+// shares its render (or its errors) among all data with the same config. When load fails before
+// the package's files are read it reports true, the answer that never over-shares.
+func load(fsys fs.FS, dir string, data TemplateData) (*Rendered, bool, error) {
 	dir = path.Clean(dir)
 	if dir == "" || dir == "/" {
 		dir = "."
@@ -111,16 +120,17 @@ func Load(fsys fs.FS, dir string, data TemplateData) (*Rendered, error) {
 	config, err := normalizeConfig(data.Config)
 	if err != nil {
 		errs.add("", 0, RuleConfig, "config is not JSON-compatible: %v", err)
-		return nil, errs.err()
+		return nil, true, errs.err()
 	}
 	kustomized := hasRootKustomization(fsys, dir)
 	pf, ok := readPackage(fsys, dir, kustomized, errs)
 	if !ok {
-		return nil, errs.err()
+		return nil, true, errs.err()
 	}
+	templated := pf.hasTemplates()
 	m := readManifest(pf, errs)
 	if m == nil {
-		return nil, errs.err()
+		return nil, templated, errs.err()
 	}
 	configOK := applyConfig(m, config, errs)
 	var objs []*object
@@ -134,9 +144,9 @@ func Load(fsys fs.FS, dir string, data TemplateData) (*Rendered, error) {
 	}
 	phases := assignPhases(m, objs, errs)
 	if err := errs.err(); err != nil {
-		return nil, err
+		return nil, templated, err
 	}
-	return &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config}, nil
+	return &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config}, templated, nil
 }
 
 // readManifest finds and parses manifest.yaml at the package root.
