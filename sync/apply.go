@@ -8,6 +8,7 @@ import (
 
 	"github.com/fluxcd/pkg/ssa"
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,7 +48,9 @@ func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase) (*phaseO
 	return out, e.applyStage(ctx, c, ph, rest, out)
 }
 
-// applyStage prepares, reads, checks ownership of and applies objs.
+// applyStage prepares, reads, checks ownership of and applies objs. Objects the ledger says
+// this owner applied in another state are applied directly; the others are read first, and
+// those found as this owner left them are not written.
 func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*unstructured.Unstructured, out *phaseOutcome) error {
 	if len(objs) == 0 {
 		return nil
@@ -55,20 +58,52 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*
 	if err := c.prepare(ph, objs); err != nil {
 		return err
 	}
-	if err := out.observer.prefetch(ctx, objs, e.opts.Concurrency); err != nil {
+	changed, rest := e.applied.changedSinceApplied(c, digests(objs))
+	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}
-	if err := c.checkOwnership(ph, objs, out.observer); err != nil {
+	if err := c.checkOwnership(ph, objectsOf(rest), out.observer); err != nil {
 		return err
 	}
 	out.objects = append(out.objects, objs...)
-	absent, present := out.observer.partition(objs)
-	if err := e.create(ctx, c, absent, out); err != nil {
+	invalid, err := e.applyDirect(ctx, c, changed, ssa.ConfiguredAction, out)
+	if err != nil {
+		return err
+	}
+	// Objects refused as invalid (an immutable field, say) go the full way.
+	if err := out.observer.prefetch(ctx, objectsOf(invalid), e.opts.Concurrency); err != nil {
+		return c.classify(err)
+	}
+	rest = append(rest, invalid...)
+	if err := e.applyRead(ctx, c, rest, out); err != nil {
+		return err
+	}
+	e.recordApplied(c, out.observer, changed, rest)
+	return nil
+}
+
+// applyRead applies objects read by prefetch: the absent ones directly, the present ones not
+// as this owner left them through the resource manager (dry-run, then apply if they differ).
+func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) error {
+	var absent, present []desiredState
+	for _, s := range states {
+		live := out.observer.existing(s.obj)
+		switch {
+		case live == nil:
+			absent = append(absent, s)
+		case e.applied.untouched(c, s, live):
+			out.changes.Unchanged++
+			appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Inc()
+		default:
+			present = append(present, s)
+		}
+	}
+	if _, err := e.applyDirect(ctx, c, absent, ssa.CreatedAction, out); err != nil {
 		return err
 	}
 	rm := ssa.NewResourceManager(out.observer, nil, ssa.Owner{Field: FieldManager, Group: ownerGroup})
 	rm.SetConcurrency(e.opts.Concurrency)
-	cs, err := rm.ApplyAll(ctx, present, e.applyOptions())
+	cs, err := rm.ApplyAll(ctx, objectsOf(present), e.applyOptions())
 	if err != nil {
 		return c.classify(err)
 	}
@@ -76,24 +111,46 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*
 	return nil
 }
 
-// create applies objects that the prefetch found absent, in fluxcd/pkg/ssa's kind order.
+// applyDirect applies objects without reading them first, one by one in fluxcd/pkg/ssa's kind
+// order, and counts them under action. Changed objects (action Configured) that the API server
+// refuses as invalid are returned for the caller to handle; other errors stop the stage.
 //
-// Note: the resource manager would dry-run them first, only to find that they are new; an
-// apply that creates is one request instead of two. The cost is that an invalid new object is
-// refused after the valid ones before it were created, instead of before anything is written.
-func (e *Engine) create(ctx context.Context, c *cluster, objs []*unstructured.Unstructured, out *phaseOutcome) error {
-	sort.Sort(ssa.SortableUnstructureds(objs))
-	for _, obj := range objs {
-		applied := obj.DeepCopy()
+// Note: the resource manager would read and dry-run these objects first, only to learn that
+// they are new or changed; a direct apply is one request instead of three. The cost is that an
+// invalid object is refused after the valid ones before it were written, instead of before
+// anything is.
+func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredState, action ssa.Action, out *phaseOutcome) ([]desiredState, error) {
+	sort.Sort(byKindOrder(states))
+	var invalid []desiredState
+	for _, s := range states {
+		applied := s.obj.DeepCopy()
 		ssautils.RemoveCABundleFromCRD(applied)
 		err := out.observer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager))
-		if err != nil {
-			return c.classify(fmt.Errorf("%s apply failed: %w", describe(obj), err))
+		switch {
+		case action == ssa.ConfiguredAction && apierrors.IsInvalid(err):
+			e.applied.forget(c, keyOf(s.obj))
+			invalid = append(invalid, s)
+			continue
+		case err != nil:
+			return nil, c.classify(fmt.Errorf("%s apply failed: %w", describe(s.obj), err))
 		}
-		out.changes.Created++
-		appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.CreatedAction.String()).Inc()
+		if action == ssa.CreatedAction {
+			out.changes.Created++
+		} else {
+			out.changes.Configured++
+		}
+		appliedObjects.WithLabelValues(e.opts.Controller, c.name, action.String()).Inc()
 	}
-	return nil
+	return invalid, nil
+}
+
+// recordApplied records in the ledger what the objects now hold, as the observer last saw them.
+func (e *Engine) recordApplied(c *cluster, obs *observer, groups ...[]desiredState) {
+	for _, states := range groups {
+		for _, s := range states {
+			e.applied.record(c, s, obs.live(s.obj))
+		}
+	}
 }
 
 // applyOptions: never force-recreate, except objects annotated convoy.dev/force: "true".

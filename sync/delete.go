@@ -37,6 +37,7 @@ type deleteResult struct {
 // annotated convoy.dev/prune: disabled. With confirm, an object is read again after its delete
 // to tell whether it is gone or still terminating.
 func (e *Engine) deleteGroup(ctx context.Context, c *cluster, entries []convoyv1alpha1.InventoryEntry, confirm bool) (deleteResult, error) {
+	e.forgetAll(c, entries)
 	states := make([]deletion, len(entries))
 	issued := make([]bool, len(entries))
 	g, gctx := errgroup.WithContext(ctx)
@@ -60,6 +61,15 @@ func (e *Engine) deleteGroup(ctx context.Context, c *cluster, entries []convoyv1
 		}
 	}
 	return res, c.classify(err)
+}
+
+// forgetAll drops the ledger's entries of objects about to be deleted or released.
+func (e *Engine) forgetAll(c *cluster, entries []convoyv1alpha1.InventoryEntry) {
+	for _, entry := range entries {
+		if obj, err := metadataFor(entry); err == nil {
+			e.applied.forget(c, objectKey{gk: obj.GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()})
+		}
+	}
 }
 
 // deleteOne deletes the object of one entry if it is still this owner's. It reports the

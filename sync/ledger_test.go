@@ -1,0 +1,123 @@
+package sync
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// threeConfigMaps is a one-phase revision of ConfigMaps a, b and c holding the given values.
+func threeConfigMaps(id, a, b, c string) *Revision {
+	return &Revision{ID: id, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+		configMap("", "a", map[string]string{"v": a}), configMap("", "b", map[string]string{"v": b}),
+		configMap("", "c", map[string]string{"v": c})}}}}
+}
+
+// requests takes the counts of counter, discovery left out.
+func requests(counter *requestCounter) map[string]int {
+	c := counter.take()
+	delete(c, "DISCOVERY")
+	return c
+}
+
+func TestSyncAppliesChangedObjectsWithoutReadingThem(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	mgmt, counter := countingClient(t, env.Config)
+	tgt := engineTarget(t)
+	tgt.Management = mgmt
+	engine := NewEngine(Options{Controller: "test"})
+	res, err := engine.Sync(ctx, tgt, threeConfigMaps("r1", "1", "1", "1"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 3, "PATCH": 3}), "new objects: a read, then an apply")
+
+	res, err = engine.Sync(ctx, tgt, threeConfigMaps("r2", "1", "2", "2"), res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(Equal(Changes{Configured: 2, Unchanged: 1}))
+	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 1, "PATCH": 2}),
+		"changed objects are applied without a read or a dry-run; the unchanged one is read only")
+	g.Expect(get(g, env.Client, configMap(tgt.Namespace, "b", nil)).Object["data"]).To(HaveKeyWithValue("v", "2"))
+
+	res, err = engine.Sync(ctx, tgt, threeConfigMaps("r2", "1", "2", "2"), res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(Equal(Changes{Unchanged: 3}))
+	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 3}), "a no-op pass reads each object once")
+}
+
+func TestSyncStillRestoresDriftOfObjectsItApplied(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	mgmt, counter := countingClient(t, env.Config)
+	tgt := engineTarget(t)
+	tgt.Management = mgmt
+	engine := NewEngine(Options{Controller: "test"})
+	rev := threeConfigMaps("r1", "1", "1", "1")
+	res, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	edited := get(g, env.Client, configMap(tgt.Namespace, "a", nil))
+	g.Expect(unstructured.SetNestedField(edited.Object, "edited", "data", "v")).To(Succeed())
+	g.Expect(env.Client.Update(ctx, edited)).To(Succeed())
+	counter.take()
+
+	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(Equal(Changes{Configured: 1, Unchanged: 2}))
+	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 3, "PATCH(dry-run)": 1, "PATCH": 1}),
+		"only the object changed behind the engine's back is dry-run")
+	g.Expect(get(g, env.Client, configMap(tgt.Namespace, "a", nil)).Object["data"]).To(HaveKeyWithValue("v", "1"))
+
+	restarted := NewEngine(Options{Controller: "test"})
+	res, err = restarted.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(Equal(Changes{Unchanged: 3}))
+	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 3, "PATCH(dry-run)": 3}),
+		"a restarted engine knows nothing and compares every object")
+}
+
+func TestSyncChecksOwnershipOfAnObjectAdoptedSinceItsApply(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+	first := engineTarget(t)
+	res, err := engine.Sync(ctx, first, threeConfigMaps("r1", "1", "1", "1"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	second := &Target{Namespace: first.Namespace, Name: "other", Management: env.Client}
+	adopted := configMap("", "b", map[string]string{"v": "adopted"})
+	adopted.SetAnnotations(map[string]string{convoyv1alpha1.AdoptAnnotation: "true"})
+	_, err = engine.Sync(ctx, second, &Revision{ID: "o1", Phases: []Phase{{Name: "one",
+		Objects: []*unstructured.Unstructured{adopted}}}}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	_, err = engine.Sync(ctx, first, threeConfigMaps("r2", "2", "2", "2"), res.Inventory)
+	g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason), "%v", err)
+	live := get(g, env.Client, configMap(first.Namespace, "b", nil))
+	g.Expect(live.Object["data"]).To(HaveKeyWithValue("v", "adopted"))
+	g.Expect(live.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.PackageNameLabel, "other"))
+}
+
+func TestSyncFallsBackWhenADirectApplyIsInvalid(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+	tgt := engineTarget(t)
+	secret := func(typ string) *Revision {
+		return &Revision{ID: typ, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+			object("v1", "Secret", "", "s", map[string]any{"type": typ, "stringData": map[string]any{"k": typ}})}}}}
+	}
+	res, err := engine.Sync(ctx, tgt, secret("a.example/one"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	_, err = engine.Sync(ctx, tgt, secret("a.example/two"), res.Inventory)
+	g.Expect(isStalling(err)).To(BeTrue(), "an immutable field without convoy.dev/force: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("Secret/" + tgt.Namespace + "/s dry-run failed"))
+	live := get(g, env.Client, object("v1", "Secret", tgt.Namespace, "s", nil))
+	g.Expect(live.Object["type"]).To(Equal("a.example/one"))
+	g.Expect(client.ObjectKeyFromObject(live).Namespace).To(Equal(tgt.Namespace))
+}
