@@ -51,6 +51,7 @@ func newAppliedWatches(mgr ctrl.Manager) (*appliedWatches, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
 		DefaultLabelSelector: labels.NewSelector().Add(*owned),
+		DefaultTransform:     cache.TransformStripManagedFields(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the cache of applied objects: %w", err)

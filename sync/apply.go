@@ -78,7 +78,7 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*
 	if err := e.applyRead(ctx, c, rest, out); err != nil {
 		return err
 	}
-	e.recordApplied(c, out.observer, changed, rest)
+	e.recordApplied(c, out.observer, rest)
 	return nil
 }
 
@@ -134,6 +134,7 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 		case err != nil:
 			return nil, c.classify(fmt.Errorf("%s apply failed: %w", describe(s.obj), err))
 		}
+		e.applied.record(c, s, applied)
 		if action == ssa.CreatedAction {
 			out.changes.Created++
 		} else {
@@ -145,11 +146,9 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 }
 
 // recordApplied records in the ledger what the objects now hold, as the observer last saw them.
-func (e *Engine) recordApplied(c *cluster, obs *observer, groups ...[]desiredState) {
-	for _, states := range groups {
-		for _, s := range states {
-			e.applied.record(c, s, obs.live(s.obj))
-		}
+func (e *Engine) recordApplied(c *cluster, obs *observer, states []desiredState) {
+	for _, s := range states {
+		e.applied.record(c, s, obs.live(s.obj))
 	}
 }
 

@@ -136,13 +136,16 @@ func requestsForOwner(kind string) handler.MapFunc {
 // annotations; any update of a kind without generation, such as a ConfigMap) or start a
 // deletion. Status-only updates pass only while the owner is not
 // settled (Ready and Available), when they may make a probe pass. Creations do not pass:
-// convoy makes them itself.
+// convoy makes them itself; nor do the updates the engine's own applies made.
 func (c *Common) appliedChangedPredicate(newOwner func() reconcile.Object) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		DeleteFunc: func(event.DeleteEvent) bool { return true },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld, e.ObjectNew
+			if c.Engine.applied.wroteManagement(n) {
+				return false
+			}
 			if n.GetGeneration() == 0 || o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) ||
 				!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) || n.GetDeletionTimestamp() != nil {
 				return true

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -130,6 +131,17 @@ func (l *ledger) record(c *cluster, desired desiredState, live *unstructured.Uns
 	l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}] = ledgerEntry{
 		owner: ownerID(c.target), digest: desired.digest, resourceVersion: live.GetResourceVersion(),
 	}
+}
+
+// wroteManagement reports whether the resourceVersion of obj, an object of the management
+// cluster, is the one the engine's own apply answered: the watch event of a write the
+// engine made itself.
+func (l *ledger) wroteManagement(obj client.Object) bool {
+	key := objectKey{gk: obj.GetObjectKind().GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, found := l.entries[ledgerKey{cluster: convoyv1alpha1.InventoryClusterManagement, object: key}]
+	return found && e.resourceVersion == obj.GetResourceVersion()
 }
 
 // forget drops what the ledger knows of an object.

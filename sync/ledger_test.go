@@ -121,3 +121,35 @@ func TestSyncFallsBackWhenADirectApplyIsInvalid(t *testing.T) {
 	g.Expect(live.Object["type"]).To(Equal("a.example/one"))
 	g.Expect(client.ObjectKeyFromObject(live).Namespace).To(Equal(tgt.Namespace))
 }
+
+func TestLedgerTellsTheEngineOwnWritesApart(t *testing.T) {
+	g := NewWithT(t)
+	l := newLedger(10)
+	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
+	desired := digests([]*unstructured.Unstructured{configMap("ns", "a", map[string]string{"v": "1"})})[0]
+	applied := desired.obj.DeepCopy()
+	applied.SetResourceVersion("7")
+	l.record(c, desired, applied)
+
+	event := applied.DeepCopy()
+	g.Expect(l.wroteManagement(event)).To(BeTrue(), "the event of the engine's own apply")
+	event.SetResourceVersion("8")
+	g.Expect(l.wroteManagement(event)).To(BeFalse(), "a later write by someone else")
+	hosted := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassHostedCluster)
+	l.forget(c, keyOf(desired.obj))
+	l.record(hosted, desired, applied)
+	g.Expect(l.wroteManagement(applied)).To(BeFalse(), "an object of the hosted cluster is another object")
+}
+
+func TestLedgerStartsOverPastItsBound(t *testing.T) {
+	g := NewWithT(t)
+	l := newLedger(2)
+	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
+	for _, name := range []string{"a", "b", "c"} {
+		s := digests([]*unstructured.Unstructured{configMap("ns", name, nil)})[0]
+		live := s.obj.DeepCopy()
+		live.SetResourceVersion("1")
+		l.record(c, s, live)
+	}
+	g.Expect(l.entries).To(HaveLen(1))
+}

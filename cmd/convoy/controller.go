@@ -116,7 +116,8 @@ func newControllerScheme() *runtime.Scheme {
 func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions) error {
 	lease := opts.leaseDuration
 	renew := lease * 2 / 3
-	cacheOpts := cache.Options{}
+	// Nothing reads the managed fields of cached objects; they are a large part of each.
+	cacheOpts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	rolloutcontroller.ConfigureCache(&cacheOpts)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache:                   cacheOpts,

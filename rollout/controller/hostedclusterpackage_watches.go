@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -66,7 +67,7 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&convoyv1alpha1.HostedClusterPackage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&convoyv1alpha1.Package{},
-			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &convoyv1alpha1.HostedClusterPackage{}, handler.OnlyControllerOwner()),
+			batched(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &convoyv1alpha1.HostedClusterPackage{}, handler.OnlyControllerOwner())),
 			builder.WithPredicates(packageChanged())).
 		Watches(&hyperv1.HostedCluster{}, r.hostedClusterHandler(), builder.WithPredicates(hostedClusterChanged())).
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
@@ -76,6 +77,35 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 		Named("hostedclusterpackage").
 		Complete(r)
 }
+
+// packageEventBatching is how long the events of Packages gather before their
+// HostedClusterPackage is looked at.
+//
+// Note: during a rollout at a thousand clusters, Packages change status many times a second;
+// a pass per event would re-plan the whole fleet and patch the status each time. Gathering
+// them costs a rollout wave at most this long.
+const packageEventBatching = time.Second
+
+// batched makes h enqueue its requests packageEventBatching later; requests for the same
+// HostedClusterPackage within that time are one.
+func batched(h handler.EventHandler) handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { h.Create(ctx, e, delayedQueue{q}) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { h.Update(ctx, e, delayedQueue{q}) },
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { h.Delete(ctx, e, delayedQueue{q}) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {
+			h.Generic(ctx, e, delayedQueue{q})
+		},
+	}
+}
+
+// queue is the work queue of the controller.
+type queue = workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]
+
+// delayedQueue turns the adds of an event handler into adds packageEventBatching later.
+type delayedQueue struct{ queue }
+
+func (q delayedQueue) Add(req ctrlreconcile.Request) { q.AddAfter(req, packageEventBatching) }
 
 // indexOwner returns the HostedClusterPackage controlling a Package.
 func indexOwner(o client.Object) []string {
@@ -99,7 +129,6 @@ func indexTemplateSource(o client.Object) []string {
 // hostedClusterHandler enqueues the HostedClusterPackages whose selector matches a
 // HostedCluster's labels, before or after an update.
 func (r *HostedClusterPackageReconciler) hostedClusterHandler() handler.EventHandler {
-	type queue = workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]
 	enqueue := func(ctx context.Context, q queue, objs ...client.Object) {
 		for _, req := range r.requestsForLabels(ctx, objs...) {
 			q.Add(req)

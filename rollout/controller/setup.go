@@ -33,8 +33,9 @@ type SetupOptions struct {
 }
 
 // ConfigureCache restricts the manager's cache of ControllerRevisions to the rollout's own, so
-// that the revisions of every DaemonSet and StatefulSet are not held in memory. Call it on the
-// cache options before creating the manager.
+// that the revisions of every DaemonSet and StatefulSet are not held in memory, and keeps of
+// each HostedCluster only what the planner reads. Call it on the cache options before creating
+// the manager.
 func ConfigureCache(o *cache.Options) {
 	req, err := labels.NewRequirement(convoyv1alpha1.HostedClusterPackageLabel, selection.Exists, nil)
 	if err != nil {
@@ -44,6 +45,27 @@ func ConfigureCache(o *cache.Options) {
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}
 	o.ByObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: labels.NewSelector().Add(*req)}
+	// A transform of all objects, not of HostedClusters by object: that would need the
+	// HostedCluster CRD installed before the cache is made.
+	next := o.DefaultTransform
+	o.DefaultTransform = func(obj any) (any, error) {
+		trimHostedCluster(obj)
+		if next == nil {
+			return obj, nil
+		}
+		return next(obj)
+	}
+}
+
+// trimHostedCluster keeps of a typed HostedCluster its metadata and its conditions: the planner
+// reads labels, deletion and the Available condition. A HostedCluster's spec and status are
+// large (platform, networking, versions) and a fleet has a thousand. Other objects are left
+// alone.
+func trimHostedCluster(obj any) {
+	if hc, ok := obj.(*hyperv1.HostedCluster); ok {
+		hc.Spec = hyperv1.HostedClusterSpec{}
+		hc.Status = hyperv1.HostedClusterStatus{Conditions: hc.Status.Conditions}
+	}
 }
 
 // Setup registers the HostedClusterPackage controller on mgr, whose scheme must know

@@ -19,11 +19,32 @@ import (
 // Requests counts API requests by verb, named as the API server's metrics name them (GET,
 // LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE, ...). Dry runs are counted apart, as
 // "<verb>/dry-run", and so are requests on Leases, as "<verb>/leases": the API server renews
-// its own identity Lease every 10 s, and the controller runs without leader election.
+// its own identity Lease every 10 s, and the controller runs without leader election. Requests
+// on convoy's bookkeeping (its own kinds, ControllerRevisions, Events) are named
+// "<verb>/<resource>[/<subresource>]"; the bare verbs are requests on the packages' objects.
 type Requests map[string]float64
 
 // writeVerbs are the verbs that change state.
-var writeVerbs = []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+
+// bookkeeping are the resources whose requests are named after them.
+var bookkeeping = map[string]bool{"packages": true, "hostedclusterpackages": true, "gitsources": true,
+	"objectdeployments": true, "controllerrevisions": true, "events": true}
+
+// requestKey names a request in Requests.
+func requestKey(verb, resource, subresource string, dryRun bool) string {
+	switch {
+	case dryRun:
+		return verb + "/dry-run"
+	case resource == "leases":
+		return verb + "/leases"
+	case bookkeeping[resource] && subresource != "":
+		return verb + "/" + resource + "/" + subresource
+	case bookkeeping[resource]:
+		return verb + "/" + resource
+	}
+	return verb
+}
 
 // Total returns the number of requests of every verb.
 func (r Requests) Total() float64 {
@@ -34,11 +55,26 @@ func (r Requests) Total() float64 {
 	return n
 }
 
-// Writes returns the number of requests that change state.
+// Writes returns the number of requests that change state; dry runs and Lease renewals are
+// not counted.
 func (r Requests) Writes() float64 {
 	var n float64
-	for _, v := range writeVerbs {
-		n += r[v]
+	for k, v := range r {
+		verb, rest, _ := strings.Cut(k, "/")
+		if writeVerbs[verb] && rest != "dry-run" && rest != "leases" {
+			n += v
+		}
+	}
+	return n
+}
+
+// OnObjects returns the number of requests on the packages' objects, dry runs included.
+func (r Requests) OnObjects() float64 {
+	var n float64
+	for k, v := range r {
+		if _, rest, _ := strings.Cut(k, "/"); rest == "" || rest == "dry-run" {
+			n += v
+		}
 	}
 	return n
 }
@@ -104,14 +140,7 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (Requests, error) {
 		if err != nil {
 			return nil, err
 		}
-		verb := labels["verb"]
-		switch {
-		case labels["dry_run"] != "":
-			verb += "/dry-run"
-		case labels["resource"] == "leases":
-			verb += "/leases"
-		}
-		out[verb] += v
+		out[requestKey(labels["verb"], labels["resource"], labels["subresource"], labels["dry_run"] != "")] += v
 	}
 	return out, sc.Err()
 }
@@ -153,7 +182,8 @@ func (c *countingTransport) snapshot() Requests {
 	return out
 }
 
-// verbOf names a resource request as the API server's metrics do; "" for non-resource paths.
+// verbOf names a resource request as the API server's metrics do, with requestKey; "" for
+// non-resource paths.
 func verbOf(req *http.Request) string {
 	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	switch {
@@ -167,6 +197,18 @@ func verbOf(req *http.Request) string {
 	if len(segs) >= 3 && segs[0] == "namespaces" {
 		segs = segs[2:]
 	}
+	if len(segs) == 0 {
+		return ""
+	}
+	resource, subresource := segs[0], ""
+	if len(segs) >= 3 {
+		subresource = segs[2]
+	}
+	return requestKey(methodVerb(req, len(segs) <= 1), resource, subresource, req.URL.Query().Get("dryRun") != "")
+}
+
+// methodVerb names the verb of a request; collection tells a LIST from a GET.
+func methodVerb(req *http.Request, collection bool) string {
 	switch req.Method {
 	case http.MethodPost:
 		return "POST"
@@ -183,7 +225,7 @@ func verbOf(req *http.Request) string {
 	switch {
 	case req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1":
 		return "WATCH"
-	case len(segs) <= 1:
+	case collection:
 		return "LIST"
 	default:
 		return "GET"

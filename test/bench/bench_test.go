@@ -53,12 +53,13 @@ func TestVerbOf(t *testing.T) {
 		"GET /api/v1/namespaces/a/configmaps":                       "LIST",
 		"GET /api/v1/namespaces/a/configmaps/b":                     "GET",
 		"GET /api/v1/namespaces/a":                                  "GET",
-		"GET /apis/convoy.dev/v1alpha1/packages?watch=true":         "WATCH",
-		"GET /apis/convoy.dev/v1alpha1/hostedclusterpackages/x":     "GET",
-		"PATCH /apis/convoy.dev/v1alpha1/namespaces/a/gitsources/b": "PATCH",
-		"POST /apis/convoy.dev/v1alpha1/namespaces/a/packages":      "POST",
+		"GET /apis/convoy.dev/v1alpha1/packages?watch=true":         "WATCH/packages",
+		"GET /apis/convoy.dev/v1alpha1/hostedclusterpackages/x":     "GET/hostedclusterpackages",
+		"PATCH /apis/convoy.dev/v1alpha1/namespaces/a/gitsources/b": "PATCH/gitsources",
+		"POST /apis/convoy.dev/v1alpha1/namespaces/a/packages":      "POST/packages",
+		"PATCH /api/v1/namespaces/a/configmaps/b?dryRun=All":        "PATCH/dry-run",
 		"GET /metrics": "",
-		"PUT /apis/convoy.dev/v1alpha1/hostedclusterpackages/x/status": "PUT",
+		"PUT /apis/convoy.dev/v1alpha1/hostedclusterpackages/x/status": "PUT/hostedclusterpackages/status",
 	}
 	for in, want := range cases {
 		t.Run(in, func(t *testing.T) {
@@ -67,4 +68,14 @@ func TestVerbOf(t *testing.T) {
 			NewWithT(t).Expect(verbOf(req)).To(Equal(want))
 		})
 	}
+}
+
+// TestRequestsSplitWritesAndObjects pins which requests count as writes and as requests on the
+// packages' objects.
+func TestRequestsSplitWritesAndObjects(t *testing.T) {
+	g := NewWithT(t)
+	r := Requests{"APPLY": 10, "GET": 4, "PATCH/dry-run": 2, "PATCH/packages/status": 3, "POST/events": 1,
+		"PUT/leases": 5, "WATCH/packages": 1}
+	g.Expect(r.Writes()).To(Equal(14.0), "applies, status patches and events; no dry-runs, no Lease renewals")
+	g.Expect(r.OnObjects()).To(Equal(16.0), "applies, reads and dry-runs of the objects")
 }

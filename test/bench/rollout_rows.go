@@ -33,9 +33,12 @@ func (r *rolloutRun) addRows(name string, w window, floor time.Duration, withTar
 		rss.Target, rss.Met = fmt.Sprintf("< %d MiB", targetRSSMiB), ptr(rss.Value < targetRSSMiB)
 		perObj.Target, perObj.Met = fmt.Sprintf("≤ %.1f", targetRequestsPerObj), ptr(perObj.Value <= targetRequestsPerObj)
 	}
+	onObjects := Row{Scenario: scenario, Metric: "requests on the objects, per object", Value: w.requests.OnObjects() / objects,
+		Unit: "req", Baseline: ptr(r.floorRq.OnObjects() / objects), BaselineName: "bare SSA loop",
+		Note: "without convoy's Packages, statuses, revisions and events"}
 	cpu := Row{Scenario: scenario, Metric: "controller CPU", Value: w.cpu.Seconds(), Unit: "s",
 		Note: fmt.Sprintf("%.0f%% of one core", 100*w.cpu.Seconds()/w.wall.Seconds())}
-	for _, row := range []Row{wall, cpu, rss, perObj} {
+	for _, row := range []Row{wall, cpu, rss, perObj, onObjects} {
 		r.res.add(row)
 	}
 }
