@@ -125,7 +125,9 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 	for _, s := range states {
 		applied := s.obj.DeepCopy()
 		ssautils.RemoveCABundleFromCRD(applied)
+		done := e.applied.begin(c, s)
 		err := out.observer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager))
+		done(applied, err)
 		switch {
 		case action == ssa.ConfiguredAction && apierrors.IsInvalid(err):
 			e.applied.forget(c, keyOf(s.obj))
@@ -134,7 +136,6 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 		case err != nil:
 			return nil, c.classify(fmt.Errorf("%s apply failed: %w", describe(s.obj), err))
 		}
-		e.applied.record(c, s, applied)
 		if action == ssa.CreatedAction {
 			out.changes.Created++
 		} else {

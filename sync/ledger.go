@@ -32,6 +32,9 @@ type ledger struct {
 	mu      gosync.Mutex
 	max     int
 	entries map[ledgerKey]ledgerEntry
+	// applying counts the applies in flight per object: their watch events may come before
+	// their responses.
+	applying map[ledgerKey]int
 }
 
 // ledgerKey identifies an object in one cluster: the management cluster, or the hosted
@@ -49,7 +52,7 @@ type ledgerEntry struct {
 }
 
 func newLedger(max int) *ledger {
-	return &ledger{max: max, entries: map[ledgerKey]ledgerEntry{}}
+	return &ledger{max: max, entries: map[ledgerKey]ledgerEntry{}, applying: map[ledgerKey]int{}}
 }
 
 // ledgerCluster names a cluster in ledger keys: hosted clusters are told apart by namespace.
@@ -133,15 +136,38 @@ func (l *ledger) record(c *cluster, desired desiredState, live *unstructured.Uns
 	}
 }
 
-// wroteManagement reports whether the resourceVersion of obj, an object of the management
-// cluster, is the one the engine's own apply answered: the watch event of a write the
-// engine made itself.
+// begin notes an apply of desired in flight; the returned function ends it with the
+// response and records it when the apply succeeded.
+func (l *ledger) begin(c *cluster, desired desiredState) func(applied *unstructured.Unstructured, err error) {
+	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}
+	l.mu.Lock()
+	l.applying[key]++
+	l.mu.Unlock()
+	return func(applied *unstructured.Unstructured, err error) {
+		if err == nil {
+			l.record(c, desired, applied)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.applying[key]--; l.applying[key] <= 0 {
+			delete(l.applying, key)
+		}
+	}
+}
+
+// wroteManagement reports whether a watch event of obj, an object of the management cluster,
+// comes from the engine's own apply: one is in flight, or obj's resourceVersion is the one the
+// last apply answered.
+//
+// Note: an event dropped while an apply is in flight loses nothing: the apply's response is the
+// object after every write before it, and writes after it have a newer resourceVersion.
 func (l *ledger) wroteManagement(obj client.Object) bool {
-	key := objectKey{gk: obj.GetObjectKind().GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}
+	key := ledgerKey{cluster: convoyv1alpha1.InventoryClusterManagement, object: objectKey{
+		gk: obj.GetObjectKind().GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, found := l.entries[ledgerKey{cluster: convoyv1alpha1.InventoryClusterManagement, object: key}]
-	return found && e.resourceVersion == obj.GetResourceVersion()
+	e, found := l.entries[key]
+	return l.applying[key] > 0 || (found && e.resourceVersion == obj.GetResourceVersion())
 }
 
 // forget drops what the ledger knows of an object.

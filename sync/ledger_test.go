@@ -133,6 +133,11 @@ func TestLedgerTellsTheEngineOwnWritesApart(t *testing.T) {
 
 	event := applied.DeepCopy()
 	g.Expect(l.wroteManagement(event)).To(BeTrue(), "the event of the engine's own apply")
+	event.SetResourceVersion("9")
+	done := l.begin(c, desired)
+	g.Expect(l.wroteManagement(event)).To(BeTrue(), "an event that comes before the apply's response")
+	done(event, nil)
+	g.Expect(l.wroteManagement(event)).To(BeTrue(), "the response is recorded")
 	event.SetResourceVersion("8")
 	g.Expect(l.wroteManagement(event)).To(BeFalse(), "a later write by someone else")
 	hosted := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassHostedCluster)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -64,6 +65,8 @@ type HostedClusterPackageReconciler struct {
 
 	expect  *expectations
 	metrics *rolloutMetrics
+	// passes holds when the last pass of each HostedClusterPackage started (time.Time by name).
+	passes sync.Map
 }
 
 // scope is what one pass reads and computes; each step documents what it fills in.
@@ -93,6 +96,7 @@ type step func(ctx context.Context, s *scope) error
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	r.passes.Store(req.Name, time.Now())
 	obj := &convoyv1alpha1.HostedClusterPackage{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -264,4 +268,5 @@ func (r *HostedClusterPackageReconciler) now() time.Time {
 func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.expect.forget(name)
 	r.metrics.forget(name)
+	r.passes.Delete(name)
 }

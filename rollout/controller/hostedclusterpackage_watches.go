@@ -67,7 +67,8 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&convoyv1alpha1.HostedClusterPackage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&convoyv1alpha1.Package{},
-			batched(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &convoyv1alpha1.HostedClusterPackage{}, handler.OnlyControllerOwner())),
+			batched(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &convoyv1alpha1.HostedClusterPackage{}, handler.OnlyControllerOwner()),
+				r.packageEventDelay),
 			builder.WithPredicates(packageChanged())).
 		Watches(&hyperv1.HostedCluster{}, r.hostedClusterHandler(), builder.WithPredicates(hostedClusterChanged())).
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
@@ -78,23 +79,23 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 		Complete(r)
 }
 
-// packageEventBatching is how long the events of Packages gather before their
-// HostedClusterPackage is looked at.
+// packageEventBatching is the least time between two passes of a HostedClusterPackage that
+// Package events start.
 //
 // Note: during a rollout at a thousand clusters, Packages change status many times a second;
-// a pass per event would re-plan the whole fleet and patch the status each time. Gathering
-// them costs a rollout wave at most this long.
-const packageEventBatching = time.Second
+// a pass per event would re-plan the whole fleet and patch the status each time. The first
+// event after a quiet spell starts a pass at once; a rollout wave waits at most this long.
+const packageEventBatching = 250 * time.Millisecond
 
-// batched makes h enqueue its requests packageEventBatching later; requests for the same
-// HostedClusterPackage within that time are one.
-func batched(h handler.EventHandler) handler.EventHandler {
+// batched makes h enqueue its requests no sooner than delay says.
+func batched(h handler.EventHandler, delay func(ctrlreconcile.Request) time.Duration) handler.EventHandler {
+	wrap := func(q queue) queue { return delayedQueue{queue: q, delay: delay} }
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { h.Create(ctx, e, delayedQueue{q}) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { h.Update(ctx, e, delayedQueue{q}) },
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { h.Delete(ctx, e, delayedQueue{q}) },
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { h.Create(ctx, e, wrap(q)) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { h.Update(ctx, e, wrap(q)) },
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { h.Delete(ctx, e, wrap(q)) },
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {
-			h.Generic(ctx, e, delayedQueue{q})
+			h.Generic(ctx, e, wrap(q))
 		},
 	}
 }
@@ -102,10 +103,29 @@ func batched(h handler.EventHandler) handler.EventHandler {
 // queue is the work queue of the controller.
 type queue = workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]
 
-// delayedQueue turns the adds of an event handler into adds packageEventBatching later.
-type delayedQueue struct{ queue }
+// delayedQueue turns the adds of an event handler into adds after delay.
+type delayedQueue struct {
+	queue
+	delay func(ctrlreconcile.Request) time.Duration
+}
 
-func (q delayedQueue) Add(req ctrlreconcile.Request) { q.AddAfter(req, packageEventBatching) }
+func (q delayedQueue) Add(req ctrlreconcile.Request) {
+	if d := q.delay(req); d > 0 {
+		q.AddAfter(req, d)
+		return
+	}
+	q.queue.Add(req)
+}
+
+// packageEventDelay is how long a Package event waits before it starts a pass of req: until
+// packageEventBatching after the last pass started.
+func (r *HostedClusterPackageReconciler) packageEventDelay(req ctrlreconcile.Request) time.Duration {
+	last, ok := r.passes.Load(req.Name)
+	if !ok {
+		return 0
+	}
+	return time.Until(last.(time.Time).Add(packageEventBatching))
+}
 
 // indexOwner returns the HostedClusterPackage controlling a Package.
 func indexOwner(o client.Object) []string {
