@@ -10,12 +10,18 @@
 //   - refuses collisions: an existing object that is not labelled as this owner's is left
 //     alone unless the desired object carries convoy.dev/adopt: "true";
 //   - applies with server-side apply (field manager "convoy"), CustomResourceDefinitions and
-//     Namespaces first, waiting briefly for CRDs to be established: objects the read found
-//     absent are created with one apply each, existing ones go through fluxcd/pkg/ssa, whose
-//     dry-run comparison leaves unchanged objects unwritten; objects are only recreated on an
-//     immutable-field error when annotated convoy.dev/force: "true";
+//     Namespaces first, waiting briefly for CRDs to be established. An object this owner
+//     applied before in another state (the engine's ledger, a cache) is applied directly, one
+//     request; the others are read first: absent ones are created with one apply each, one
+//     whose resourceVersion is still the one the ledger recorded is left alone, and the rest
+//     go through fluxcd/pkg/ssa, whose dry-run comparison leaves unchanged objects unwritten;
+//     objects are only recreated on an immutable-field error when annotated
+//     convoy.dev/force: "true";
 //   - judges availability from the live objects it just read or wrote (sync/probe), without
 //     extra requests.
+//
+// The controllers ignore the watch events of the engine's own applies (the ledger knows their
+// resourceVersions), so an apply does not bring its owner back for a second pass.
 //
 // The first phase that is not available ends the pass with a Waiting error: the controller
 // requeues instead of blocking a worker. Once every phase is available, objects of the previous

@@ -27,7 +27,8 @@ const (
 type Options struct {
 	// Controller names the controller using the engine, in metrics.
 	Controller string
-	// Concurrency bounds the parallel reads and dry-runs of one phase; default 4.
+	// Concurrency bounds the parallel reads and dry-runs of one phase; default 4. Direct applies
+	// of one phase are sequential: the owners applied in parallel keep the API server busy.
 	Concurrency int
 	// ProbeInterval is the requeue delay while a phase is not available; default 5s.
 	ProbeInterval time.Duration

@@ -39,6 +39,7 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 	if r.Renders == nil {
 		r.Renders = manifests.NewCache(0)
 	}
+	renderCaches.add(r.Renders)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &convoyv1alpha1.Package{},
 		unpinnedSourceIndex, indexUnpinnedSource); err != nil {
 		return fmt.Errorf("indexing Packages: %w", err)

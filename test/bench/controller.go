@@ -207,6 +207,21 @@ func (c *Controller) HasController(ctx context.Context, name string) (bool, erro
 	return false, fmt.Errorf("no controller series in the controller's metrics after a minute")
 }
 
+// Counter returns the value of an unlabelled counter of the controller's metrics; zero when it
+// has none.
+func (c *Controller) Counter(ctx context.Context, name string) (float64, error) {
+	raw, err := c.metrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(raw) {
+		if value, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			return strconv.ParseFloat(value, 64)
+		}
+	}
+	return 0, nil
+}
+
 // metrics returns the controller's Prometheus metrics.
 func (c *Controller) metrics(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.metricsAddr+"/metrics", nil)

@@ -207,6 +207,7 @@ type snapshot struct {
 	server   Requests
 	own      Requests
 	gitStats gitserver.Stats
+	renders  float64
 }
 
 // take measures now.
@@ -216,11 +217,18 @@ func (e *env) take(ctx context.Context) (snapshot, error) {
 	if s.server, err = scrapeRequests(ctx, e.fleet.Config); err != nil {
 		return s, err
 	}
-	if e.ctrl != nil {
-		s.usage, err = e.ctrl.Usage()
+	if e.ctrl == nil {
+		return s, nil
 	}
+	if s.usage, err = e.ctrl.Usage(); err != nil {
+		return s, err
+	}
+	s.renders, err = e.ctrl.Counter(ctx, rendersMetric)
 	return s, err
 }
+
+// rendersMetric counts the controller's package renders.
+const rendersMetric = "convoy_render_cache_renders_total"
 
 // window is the difference of two snapshots: what the controller did in between.
 type window struct {
@@ -231,6 +239,8 @@ type window struct {
 	// requests are the API server's, minus the benchmark's own.
 	requests Requests
 	git      gitserver.Stats
+	// renders counts the controller's package renders.
+	renders float64
 }
 
 // since returns what happened between before and after.
@@ -241,5 +251,6 @@ func since(before, after snapshot) window {
 		peakRSS:  after.usage.PeakRSS,
 		requests: after.server.Sub(before.server).Sub(after.own.Sub(before.own)),
 		git:      after.gitStats.Sub(before.gitStats),
+		renders:  after.renders - before.renders,
 	}
 }

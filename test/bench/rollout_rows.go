@@ -36,9 +36,14 @@ func (r *rolloutRun) addRows(name string, w window, floor time.Duration, withTar
 	onObjects := Row{Scenario: scenario, Metric: "requests on the objects, per object", Value: w.requests.OnObjects() / objects,
 		Unit: "req", Baseline: ptr(r.floorRq.OnObjects() / objects), BaselineName: "bare SSA loop",
 		Note: "without convoy's Packages, statuses, revisions and events"}
+	renders := Row{Scenario: scenario, Metric: "package renders", Value: w.renders, Unit: "",
+		Note: fmt.Sprintf("for %d Packages at one commit of one template-free path", r.n)}
+	if withTargets {
+		renders.Target, renders.Met = "1", ptr(w.renders == 1)
+	}
 	cpu := Row{Scenario: scenario, Metric: "controller CPU", Value: w.cpu.Seconds(), Unit: "s",
 		Note: fmt.Sprintf("%.0f%% of one core", 100*w.cpu.Seconds()/w.wall.Seconds())}
-	for _, row := range []Row{wall, cpu, rss, perObj, onObjects} {
+	for _, row := range []Row{wall, cpu, rss, perObj, onObjects, renders} {
 		r.res.add(row)
 	}
 }
