@@ -169,7 +169,7 @@ func (c *Controller) CaptureProfile(ctx context.Context, kind, path string) erro
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := metricsClient.Do(req)
 	if err != nil {
 		return err
 	}
@@ -222,13 +222,16 @@ func (c *Controller) Counter(ctx context.Context, name string) (float64, error) 
 	return 0, nil
 }
 
+// metricsClient reads the controller's metrics; a stopped controller fails it, not hangs it.
+var metricsClient = &http.Client{Timeout: 10 * time.Second}
+
 // metrics returns the controller's Prometheus metrics.
 func (c *Controller) metrics(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.metricsAddr+"/metrics", nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := metricsClient.Do(req)
 	if err != nil {
 		return "", err
 	}

@@ -207,7 +207,6 @@ type snapshot struct {
 	server   Requests
 	own      Requests
 	gitStats gitserver.Stats
-	renders  float64
 }
 
 // take measures now.
@@ -217,18 +216,11 @@ func (e *env) take(ctx context.Context) (snapshot, error) {
 	if s.server, err = scrapeRequests(ctx, e.fleet.Config); err != nil {
 		return s, err
 	}
-	if e.ctrl == nil {
-		return s, nil
+	if e.ctrl != nil {
+		s.usage, err = e.ctrl.Usage()
 	}
-	if s.usage, err = e.ctrl.Usage(); err != nil {
-		return s, err
-	}
-	s.renders, err = e.ctrl.Counter(ctx, rendersMetric)
 	return s, err
 }
-
-// rendersMetric counts the controller's package renders.
-const rendersMetric = "convoy_render_cache_renders_total"
 
 // window is the difference of two snapshots: what the controller did in between.
 type window struct {
@@ -239,7 +231,7 @@ type window struct {
 	// requests are the API server's, minus the benchmark's own.
 	requests Requests
 	git      gitserver.Stats
-	// renders counts the controller's package renders.
+	// renders counts the controller's package renders; only rollouts measure it.
 	renders float64
 }
 
@@ -251,6 +243,5 @@ func since(before, after snapshot) window {
 		peakRSS:  after.usage.PeakRSS,
 		requests: after.server.Sub(before.server).Sub(after.own.Sub(before.own)),
 		git:      after.gitStats.Sub(before.gitStats),
-		renders:  after.renders - before.renders,
 	}
 }

@@ -183,6 +183,10 @@ func (r *rolloutRun) scenario(name string) string {
 
 // measure runs fn between two snapshots and adds its rows; targets apply when withTargets.
 func (r *rolloutRun) measure(ctx context.Context, name string, floor time.Duration, fn func(context.Context) error, withTargets bool) error {
+	rendersBefore, err := r.e.ctrl.Counter(ctx, rendersMetric)
+	if err != nil {
+		return err
+	}
 	before, err := r.e.take(ctx)
 	if err != nil {
 		return err
@@ -196,9 +200,18 @@ func (r *rolloutRun) measure(ctx context.Context, name string, floor time.Durati
 		return err
 	}
 	profile()
-	r.addRows(name, since(before, after), floor, withTargets)
+	w := since(before, after)
+	rendersAfter, err := r.e.ctrl.Counter(ctx, rendersMetric)
+	if err != nil {
+		return err
+	}
+	w.renders = rendersAfter - rendersBefore
+	r.addRows(name, w, floor, withTargets)
 	return nil
 }
+
+// rendersMetric counts the controller's package renders.
+const rendersMetric = "convoy_render_cache_renders_total"
 
 // startProfile captures a CPU profile of the controller during the measurement when asked;
 // the returned function waits for it, then captures a heap profile.
