@@ -39,6 +39,7 @@ type controllerOptions struct {
 	kubeconfig              string
 	metricsAddr             string
 	probeAddr               string
+	pprofAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
@@ -74,6 +75,7 @@ func newControllerCmd() *cobra.Command {
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
 	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "", "Address of the /debug/pprof endpoints; empty disables them.")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
 	fs.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby replica waits before taking over.")
@@ -124,6 +126,7 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 		Scheme:                  newControllerScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
+		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: opts.leaderElectionNamespace,

@@ -24,7 +24,7 @@ const clockTicks = 100
 type Controller struct {
 	cmd         *exec.Cmd
 	metricsAddr string
-	// pprofAddr serves /debug/pprof when the binary was built with the pprof overlay.
+	// pprofAddr serves /debug/pprof (--pprof-bind-address).
 	pprofAddr string
 	log       *os.File
 	done      chan error
@@ -56,9 +56,8 @@ func StartController(ctx context.Context, in ControllerInput) (*Controller, erro
 	c.cmd = exec.Command(in.Binary, "controller", "--kubeconfig", in.Kubeconfig,
 		"--leader-elect=false", "--metrics-bind-address", ports[0], "--health-probe-bind-address", ports[1],
 		"--webhook-addr=", "--storage-path", filepath.Join(in.Dir, "sources"),
-		"--concurrency", strconv.Itoa(in.Concurrency))
+		"--concurrency", strconv.Itoa(in.Concurrency), "--pprof-bind-address", ports[2])
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
-	c.cmd.Env = append(os.Environ(), pprofAddrEnv+"="+c.pprofAddr)
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
 		_ = logFile.Close()
@@ -163,13 +162,13 @@ func memory(pid int) (hwm, rss int64, err error) {
 }
 
 // CaptureProfile writes the controller's pprof profile kind (e.g. "profile?seconds=20" or
-// "heap") to path. It fails when the binary serves no pprof (see buildProfiledConvoy).
+// "heap") to path.
 func (c *Controller) CaptureProfile(ctx context.Context, kind, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.pprofAddr+"/debug/pprof/"+kind, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := metricsClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) // a CPU profile takes profileSeconds
 	if err != nil {
 		return err
 	}
