@@ -66,20 +66,28 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*
 		return err
 	}
 	out.objects = append(out.objects, objs...)
-	invalid, err := e.applyDirect(ctx, c, changed, ssa.ConfiguredAction, out)
+	refused, err := e.applyDirect(ctx, c, changed, ssa.ConfiguredAction, out)
 	if err != nil {
 		return err
 	}
-	// Objects refused as invalid (an immutable field, say) go the full way.
-	if err := out.observer.prefetch(ctx, objectsOf(invalid), e.opts.Concurrency); err != nil {
-		return c.classify(err)
+	// Objects the API server refused (an immutable field, a replaced object) go the full way.
+	if err := e.readRefused(ctx, c, ph, refused, out); err != nil {
+		return err
 	}
-	rest = append(rest, invalid...)
+	rest = append(rest, refused...)
 	if err := e.applyRead(ctx, c, rest, out); err != nil {
 		return err
 	}
 	e.recordApplied(c, out.observer, rest)
 	return nil
+}
+
+// readRefused reads the objects a direct apply refused and checks their ownership again.
+func (e *Engine) readRefused(ctx context.Context, c *cluster, ph *Phase, refused []desiredState, out *phaseOutcome) error {
+	if err := out.observer.prefetch(ctx, objectsOf(refused), e.opts.Concurrency); err != nil {
+		return c.classify(err)
+	}
+	return c.checkOwnership(ph, objectsOf(refused), out.observer)
 }
 
 // applyRead applies objects read by prefetch: the absent ones directly, the present ones not
@@ -113,7 +121,9 @@ func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredStat
 
 // applyDirect applies objects without reading them first, one by one in fluxcd/pkg/ssa's kind
 // order, and counts them under action. Changed objects (action Configured) that the API server
-// refuses as invalid are returned for the caller to handle; other errors stop the stage.
+// refuses (invalid: an immutable field; a conflict or not found: the object was deleted or
+// replaced since this owner applied it) are returned for the caller to read and handle; other
+// errors stop the stage.
 //
 // Note: the resource manager would read and dry-run these objects first, only to learn that
 // they are new or changed; a direct apply is one request instead of three. The cost is that an
@@ -121,17 +131,19 @@ func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredStat
 // anything is.
 func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredState, action ssa.Action, out *phaseOutcome) ([]desiredState, error) {
 	sort.Sort(byKindOrder(states))
-	var invalid []desiredState
+	var refused []desiredState
 	for _, s := range states {
 		applied := s.obj.DeepCopy()
+		applied.SetUID(s.uid)
 		ssautils.RemoveCABundleFromCRD(applied)
 		done := e.applied.begin(c, s)
 		err := out.observer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager))
 		done(applied, err)
 		switch {
-		case action == ssa.ConfiguredAction && apierrors.IsInvalid(err):
+		case action == ssa.ConfiguredAction && refusedDirectApply(err):
 			e.applied.forget(c, keyOf(s.obj))
-			invalid = append(invalid, s)
+			s.uid = ""
+			refused = append(refused, s)
 			continue
 		case err != nil:
 			return nil, c.classify(fmt.Errorf("%s apply failed: %w", describe(s.obj), err))
@@ -143,7 +155,12 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 		}
 		appliedObjects.WithLabelValues(e.opts.Controller, c.name, action.String()).Inc()
 	}
-	return invalid, nil
+	return refused, nil
+}
+
+// refusedDirectApply reports the errors of a direct apply that the full way may overcome.
+func refusedDirectApply(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err)
 }
 
 // recordApplied records in the ledger what the objects now hold, as the observer last saw them.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -20,7 +21,8 @@ const defaultLedgerSize = 200_000
 // It lets a pass skip the reads a fluxcd/pkg/ssa apply would make:
 //
 //   - an object whose desired state changed since this owner applied it is applied directly:
-//     no read (ownership was checked when it was first applied) and no dry-run;
+//     no read (ownership was checked when it was first applied) and no dry-run, with the UID
+//     it had as a precondition, so that an object deleted or replaced since is not written;
 //   - an object whose desired state did not change is read, and when its resourceVersion is
 //     still the one recorded nobody changed it: it is unchanged without a dry-run.
 //
@@ -49,6 +51,7 @@ type ledgerEntry struct {
 	owner           string
 	digest          [sha256.Size]byte
 	resourceVersion string
+	uid             types.UID
 }
 
 func newLedger(max int) *ledger {
@@ -80,6 +83,9 @@ type desiredState struct {
 	obj    *unstructured.Unstructured
 	digest [sha256.Size]byte
 	ok     bool
+	// uid is the object's UID when this owner applied it, for an object applied directly: the
+	// apply then fails, instead of writing, if the object was deleted or replaced since.
+	uid types.UID
 }
 
 // digests computes the desired states of objs.
@@ -100,7 +106,8 @@ func (l *ledger) changedSinceApplied(c *cluster, states []desiredState) (changed
 	owner, cl := ownerID(c.target), ledgerCluster(c)
 	for _, s := range states {
 		e, found := l.entries[ledgerKey{cluster: cl, object: keyOf(s.obj)}]
-		if s.ok && found && e.owner == owner && e.digest != s.digest {
+		if s.ok && found && e.owner == owner && e.digest != s.digest && e.uid != "" {
+			s.uid = e.uid
 			changed = append(changed, s)
 		} else {
 			rest = append(rest, s)
@@ -133,6 +140,7 @@ func (l *ledger) record(c *cluster, desired desiredState, live *unstructured.Uns
 	}
 	l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}] = ledgerEntry{
 		owner: ownerID(c.target), digest: desired.digest, resourceVersion: live.GetResourceVersion(),
+		uid: live.GetUID(),
 	}
 }
 

@@ -158,3 +158,30 @@ func TestLedgerStartsOverPastItsBound(t *testing.T) {
 	}
 	g.Expect(l.entries).To(HaveLen(1))
 }
+
+func TestSyncDoesNotTakeOverAnObjectReplacedSinceItsApply(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+	tgt := engineTarget(t)
+	res, err := engine.Sync(ctx, tgt, threeConfigMaps("r1", "1", "1", "1"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(env.Client.Delete(ctx, configMap(tgt.Namespace, "b", nil))).To(Succeed())
+	g.Expect(env.Client.Create(ctx, configMap(tgt.Namespace, "b", map[string]string{"v": "someone else's"}))).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, configMap(tgt.Namespace, "c", nil))).To(Succeed())
+
+	res2, err := engine.Sync(ctx, tgt, threeConfigMaps("r2", "2", "2", "2"), res.Inventory)
+	g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("ConfigMap " + tgt.Namespace + "/b (not managed by convoy)"))
+	live := get(g, env.Client, configMap(tgt.Namespace, "b", nil))
+	g.Expect(live.Object["data"]).To(HaveKeyWithValue("v", "someone else's"), "a replaced object is not written")
+	g.Expect(live.GetLabels()).NotTo(HaveKey(convoyv1alpha1.PackageNameLabel))
+
+	g.Expect(env.Client.Delete(ctx, live)).To(Succeed())
+	_, err = engine.Sync(ctx, tgt, threeConfigMaps("r2", "2", "2", "2"), res2.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, name := range []string{"a", "b", "c"} {
+		g.Expect(get(g, env.Client, configMap(tgt.Namespace, name, nil)).Object["data"]).To(HaveKeyWithValue("v", "2"))
+	}
+}
