@@ -20,6 +20,16 @@ func countingOpener(fsys fs.FS, calls *atomic.Int32) func() (fs.FS, error) {
 	}
 }
 
+// gatedOpener is a countingOpener whose opens wait until release is called.
+func gatedOpener(fsys fs.FS, calls *atomic.Int32) (open func() (fs.FS, error), release func()) {
+	gate := make(chan struct{})
+	return func() (fs.FS, error) {
+		calls.Add(1)
+		<-gate
+		return fsys, nil
+	}, func() { close(gate) }
+}
+
 func TestCacheRendersOncePerInput(t *testing.T) {
 	g := NewWithT(t)
 	c := NewCache(10)
@@ -52,12 +62,7 @@ func TestCacheSingleFlight(t *testing.T) {
 	c := NewCache(10)
 	fsys := pkgFS(map[string]string{"a.yaml": configMap("a", "one")})
 	var calls atomic.Int32
-	release := make(chan struct{})
-	open := func() (fs.FS, error) {
-		calls.Add(1)
-		<-release
-		return fsys, nil
-	}
+	open, release := gatedOpener(fsys, &calls)
 	const n = 50
 	results := make([]*Rendered, n)
 	var wg sync.WaitGroup
@@ -72,7 +77,7 @@ func TestCacheSingleFlight(t *testing.T) {
 		}()
 	}
 	time.Sleep(50 * time.Millisecond)
-	close(release)
+	release()
 	wg.Wait()
 	g.Expect(calls.Load()).To(BeEquivalentTo(1))
 	for _, r := range results {
@@ -318,12 +323,7 @@ func TestCacheSingleFlightOfATemplatedPackage(t *testing.T) {
 	c := NewCache(0)
 	fsys := pkgFS(map[string]string{"a.yaml.gotmpl": configMap("a", "one") + "data: {package: '{{ .package.name }}'}\n"})
 	var calls atomic.Int32
-	release := make(chan struct{})
-	open := func() (fs.FS, error) {
-		calls.Add(1)
-		<-release
-		return fsys, nil
-	}
+	open, release := gatedOpener(fsys, &calls)
 	const n = 30
 	datas := make([]TemplateData, n)
 	for i := range datas {
@@ -339,7 +339,7 @@ func TestCacheSingleFlightOfATemplatedPackage(t *testing.T) {
 	g.Eventually(calls.Load).Should(BeEquivalentTo(1))
 	time.Sleep(50 * time.Millisecond)
 	g.Expect(calls.Load()).To(BeEquivalentTo(1), "all wait on the first render, not knowing it is templated")
-	close(release)
+	release()
 	<-done
 
 	g.Expect(errs).To(HaveEach(Not(HaveOccurred())))

@@ -162,3 +162,19 @@ func decodeFile(file string, data []byte, errs *errorList) []*object {
 	}
 	return objs
 }
+
+// DecodeObjects decodes a multi-document YAML (or JSON) stream into objects, as Load reads the
+// files of a package: documents that hold only null are skipped and v1 Lists are expanded. Its
+// errors are Errors naming file and line.
+func DecodeObjects(file string, data []byte) ([]*unstructured.Unstructured, error) {
+	errs := &errorList{}
+	objs := decodeFile(file, data, errs)
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.u
+	}
+	return out, nil
+}

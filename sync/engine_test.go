@@ -14,12 +14,21 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 // engineTarget returns a target named after the test in a new management namespace, with the
 // blue hosted cluster.
 func engineTarget(t *testing.T) *Target {
 	return &Target{Namespace: newNamespace(t, env.Client), Name: "pkg", Management: env.Client, Hosted: blue.Client}
+}
+
+// countedTarget returns an engineTarget whose management client counts its requests.
+func countedTarget(t *testing.T) (*Target, *requestCounter) {
+	tgt := engineTarget(t)
+	mgmt, counter := countingClient(t, env.Config)
+	tgt.Management = mgmt
+	return tgt, counter
 }
 
 // exists reports whether obj exists in c.
@@ -59,7 +68,7 @@ func TestSyncAppliesPhasesInOrderAcrossClusters(t *testing.T) {
 	ctx := context.Background()
 	tgt := engineTarget(t)
 	hostedNS := newNamespace(t, blue.Client)
-	group := suffix() + ".test.convoy.dev"
+	group := fleet.NameSuffix() + ".test.convoy.dev"
 	rev := &Revision{ID: "r1", Probes: gateRules(t), Phases: []Phase{
 		{Name: "crds", Class: convoyv1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{
 			crd(group, "Widget"), gate(hostedNS, "gate")}},
@@ -101,9 +110,7 @@ func TestSyncAppliesPhasesInOrderAcrossClusters(t *testing.T) {
 func TestSyncUpdatesOnlyChangedObjectsAndPrunesAfterAvailable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	mgmt, counter := countingClient(t, env.Config)
-	tgt := engineTarget(t)
-	tgt.Management = mgmt
+	tgt, counter := countedTarget(t)
 	engine := NewEngine(Options{Controller: "test"})
 	rev1 := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
 		configMap("", "a", map[string]string{"v": "1"}), configMap("", "b", map[string]string{"v": "1"}),
@@ -210,7 +217,7 @@ func TestSyncRefusesManagementObjectsOutsideTheNamespace(t *testing.T) {
 		},
 		"cluster-scoped": {
 			obj: func(string) *unstructured.Unstructured {
-				return object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "x-"+suffix(), nil)
+				return object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "x-"+fleet.NameSuffix(), nil)
 			},
 			want: "is cluster-scoped: management phases may only hold objects of namespace",
 		},
@@ -266,7 +273,7 @@ func TestSyncAppliesACustomResourceWithItsDefinition(t *testing.T) {
 	ctx := context.Background()
 	tgt := engineTarget(t)
 	hostedNS := newNamespace(t, blue.Client)
-	group := suffix() + ".test.convoy.dev"
+	group := fleet.NameSuffix() + ".test.convoy.dev"
 	widget := object(group+"/v1", "Gadget", hostedNS, "g1", map[string]any{"spec": map[string]any{"size": int64(1)}})
 	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "all", Class: convoyv1alpha1.ClassHostedCluster,
 		Objects: []*unstructured.Unstructured{widget, crd(group, "Gadget")}}}}

@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	gosync "sync"
@@ -83,16 +82,6 @@ func openGate(g Gomega, c client.Client, namespace, name string) {
 	g.Expect(c.Patch(context.Background(), cm, client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
 }
 
-// suffix returns a random DNS-label suffix, for cluster-scoped names shared by tests.
-func suffix() string {
-	const letters = "abcdefghijklmnopqrstuvwxyz"
-	b := make([]byte, 6)
-	for i := range b {
-		b[i] = letters[rand.IntN(len(letters))]
-	}
-	return string(b)
-}
-
 // crd builds a namespaced CustomResourceDefinition of kind in group, accepting any fields.
 func crd(group, kind string) *unstructured.Unstructured {
 	plural := strings.ToLower(kind) + "s"
@@ -159,6 +148,14 @@ func (rc *requestCounter) take() map[string]int {
 	out := rc.counts
 	rc.counts = map[string]int{}
 	return out
+}
+
+// takeWithoutDiscovery is take without the discovery requests, which depend on what the
+// client asked before.
+func (rc *requestCounter) takeWithoutDiscovery() map[string]int {
+	counts := rc.take()
+	delete(counts, "DISCOVERY")
+	return counts
 }
 
 // writes counts the requests that may change an object.

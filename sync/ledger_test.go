@@ -18,43 +18,32 @@ func threeConfigMaps(id, a, b, c string) *Revision {
 		configMap("", "c", map[string]string{"v": c})}}}}
 }
 
-// requests takes the counts of counter, discovery left out.
-func requests(counter *requestCounter) map[string]int {
-	c := counter.take()
-	delete(c, "DISCOVERY")
-	return c
-}
-
 func TestSyncAppliesChangedObjectsWithoutReadingThem(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	mgmt, counter := countingClient(t, env.Config)
-	tgt := engineTarget(t)
-	tgt.Management = mgmt
+	tgt, counter := countedTarget(t)
 	engine := NewEngine(Options{Controller: "test"})
 	res, err := engine.Sync(ctx, tgt, threeConfigMaps("r1", "1", "1", "1"), nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 3, "PATCH": 3}), "new objects: a read, then an apply")
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3, "PATCH": 3}), "new objects: a read, then an apply")
 
 	res, err = engine.Sync(ctx, tgt, threeConfigMaps("r2", "1", "2", "2"), res.Inventory)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Changes).To(Equal(Changes{Configured: 2, Unchanged: 1}))
-	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 1, "PATCH": 2}),
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 1, "PATCH": 2}),
 		"changed objects are applied without a read or a dry-run; the unchanged one is read only")
 	g.Expect(get(g, env.Client, configMap(tgt.Namespace, "b", nil)).Object["data"]).To(HaveKeyWithValue("v", "2"))
 
 	res, err = engine.Sync(ctx, tgt, threeConfigMaps("r2", "1", "2", "2"), res.Inventory)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Changes).To(Equal(Changes{Unchanged: 3}))
-	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 3}), "a no-op pass reads each object once")
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3}), "a no-op pass reads each object once")
 }
 
 func TestSyncStillRestoresDriftOfObjectsItApplied(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	mgmt, counter := countingClient(t, env.Config)
-	tgt := engineTarget(t)
-	tgt.Management = mgmt
+	tgt, counter := countedTarget(t)
 	engine := NewEngine(Options{Controller: "test"})
 	rev := threeConfigMaps("r1", "1", "1", "1")
 	res, err := engine.Sync(ctx, tgt, rev, nil)
@@ -68,7 +57,7 @@ func TestSyncStillRestoresDriftOfObjectsItApplied(t *testing.T) {
 	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Changes).To(Equal(Changes{Configured: 1, Unchanged: 2}))
-	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 3, "PATCH(dry-run)": 1, "PATCH": 1}),
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3, "PATCH(dry-run)": 1, "PATCH": 1}),
 		"only the object changed behind the engine's back is dry-run")
 	g.Expect(get(g, env.Client, configMap(tgt.Namespace, "a", nil)).Object["data"]).To(HaveKeyWithValue("v", "1"))
 
@@ -76,7 +65,7 @@ func TestSyncStillRestoresDriftOfObjectsItApplied(t *testing.T) {
 	res, err = restarted.Sync(ctx, tgt, rev, res.Inventory)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Changes).To(Equal(Changes{Unchanged: 3}))
-	g.Expect(requests(counter)).To(Equal(map[string]int{"GET": 3, "PATCH(dry-run)": 3}),
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3, "PATCH(dry-run)": 3}),
 		"a restarted engine knows nothing and compares every object")
 }
 

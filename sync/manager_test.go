@@ -14,6 +14,7 @@ import (
 
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sync/hosted"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 // mgrClient is the manager's cached client; tests read through env.Client (uncached).
@@ -48,15 +49,5 @@ func startManager(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	mgrClient = mgr.GetClient()
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = mgr.Start(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-		_ = os.RemoveAll(dir)
-	}, nil
+	return fleet.RunManager(ctx, mgr, dir), nil
 }

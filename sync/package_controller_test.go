@@ -13,13 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 func TestPackageAppliesPhasesInOrderAcrossClusters(t *testing.T) {
 	g := NewWithT(t)
 	ns := hcpNamespace(t, blue)
 	hostedNS := newNamespace(t, blue.Client)
-	group := suffix() + ".test.convoy.dev"
+	group := fleet.NameSuffix() + ".test.convoy.dev"
 	repo := newGitSource(t, ns)
 	crdYAML := fmt.Sprintf(`---
 apiVersion: apiextensions.k8s.io/v1
@@ -162,7 +163,7 @@ func TestPackageRefusesForeignAndClusterScopedObjects(t *testing.T) {
 		"foreign/manifest.yaml": manifest("one"),
 		"foreign/objects.yaml":  cmYAML("one", "kube-system", "x", "1"),
 		"cluster/manifest.yaml": manifest("one"),
-		"cluster/objects.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: x-" + suffix() +
+		"cluster/objects.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: x-" + fleet.NameSuffix() +
 			", annotations: {convoy.dev/phase: one}}\nrules: []\n",
 	})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -3,8 +3,6 @@ package sync
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,22 +117,8 @@ func cmYAML(phase, namespace, name, value string, extraLabels ...string) string 
 // for gitserver.Repo.Commit, under prefix.
 func exampleFiles(t *testing.T, name, prefix string) map[string]string {
 	t.Helper()
-	g := NewWithT(t)
-	root := filepath.Join("..", "examples", "packages", name)
-	files := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		files[prefix+"/"+filepath.ToSlash(rel)] = string(data)
-		return nil
-	})
-	g.Expect(err).NotTo(HaveOccurred())
+	files, err := gitserver.ReadTree(filepath.Join("..", "examples", "packages", name), prefix)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return files
 }
 

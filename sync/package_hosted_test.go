@@ -23,7 +23,7 @@ func TestPackageHostedClusterOutageRotationAndDeletion(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = red.StopAPIServer() })
 	ns := red.HCPNamespace
-	name := "outage-" + suffix()
+	name := "outage-" + fleet.NameSuffix()
 	repo := newGitSource(t, ns)
 	c1, err := repo.Commit("main", "one", map[string]string{
 		"pkg/manifest.yaml": manifest("inside:hosted-cluster", "outside"),

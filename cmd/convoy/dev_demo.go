@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,7 +126,7 @@ func (d *demo) seedRepository(srv *gitserver.Server) (*gitserver.Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := readTree(filepath.Join(d.opts.examples, "packages"))
+	files, err := gitserver.ReadTree(filepath.Join(d.opts.examples, "packages"), "")
 	if err != nil {
 		return nil, err
 	}
@@ -137,24 +136,6 @@ func (d *demo) seedRepository(srv *gitserver.Server) (*gitserver.Repo, error) {
 	}
 	fmt.Fprintf(d.out, "Seeded %s with examples/packages at commit %s.\n", srv.FileURL(devRepository), shortCommit(commit))
 	return repo, nil
-}
-
-// readTree reads every file under root, by slash-separated relative path.
-func readTree(root string) (map[string]string, error) {
-	files := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		files[filepath.ToSlash(rel)] = string(raw)
-		return err
-	})
-	return files, err
 }
 
 // applyExamples creates the controller's namespace and applies the GitSource (pointed at url,

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -29,16 +28,6 @@ const (
 	// sourceName is the GitSource of every test.
 	sourceName = "addons"
 )
-
-// suffix returns a random DNS-label suffix for cluster-scoped names.
-func suffix() string {
-	const letters = "abcdefghijklmnopqrstuvwxyz"
-	b := make([]byte, 6)
-	for i := range b {
-		b[i] = letters[rand.IntN(len(letters))]
-	}
-	return string(b)
-}
 
 // newSource creates a Git repository and a GitSource in ns following its main branch, polled
 // every second.

@@ -61,7 +61,7 @@ func TestPerfReconcile1000(t *testing.T) {
 	ns := env.NewNamespace(t)
 	setArtifact(g, ns, strings.Repeat("1", 40), true)
 	addFleet(g, n)
-	name := "perf-" + suffix()
+	name := "perf-" + fleet.NameSuffix()
 	newHostedClusterPackage(t, name, ns, func(h *convoyv1alpha1.HostedClusterPackage) {
 		h.Spec.HostedClusterSelector = nil
 		h.Spec.Strategy = convoyv1alpha1.HostedClusterPackageStrategy{Instant: &convoyv1alpha1.InstantStrategy{}}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 func TestRevisionNameAndData(t *testing.T) {
@@ -72,7 +73,7 @@ func TestRevisionHistoryIsPruned(t *testing.T) {
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
 	repo := newSource(t, ns)
-	name := "history-" + suffix()
+	name := "history-" + fleet.NameSuffix()
 	limit := int32(1)
 	var commits []string
 	c, err := repo.Commit("main", "one", gatePackage(1, true, false))

@@ -35,7 +35,7 @@ type rolloutFleet struct {
 func TestRolloutAcrossTheFleet(t *testing.T) {
 	needsEnv(t)
 	g := NewWithT(t)
-	f := &rolloutFleet{t: t, name: "fleet-" + suffix(), ns: env.NewNamespace(t), clusters: map[string]*fleet.HostedCluster{}}
+	f := &rolloutFleet{t: t, name: "fleet-" + fleet.NameSuffix(), ns: env.NewNamespace(t), clusters: map[string]*fleet.HostedCluster{}}
 	f.repo = newSource(t, f.ns)
 	c1 := f.commit(1, true, false)
 	f.addClusters("e1:early", "e2:early", "n1:normal", "n2:normal", "l1:late", "l2:late")

@@ -78,15 +78,5 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if err := Setup(mgr, SetupOptions{Concurrency: 2}); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = mgr.Start(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-		_ = os.RemoveAll(dir)
-	}, nil
+	return fleet.RunManager(ctx, mgr, dir), nil
 }

@@ -93,7 +93,7 @@ func TestExampleResourcesAreAccepted(t *testing.T) {
 			g := NewWithT(t)
 			raw, err := os.ReadFile(path)
 			g.Expect(err).NotTo(HaveOccurred())
-			objs, err := decodeObjects(raw)
+			objs, err := manifests.DecodeObjects(path, raw)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(objs).NotTo(BeEmpty())
 			for _, obj := range objs {

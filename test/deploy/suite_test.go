@@ -1,18 +1,15 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -46,26 +43,7 @@ func buildDeploy() ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeObjects(raw)
-}
-
-// decodeObjects splits a YAML stream into objects.
-func decodeObjects(raw []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	return manifests.DecodeObjects("kustomize build deploy", raw)
 }
 
 // applyAll applies objs in order with server-side apply.

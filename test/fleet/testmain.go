@@ -3,11 +3,13 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // Setup prepares a package's suite once the fleet is up (hosted clusters, a manager...); the
@@ -55,4 +57,32 @@ func (f *Fleet) NewNamespace(t testing.TB) string {
 		t.Fatalf("creating a test namespace: %v", err)
 	}
 	return ns.Name
+}
+
+// RunManager starts mgr in the background for a suite's Setup and returns the teardown that
+// stops it, waits until it has returned, then removes dir (its storage; "" for none).
+func RunManager(ctx context.Context, mgr manager.Manager, dir string) (teardown func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
+// NameSuffix returns a random DNS-label suffix, for cluster-scoped names shared by tests.
+func NameSuffix() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, 6)
+	for i := range b {
+		b[i] = letters[rand.IntN(len(letters))]
+	}
+	return string(b)
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	pathpkg "path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -200,4 +202,23 @@ func gitCmd(dir string, env []string, stdin io.Reader, args ...string) (string, 
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(stdout.String()), nil
+}
+
+// ReadTree reads every file under root into a map for Commit, keyed by prefix and the
+// slash-separated path relative to root ("" for no prefix).
+func ReadTree(root, prefix string) (map[string]string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		files[pathpkg.Join(prefix, filepath.ToSlash(rel))] = string(raw)
+		return err
+	})
+	return files, err
 }
