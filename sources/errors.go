@@ -11,7 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // UnsafeSymlinkReason: a tree holds a symlink that points outside of it.
@@ -87,7 +87,7 @@ func (e *UnsafePathError) Error() string {
 // classifyGitError gives a Git error its reason and class for the reconciler; the message is
 // scrubbed of credentials embedded in URLs.
 func classifyGitError(op string, err error) error {
-	if reconcile.ReasonOf(err) != reconcile.FailedReason {
+	if pass.ReasonOf(err) != pass.FailedReason {
 		return err // already classified (an invalid ref spec)
 	}
 	msg := scrubURLs(err.Error())
@@ -98,21 +98,21 @@ func classifyGitError(op string, err error) error {
 	)
 	switch {
 	case errors.As(err, &rnf):
-		return reconcile.Waitf(v1alpha1.RefNotFoundReason, 0, "%s", msg)
+		return pass.Waitf(v1alpha1.RefNotFoundReason, 0, "%s", msg)
 	case errors.As(err, &lim):
-		return reconcile.Waitf(v1alpha1.StorageLimitExceededReason, 0, "%s", msg)
+		return pass.Waitf(v1alpha1.StorageLimitExceededReason, 0, "%s", msg)
 	case errors.As(err, &up):
-		return reconcile.Waitf(UnsafeSymlinkReason, 0, "%s", msg)
+		return pass.Waitf(UnsafeSymlinkReason, 0, "%s", msg)
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-		return reconcile.Waitf(v1alpha1.RefNotFoundReason, 0, "%s: the remote repository is empty", op)
+		return pass.Waitf(v1alpha1.RefNotFoundReason, 0, "%s: the remote repository is empty", op)
 	case isAuthError(err):
-		return reconcile.Retryf(v1alpha1.AuthenticationFailedReason, "%s: %s", op, msg)
+		return pass.Retryf(v1alpha1.AuthenticationFailedReason, "%s: %s", op, msg)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return reconcile.Retryf(v1alpha1.GitOperationFailedReason, "%s: repository not found", op)
+		return pass.Retryf(v1alpha1.GitOperationFailedReason, "%s: repository not found", op)
 	case errors.Is(err, context.DeadlineExceeded):
-		return reconcile.Retryf(v1alpha1.GitOperationFailedReason, "%s: timed out: %s", op, msg)
+		return pass.Retryf(v1alpha1.GitOperationFailedReason, "%s: timed out: %s", op, msg)
 	}
-	return reconcile.Retryf(v1alpha1.GitOperationFailedReason, "%s: %s", op, msg)
+	return pass.Retryf(v1alpha1.GitOperationFailedReason, "%s: %s", op, msg)
 }
 
 // isAuthError reports whether err is a refusal of credentials or of the host key.

@@ -8,7 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // RequestsForFollowers returns a watch mapper from a GitSource to the objects that follow it:
@@ -16,17 +16,17 @@ import (
 // whose objects read a GitSource's artifact (Packages, HostedClusterPackages) use it with an
 // index of their own.
 func RequestsForFollowers(c client.Reader, newList func() client.ObjectList, index string) handler.MapFunc {
-	return func(ctx context.Context, gs client.Object) []ctrlreconcile.Request {
+	return func(ctx context.Context, gs client.Object) []reconcile.Request {
 		list := newList()
 		key := KeyFor(gs.GetNamespace(), gs.GetName()).String()
 		if err := c.List(ctx, list, client.MatchingFields{index: key}); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing the followers of a GitSource", "gitsource", key, "index", index)
 			return nil
 		}
-		var reqs []ctrlreconcile.Request
+		var reqs []reconcile.Request
 		_ = meta.EachListItem(list, func(o runtime.Object) error {
 			if obj, ok := o.(client.Object); ok {
-				reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 			}
 			return nil
 		})

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/test/gitserver"
 )
 
@@ -71,7 +71,7 @@ func TestGitSourceAuth(t *testing.T) {
 				cond = v1alpha1.StalledCondition
 			}
 			out := waitCondition(t, gs, cond, tc.reason)
-			ready := reconcile.Get(out, v1alpha1.ReadyCondition)
+			ready := pass.Get(out, v1alpha1.ReadyCondition)
 			g.Expect(ready.Status).To(BeEquivalentTo("False"))
 			g.Expect(ready.Reason).To(Equal(tc.reason))
 			g.Expect(ready.Message).To(ContainSubstring(tc.message))
@@ -81,7 +81,7 @@ func TestGitSourceAuth(t *testing.T) {
 			}
 			if tc.stalled {
 				g.Expect(out.Status.ObservedGeneration).To(Equal(out.Generation))
-				g.Expect(reconcile.Get(out, v1alpha1.ReconcilingCondition)).To(BeNil())
+				g.Expect(pass.Get(out, v1alpha1.ReconcilingCondition)).To(BeNil())
 			}
 		})
 	}
@@ -95,7 +95,7 @@ func TestGitSourceStalledOnMissingSecretRecoversWhenSecretAppears(t *testing.T) 
 	gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"},
 		SecretRef: &v1alpha1.LocalObjectReference{Name: "later"}})
 	out := waitCondition(t, gs, v1alpha1.StalledCondition, v1alpha1.InvalidSpecReason)
-	NewWithT(t).Expect(reconcile.Get(out, v1alpha1.StalledCondition).Message).To(ContainSubstring("later"))
+	NewWithT(t).Expect(pass.Get(out, v1alpha1.StalledCondition).Message).To(ContainSubstring("later"))
 	createSecret(t, ns, "later", map[string][]byte{"username": []byte("user"), "password": []byte("pw")})
 	waitReady(t, gs, c)
 }

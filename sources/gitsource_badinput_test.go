@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/test/gitserver"
 )
 
@@ -52,13 +52,13 @@ func TestGitSourceBadInputKeepsLastArtifact(t *testing.T) {
 
 			tc.change(t, gs, repo)
 			out := waitCondition(t, gs, v1alpha1.FetchFailedCondition, tc.reason)
-			ready := reconcile.Get(out, v1alpha1.ReadyCondition)
+			ready := pass.Get(out, v1alpha1.ReadyCondition)
 			g.Expect(ready.Status).To(BeEquivalentTo("False"))
 			g.Expect(ready.Reason).To(Equal(tc.reason))
 			g.Expect(ready.Message).To(ContainSubstring(tc.message))
 			g.Expect(out.Status.Artifact).To(Equal(before.Status.Artifact), "the last good artifact stays")
-			g.Expect(reconcile.Get(out, v1alpha1.StalledCondition)).To(BeNil())
-			g.Expect(reconcile.IsTrue(out, v1alpha1.ReconcilingCondition)).To(BeTrue())
+			g.Expect(pass.Get(out, v1alpha1.StalledCondition)).To(BeNil())
+			g.Expect(pass.IsTrue(out, v1alpha1.ReconcilingCondition)).To(BeTrue())
 		})
 	}
 }
@@ -69,7 +69,7 @@ func TestGitSourceInvalidSemVerStalls(t *testing.T) {
 	commit(t, repo, "one", map[string]string{"f": "1"})
 	gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{SemVer: "not a range"}})
 	out := waitCondition(t, gs, v1alpha1.StalledCondition, v1alpha1.InvalidSpecReason)
-	NewWithT(t).Expect(reconcile.Get(out, v1alpha1.StalledCondition).Message).To(ContainSubstring("ref.semver"))
+	NewWithT(t).Expect(pass.Get(out, v1alpha1.StalledCondition).Message).To(ContainSubstring("ref.semver"))
 }
 
 func specChange(mutate func(*v1alpha1.GitSourceSpec)) func(*testing.T, *v1alpha1.GitSource, *gitserver.Repo) {

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // RBAC of the GitSource controller; controller-gen reads these package-level markers.
@@ -37,7 +37,7 @@ type GitSourceReconciler struct {
 	// Recorder emits events; nil emits none.
 	Recorder events.EventRecorder
 
-	notifier *reconcile.Notifier
+	notifier *pass.Notifier
 }
 
 // scope is what one reconcile pass reads and computes; each step documents what it fills in.
@@ -52,9 +52,6 @@ type scope struct {
 	// reconcileArtifact.
 	message, event string
 }
-
-// step is one stage of a reconcile; the first error stops the pass.
-type step func(ctx context.Context, s *scope) error
 
 // Reconcile runs the steps auth → source → verify → artifact, then the deferred status
 // finalizer summarizes the conditions and patches status if it changed.
@@ -74,27 +71,22 @@ func (r *GitSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		ctrl.LoggerFrom(ctx).V(1).Info("Suspended, not polling")
 		return ctrl.Result{}, nil
 	}
-	fin := reconcile.NewStatusFinalizer(r.Client, obj, reconcile.StatusFields{
+	fin := pass.NewStatusFinalizer(r.Client, obj, pass.StatusFields{
 		ObservedGeneration:     &obj.Status.ObservedGeneration,
 		LastHandledReconcileAt: &obj.Status.LastHandledReconcileAt,
-	}, reconcile.StatusOptions{NegativeConditions: negativeConditions, Notifier: r.notifier})
+	}, pass.StatusOptions{NegativeConditions: negativeConditions, Notifier: r.notifier})
 	s := &scope{obj: obj, key: KeyOf(req.NamespacedName)}
 	defer func() {
 		res, retErr = fin.Finalize(ctx, s.summary(retErr))
 	}()
-	for _, st := range []step{r.reconcileAuth, r.reconcileSource, r.reconcileVerify, r.reconcileArtifact} {
-		if err := st(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileAuth, r.reconcileSource, r.reconcileVerify, r.reconcileArtifact)
 }
 
 // summary hands the pass to the status finalizer, with a jittered poll interval.
-func (s *scope) summary(err error) reconcile.Summary {
-	sum := reconcile.Summary{
+func (s *scope) summary(err error) pass.Summary {
+	sum := pass.Summary{
 		Err:      err,
-		Interval: reconcile.Jitter(s.obj.GetInterval()),
+		Interval: pass.Jitter(s.obj.GetInterval()),
 		Message:  s.message,
 		Event:    s.event,
 	}
@@ -119,11 +111,11 @@ func (r *GitSourceReconciler) reconcileAuth(ctx context.Context, s *scope) error
 func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *v1alpha1.GitSource) (Remote, error) {
 	url := obj.Spec.URL
 	if _, err := transport.NewEndpoint(url); err != nil {
-		return Remote{}, reconcile.Stallf(v1alpha1.URLInvalidReason, "invalid URL %q: %w", redactURL(url), err)
+		return Remote{}, pass.Stallf(v1alpha1.URLInvalidReason, "invalid URL %q: %w", redactURL(url), err)
 	}
 	if obj.Spec.SecretRef == nil {
 		if isSSHURL(url) {
-			return Remote{}, reconcile.Stallf(v1alpha1.InvalidSpecReason,
+			return Remote{}, pass.Stallf(v1alpha1.InvalidSpecReason,
 				"an SSH URL needs spec.secretRef with keys %q and %q", IdentityKey, KnownHostsKey)
 		}
 		return Remote{URL: url}, nil
@@ -132,13 +124,13 @@ func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *v1alpha1.GitSou
 	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Spec.SecretRef.Name}
 	if err := r.APIReader.Get(ctx, nn, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Remote{}, reconcile.Stallf(v1alpha1.InvalidSpecReason, "secret %s not found", nn)
+			return Remote{}, pass.Stallf(v1alpha1.InvalidSpecReason, "secret %s not found", nn)
 		}
 		return Remote{}, fmt.Errorf("reading secret %s: %w", nn, err)
 	}
 	auth, err := AuthFromSecret(secret, url)
 	if err != nil {
-		return Remote{}, reconcile.Stallf(v1alpha1.InvalidSpecReason, "%w", err)
+		return Remote{}, pass.Stallf(v1alpha1.InvalidSpecReason, "%w", err)
 	}
 	return Remote{URL: url, Auth: auth}, nil
 }
@@ -168,7 +160,7 @@ func (r *GitSourceReconciler) reconcileVerify(ctx context.Context, s *scope) err
 	if err := r.Store.Verify(ctx, s.key, s.poll.Revision.Commit); err != nil {
 		return markFetchFailed(s.obj, classifyGitError("verifying "+s.poll.Revision.String(), err))
 	}
-	reconcile.Delete(s.obj, v1alpha1.FetchFailedCondition)
+	pass.Delete(s.obj, v1alpha1.FetchFailedCondition)
 	return nil
 }
 
@@ -176,7 +168,7 @@ func (r *GitSourceReconciler) reconcileVerify(ctx context.Context, s *scope) err
 // when the revision is new.
 func (r *GitSourceReconciler) reconcileArtifact(_ context.Context, s *scope) error {
 	rev := s.poll.Revision.String()
-	reconcile.Delete(s.obj, v1alpha1.FetchFailedCondition)
+	pass.Delete(s.obj, v1alpha1.FetchFailedCondition)
 	s.message = "stored artifact for revision " + rev
 	if setArtifact(s.obj, s.poll.Revision) {
 		s.event = "new revision " + rev

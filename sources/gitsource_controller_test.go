@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 func TestGitSourceFollowsBranchAndKeepsCommitsReadable(t *testing.T) {
@@ -26,7 +26,7 @@ func TestGitSourceFollowsBranchAndKeepsCommitsReadable(t *testing.T) {
 
 	g := NewWithT(t)
 	g.Expect(ready.Status.Artifact.Revision).To(Equal(FormatRevision("main", commits[0])))
-	g.Expect(reconcile.Get(ready, v1alpha1.ReadyCondition).Message).To(ContainSubstring(ready.Status.Artifact.Revision))
+	g.Expect(pass.Get(ready, v1alpha1.ReadyCondition).Message).To(ContainSubstring(ready.Status.Artifact.Revision))
 	for i := 1; i < 3; i++ {
 		commits = append(commits, commit(t, repo, fmt.Sprint(i), map[string]string{"f.txt": fmt.Sprint(i)}))
 		requestReconcile(t, gs)

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // createSource creates a GitSource in ns.
@@ -44,7 +44,7 @@ func waitReady(t *testing.T, gs *v1alpha1.GitSource, commit string) *v1alpha1.Gi
 		out = fetchSource(g, gs)
 		g.Expect(out.Status.Artifact).NotTo(BeNil())
 		g.Expect(out.Status.Artifact.Commit).To(Equal(commit))
-		g.Expect(reconcile.IsReady(out)).To(BeTrue(), "conditions: %v", out.Status.Conditions)
+		g.Expect(pass.IsReady(out)).To(BeTrue(), "conditions: %v", out.Status.Conditions)
 		g.Expect(out.Status.ObservedGeneration).To(Equal(out.Generation))
 	}).Should(Succeed())
 	return out
@@ -56,7 +56,7 @@ func waitCondition(t *testing.T, gs *v1alpha1.GitSource, condType, reason string
 	var out *v1alpha1.GitSource
 	NewWithT(t).Eventually(func(g Gomega) {
 		out = fetchSource(g, gs)
-		c := reconcile.Get(out, condType)
+		c := pass.Get(out, condType)
 		g.Expect(c).NotTo(BeNil(), "conditions: %v", out.Status.Conditions)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Reason).To(Equal(reason), c.Message)

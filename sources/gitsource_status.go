@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // RevisionAnnotation is attached to GitSource events and carries the artifact revision.
@@ -28,6 +28,6 @@ func setArtifact(obj *v1alpha1.GitSource, rev Revision) bool {
 
 // markFetchFailed sets FetchFailed=True with the reason and message of err, and returns err.
 func markFetchFailed(obj *v1alpha1.GitSource, err error) error {
-	reconcile.MarkTrue(obj, v1alpha1.FetchFailedCondition, reconcile.ReasonOf(err), "%s", err.Error())
+	pass.MarkTrue(obj, v1alpha1.FetchFailedCondition, pass.ReasonOf(err), "%s", err.Error())
 	return err
 }

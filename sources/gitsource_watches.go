@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // secretRefIndex indexes GitSources by the Secrets they reference (credentials and webhook).
@@ -48,7 +48,7 @@ func (r *GitSourceReconciler) SetupWithManager(mgr ctrl.Manager, opts GitSourceR
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	r.notifier = reconcile.NewNotifier(r.Recorder)
+	r.notifier = pass.NewNotifier(r.Recorder)
 	r.Store.SetResolver(r.resolveRemote)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.GitSource{}, secretRefIndex, indexSecretRefs); err != nil {
 		return fmt.Errorf("indexing GitSources: %w", err)
@@ -82,16 +82,16 @@ func indexSecretRefs(o client.Object) []string {
 }
 
 // requestsForSecret maps a Secret to the GitSources of its namespace that reference it.
-func (r *GitSourceReconciler) requestsForSecret(ctx context.Context, o client.Object) []ctrlreconcile.Request {
+func (r *GitSourceReconciler) requestsForSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &v1alpha1.GitSourceList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()),
 		client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing GitSources for a Secret", "secret", client.ObjectKeyFromObject(o))
 		return nil
 	}
-	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
+	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for _, gs := range list.Items {
-		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gs)})
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gs)})
 	}
 	return reqs
 }
@@ -171,12 +171,12 @@ func GetArtifact(ctx context.Context, c client.Reader, key Key) (*v1alpha1.Artif
 	gs := &v1alpha1.GitSource{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, gs); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return nil, reconcile.Waitf(v1alpha1.DependencyNotReadyReason, 0, "GitSource %s not found", key)
+			return nil, pass.Waitf(v1alpha1.DependencyNotReadyReason, 0, "GitSource %s not found", key)
 		}
 		return nil, fmt.Errorf("reading GitSource %s: %w", key, err)
 	}
 	if gs.Status.Artifact == nil {
-		return nil, reconcile.Waitf(v1alpha1.DependencyNotReadyReason, 0, "GitSource %s has no artifact yet", key)
+		return nil, pass.Waitf(v1alpha1.DependencyNotReadyReason, 0, "GitSource %s has no artifact yet", key)
 	}
 	return gs.Status.Artifact.DeepCopy(), nil
 }

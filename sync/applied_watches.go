@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // appliedWatches watches, metadata only, the kinds convoy applied to the management cluster,
@@ -64,9 +64,9 @@ func newAppliedWatches(mgr ctrl.Manager) (*appliedWatches, error) {
 
 // watchApplied registers controller c for the events of objects applied by owners of the
 // type of owner.
-func (c *Common) watchApplied(_ ctrl.Manager, ctl controller.Controller, owner reconcile.Object) error {
-	newOwner := func() reconcile.Object {
-		o, _ := owner.DeepCopyObject().(reconcile.Object)
+func (c *Common) watchApplied(_ ctrl.Manager, ctl controller.Controller, owner pass.Object) error {
+	newOwner := func() pass.Object {
+		o, _ := owner.DeepCopyObject().(pass.Object)
 		return o
 	}
 	w := &appliedWatcher{controller: ctl, predicate: c.appliedChangedPredicate(newOwner), kind: ownerKind(owner)}

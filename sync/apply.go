@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // ownerGroup is the prefix of the ownership labels, as fluxcd/pkg/ssa names it.
@@ -212,7 +212,7 @@ func (e *Engine) waitEstablished(ctx context.Context, c *cluster, defs []*unstru
 			})
 		switch {
 		case wait.Interrupted(err):
-			return reconcile.Waitf(convoyv1alpha1.DependencyNotReadyReason, e.opts.ProbeInterval,
+			return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, e.opts.ProbeInterval,
 				"CustomResourceDefinition %s is not established yet", d.GetName())
 		case err != nil:
 			return c.classify(err)

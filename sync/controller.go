@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 )
 
@@ -33,13 +33,13 @@ type Common struct {
 	// Recorder emits events; nil emits none.
 	Recorder events.EventRecorder
 
-	notifier *reconcile.Notifier
+	notifier *pass.Notifier
 	applied  *appliedWatches
 }
 
 // scope is what one reconcile pass reads and computes; each step documents what it fills in.
 type scope struct {
-	obj    reconcile.Object
+	obj    pass.Object
 	status *convoyv1alpha1.SyncStatus
 	paused bool
 	// kubeconfigRef overrides the hosted cluster's kubeconfig Secret; nil for the default.
@@ -61,28 +61,18 @@ type scope struct {
 	reason, message, event string
 }
 
-// step is one stage of a reconcile; the first error (or done) stops the pass.
-type step func(ctx context.Context, s *scope) error
-
-// runSteps runs steps in order.
-func runSteps(ctx context.Context, s *scope, steps ...step) error {
-	for _, st := range steps {
-		if err := st(ctx, s); err != nil || s.done {
-			return err
-		}
-	}
-	return nil
-}
+// Finished reports whether a step ended the pass successfully (paused), for pass.RunSteps.
+func (s *scope) Finished() bool { return s.done }
 
 // statusFields points the status finalizer at the shared status.
-func statusFields(st *convoyv1alpha1.SyncStatus) reconcile.StatusFields {
-	return reconcile.StatusFields{ObservedGeneration: &st.ObservedGeneration, LastHandledReconcileAt: &st.LastHandledReconcileAt}
+func statusFields(st *convoyv1alpha1.SyncStatus) pass.StatusFields {
+	return pass.StatusFields{ObservedGeneration: &st.ObservedGeneration, LastHandledReconcileAt: &st.LastHandledReconcileAt}
 }
 
 // summary sets Progressing and hands the pass to the status finalizer.
-func (s *scope) summary(err error, interval time.Duration, desired string) reconcile.Summary {
+func (s *scope) summary(err error, interval time.Duration, desired string) pass.Summary {
 	setProgressingCondition(s, desired, err)
-	sum := reconcile.Summary{Err: err, Interval: reconcile.Jitter(interval), Reason: s.reason,
+	sum := pass.Summary{Err: err, Interval: pass.Jitter(interval), Reason: s.reason,
 		Message: s.message, Event: s.event}
 	if s.revision != nil {
 		sum.EventAnnotations = map[string]string{RevisionAnnotation: s.revision.ID}
@@ -102,10 +92,10 @@ func (c *Common) ensureFinalizer(ctx context.Context, s *scope) error {
 // reconcilePaused ends a paused pass: no apply and no prune, status kept.
 func (c *Common) reconcilePaused(_ context.Context, s *scope) error {
 	if !s.paused {
-		reconcile.MarkFalse(s.obj, convoyv1alpha1.PausedCondition, convoyv1alpha1.NotPausedReason, "Reconciliation is not paused")
+		pass.MarkFalse(s.obj, convoyv1alpha1.PausedCondition, convoyv1alpha1.NotPausedReason, "Reconciliation is not paused")
 		return nil
 	}
-	reconcile.MarkTrue(s.obj, convoyv1alpha1.PausedCondition, convoyv1alpha1.PausedReason, "Reconciliation is paused: nothing is applied or pruned")
+	pass.MarkTrue(s.obj, convoyv1alpha1.PausedCondition, convoyv1alpha1.PausedReason, "Reconciliation is paused: nothing is applied or pruned")
 	s.done, s.reason, s.message = true, convoyv1alpha1.PausedReason, "Reconciliation is paused"
 	return nil
 }
@@ -129,13 +119,13 @@ func (c *Common) reconcileApply(ctx context.Context, s *scope) error {
 
 // patchFinalizers adds or removes convoy's finalizer with convoy's status field owner,
 // guarded by the resourceVersion so that other finalizers are never lost.
-func (c *Common) patchFinalizers(ctx context.Context, obj reconcile.Object, change func(client.Object, string) bool) error {
+func (c *Common) patchFinalizers(ctx context.Context, obj pass.Object, change func(client.Object, string) bool) error {
 	base, _ := obj.DeepCopyObject().(client.Object)
 	if !change(obj, convoyv1alpha1.Finalizer) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
-	err := c.Client.Patch(ctx, obj, patch, client.FieldOwner(reconcile.StatusFieldOwner))
+	err := c.Client.Patch(ctx, obj, patch, client.FieldOwner(pass.StatusFieldOwner))
 	if err = client.IgnoreNotFound(err); err != nil {
 		return fmt.Errorf("updating finalizers: %w", err)
 	}
@@ -145,6 +135,6 @@ func (c *Common) patchFinalizers(ctx context.Context, obj reconcile.Object, chan
 // emit sends a Normal event outside the status finalizer (teardown notes).
 func (c *Common) emit(obj client.Object, reason, format string, args ...any) {
 	if c.Recorder != nil {
-		c.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, reconcile.EventAction, format, args...)
+		c.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, pass.EventAction, format, args...)
 	}
 }

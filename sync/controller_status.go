@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // recordResult writes what the engine did into the status: phases, inventory, the revision
@@ -26,14 +26,14 @@ func recordResult(s *scope, err error) {
 // revision is available, False with the reason and message of what stopped the pass.
 func setAvailableCondition(s *scope, err error) {
 	if s.result != nil && s.result.Available {
-		reconcile.MarkTrue(s.obj, convoyv1alpha1.AvailableCondition, convoyv1alpha1.RevisionAvailableReason,
+		pass.MarkTrue(s.obj, convoyv1alpha1.AvailableCondition, convoyv1alpha1.RevisionAvailableReason,
 			"All %d phases of revision %s are available", len(s.result.Phases), s.revision.ID)
 		return
 	}
 	if err == nil {
 		return
 	}
-	reconcile.MarkFalse(s.obj, convoyv1alpha1.AvailableCondition, reconcile.ReasonOf(err), "%s", err.Error())
+	pass.MarkFalse(s.obj, convoyv1alpha1.AvailableCondition, pass.ReasonOf(err), "%s", err.Error())
 }
 
 // setProgressingCondition sets Progressing: False once the desired revision is the available
@@ -44,12 +44,12 @@ func setProgressingCondition(s *scope, desired string, err error) {
 	case s.done:
 		return
 	case err == nil && desired != "" && desired == s.status.Revision:
-		reconcile.MarkFalse(s.obj, convoyv1alpha1.ProgressingCondition, convoyv1alpha1.RevisionAvailableReason,
+		pass.MarkFalse(s.obj, convoyv1alpha1.ProgressingCondition, convoyv1alpha1.RevisionAvailableReason,
 			"Revision %s is available", desired)
 	case err != nil:
-		reconcile.MarkTrue(s.obj, convoyv1alpha1.ProgressingCondition, reconcile.ReasonOf(err), "%s", progressMessage(desired, err))
+		pass.MarkTrue(s.obj, convoyv1alpha1.ProgressingCondition, pass.ReasonOf(err), "%s", progressMessage(desired, err))
 	case desired != "":
-		reconcile.MarkTrue(s.obj, convoyv1alpha1.ProgressingCondition, convoyv1alpha1.ProgressingReason,
+		pass.MarkTrue(s.obj, convoyv1alpha1.ProgressingCondition, convoyv1alpha1.ProgressingReason,
 			"Applying revision %s", desired)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 )
 
@@ -40,7 +40,7 @@ func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if s.hostedCluster == nil {
-		return reconcile.Stallf(convoyv1alpha1.HostedClusterNotFoundReason,
+		return pass.Stallf(convoyv1alpha1.HostedClusterNotFoundReason,
 			"the revision has hosted-cluster phases but namespace %s belongs to no hosted cluster (no HostedControlPlane)",
 			s.obj.GetNamespace())
 	}
@@ -57,7 +57,7 @@ func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
 // hostedClientError classifies an error of the hosted client cache.
 func hostedClientError(err error) error {
 	if errors.Is(err, hosted.ErrNoKubeconfig) {
-		return reconcile.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, unreachableInterval,
+		return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, unreachableInterval,
 			"cannot reach the hosted cluster: %w", err)
 	}
 	return err
@@ -66,7 +66,7 @@ func hostedClientError(err error) error {
 // recordTargetFailure marks the object not Available when its hosted cluster cannot be
 // reached: what it applied there cannot be checked.
 func recordTargetFailure(s *scope, err error) {
-	reconcile.MarkFalse(s.obj, convoyv1alpha1.AvailableCondition, reconcile.ReasonOf(err), "%s", err.Error())
+	pass.MarkFalse(s.obj, convoyv1alpha1.AvailableCondition, pass.ReasonOf(err), "%s", err.Error())
 }
 
 // hasHosted reports inventory entries in the hosted cluster.

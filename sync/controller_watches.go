@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 )
@@ -56,7 +56,7 @@ func (c *Common) setup(mgr ctrl.Manager, recorderName string) error {
 		}
 		c.applied = applied
 	}
-	c.notifier = reconcile.NewNotifier(c.Recorder)
+	c.notifier = pass.NewNotifier(c.Recorder)
 	return nil
 }
 
@@ -73,11 +73,11 @@ func secretObject() client.Object {
 // requestsForSecret maps a Secret event to the objects of its namespace (listed into a copy
 // of list) whose hosted-cluster kubeconfig it holds.
 func (c *Common) requestsForSecret(list client.ObjectList) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []ctrlreconcile.Request {
-		var reqs []ctrlreconcile.Request
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
+		var reqs []reconcile.Request
 		for _, o := range c.listIn(ctx, list, secret.GetNamespace()) {
 			if kubeconfigSecretName(o) == secret.GetName() {
-				reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 			}
 		}
 		return reqs
@@ -121,13 +121,13 @@ func ownerKind(owner client.Object) string {
 // requestsForOwner returns a mapper from an applied object to its owner, named by the
 // ownership labels, when the owner is of kind (an OwnerKindLabel value).
 func requestsForOwner(kind string) handler.MapFunc {
-	return func(_ context.Context, o client.Object) []ctrlreconcile.Request {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
 		l := o.GetLabels()
 		name, ns := l[convoyv1alpha1.PackageNameLabel], l[convoyv1alpha1.PackageNamespaceLabel]
 		if name == "" || ns == "" || l[convoyv1alpha1.OwnerKindLabel] != kind {
 			return nil
 		}
-		return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 	}
 }
 
@@ -137,7 +137,7 @@ func requestsForOwner(kind string) handler.MapFunc {
 // deletion. Status-only updates pass only while the owner is not
 // settled (Ready and Available), when they may make a probe pass. Creations do not pass:
 // convoy makes them itself; nor do the updates the engine's own applies made.
-func (c *Common) appliedChangedPredicate(newOwner func() reconcile.Object) predicate.Predicate {
+func (c *Common) appliedChangedPredicate(newOwner func() pass.Object) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		DeleteFunc: func(event.DeleteEvent) bool { return true },
@@ -156,7 +156,7 @@ func (c *Common) appliedChangedPredicate(newOwner func() reconcile.Object) predi
 }
 
 // ownerSettled reports whether the owner of an applied object is Ready and Available.
-func (c *Common) ownerSettled(owner reconcile.Object, applied client.Object) bool {
+func (c *Common) ownerSettled(owner pass.Object, applied client.Object) bool {
 	reqs := requestsForOwner(ownerKind(owner))(context.Background(), applied)
 	if len(reqs) == 0 {
 		return true
@@ -164,5 +164,5 @@ func (c *Common) ownerSettled(owner reconcile.Object, applied client.Object) boo
 	if err := c.Client.Get(context.Background(), reqs[0].NamespacedName, owner); err != nil {
 		return true
 	}
-	return reconcile.IsReady(owner) && reconcile.IsTrue(owner, convoyv1alpha1.AvailableCondition)
+	return pass.IsReady(owner) && pass.IsTrue(owner, convoyv1alpha1.AvailableCondition)
 }

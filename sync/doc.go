@@ -29,7 +29,7 @@
 // carry the owner's labels and are not annotated convoy.dev/prune: disabled. Teardown deletes
 // an inventory in reverse phase order, phase by phase.
 //
-// Errors are the classified errors of internal/reconcile: Stalling for what only the user can
+// Errors are the classified errors of internal/pass: Stalling for what only the user can
 // fix (collisions, forbidden targets, invalid objects), Waiting for what clears by itself
 // (probes, CRDs being established, an unreachable hosted cluster), anything else is transient.
 //
@@ -37,7 +37,7 @@
 // artifact), renders it through the manifests cache and runs the engine; the
 // ObjectDeploymentReconciler does the same with inline phases, the revision being a hash of
 // the template. Both share the steps of Common (finalizer, paused, hosted cluster, target,
-// apply, teardown) and one deferred status patch (internal/reconcile), written only when the
+// apply, teardown) and one deferred status patch (internal/pass), written only when the
 // status changed. Setup registers both on a manager.
 //
 // Hosted-cluster clients come from sync/hosted; probe evaluation lives in sync/probe.

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // Defaults of Options.
@@ -116,7 +116,7 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 		}
 		if !available {
 			ph := res.Phases[i]
-			return res, reconcile.Waitf(convoyv1alpha1.ProbeFailedReason, e.opts.ProbeInterval,
+			return res, pass.Waitf(convoyv1alpha1.ProbeFailedReason, e.opts.ProbeInterval,
 				"phase %q not available: %s", ph.Name, ph.Message)
 		}
 	}
@@ -149,14 +149,14 @@ func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int,
 // that name another namespace.
 func checkRevision(t *Target, rev *Revision) error {
 	if errs := validation.IsValidLabelValue(t.Name); len(errs) > 0 {
-		return reconcile.Stallf(convoyv1alpha1.InvalidSpecReason,
+		return pass.Stallf(convoyv1alpha1.InvalidSpecReason,
 			"name %q cannot be used in ownership labels: %s", t.Name, errs[0])
 	}
 	if rev.NeedsHostedCluster() && t.Hosted == nil {
 		if t.HostedUnavailable != nil {
 			return t.HostedUnavailable
 		}
-		return reconcile.Stallf(convoyv1alpha1.HostedClusterNotFoundReason,
+		return pass.Stallf(convoyv1alpha1.HostedClusterNotFoundReason,
 			"the revision has hosted-cluster phases and namespace %s has no hosted cluster", t.Namespace)
 	}
 	for _, ph := range rev.Phases {

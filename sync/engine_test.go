@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -51,15 +51,15 @@ func get(g Gomega, c client.Client, obj *unstructured.Unstructured) *unstructure
 	return live
 }
 
-func reasonOf(err error) string { return reconcile.ReasonOf(err) }
+func reasonOf(err error) string { return pass.ReasonOf(err) }
 
 func isWaiting(err error) bool {
-	var w *reconcile.Waiting
+	var w *pass.Waiting
 	return errors.As(err, &w)
 }
 
 func isStalling(err error) bool {
-	var s *reconcile.Stalling
+	var s *pass.Stalling
 	return errors.As(err, &s)
 }
 

@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // Requeue delays of the Waiting errors the engine returns besides probes.
@@ -26,29 +26,29 @@ const (
 // itself) or transient.
 func (c *cluster) classify(err error) error {
 	var (
-		stalling *reconcile.Stalling
-		waiting  *reconcile.Waiting
+		stalling *pass.Stalling
+		waiting  *pass.Waiting
 	)
 	switch {
 	case err == nil || errors.As(err, &stalling) || errors.As(err, &waiting):
 		return err
 	case isNoMatch(err):
-		return reconcile.Waitf(convoyv1alpha1.DependencyNotReadyReason, dependencyInterval,
+		return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, dependencyInterval,
 			"%s cluster has no API for %w", c.name, err)
 	case isUnreachable(err):
 		if c.hosted() {
-			return reconcile.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, unreachableInterval,
+			return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, unreachableInterval,
 				"hosted cluster of namespace %s is unreachable: %w", c.target.Namespace, err)
 		}
 		return err
 	case apierrors.IsNotFound(err):
-		return reconcile.Waitf(convoyv1alpha1.DependencyNotReadyReason, dependencyInterval, "%w", err)
+		return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, dependencyInterval, "%w", err)
 	case ssaerrors.IsImmutableError(err) && !apierrors.IsConflict(err):
-		return reconcile.Stallf(convoyv1alpha1.ApplyFailedReason, "%w%s", err, immutableHint(err))
+		return pass.Stallf(convoyv1alpha1.ApplyFailedReason, "%w%s", err, immutableHint(err))
 	case apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err):
-		return reconcile.Stallf(convoyv1alpha1.ApplyFailedReason, "%w", err)
+		return pass.Stallf(convoyv1alpha1.ApplyFailedReason, "%w", err)
 	}
-	return &reconcile.Generic{Reason: convoyv1alpha1.ApplyFailedReason, Err: err}
+	return &pass.Generic{Reason: convoyv1alpha1.ApplyFailedReason, Err: err}
 }
 
 // immutableHint tells how to get past an immutable field.

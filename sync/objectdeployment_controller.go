@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
 )
 
@@ -46,7 +46,7 @@ func (r *ObjectDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused}
-	fin := reconcile.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), reconcile.StatusOptions{Notifier: r.notifier})
+	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), pass.StatusOptions{Notifier: r.notifier})
 	defer func() {
 		res, retErr = fin.Finalize(ctx, s.summary(retErr, convoyv1alpha1.DefaultPackageInterval, s.desired()))
 	}()
@@ -54,7 +54,7 @@ func (r *ObjectDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		s.done = true
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
-	return ctrl.Result{}, runSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileTemplate,
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileTemplate,
 		r.reconcileHostedCluster, r.reconcileTarget, r.reconcileApply)
 }
 
@@ -110,7 +110,7 @@ func renderError(err error) error {
 	var invalid manifests.Errors
 	var one *manifests.Error
 	if errors.As(err, &invalid) || errors.As(err, &one) {
-		return reconcile.Stallf(convoyv1alpha1.RenderFailedReason, "%w", err)
+		return pass.Stallf(convoyv1alpha1.RenderFailedReason, "%w", err)
 	}
 	return err
 }

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // maxNamed bounds how many objects one message names.
@@ -27,7 +27,7 @@ func (c *cluster) checkOwnership(ph *Phase, objs []*unstructured.Unstructured, o
 	if len(refused) == 0 {
 		return nil
 	}
-	return reconcile.Stallf(convoyv1alpha1.CollisionReason,
+	return pass.Stallf(convoyv1alpha1.CollisionReason,
 		"phase %q: refusing to take over %s in the %s cluster: %s; annotate the object %s: \"true\" in the manifest to adopt it",
 		ph.Name, plural(len(refused), "an existing object", "existing objects"), c.name,
 		nameList(refused), convoyv1alpha1.AdoptAnnotation)

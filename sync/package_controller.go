@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
 )
@@ -78,7 +78,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	if obj.Spec.HostedCluster != nil {
 		s.kubeconfigRef = obj.Spec.HostedCluster.KubeconfigSecretRef
 	}
-	fin := reconcile.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), reconcile.StatusOptions{Notifier: r.notifier})
+	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), pass.StatusOptions{Notifier: r.notifier})
 	defer func() {
 		res, retErr = fin.Finalize(ctx, s.summary(retErr, obj.GetInterval(), s.desired()))
 	}()
@@ -86,7 +86,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		s.done = true
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
-	return ctrl.Result{}, runSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileSource,
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileSource,
 		r.reconcileHostedCluster, r.reconcileRender, r.reconcileTarget, r.reconcileApply)
 }
 
@@ -133,7 +133,7 @@ func templateData(obj *convoyv1alpha1.Package, s *scope) (manifests.TemplateData
 	}
 	if obj.Spec.Config != nil && len(obj.Spec.Config.Raw) > 0 {
 		if err := json.Unmarshal(obj.Spec.Config.Raw, &data.Config); err != nil {
-			return data, reconcile.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.config is not a JSON object: %w", err)
+			return data, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.config is not a JSON object: %w", err)
 		}
 	}
 	if hc := s.hostedCluster; hc != nil {
@@ -146,7 +146,7 @@ func templateData(obj *convoyv1alpha1.Package, s *scope) (manifests.TemplateData
 // openError makes a commit missing from the store a Waiting error.
 func openError(err error, key sources.Key, commit string) error {
 	if sources.IsCommitNotFound(err) {
-		return reconcile.Waitf(convoyv1alpha1.DependencyNotReadyReason, commitNotFoundInterval,
+		return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, commitNotFoundInterval,
 			"commit %s is not in GitSource %s: %w", commit, key, err)
 	}
 	return err

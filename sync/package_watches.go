@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
@@ -79,16 +79,16 @@ func (c *Common) watchHostedClusters(mgr ctrl.Manager, b *builder.Builder, list 
 	}
 	hc := &metav1.PartialObjectMetadata{}
 	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-	b.WatchesMetadata(hc, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
+	b.WatchesMetadata(hc, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return c.requestsInNamespace(ctx, list, convoyv1alpha1.HostedControlPlaneNamespace(o.GetNamespace(), o.GetName()))
 	}), builder.WithPredicates(deletionStarted()))
 }
 
 // requestsInNamespace maps to the objects of namespace (listed into a copy of list).
-func (c *Common) requestsInNamespace(ctx context.Context, list client.ObjectList, namespace string) []ctrlreconcile.Request {
-	var reqs []ctrlreconcile.Request
+func (c *Common) requestsInNamespace(ctx context.Context, list client.ObjectList, namespace string) []reconcile.Request {
+	var reqs []reconcile.Request
 	for _, o := range c.listIn(ctx, list, namespace) {
-		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 	}
 	return reqs
 }

@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // splitStages copies the objects of a phase into the definitions applied first
@@ -54,7 +54,7 @@ func (c *cluster) place(ph *Phase, obj *unstructured.Unstructured, namespaced bo
 	t := c.target
 	switch {
 	case !namespaced:
-		return reconcile.Stallf(convoyv1alpha1.ForbiddenTargetReason,
+		return pass.Stallf(convoyv1alpha1.ForbiddenTargetReason,
 			"phase %q: %s is cluster-scoped: management phases may only hold objects of namespace %s",
 			ph.Name, describe(obj), t.Namespace)
 	case obj.GetNamespace() == "":
@@ -70,7 +70,7 @@ func (c *cluster) place(ph *Phase, obj *unstructured.Unstructured, namespaced bo
 func placeHosted(ph *Phase, obj *unstructured.Unstructured, namespaced bool) error {
 	switch {
 	case namespaced && obj.GetNamespace() == "":
-		return reconcile.Stallf(convoyv1alpha1.ApplyFailedReason,
+		return pass.Stallf(convoyv1alpha1.ApplyFailedReason,
 			"phase %q: %s has no namespace: objects of hosted-cluster phases name their namespace", ph.Name, describe(obj))
 	case !namespaced:
 		obj.SetNamespace("")
@@ -80,7 +80,7 @@ func placeHosted(ph *Phase, obj *unstructured.Unstructured, namespaced bool) err
 
 // forbiddenNamespace is the error of a management object that names another namespace.
 func forbiddenNamespace(t *Target, ph *Phase, obj *unstructured.Unstructured) error {
-	return reconcile.Stallf(convoyv1alpha1.ForbiddenTargetReason,
+	return pass.Stallf(convoyv1alpha1.ForbiddenTargetReason,
 		"phase %q: %s is in namespace %s: management phases may only hold objects of namespace %s",
 		ph.Name, describe(obj), obj.GetNamespace(), t.Namespace)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // prune deletes the objects of the previous inventory that the revision no longer holds, in
@@ -64,7 +64,7 @@ func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.I
 			return flatten(groups[:i+1]), err
 		}
 		if n := len(dr.remaining); n > 0 {
-			return flatten(groups[:i+1]), reconcile.Waitf(convoyv1alpha1.ProgressingReason, e.opts.DeleteInterval,
+			return flatten(groups[:i+1]), pass.Waitf(convoyv1alpha1.ProgressingReason, e.opts.DeleteInterval,
 				"waiting for %d %s of phase %q to be deleted", n, plural(n, "object", "objects"), groups[i].phase)
 		}
 	}
@@ -76,6 +76,6 @@ func hostedUnavailable(t *Target) error {
 	if t.HostedUnavailable != nil {
 		return t.HostedUnavailable
 	}
-	return reconcile.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, unreachableInterval,
+	return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, unreachableInterval,
 		"the hosted cluster of namespace %s cannot be reached", t.Namespace)
 }

@@ -17,7 +17,7 @@
 //     revision nor one a Package still uses.
 //
 // A deferred function writes the Plan into the status, emits the rollout's events, records the
-// metrics, and hands the outcome to the status finalizer of internal/reconcile: Ready=True once
+// metrics, and hands the outcome to the status finalizer of internal/pass: Ready=True once
 // the rollout completed, Ready=False with Reconciling=True while it progresses, is paused or is
 // blocked by failed Packages. The next pass comes from watches, or at Plan.RequeueAfter.
 //

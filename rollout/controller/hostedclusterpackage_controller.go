@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/rollout"
 	"github.com/convoy-gitops/convoy/sources"
 )
@@ -87,9 +87,6 @@ type scope struct {
 	plan *rollout.Plan
 }
 
-// step is one stage of a pass; the first error stops it.
-type step func(ctx context.Context, s *scope) error
-
 // Reconcile runs the steps source → revisions → plan → apply → history on a HostedClusterPackage
 // whose cache reflects the previous pass's writes; the deferred status finalizer writes the
 // plan's status, the summary conditions and observedGeneration, and patches only a change.
@@ -115,17 +112,12 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 		return ctrl.Result{RequeueAfter: cacheLagRecheck}, nil
 	}
 	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), packages: packages}
-	fin := reconcile.NewStatusFinalizer(r.Client, obj,
-		reconcile.StatusFields{ObservedGeneration: &obj.Status.ObservedGeneration}, reconcile.StatusOptions{})
+	fin := pass.NewStatusFinalizer(r.Client, obj,
+		pass.StatusFields{ObservedGeneration: &obj.Status.ObservedGeneration}, pass.StatusOptions{})
 	defer func() {
 		res, retErr = fin.Finalize(ctx, r.summarize(s, retErr))
 	}()
-	for _, st := range []step{r.reconcileSource, r.reconcileRevisions, r.reconcilePlan, r.reconcileApply, r.reconcileHistory} {
-		if err := st(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan, r.reconcileApply, r.reconcileHistory)
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact
@@ -142,7 +134,7 @@ func (r *HostedClusterPackageReconciler) reconcileSource(ctx context.Context, s 
 	}
 	s.update, s.updateData, err = newRevision(s.obj.Name, s.obj.Spec.Template.Spec, artifact.Commit)
 	if err != nil {
-		return reconcile.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.template.spec: %w", err)
+		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.template.spec: %w", err)
 	}
 	return nil
 }
@@ -180,7 +172,7 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 		}
 	}
 	if s.plan, err = rollout.Compute(in); err != nil {
-		return reconcile.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
+		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
 	return nil
 }
@@ -216,7 +208,7 @@ func (r *HostedClusterPackageReconciler) reconcileHistory(ctx context.Context, s
 func templateSource(obj *convoyv1alpha1.HostedClusterPackage) (sources.Key, error) {
 	ref := obj.Spec.Template.Spec.SourceRef
 	if ref.Namespace == "" {
-		return sources.Key{}, reconcile.Stallf(convoyv1alpha1.InvalidSpecReason,
+		return sources.Key{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason,
 			"spec.template.spec.sourceRef.namespace is required: a HostedClusterPackage has no namespace to default it to")
 	}
 	return sources.KeyFor(ref.Namespace, ref.Name), nil

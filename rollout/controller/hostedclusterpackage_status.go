@@ -7,12 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/reconcile"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/rollout"
 )
 
 // eventAction is the action recorded on the rollout's events.
-const eventAction = reconcile.EventAction
+const eventAction = pass.EventAction
 
 // Event reasons of the rollout.
 const (
@@ -34,7 +34,7 @@ const (
 //
 // Note: observedGeneration is set whenever a plan was computed, also while the rollout waits:
 // the counts and conditions then describe the current generation.
-func (r *HostedClusterPackageReconciler) summarize(s *scope, err error) reconcile.Summary {
+func (r *HostedClusterPackageReconciler) summarize(s *scope, err error) pass.Summary {
 	interval := r.resyncInterval()
 	r.emitError(s, err)
 	if s.plan != nil {
@@ -49,7 +49,7 @@ func (r *HostedClusterPackageReconciler) summarize(s *scope, err error) reconcil
 			err = rolloutProgress(s.obj, s.plan)
 		}
 	}
-	sum := reconcile.Summary{Err: err, Interval: interval, Reason: convoyv1alpha1.SucceededReason}
+	sum := pass.Summary{Err: err, Interval: interval, Reason: convoyv1alpha1.SucceededReason}
 	if s.plan != nil {
 		sum.Message = fmt.Sprintf("Revision %s is rolled out: %d/%d packages progressed.",
 			s.plan.UpdateRevision, s.plan.Counts.Progressed, s.plan.Counts.Total)
@@ -66,14 +66,14 @@ func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Pla
 	c := plan.Counts
 	switch {
 	case len(plan.Failed) > 0:
-		return reconcile.Waitf(convoyv1alpha1.RolloutBlockedReason, 0,
+		return pass.Waitf(convoyv1alpha1.RolloutBlockedReason, 0,
 			"Rollout of revision %s is blocked: %d package(s) failed, first %s: %s",
 			plan.UpdateRevision, c.Failed, plan.Failed[0].HostedCluster, plan.Failed[0].Message)
 	case obj.Spec.Paused:
-		return reconcile.Waitf(convoyv1alpha1.SuspendedReason, 0,
+		return pass.Waitf(convoyv1alpha1.SuspendedReason, 0,
 			"Rollout of revision %s is paused: %d/%d packages progressed.", plan.UpdateRevision, c.Progressed, c.Total)
 	}
-	return reconcile.Waitf(convoyv1alpha1.ProgressingReason, 0,
+	return pass.Waitf(convoyv1alpha1.ProgressingReason, 0,
 		"Rolling out revision %s: %d/%d packages progressed.", plan.UpdateRevision, c.Progressed, c.Total)
 }
 
@@ -121,11 +121,11 @@ func partitionStarted(before, after string) bool {
 // emitError emits a Warning for a step that failed, stalled or waits, when the Ready message is
 // new; the rollout's own progress is reported by emitRolloutEvents instead.
 func (r *HostedClusterPackageReconciler) emitError(s *scope, err error) {
-	out := reconcile.Classify(err, 0)
-	if out.Class == reconcile.ClassSuccess {
+	out := pass.Classify(err, 0)
+	if out.Class == pass.ClassSuccess {
 		return
 	}
-	if ready := reconcile.Get(s.obj, convoyv1alpha1.ReadyCondition); ready != nil && ready.Message == out.Message {
+	if ready := pass.Get(s.obj, convoyv1alpha1.ReadyCondition); ready != nil && ready.Message == out.Message {
 		return
 	}
 	r.event(s, corev1.EventTypeWarning, out.Reason, "%s", out.Message)
@@ -141,7 +141,7 @@ func (r *HostedClusterPackageReconciler) event(s *scope, eventType, reason, form
 // resyncInterval returns the requeue delay when nothing waits on the clock, jittered.
 func (r *HostedClusterPackageReconciler) resyncInterval() time.Duration {
 	if r.ResyncInterval > 0 {
-		return reconcile.Jitter(r.ResyncInterval)
+		return pass.Jitter(r.ResyncInterval)
 	}
-	return reconcile.Jitter(DefaultResyncInterval)
+	return pass.Jitter(DefaultResyncInterval)
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/sources"
@@ -88,7 +88,7 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 const packageEventBatching = 250 * time.Millisecond
 
 // batched makes h enqueue its requests no sooner than delay says.
-func batched(h handler.EventHandler, delay func(ctrlreconcile.Request) time.Duration) handler.EventHandler {
+func batched(h handler.EventHandler, delay func(reconcile.Request) time.Duration) handler.EventHandler {
 	wrap := func(q queue) queue { return delayedQueue{queue: q, delay: delay} }
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { h.Create(ctx, e, wrap(q)) },
@@ -101,15 +101,15 @@ func batched(h handler.EventHandler, delay func(ctrlreconcile.Request) time.Dura
 }
 
 // queue is the work queue of the controller.
-type queue = workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // delayedQueue turns the adds of an event handler into adds after delay.
 type delayedQueue struct {
 	queue
-	delay func(ctrlreconcile.Request) time.Duration
+	delay func(reconcile.Request) time.Duration
 }
 
-func (q delayedQueue) Add(req ctrlreconcile.Request) {
+func (q delayedQueue) Add(req reconcile.Request) {
 	if d := q.delay(req); d > 0 {
 		q.AddAfter(req, d)
 		return
@@ -119,7 +119,7 @@ func (q delayedQueue) Add(req ctrlreconcile.Request) {
 
 // packageEventDelay is how long a Package event waits before it starts a pass of req: until
 // packageEventBatching after the last pass started.
-func (r *HostedClusterPackageReconciler) packageEventDelay(req ctrlreconcile.Request) time.Duration {
+func (r *HostedClusterPackageReconciler) packageEventDelay(req reconcile.Request) time.Duration {
 	last, ok := r.passes.Load(req.Name)
 	if !ok {
 		return 0
@@ -163,16 +163,16 @@ func (r *HostedClusterPackageReconciler) hostedClusterHandler() handler.EventHan
 
 // requestsForLabels returns the HostedClusterPackages whose selector matches the labels of any
 // of objs.
-func (r *HostedClusterPackageReconciler) requestsForLabels(ctx context.Context, objs ...client.Object) []ctrlreconcile.Request {
+func (r *HostedClusterPackageReconciler) requestsForLabels(ctx context.Context, objs ...client.Object) []reconcile.Request {
 	list := &convoyv1alpha1.HostedClusterPackageList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing HostedClusterPackages")
 		return nil
 	}
-	var reqs []ctrlreconcile.Request
+	var reqs []reconcile.Request
 	for i := range list.Items {
 		if selectsAny(list.Items[i].Spec.HostedClusterSelector, objs) {
-			reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
 	return reqs

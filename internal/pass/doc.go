@@ -1,8 +1,13 @@
-// Package reconcile is the controller runtime shared by every convoy reconciler (GitSource
-// now; Package, ObjectDeployment and HostedClusterPackage later).
+// Package pass is what every convoy reconciler (GitSource, Package, ObjectDeployment,
+// HostedClusterPackage) does in one reconcile pass, written once.
 //
-// It holds the three things each reconciler would otherwise repeat inline:
+// Note: it is named after the pass rather than "reconcile" so that it never needs an alias
+// next to controller-runtime's reconcile package, which the same files import.
 //
+// It holds the things each reconciler would otherwise repeat inline:
+//
+//   - Ordered steps: a [Step] works on the reconciler's own scope; [RunSteps] runs them in
+//     order and stops at the first error, or when the scope reports it is [Finished].
 //   - Error classification, in one place: a step returns a [Stalling] error (the user must
 //     change the spec or the revision), a [Waiting] error (something else must happen first;
 //     requeue later without backoff) or any other error (transient; the workqueue backs off).
@@ -17,16 +22,16 @@
 // A reconciler uses it as follows:
 //
 //	func (r *FooReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
-//		obj := &v1alpha1.Foo{}
+//		obj := &convoyv1alpha1.Foo{}
 //		if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 //			return ctrl.Result{}, client.IgnoreNotFound(err)
 //		}
-//		fin := reconcile.NewStatusFinalizer(r.Client, obj, reconcile.StatusFields{
+//		fin := pass.NewStatusFinalizer(r.Client, obj, pass.StatusFields{
 //			ObservedGeneration:     &obj.Status.ObservedGeneration,
 //			LastHandledReconcileAt: &obj.Status.LastHandledReconcileAt,
 //		}, fooOptions)
-//		s := &scope{}
-//		defer func() { res, err = fin.Finalize(ctx, reconcile.Summary{Err: err, Interval: obj.GetInterval(), Message: s.message}) }()
-//		return ctrl.Result{}, r.runSteps(ctx, s)
+//		s := &scope{obj: obj}
+//		defer func() { res, err = fin.Finalize(ctx, pass.Summary{Err: err, Interval: obj.GetInterval(), Message: s.message}) }()
+//		return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileSource, r.reconcileApply)
 //	}
-package reconcile
+package pass
