@@ -3,13 +3,12 @@ package sync
 import (
 	"fmt"
 
-	manifestprobe "github.com/convoy-gitops/convoy/manifests/probe"
-	"github.com/convoy-gitops/convoy/sync/probe"
+	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // judgePhase judges the live state of a phase's objects, as the observer saw them during the
 // pass. The message names the first unavailable objects.
-func judgePhase(rules []manifestprobe.Rule, out *phaseOutcome) (bool, string) {
+func judgePhase(rules []probe.Rule, out *phaseOutcome) (bool, string) {
 	var failures []string
 	for _, obj := range out.objects {
 		live := out.observer.live(obj)

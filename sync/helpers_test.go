@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	manifestprobe "github.com/convoy-gitops/convoy/manifests/probe"
+	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // readyAnnotation is what the gate probe of the tests waits for.
@@ -64,9 +64,9 @@ func gateProbe() convoyv1alpha1.ObjectSetProbe {
 }
 
 // gateRules compiles gateProbe.
-func gateRules(t *testing.T) []manifestprobe.Rule {
+func gateRules(t *testing.T) []probe.Rule {
 	t.Helper()
-	rules, errs := manifestprobe.Compile([]convoyv1alpha1.ObjectSetProbe{gateProbe()}, field.NewPath("probes"))
+	rules, errs := probe.Compile([]convoyv1alpha1.ObjectSetProbe{gateProbe()}, field.NewPath("probes"))
 	NewWithT(t).Expect(errs).To(BeEmpty())
 	return rules
 }

@@ -5,7 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	manifestprobe "github.com/convoy-gitops/convoy/manifests/probe"
+	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // FieldManager is the server-side apply field manager of every object convoy applies. It must
@@ -20,7 +20,7 @@ type Revision struct {
 	// Phases are applied in order.
 	Phases []Phase
 	// Probes judge the objects they select; kstatus judges the others.
-	Probes []manifestprobe.Rule
+	Probes []probe.Rule
 }
 
 // Phase is a named group of objects that land in one cluster.

@@ -1,9 +1,14 @@
-// Package probe compiles availability probes (v1alpha1.ObjectSetProbe) into a form the sync
-// engine evaluates without re-parsing: selectors become label selectors, field paths are split,
-// and CEL rules are compiled once, when a package is loaded, so that a rule that does not
-// compile is a load error rather than a failure at apply time.
+// Package probe defines when an applied object is available: it compiles availability probes
+// (convoyv1alpha1.ObjectSetProbe) when a package is loaded, and evaluates them against live
+// objects for the sync engine.
 //
-// Evaluating a probe against a live object (conditions, staleness, kstatus for unselected
-// objects) is the sync engine's job; this package only offers the compiled pieces and the small
-// primitives that define their meaning (Path.Lookup, CEL.Eval).
+// Compiling turns selectors into label selectors, splits field paths and compiles CEL rules
+// once, so that a rule that does not compile is a load error rather than a failure at apply
+// time.
+//
+// Evaluating: an object selected by one or more compiled rules is available when every check
+// of every selecting rule passes on its live state: condition, fieldsEqual and cel checks, each
+// refusing a status that is stale (status.observedGeneration behind metadata.generation). An
+// object no rule selects is judged by kstatus: it is available when kstatus computes Current.
+// Evaluation is pure: it reads the live object it is given and never reaches a cluster.
 package probe

@@ -9,12 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	manifestprobe "github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // Evaluate reports whether obj is available and, when it is not, why. The rules that select
 // obj must all pass; when none selects it, kstatus decides.
-func Evaluate(rules []manifestprobe.Rule, obj *unstructured.Unstructured) (bool, string) {
+func Evaluate(rules []Rule, obj *unstructured.Unstructured) (bool, string) {
 	selected := false
 	var failures []string
 	for i := range rules {
@@ -35,7 +34,7 @@ func Evaluate(rules []manifestprobe.Rule, obj *unstructured.Unstructured) (bool,
 
 // checkRule runs every check of rule and returns the failure messages. A stale status fails
 // the whole rule: the checks would judge an outdated observation.
-func checkRule(rule *manifestprobe.Rule, obj *unstructured.Unstructured) []string {
+func checkRule(rule *Rule, obj *unstructured.Unstructured) []string {
 	if msg, stale := staleStatus(obj); stale {
 		return []string{msg}
 	}
@@ -49,7 +48,7 @@ func checkRule(rule *manifestprobe.Rule, obj *unstructured.Unstructured) []strin
 }
 
 // runCheck runs one check.
-func runCheck(c manifestprobe.Check, obj *unstructured.Unstructured) (string, bool) {
+func runCheck(c Check, obj *unstructured.Unstructured) (string, bool) {
 	switch {
 	case c.Condition != nil:
 		return checkCondition(c.Condition, obj)
@@ -99,7 +98,7 @@ func checkCondition(want *convoyv1alpha1.ConditionProbe, obj *unstructured.Unstr
 }
 
 // checkFieldsEqual compares two fields; numbers compare by value whatever their Go type.
-func checkFieldsEqual(f *manifestprobe.FieldsEqual, obj *unstructured.Unstructured) (string, bool) {
+func checkFieldsEqual(f *FieldsEqual, obj *unstructured.Unstructured) (string, bool) {
 	a, okA := f.A.Lookup(obj.Object)
 	b, okB := f.B.Lookup(obj.Object)
 	switch {

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	manifestprobe "github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 const deploymentProbes = `
@@ -22,12 +21,12 @@ const deploymentProbes = `
   - cel: {rule: "self.data.ready == 'true'", message: "not ready yet"}
 `
 
-func compile(t *testing.T, doc string) []manifestprobe.Rule {
+func compile(t *testing.T, doc string) []Rule {
 	t.Helper()
 	g := NewWithT(t)
 	var probes []convoyv1alpha1.ObjectSetProbe
 	g.Expect(yaml.Unmarshal([]byte(doc), &probes)).To(Succeed())
-	rules, errs := manifestprobe.Compile(probes, field.NewPath("probes"))
+	rules, errs := Compile(probes, field.NewPath("probes"))
 	g.Expect(errs).To(BeEmpty())
 	return rules
 }
