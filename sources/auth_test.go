@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/gitserver"
 )
 
@@ -46,7 +46,7 @@ func TestAuthOverHTTPAndSSH(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			s := newStore(t, Limits{})
-			_, err := s.Poll(testCtx(t), KeyFor("ns", "src"), Remote{URL: tc.url, Auth: tc.auth}, v1alpha1.GitRef{Branch: "main"})
+			_, err := s.Poll(testCtx(t), KeyFor("ns", "src"), Remote{URL: tc.url, Auth: tc.auth}, convoyv1alpha1.GitRef{Branch: "main"})
 			if tc.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
@@ -98,21 +98,21 @@ func classifyGitError(op string, err error) error {
 	)
 	switch {
 	case errors.As(err, &rnf):
-		return pass.Waitf(v1alpha1.RefNotFoundReason, 0, "%s", msg)
+		return pass.Waitf(convoyv1alpha1.RefNotFoundReason, 0, "%s", msg)
 	case errors.As(err, &lim):
-		return pass.Waitf(v1alpha1.StorageLimitExceededReason, 0, "%s", msg)
+		return pass.Waitf(convoyv1alpha1.StorageLimitExceededReason, 0, "%s", msg)
 	case errors.As(err, &up):
 		return pass.Waitf(UnsafeSymlinkReason, 0, "%s", msg)
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-		return pass.Waitf(v1alpha1.RefNotFoundReason, 0, "%s: the remote repository is empty", op)
+		return pass.Waitf(convoyv1alpha1.RefNotFoundReason, 0, "%s: the remote repository is empty", op)
 	case isAuthError(err):
-		return pass.Retryf(v1alpha1.AuthenticationFailedReason, "%s: %s", op, msg)
+		return pass.Retryf(convoyv1alpha1.AuthenticationFailedReason, "%s: %s", op, msg)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return pass.Retryf(v1alpha1.GitOperationFailedReason, "%s: repository not found", op)
+		return pass.Retryf(convoyv1alpha1.GitOperationFailedReason, "%s: repository not found", op)
 	case errors.Is(err, context.DeadlineExceeded):
-		return pass.Retryf(v1alpha1.GitOperationFailedReason, "%s: timed out: %s", op, msg)
+		return pass.Retryf(convoyv1alpha1.GitOperationFailedReason, "%s: timed out: %s", op, msg)
 	}
-	return pass.Retryf(v1alpha1.GitOperationFailedReason, "%s: %s", op, msg)
+	return pass.Retryf(convoyv1alpha1.GitOperationFailedReason, "%s: %s", op, msg)
 }
 
 // isAuthError reports whether err is a refusal of credentials or of the host key.

@@ -6,7 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/test/gitserver"
 )
@@ -40,16 +40,16 @@ func TestGitSourceAuth(t *testing.T) {
 	}{
 		{name: "http basic good", url: srv.HTTPURL("repo"), secret: map[string]string{"username": "user", "password": "s3cret"}},
 		{name: "http basic bad", url: srv.HTTPURL("repo"), secret: map[string]string{"username": "user", "password": "wrong"},
-			reason: v1alpha1.AuthenticationFailedReason},
+			reason: convoyv1alpha1.AuthenticationFailedReason},
 		{name: "ssh good key", url: srv.SSHURL("repo"), secret: map[string]string{"identity": string(key.PrivatePEM), "known_hosts": string(srv.KnownHosts())}},
 		{name: "ssh wrong key", url: srv.SSHURL("repo"), secret: map[string]string{"identity": string(wrongKey.PrivatePEM), "known_hosts": string(srv.KnownHosts())},
-			reason: v1alpha1.AuthenticationFailedReason},
+			reason: convoyv1alpha1.AuthenticationFailedReason},
 		{name: "ssh unknown host key", url: srv.SSHURL("repo"), secret: map[string]string{"identity": string(key.PrivatePEM), "known_hosts": unknownHost},
-			reason: v1alpha1.AuthenticationFailedReason, message: "known_hosts"},
+			reason: convoyv1alpha1.AuthenticationFailedReason, message: "known_hosts"},
 		{name: "missing known_hosts key", url: srv.SSHURL("repo"), secret: map[string]string{"identity": string(key.PrivatePEM)},
-			reason: v1alpha1.InvalidSpecReason, message: `key "known_hosts" is missing`, stalled: true},
+			reason: convoyv1alpha1.InvalidSpecReason, message: `key "known_hosts" is missing`, stalled: true},
 		{name: "missing password key", url: srv.HTTPURL("repo"), secret: map[string]string{"username": "user"},
-			reason: v1alpha1.InvalidSpecReason, message: `key "password" is missing`, stalled: true},
+			reason: convoyv1alpha1.InvalidSpecReason, message: `key "password" is missing`, stalled: true},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,18 +60,18 @@ func TestGitSourceAuth(t *testing.T) {
 				data[k] = []byte(v)
 			}
 			createSecret(t, ns, secretName, data)
-			gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: tc.url, Ref: v1alpha1.GitRef{Branch: "main"},
-				SecretRef: &v1alpha1.LocalObjectReference{Name: secretName}})
+			gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: tc.url, Ref: convoyv1alpha1.GitRef{Branch: "main"},
+				SecretRef: &convoyv1alpha1.LocalObjectReference{Name: secretName}})
 			if tc.reason == "" {
 				waitReady(t, gs, c)
 				return
 			}
-			cond := v1alpha1.FetchFailedCondition
+			cond := convoyv1alpha1.FetchFailedCondition
 			if tc.stalled {
-				cond = v1alpha1.StalledCondition
+				cond = convoyv1alpha1.StalledCondition
 			}
 			out := waitCondition(t, gs, cond, tc.reason)
-			ready := pass.Get(out, v1alpha1.ReadyCondition)
+			ready := pass.Get(out, convoyv1alpha1.ReadyCondition)
 			g.Expect(ready.Status).To(BeEquivalentTo("False"))
 			g.Expect(ready.Reason).To(Equal(tc.reason))
 			g.Expect(ready.Message).To(ContainSubstring(tc.message))
@@ -81,7 +81,7 @@ func TestGitSourceAuth(t *testing.T) {
 			}
 			if tc.stalled {
 				g.Expect(out.Status.ObservedGeneration).To(Equal(out.Generation))
-				g.Expect(pass.Get(out, v1alpha1.ReconcilingCondition)).To(BeNil())
+				g.Expect(pass.Get(out, convoyv1alpha1.ReconcilingCondition)).To(BeNil())
 			}
 		})
 	}
@@ -92,10 +92,10 @@ func TestGitSourceStalledOnMissingSecretRecoversWhenSecretAppears(t *testing.T) 
 	srv, repo := newGitServer(t)
 	c := commit(t, repo, "one", map[string]string{"f": "1"})
 	srv.SetBasicAuth("user", "pw")
-	gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"},
-		SecretRef: &v1alpha1.LocalObjectReference{Name: "later"}})
-	out := waitCondition(t, gs, v1alpha1.StalledCondition, v1alpha1.InvalidSpecReason)
-	NewWithT(t).Expect(pass.Get(out, v1alpha1.StalledCondition).Message).To(ContainSubstring("later"))
+	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"},
+		SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "later"}})
+	out := waitCondition(t, gs, convoyv1alpha1.StalledCondition, convoyv1alpha1.InvalidSpecReason)
+	NewWithT(t).Expect(pass.Get(out, convoyv1alpha1.StalledCondition).Message).To(ContainSubstring("later"))
 	createSecret(t, ns, "later", map[string][]byte{"username": []byte("user"), "password": []byte("pw")})
 	waitReady(t, gs, c)
 }

@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
@@ -42,7 +42,7 @@ type GitSourceReconciler struct {
 
 // scope is what one reconcile pass reads and computes; each step documents what it fills in.
 type scope struct {
-	obj *v1alpha1.GitSource
+	obj *convoyv1alpha1.GitSource
 	key Key
 	// remote is set by reconcileAuth.
 	remote Remote
@@ -56,7 +56,7 @@ type scope struct {
 // Reconcile runs the steps auth → source → verify → artifact, then the deferred status
 // finalizer summarizes the conditions and patches status if it changed.
 func (r *GitSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
-	obj := &v1alpha1.GitSource{}
+	obj := &convoyv1alpha1.GitSource{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, r.Store.Delete(KeyOf(req.NamespacedName))
@@ -91,7 +91,7 @@ func (s *scope) summary(err error) pass.Summary {
 		Event:    s.event,
 	}
 	if a := s.obj.Status.Artifact; a != nil {
-		sum.EventAnnotations = map[string]string{RevisionAnnotation: a.Revision}
+		sum.EventAnnotations = map[string]string{convoyv1alpha1.RevisionAnnotation: a.Revision}
 	}
 	return sum
 }
@@ -108,14 +108,14 @@ func (r *GitSourceReconciler) reconcileAuth(ctx context.Context, s *scope) error
 }
 
 // remoteOf returns the remote of a GitSource, with its credentials.
-func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *v1alpha1.GitSource) (Remote, error) {
+func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *convoyv1alpha1.GitSource) (Remote, error) {
 	url := obj.Spec.URL
 	if _, err := transport.NewEndpoint(url); err != nil {
-		return Remote{}, pass.Stallf(v1alpha1.URLInvalidReason, "invalid URL %q: %w", redactURL(url), err)
+		return Remote{}, pass.Stallf(convoyv1alpha1.URLInvalidReason, "invalid URL %q: %w", redactURL(url), err)
 	}
 	if obj.Spec.SecretRef == nil {
 		if isSSHURL(url) {
-			return Remote{}, pass.Stallf(v1alpha1.InvalidSpecReason,
+			return Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason,
 				"an SSH URL needs spec.secretRef with keys %q and %q", IdentityKey, KnownHostsKey)
 		}
 		return Remote{URL: url}, nil
@@ -124,13 +124,13 @@ func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *v1alpha1.GitSou
 	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Spec.SecretRef.Name}
 	if err := r.APIReader.Get(ctx, nn, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Remote{}, pass.Stallf(v1alpha1.InvalidSpecReason, "secret %s not found", nn)
+			return Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "secret %s not found", nn)
 		}
 		return Remote{}, fmt.Errorf("reading secret %s: %w", nn, err)
 	}
 	auth, err := AuthFromSecret(secret, url)
 	if err != nil {
-		return Remote{}, pass.Stallf(v1alpha1.InvalidSpecReason, "%w", err)
+		return Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
 	return Remote{URL: url, Auth: auth}, nil
 }
@@ -160,7 +160,7 @@ func (r *GitSourceReconciler) reconcileVerify(ctx context.Context, s *scope) err
 	if err := r.Store.Verify(ctx, s.key, s.poll.Revision.Commit); err != nil {
 		return markFetchFailed(s.obj, classifyGitError("verifying "+s.poll.Revision.String(), err))
 	}
-	pass.Delete(s.obj, v1alpha1.FetchFailedCondition)
+	pass.Delete(s.obj, convoyv1alpha1.FetchFailedCondition)
 	return nil
 }
 
@@ -168,7 +168,7 @@ func (r *GitSourceReconciler) reconcileVerify(ctx context.Context, s *scope) err
 // when the revision is new.
 func (r *GitSourceReconciler) reconcileArtifact(_ context.Context, s *scope) error {
 	rev := s.poll.Revision.String()
-	pass.Delete(s.obj, v1alpha1.FetchFailedCondition)
+	pass.Delete(s.obj, convoyv1alpha1.FetchFailedCondition)
 	s.message = "stored artifact for revision " + rev
 	if setArtifact(s.obj, s.poll.Revision) {
 		s.event = "new revision " + rev

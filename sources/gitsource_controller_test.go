@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
@@ -21,12 +21,12 @@ func TestGitSourceFollowsBranchAndKeepsCommitsReadable(t *testing.T) {
 	srv, repo := newGitServer(t)
 	var commits []string
 	commits = append(commits, commit(t, repo, "one", map[string]string{"f.txt": "0"}))
-	gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"}})
+	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"}})
 	ready := waitReady(t, gs, commits[0])
 
 	g := NewWithT(t)
 	g.Expect(ready.Status.Artifact.Revision).To(Equal(FormatRevision("main", commits[0])))
-	g.Expect(pass.Get(ready, v1alpha1.ReadyCondition).Message).To(ContainSubstring(ready.Status.Artifact.Revision))
+	g.Expect(pass.Get(ready, convoyv1alpha1.ReadyCondition).Message).To(ContainSubstring(ready.Status.Artifact.Revision))
 	for i := 1; i < 3; i++ {
 		commits = append(commits, commit(t, repo, fmt.Sprint(i), map[string]string{"f.txt": fmt.Sprint(i)}))
 		requestReconcile(t, gs)
@@ -79,7 +79,7 @@ func TestGitSourceNoOpPollWritesNothing(t *testing.T) {
 	ns := newNamespace(t)
 	srv, repo := newGitServer(t)
 	c := commit(t, repo, "one", map[string]string{"f": "1"})
-	gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"},
+	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"},
 		Interval: &metav1.Duration{Duration: time.Second}})
 	ready := waitReady(t, gs, c)
 	// Let the first status patch settle, then take the baseline.
@@ -100,9 +100,9 @@ func TestGitSourceSuspend(t *testing.T) {
 	ns := newNamespace(t)
 	srv, repo := newGitServer(t)
 	c1 := commit(t, repo, "one", map[string]string{"f": "1"})
-	gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"}})
+	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"}})
 	waitReady(t, gs, c1)
-	updateSpec(t, gs, func(s *v1alpha1.GitSourceSpec) { s.Suspend = true })
+	updateSpec(t, gs, func(s *convoyv1alpha1.GitSourceSpec) { s.Suspend = true })
 	time.Sleep(300 * time.Millisecond)
 	before := srv.Stats()
 	commit(t, repo, "two", map[string]string{"f": "2"})

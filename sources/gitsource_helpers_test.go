@@ -10,14 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // createSource creates a GitSource in ns.
-func createSource(t *testing.T, ns string, spec v1alpha1.GitSourceSpec) *v1alpha1.GitSource {
+func createSource(t *testing.T, ns string, spec convoyv1alpha1.GitSourceSpec) *convoyv1alpha1.GitSource {
 	t.Helper()
-	gs := &v1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "src-"}, Spec: spec}
+	gs := &convoyv1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "src-"}, Spec: spec}
 	NewWithT(t).Expect(k8sClient.Create(context.Background(), gs)).To(Succeed())
 	return gs
 }
@@ -30,16 +30,16 @@ func createSecret(t *testing.T, ns, name string, data map[string][]byte) {
 }
 
 // fetchSource reads a GitSource again.
-func fetchSource(g Gomega, gs *v1alpha1.GitSource) *v1alpha1.GitSource {
-	out := &v1alpha1.GitSource{}
+func fetchSource(g Gomega, gs *convoyv1alpha1.GitSource) *convoyv1alpha1.GitSource {
+	out := &convoyv1alpha1.GitSource{}
 	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(gs), out)).To(Succeed())
 	return out
 }
 
 // waitReady waits until gs is Ready (kstatus Current) at commit and returns it.
-func waitReady(t *testing.T, gs *v1alpha1.GitSource, commit string) *v1alpha1.GitSource {
+func waitReady(t *testing.T, gs *convoyv1alpha1.GitSource, commit string) *convoyv1alpha1.GitSource {
 	t.Helper()
-	var out *v1alpha1.GitSource
+	var out *convoyv1alpha1.GitSource
 	NewWithT(t).Eventually(func(g Gomega) {
 		out = fetchSource(g, gs)
 		g.Expect(out.Status.Artifact).NotTo(BeNil())
@@ -51,9 +51,9 @@ func waitReady(t *testing.T, gs *v1alpha1.GitSource, commit string) *v1alpha1.Gi
 }
 
 // waitCondition waits until condType is True with reason and returns the GitSource.
-func waitCondition(t *testing.T, gs *v1alpha1.GitSource, condType, reason string) *v1alpha1.GitSource {
+func waitCondition(t *testing.T, gs *convoyv1alpha1.GitSource, condType, reason string) *convoyv1alpha1.GitSource {
 	t.Helper()
-	var out *v1alpha1.GitSource
+	var out *convoyv1alpha1.GitSource
 	NewWithT(t).Eventually(func(g Gomega) {
 		out = fetchSource(g, gs)
 		c := pass.Get(out, condType)
@@ -66,7 +66,7 @@ func waitCondition(t *testing.T, gs *v1alpha1.GitSource, condType, reason string
 }
 
 // updateSpec changes the spec of gs.
-func updateSpec(t *testing.T, gs *v1alpha1.GitSource, mutate func(*v1alpha1.GitSourceSpec)) {
+func updateSpec(t *testing.T, gs *convoyv1alpha1.GitSource, mutate func(*convoyv1alpha1.GitSourceSpec)) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		cur := fetchSource(g, gs)
@@ -76,11 +76,11 @@ func updateSpec(t *testing.T, gs *v1alpha1.GitSource, mutate func(*v1alpha1.GitS
 }
 
 // requestReconcile sets the requestedAt annotation and returns its value.
-func requestReconcile(t *testing.T, gs *v1alpha1.GitSource) string {
+func requestReconcile(t *testing.T, gs *convoyv1alpha1.GitSource) string {
 	t.Helper()
 	v := time.Now().UTC().Format(time.RFC3339Nano)
 	patch := client.RawPatch("application/merge-patch+json",
-		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.RequestedAtAnnotation+`":"`+v+`"}}}`))
+		[]byte(`{"metadata":{"annotations":{"`+convoyv1alpha1.RequestedAtAnnotation+`":"`+v+`"}}}`))
 	NewWithT(t).Expect(k8sClient.Patch(context.Background(), gs.DeepCopy(), patch)).To(Succeed())
 	return v
 }

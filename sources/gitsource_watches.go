@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
@@ -50,14 +50,14 @@ func (r *GitSourceReconciler) SetupWithManager(mgr ctrl.Manager, opts GitSourceR
 	}
 	r.notifier = pass.NewNotifier(r.Recorder)
 	r.Store.SetResolver(r.resolveRemote)
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.GitSource{}, secretRefIndex, indexSecretRefs); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &convoyv1alpha1.GitSource{}, secretRefIndex, indexSecretRefs); err != nil {
 		return fmt.Errorf("indexing GitSources: %w", err)
 	}
 	if err := mgr.Add(manager.RunnableFunc(r.pruneOrphans(mgr))); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.GitSource{}, builder.WithPredicates(predicate.Or(
+		For(&convoyv1alpha1.GitSource{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, ReconcileRequestedPredicate()))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
@@ -67,7 +67,7 @@ func (r *GitSourceReconciler) SetupWithManager(mgr ctrl.Manager, opts GitSourceR
 
 // indexSecretRefs returns the names of the Secrets a GitSource references.
 func indexSecretRefs(o client.Object) []string {
-	gs, ok := o.(*v1alpha1.GitSource)
+	gs, ok := o.(*convoyv1alpha1.GitSource)
 	if !ok {
 		return nil
 	}
@@ -83,7 +83,7 @@ func indexSecretRefs(o client.Object) []string {
 
 // requestsForSecret maps a Secret to the GitSources of its namespace that reference it.
 func (r *GitSourceReconciler) requestsForSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &v1alpha1.GitSourceList{}
+	list := &convoyv1alpha1.GitSourceList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()),
 		client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing GitSources for a Secret", "secret", client.ObjectKeyFromObject(o))
@@ -98,7 +98,7 @@ func (r *GitSourceReconciler) requestsForSecret(ctx context.Context, o client.Ob
 
 // resolveRemote finds the remote of a source through the API, for on-demand fetches.
 func (r *GitSourceReconciler) resolveRemote(ctx context.Context, key Key) (Remote, error) {
-	gs := &v1alpha1.GitSource{}
+	gs := &convoyv1alpha1.GitSource{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, gs); err != nil {
 		return Remote{}, fmt.Errorf("reading GitSource %s: %w", key, err)
 	}
@@ -112,7 +112,7 @@ func (r *GitSourceReconciler) pruneOrphans(mgr ctrl.Manager) func(context.Contex
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
 			return nil
 		}
-		list := &v1alpha1.GitSourceList{}
+		list := &convoyv1alpha1.GitSourceList{}
 		if err := r.Client.List(ctx, list); err != nil {
 			return fmt.Errorf("listing GitSources: %w", err)
 		}
@@ -135,8 +135,8 @@ func ReconcileRequestedPredicate() predicate.Predicate {
 			if e.ObjectOld == nil || e.ObjectNew == nil {
 				return false
 			}
-			return e.ObjectOld.GetAnnotations()[v1alpha1.RequestedAtAnnotation] !=
-				e.ObjectNew.GetAnnotations()[v1alpha1.RequestedAtAnnotation]
+			return e.ObjectOld.GetAnnotations()[convoyv1alpha1.RequestedAtAnnotation] !=
+				e.ObjectNew.GetAnnotations()[convoyv1alpha1.RequestedAtAnnotation]
 		},
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
@@ -146,7 +146,7 @@ func ReconcileRequestedPredicate() predicate.Predicate {
 
 // ArtifactChangedPredicate passes GitSource events that matter to consumers of artifacts
 // (Package controllers): creation with an artifact, deletion, and updates that change
-// status.artifact.revision. Use it with Watches(&v1alpha1.GitSource{}, ...).
+// status.artifact.revision. Use it with Watches(&convoyv1alpha1.GitSource{}, ...).
 func ArtifactChangedPredicate() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return revisionOf(e.Object) != "" },
@@ -157,7 +157,7 @@ func ArtifactChangedPredicate() predicate.Predicate {
 
 // revisionOf returns the artifact revision of a GitSource, or "".
 func revisionOf(o client.Object) string {
-	gs, ok := o.(*v1alpha1.GitSource)
+	gs, ok := o.(*convoyv1alpha1.GitSource)
 	if !ok || gs.Status.Artifact == nil {
 		return ""
 	}
@@ -167,16 +167,16 @@ func revisionOf(o client.Object) string {
 // GetArtifact returns the artifact of the GitSource named by key, or a Waiting error with
 // reason DependencyNotReady when it has none yet (the source has not been polled, or is
 // missing).
-func GetArtifact(ctx context.Context, c client.Reader, key Key) (*v1alpha1.Artifact, error) {
-	gs := &v1alpha1.GitSource{}
+func GetArtifact(ctx context.Context, c client.Reader, key Key) (*convoyv1alpha1.Artifact, error) {
+	gs := &convoyv1alpha1.GitSource{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, gs); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return nil, pass.Waitf(v1alpha1.DependencyNotReadyReason, 0, "GitSource %s not found", key)
+			return nil, pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, 0, "GitSource %s not found", key)
 		}
 		return nil, fmt.Errorf("reading GitSource %s: %w", key, err)
 	}
 	if gs.Status.Artifact == nil {
-		return nil, pass.Waitf(v1alpha1.DependencyNotReadyReason, 0, "GitSource %s has no artifact yet", key)
+		return nil, pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, 0, "GitSource %s has no artifact yet", key)
 	}
 	return gs.Status.Artifact.DeepCopy(), nil
 }

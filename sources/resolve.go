@@ -8,7 +8,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
@@ -27,10 +27,10 @@ type target struct {
 
 // resolveRef picks the commit that spec points at among the advertised refs. Annotated tags
 // are peeled to their commit.
-func resolveRef(spec v1alpha1.GitRef, refs []*plumbing.Reference) (target, error) {
+func resolveRef(spec convoyv1alpha1.GitRef, refs []*plumbing.Reference) (target, error) {
 	kind, value, err := refOf(spec)
 	if err != nil {
-		return target{}, pass.Stallf(v1alpha1.InvalidSpecReason, "%w", err)
+		return target{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
 	hashes := make(map[string]string, len(refs))
 	for _, r := range refs {
@@ -69,7 +69,7 @@ func peeledTag(hashes map[string]string, name string) (string, bool) {
 func resolveSemVer(rangeSpec string, hashes map[string]string) (target, error) {
 	c, err := semver.NewConstraint(rangeSpec)
 	if err != nil {
-		return target{}, pass.Stallf(v1alpha1.InvalidSpecReason, "ref.semver %q: %w", rangeSpec, err)
+		return target{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "ref.semver %q: %w", rangeSpec, err)
 	}
 	names := make([]string, 0, len(hashes))
 	for name := range hashes {

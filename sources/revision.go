@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // revisionSeparator joins a ref and a commit in a revision string.
@@ -98,7 +98,7 @@ const (
 )
 
 // refOf returns which kind of ref spec asks for and its value, checking the value.
-func refOf(spec v1alpha1.GitRef) (refKind, string, error) {
+func refOf(spec convoyv1alpha1.GitRef) (refKind, string, error) {
 	switch {
 	case spec.Commit != "":
 		if !IsCommitHash(spec.Commit) {

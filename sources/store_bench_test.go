@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/gitserver"
 )
 
@@ -95,7 +95,7 @@ func benchFile(f, c int) string {
 func BenchmarkStore(b *testing.B) {
 	srv, repo := benchServer(b)
 	url := srv.HTTPURL("bench")
-	ref := v1alpha1.GitRef{Branch: "main"}
+	ref := convoyv1alpha1.GitRef{Branch: "main"}
 	ctx := context.Background()
 
 	b.Run("FirstClone/convoy", func(b *testing.B) {

@@ -12,7 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // remoteName is the name of the remote in every stored repository.
@@ -36,7 +36,7 @@ type PollResult struct {
 // Poll resolves ref on the remote by listing its refs (an ls-remote: no objects are
 // transferred), then fetches the resolved commit into the repository of key only if it is not
 // stored yet. A commit ref is not listed at all when it is already stored.
-func (s *Store) Poll(ctx context.Context, key Key, remote Remote, ref v1alpha1.GitRef) (PollResult, error) {
+func (s *Store) Poll(ctx context.Context, key Key, remote Remote, ref convoyv1alpha1.GitRef) (PollResult, error) {
 	e := s.entry(key)
 	e.write.Lock()
 	defer e.write.Unlock()
@@ -63,7 +63,7 @@ func (s *Store) Poll(ctx context.Context, key Key, remote Remote, ref v1alpha1.G
 }
 
 // resolveRemote resolves ref on the remote; a commit ref needs no listing.
-func resolveRemote(ctx context.Context, remote Remote, ref v1alpha1.GitRef) (target, error) {
+func resolveRemote(ctx context.Context, remote Remote, ref convoyv1alpha1.GitRef) (target, error) {
 	if ref.Commit != "" {
 		return resolveRef(ref, nil)
 	}

@@ -11,7 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/gitserver"
 )
 
@@ -29,15 +29,15 @@ func TestPollResolvesEachRefKind(t *testing.T) {
 
 	cases := []struct {
 		name string
-		ref  v1alpha1.GitRef
+		ref  convoyv1alpha1.GitRef
 		want Revision
 	}{
-		{"branch", v1alpha1.GitRef{Branch: "main"}, Revision{Ref: "main", Commit: c3}},
-		{"lightweight tag", v1alpha1.GitRef{Tag: "v1.0.0"}, Revision{Ref: "v1.0.0", Commit: c1}},
-		{"annotated tag peeled", v1alpha1.GitRef{Tag: "v1.2.0"}, Revision{Ref: "v1.2.0", Commit: c2}},
-		{"semver highest match", v1alpha1.GitRef{SemVer: ">=1.0.0 <2.0.0"}, Revision{Ref: "v1.2.0", Commit: c2}},
-		{"semver any", v1alpha1.GitRef{SemVer: "*"}, Revision{Ref: "v2.0.0", Commit: c3}},
-		{"commit", v1alpha1.GitRef{Commit: c1}, Revision{Commit: c1}},
+		{"branch", convoyv1alpha1.GitRef{Branch: "main"}, Revision{Ref: "main", Commit: c3}},
+		{"lightweight tag", convoyv1alpha1.GitRef{Tag: "v1.0.0"}, Revision{Ref: "v1.0.0", Commit: c1}},
+		{"annotated tag peeled", convoyv1alpha1.GitRef{Tag: "v1.2.0"}, Revision{Ref: "v1.2.0", Commit: c2}},
+		{"semver highest match", convoyv1alpha1.GitRef{SemVer: ">=1.0.0 <2.0.0"}, Revision{Ref: "v1.2.0", Commit: c2}},
+		{"semver any", convoyv1alpha1.GitRef{SemVer: "*"}, Revision{Ref: "v2.0.0", Commit: c3}},
+		{"commit", convoyv1alpha1.GitRef{Commit: c1}, Revision{Commit: c1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,11 +62,11 @@ func TestPollFollowsMovedRefs(t *testing.T) {
 
 	t.Run("branch force-pushed to an older commit", func(t *testing.T) {
 		g := NewWithT(t)
-		res, err := s.Poll(testCtx(t), key, remote, v1alpha1.GitRef{Branch: "main"})
+		res, err := s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.Revision.Commit).To(Equal(c2))
 		g.Expect(repo.ResetBranch("main", c1)).To(Succeed())
-		res, err = s.Poll(testCtx(t), key, remote, v1alpha1.GitRef{Branch: "main"})
+		res, err = s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.Revision).To(Equal(Revision{Ref: "main", Commit: c1}))
 		g.Expect(res.Fetched).To(BeFalse(), "c1 was already stored")
@@ -75,14 +75,14 @@ func TestPollFollowsMovedRefs(t *testing.T) {
 		g := NewWithT(t)
 		_, err := repo.AnnotatedTag("v1", c1, "first")
 		g.Expect(err).NotTo(HaveOccurred())
-		res, err := s.Poll(testCtx(t), key, remote, v1alpha1.GitRef{Tag: "v1"})
+		res, err := s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Tag: "v1"})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.Revision.Commit).To(Equal(c1))
 		c3, err := repo.Commit("other", "three", map[string]string{"f": "3"})
 		g.Expect(err).NotTo(HaveOccurred())
 		_, err = repo.AnnotatedTag("v1", c3, "moved")
 		g.Expect(err).NotTo(HaveOccurred())
-		res, err = s.Poll(testCtx(t), key, remote, v1alpha1.GitRef{Tag: "v1"})
+		res, err = s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Tag: "v1"})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.Revision).To(Equal(Revision{Ref: "v1", Commit: c3}))
 		g.Expect(res.Fetched).To(BeTrue())
@@ -95,11 +95,11 @@ func TestPollOfUnchangedRemoteTransfersNothing(t *testing.T) {
 	commit(t, repo, "one", map[string]string{"f": "1"})
 	s := newStore(t, Limits{})
 	key, remote := KeyFor("ns", "src"), Remote{URL: srv.HTTPURL("repo")}
-	_, err := s.Poll(testCtx(t), key, remote, v1alpha1.GitRef{Branch: "main"})
+	_, err := s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	before := srv.Stats()
-	res, err := s.Poll(testCtx(t), key, remote, v1alpha1.GitRef{Branch: "main"})
+	res, err := s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Fetched).To(BeFalse())
 	d := srv.Stats().Sub(before)
@@ -108,7 +108,7 @@ func TestPollOfUnchangedRemoteTransfersNothing(t *testing.T) {
 
 	commit(t, repo, "two", map[string]string{"g": "2"})
 	before = srv.Stats()
-	res, err = s.Poll(testCtx(t), key, remote, v1alpha1.GitRef{Branch: "main"})
+	res, err = s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Fetched).To(BeTrue())
 	g.Expect(srv.Stats().Sub(before).UploadPacks).To(Equal(int64(1)))
@@ -124,7 +124,7 @@ func TestEveryFetchedCommitStaysReadable(t *testing.T) {
 	for i := range 3 {
 		c := commit(t, repo, fmt.Sprint(i), map[string]string{"f.txt": fmt.Sprint("content ", i)})
 		commits = append(commits, c)
-		_, err := s1.Poll(testCtx(t), key, remote, v1alpha1.GitRef{Branch: "main"})
+		_, err := s1.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
 		NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	}
 	// Rewrite history: the first two commits are no longer on any branch.
@@ -175,7 +175,7 @@ func TestOpenIsAnFSAndConcurrentSafe(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	s := newStore(t, Limits{})
 	key := KeyFor("ns", "src")
-	_, err = s.Poll(testCtx(t), key, Remote{URL: srv.FileURL("repo")}, v1alpha1.GitRef{Branch: "main"})
+	_, err = s.Poll(testCtx(t), key, Remote{URL: srv.FileURL("repo")}, convoyv1alpha1.GitRef{Branch: "main"})
 	g.Expect(err).NotTo(HaveOccurred())
 	fsys, err := s.Open(testCtx(t), key, c)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -212,7 +212,7 @@ func TestVerifyEnforcesLimits(t *testing.T) {
 	key, remote := KeyFor("ns", "src"), Remote{URL: srv.HTTPURL("repo")}
 	s := newStore(t, Limits{MaxFiles: 2, MaxFileSize: 10, MaxTotalBytes: 15})
 	poll := func(t *testing.T) string {
-		res, err := s.Poll(testCtx(t), key, remote, v1alpha1.GitRef{Branch: "main"})
+		res, err := s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
 		NewWithT(t).Expect(err).NotTo(HaveOccurred())
 		return res.Revision.Commit
 	}
@@ -258,7 +258,7 @@ func TestDeleteRemovesTheRepository(t *testing.T) {
 	c := commit(t, repo, "one", map[string]string{"f": "1"})
 	s := newStore(t, Limits{})
 	key := KeyFor("ns", "src")
-	_, err := s.Poll(testCtx(t), key, Remote{URL: srv.FileURL("repo")}, v1alpha1.GitRef{Branch: "main"})
+	_, err := s.Poll(testCtx(t), key, Remote{URL: srv.FileURL("repo")}, convoyv1alpha1.GitRef{Branch: "main"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.Delete(key)).To(Succeed())
 	g.Expect(s.dir(key)).NotTo(BeADirectory())

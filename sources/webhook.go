@@ -20,7 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // Webhook request headers.
@@ -146,7 +146,7 @@ func parseHookPath(p string) (types.NamespacedName, bool) {
 // token returns the webhook token of a GitSource, or the HTTP status to answer with. A
 // GitSource without webhookSecretRef is reported as not found.
 func (w *WebhookReceiver) token(ctx context.Context, nn types.NamespacedName) ([]byte, int) {
-	gs := &v1alpha1.GitSource{}
+	gs := &convoyv1alpha1.GitSource{}
 	if err := w.Client.Get(ctx, nn, gs); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, http.StatusNotFound
@@ -207,9 +207,9 @@ func Sign(body, token []byte) []byte {
 
 // requestReconcile sets the convoy.dev/requestedAt annotation to now.
 func (w *WebhookReceiver) requestReconcile(ctx context.Context, nn types.NamespacedName) error {
-	gs := &v1alpha1.GitSource{}
+	gs := &convoyv1alpha1.GitSource{}
 	gs.Namespace, gs.Name = nn.Namespace, nn.Name
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`,
-		v1alpha1.RequestedAtAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
+		convoyv1alpha1.RequestedAtAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
 	return w.Client.Patch(ctx, gs, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(webhookFieldOwner))
 }

@@ -11,11 +11,11 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // postHook calls the webhook of gs with the given headers and returns the status code.
-func postHook(t *testing.T, gs *v1alpha1.GitSource, body []byte, headers map[string]string) int {
+func postHook(t *testing.T, gs *convoyv1alpha1.GitSource, body []byte, headers map[string]string) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, webhookURL+WebhookPathPrefix+gs.Namespace+"/"+gs.Name, bytes.NewReader(body))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -37,8 +37,8 @@ func TestWebhookTriggersPoll(t *testing.T) {
 	srv, repo := newGitServer(t)
 	c1 := commit(t, repo, "one", map[string]string{"f": "1"})
 	createSecret(t, ns, "hook", map[string][]byte{WebhookTokenKey: []byte("hook-token")})
-	gs := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"},
-		Interval: &metav1.Duration{Duration: time.Hour}, WebhookSecretRef: &v1alpha1.LocalObjectReference{Name: "hook"}})
+	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"},
+		Interval: &metav1.Duration{Duration: time.Hour}, WebhookSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "hook"}})
 	waitReady(t, gs, c1)
 	body := []byte(`{"ref":"refs/heads/main"}`)
 
@@ -50,7 +50,7 @@ func TestWebhookTriggersPoll(t *testing.T) {
 		g.Expect(postHook(t, gs, body, map[string]string{SignatureHeader: "sha256=zz"})).To(Equal(http.StatusUnauthorized))
 		g.Expect(postHook(t, gs, body, nil)).To(Equal(http.StatusUnauthorized))
 		g.Consistently(func() int64 { return srv.Stats().Sub(before).Advertisements }, "1s").Should(BeZero())
-		g.Expect(fetchSource(g, gs).Annotations).NotTo(HaveKey(v1alpha1.RequestedAtAnnotation))
+		g.Expect(fetchSource(g, gs).Annotations).NotTo(HaveKey(convoyv1alpha1.RequestedAtAnnotation))
 	})
 	t.Run("valid GitHub signature triggers a poll within a second", func(t *testing.T) {
 		g := NewWithT(t)
@@ -60,7 +60,7 @@ func TestWebhookTriggersPoll(t *testing.T) {
 			g.Expect(fetchSource(g, gs).Status.Artifact.Commit).To(Equal(c2))
 		}, "1s").Should(Succeed())
 		out := fetchSource(g, gs)
-		g.Expect(out.Status.LastHandledReconcileAt).To(Equal(out.Annotations[v1alpha1.RequestedAtAnnotation]))
+		g.Expect(out.Status.LastHandledReconcileAt).To(Equal(out.Annotations[convoyv1alpha1.RequestedAtAnnotation]))
 	})
 	t.Run("valid GitLab token and generic signature are accepted", func(t *testing.T) {
 		g := NewWithT(t)
@@ -74,7 +74,7 @@ func TestWebhookTriggersPoll(t *testing.T) {
 	})
 	t.Run("unknown source and source without webhook secret are not found", func(t *testing.T) {
 		g := NewWithT(t)
-		other := createSource(t, ns, v1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: v1alpha1.GitRef{Branch: "main"}})
+		other := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"}})
 		g.Expect(postHook(t, other, body, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusNotFound))
 		missing := other.DeepCopy()
 		missing.Name = "missing"

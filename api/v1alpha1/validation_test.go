@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -198,12 +198,12 @@ func objectWithEdit(g Gomega, valid, edit string) *unstructured.Unstructured {
 func TestTypedClientGetsStrategyAndOrderDefaults(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	hcpkg := &v1alpha1.HostedClusterPackage{
+	hcpkg := &convoyv1alpha1.HostedClusterPackage{
 		ObjectMeta: metav1.ObjectMeta{Name: "typed-defaults"},
-		Spec: v1alpha1.HostedClusterPackageSpec{
-			Partition: &v1alpha1.PartitionSpec{LabelKey: "hypershift.openshift.io/risk-group"},
-			Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageTemplateSpec{
-				SourceRef: v1alpha1.SourceReference{Name: "addons", Namespace: "fleet"}, Path: "packages/a"}},
+		Spec: convoyv1alpha1.HostedClusterPackageSpec{
+			Partition: &convoyv1alpha1.PartitionSpec{LabelKey: "hypershift.openshift.io/risk-group"},
+			Template: convoyv1alpha1.PackageTemplate{Spec: convoyv1alpha1.PackageTemplateSpec{
+				SourceRef: convoyv1alpha1.SourceReference{Name: "addons", Namespace: "fleet"}, Path: "packages/a"}},
 		},
 	}
 	g.Expect(env.Client.Create(ctx, hcpkg)).To(Succeed())

@@ -28,6 +28,10 @@ const (
 	// HostedClusterPackageLabel carries the name of the HostedClusterPackage that owns a Package.
 	HostedClusterPackageLabel = "convoy.dev/hostedclusterpackage"
 
+	// RevisionAnnotation carries the revision (a GitSource's artifact, a Package's or an
+	// ObjectDeployment's applied revision) on the events convoy emits about an object.
+	RevisionAnnotation = "convoy.dev/revision"
+
 	// AdoptAnnotation set to "true" in a desired manifest lets convoy take over an existing
 	// object that it did not create.
 	AdoptAnnotation = "convoy.dev/adopt"

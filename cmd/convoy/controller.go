@@ -24,7 +24,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	rolloutcontroller "github.com/convoy-gitops/convoy/rollout/controller"
 	"github.com/convoy-gitops/convoy/sources"
-	convoysync "github.com/convoy-gitops/convoy/sync"
+	"github.com/convoy-gitops/convoy/sync/synccontroller"
 )
 
 // Leader election keeps a Lease in the controller's namespace.
@@ -47,7 +47,7 @@ type controllerOptions struct {
 	qps                     float32
 	burst                   int
 	sources                 sources.Options
-	sync                    convoysync.SetupOptions
+	sync                    synccontroller.SetupOptions
 	rollout                 rolloutcontroller.SetupOptions
 }
 
@@ -146,7 +146,7 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	if err != nil {
 		return err
 	}
-	if err := convoysync.Setup(mgr, store, opts.sync); err != nil {
+	if err := synccontroller.Setup(mgr, store, opts.sync); err != nil {
 		return err
 	}
 	// The HostedClusterPackage controller starts with the manager when HyperShift is installed,

@@ -16,7 +16,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
 )
@@ -127,13 +127,13 @@ func pollRef(ctx context.Context, store *sources.Store, key sources.Key, remote 
 		ref = "main"
 	}
 	if sources.IsCommitHash(ref) {
-		res, err := store.Poll(ctx, key, remote, v1alpha1.GitRef{Commit: ref})
+		res, err := store.Poll(ctx, key, remote, convoyv1alpha1.GitRef{Commit: ref})
 		return res.Revision, err
 	}
-	res, err := store.Poll(ctx, key, remote, v1alpha1.GitRef{Branch: ref})
+	res, err := store.Poll(ctx, key, remote, convoyv1alpha1.GitRef{Branch: ref})
 	var notFound *sources.RefNotFoundError
 	if errors.As(err, &notFound) && !notFound.Empty {
-		res, err = store.Poll(ctx, key, remote, v1alpha1.GitRef{Tag: ref})
+		res, err = store.Poll(ctx, key, remote, convoyv1alpha1.GitRef{Tag: ref})
 	}
 	if err != nil {
 		return sources.Revision{}, fmt.Errorf("resolving %q in %s: %w", ref, remote.URL, err)

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // Conditioned is an object with a metav1.Condition list in its status.
@@ -74,22 +74,22 @@ func IsTrue(obj Conditioned, condType string) bool {
 // IsReady reports what kstatus calls Current: Ready=True at the object's generation, and
 // neither Stalled nor Reconciling.
 func IsReady(obj Conditioned) bool {
-	ready := Get(obj, v1alpha1.ReadyCondition)
+	ready := Get(obj, convoyv1alpha1.ReadyCondition)
 	return ready != nil && ready.Status == metav1.ConditionTrue &&
 		ready.ObservedGeneration == obj.GetGeneration() &&
-		!IsTrue(obj, v1alpha1.StalledCondition) && !IsTrue(obj, v1alpha1.ReconcilingCondition)
+		!IsTrue(obj, convoyv1alpha1.StalledCondition) && !IsTrue(obj, convoyv1alpha1.ReconcilingCondition)
 }
 
 // MarkReconciling sets Reconciling=True and removes Stalled (the two exclude each other).
 func MarkReconciling(obj Conditioned, reason, format string, args ...any) {
-	Delete(obj, v1alpha1.StalledCondition)
-	MarkTrue(obj, v1alpha1.ReconcilingCondition, reason, format, args...)
+	Delete(obj, convoyv1alpha1.StalledCondition)
+	MarkTrue(obj, convoyv1alpha1.ReconcilingCondition, reason, format, args...)
 }
 
 // MarkStalled sets Stalled=True and removes Reconciling.
 func MarkStalled(obj Conditioned, reason, format string, args ...any) {
-	Delete(obj, v1alpha1.ReconcilingCondition)
-	MarkTrue(obj, v1alpha1.StalledCondition, reason, format, args...)
+	Delete(obj, convoyv1alpha1.ReconcilingCondition)
+	MarkTrue(obj, convoyv1alpha1.StalledCondition, reason, format, args...)
 }
 
 // firstTrue returns the first of condTypes that is True, or nil.

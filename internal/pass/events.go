@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // EventAction is the action recorded on every event convoy emits.
@@ -48,7 +48,7 @@ func (n *Notifier) notify(ctx context.Context, obj Object, prev *metav1.Conditio
 
 // notifySuccess emits the reconciler's note, or a recovery event when Ready was not True.
 func (n *Notifier) notifySuccess(ctx context.Context, obj Object, prev *metav1.Condition, s Summary) {
-	ready := Get(obj, v1alpha1.ReadyCondition)
+	ready := Get(obj, convoyv1alpha1.ReadyCondition)
 	if ready == nil || ready.Status != metav1.ConditionTrue {
 		return
 	}

@@ -15,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // StatusFieldOwner is the field manager of every status patch convoy makes. It must never
@@ -83,7 +83,7 @@ func NewStatusFinalizer(c client.Client, obj Object, fields StatusFields, opts S
 // if it changed and returns what Reconcile should return, with the patch error aggregated.
 func (f *StatusFinalizer) Finalize(ctx context.Context, s Summary) (ctrl.Result, error) {
 	out := Classify(s.Err, s.Interval)
-	prevReady := Get(f.obj, v1alpha1.ReadyCondition)
+	prevReady := Get(f.obj, convoyv1alpha1.ReadyCondition)
 	if prevReady != nil {
 		prev := *prevReady
 		prevReady = &prev
@@ -106,7 +106,7 @@ func (f *StatusFinalizer) recordRequest() {
 	if f.fields.LastHandledReconcileAt == nil {
 		return
 	}
-	if v, ok := f.obj.GetAnnotations()[v1alpha1.RequestedAtAnnotation]; ok {
+	if v, ok := f.obj.GetAnnotations()[convoyv1alpha1.RequestedAtAnnotation]; ok {
 		*f.fields.LastHandledReconcileAt = v
 	}
 }
@@ -115,26 +115,26 @@ func (f *StatusFinalizer) recordRequest() {
 func applyOutcome(obj Conditioned, out Outcome, s Summary, negatives []string) {
 	switch out.Class {
 	case ClassSuccess:
-		Delete(obj, v1alpha1.StalledCondition)
-		Delete(obj, v1alpha1.ReconcilingCondition)
+		Delete(obj, convoyv1alpha1.StalledCondition)
+		Delete(obj, convoyv1alpha1.ReconcilingCondition)
 		if neg := firstTrue(obj, negatives); neg != nil {
-			MarkFalse(obj, v1alpha1.ReadyCondition, neg.Reason, "%s", neg.Message)
+			MarkFalse(obj, convoyv1alpha1.ReadyCondition, neg.Reason, "%s", neg.Message)
 			return
 		}
 		reason := s.Reason
 		if reason == "" {
-			reason = v1alpha1.SucceededReason
+			reason = convoyv1alpha1.SucceededReason
 		}
-		MarkTrue(obj, v1alpha1.ReadyCondition, reason, "%s", s.Message)
+		MarkTrue(obj, convoyv1alpha1.ReadyCondition, reason, "%s", s.Message)
 	case ClassStalled:
 		MarkStalled(obj, out.Reason, "%s", out.Message)
-		MarkFalse(obj, v1alpha1.ReadyCondition, out.Reason, "%s", out.Message)
+		MarkFalse(obj, convoyv1alpha1.ReadyCondition, out.Reason, "%s", out.Message)
 	case ClassWaiting:
 		MarkReconciling(obj, out.Reason, "%s", out.Message)
-		MarkFalse(obj, v1alpha1.ReadyCondition, out.Reason, "%s", out.Message)
+		MarkFalse(obj, convoyv1alpha1.ReadyCondition, out.Reason, "%s", out.Message)
 	default:
-		MarkReconciling(obj, v1alpha1.ProgressingWithRetryReason, "%s", out.Message)
-		MarkFalse(obj, v1alpha1.ReadyCondition, out.Reason, "%s", out.Message)
+		MarkReconciling(obj, convoyv1alpha1.ProgressingWithRetryReason, "%s", out.Message)
+		MarkFalse(obj, convoyv1alpha1.ReadyCondition, out.Reason, "%s", out.Message)
 	}
 }
 

@@ -15,16 +15,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/convoy-gitops/convoy/api/v1alpha1"
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // newFixture returns a fake client holding one GitSource, counting status patches.
 func newFixture(t *testing.T) (client.Client, *int) {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	NewWithT(t).Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
-	gs := &v1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gs", Generation: 2,
-		Annotations: map[string]string{v1alpha1.RequestedAtAnnotation: "now"}}}
+	NewWithT(t).Expect(convoyv1alpha1.AddToScheme(scheme)).To(Succeed())
+	gs := &convoyv1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gs", Generation: 2,
+		Annotations: map[string]string{convoyv1alpha1.RequestedAtAnnotation: "now"}}}
 	patches := 0
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(gs).WithStatusSubresource(gs).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
@@ -35,19 +35,19 @@ func newFixture(t *testing.T) (client.Client, *int) {
 }
 
 // pass runs one finalizer pass over the stored GitSource.
-func pass(t *testing.T, c client.Client, rec events.EventRecorder, s Summary, mutate func(*v1alpha1.GitSource)) *v1alpha1.GitSource {
+func pass(t *testing.T, c client.Client, rec events.EventRecorder, s Summary, mutate func(*convoyv1alpha1.GitSource)) *convoyv1alpha1.GitSource {
 	t.Helper()
 	g := NewWithT(t)
-	gs := &v1alpha1.GitSource{}
+	gs := &convoyv1alpha1.GitSource{}
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "gs"}, gs)).To(Succeed())
 	fin := NewStatusFinalizer(c, gs, StatusFields{ObservedGeneration: &gs.Status.ObservedGeneration,
 		LastHandledReconcileAt: &gs.Status.LastHandledReconcileAt},
-		StatusOptions{NegativeConditions: []string{v1alpha1.FetchFailedCondition}, Notifier: NewNotifier(rec)})
+		StatusOptions{NegativeConditions: []string{convoyv1alpha1.FetchFailedCondition}, Notifier: NewNotifier(rec)})
 	if mutate != nil {
 		mutate(gs)
 	}
 	_, _ = fin.Finalize(context.Background(), s)
-	out := &v1alpha1.GitSource{}
+	out := &convoyv1alpha1.GitSource{}
 	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(gs), out)).To(Succeed())
 	return out
 }
@@ -74,27 +74,27 @@ func TestStatusFinalizer(t *testing.T) {
 	t.Run("transient failure sets Reconciling and keeps observedGeneration", func(t *testing.T) {
 		g := NewWithT(t)
 		out := pass(t, c, rec, Summary{Err: Retryf("GitOperationFailed", "boom"), Interval: time.Minute},
-			func(gs *v1alpha1.GitSource) { gs.Generation = 3 })
-		ready := Get(out, v1alpha1.ReadyCondition)
+			func(gs *convoyv1alpha1.GitSource) { gs.Generation = 3 })
+		ready := Get(out, convoyv1alpha1.ReadyCondition)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Reason).To(Equal("GitOperationFailed"))
-		g.Expect(Get(out, v1alpha1.ReconcilingCondition).Reason).To(Equal(v1alpha1.ProgressingWithRetryReason))
+		g.Expect(Get(out, convoyv1alpha1.ReconcilingCondition).Reason).To(Equal(convoyv1alpha1.ProgressingWithRetryReason))
 		g.Expect(out.Status.ObservedGeneration).To(Equal(int64(2)))
 		g.Expect(<-rec.Events).To(HavePrefix(corev1.EventTypeWarning))
 	})
 	t.Run("recovery emits an event", func(t *testing.T) {
 		g := NewWithT(t)
 		out := pass(t, c, rec, Summary{Interval: time.Minute, Message: "ok"}, nil)
-		g.Expect(Get(out, v1alpha1.ReconcilingCondition)).To(BeNil())
+		g.Expect(Get(out, convoyv1alpha1.ReconcilingCondition)).To(BeNil())
 		g.Expect(<-rec.Events).To(ContainSubstring(RecoveredReason))
 	})
 	t.Run("stall sets Stalled and bumps observedGeneration", func(t *testing.T) {
 		g := NewWithT(t)
 		out := pass(t, c, rec, Summary{Err: Stallf("InvalidSpec", "key %q is missing", "x")},
-			func(gs *v1alpha1.GitSource) { gs.Generation = 4 })
-		g.Expect(IsTrue(out, v1alpha1.StalledCondition)).To(BeTrue())
-		g.Expect(Get(out, v1alpha1.ReconcilingCondition)).To(BeNil())
-		g.Expect(Get(out, v1alpha1.ReadyCondition).Message).To(ContainSubstring(`key "x" is missing`))
+			func(gs *convoyv1alpha1.GitSource) { gs.Generation = 4 })
+		g.Expect(IsTrue(out, convoyv1alpha1.StalledCondition)).To(BeTrue())
+		g.Expect(Get(out, convoyv1alpha1.ReconcilingCondition)).To(BeNil())
+		g.Expect(Get(out, convoyv1alpha1.ReadyCondition).Message).To(ContainSubstring(`key "x" is missing`))
 		g.Expect(out.Status.ObservedGeneration).To(Equal(int64(4)))
 		<-rec.Events
 	})
@@ -107,18 +107,18 @@ func TestStatusFinalizer(t *testing.T) {
 	})
 	t.Run("a true negative condition keeps Ready false on success", func(t *testing.T) {
 		g := NewWithT(t)
-		out := pass(t, c, rec, Summary{Interval: time.Minute}, func(gs *v1alpha1.GitSource) {
-			MarkTrue(gs, v1alpha1.FetchFailedCondition, "StorageLimitExceeded", "too big")
+		out := pass(t, c, rec, Summary{Interval: time.Minute}, func(gs *convoyv1alpha1.GitSource) {
+			MarkTrue(gs, convoyv1alpha1.FetchFailedCondition, "StorageLimitExceeded", "too big")
 		})
-		g.Expect(Get(out, v1alpha1.ReadyCondition).Reason).To(Equal("StorageLimitExceeded"))
+		g.Expect(Get(out, convoyv1alpha1.ReadyCondition).Reason).To(Equal("StorageLimitExceeded"))
 	})
 }
 
 func TestStatusFinalizerAggregatesPatchError(t *testing.T) {
 	g := NewWithT(t)
 	scheme := runtime.NewScheme()
-	g.Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
-	gs := &v1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gs"}}
+	g.Expect(convoyv1alpha1.AddToScheme(scheme)).To(Succeed())
+	gs := &convoyv1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gs"}}
 	boom := errors.New("api down")
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(gs).WithStatusSubresource(gs).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {

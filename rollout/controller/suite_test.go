@@ -16,7 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/convoy-gitops/convoy/sources"
-	convoysync "github.com/convoy-gitops/convoy/sync"
+	"github.com/convoy-gitops/convoy/sync/synccontroller"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
@@ -70,7 +70,7 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	err = convoysync.Setup(mgr, store, convoysync.SetupOptions{Concurrency: 4, ProbeInterval: time.Second,
+	err = synccontroller.Setup(mgr, store, synccontroller.SetupOptions{Concurrency: 4, ProbeInterval: time.Second,
 		Hosted: hosted.Options{Timeout: 5 * time.Second}})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/fluxcd/pkg/ssa"
+	ssautils "github.com/fluxcd/pkg/ssa/utils"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+)
+
+// ownerGroup is the prefix of the ownership labels, as fluxcd/pkg/ssa names it.
+const ownerGroup = "convoy.dev"
+
+// establishPoll is how often a pass re-reads CRDs it waits for.
+const establishPoll = 250 * time.Millisecond
+
+// phaseOutcome is what applying one phase did.
+type phaseOutcome struct {
+	// objects are the prepared objects, in phase order (definitions first).
+	objects []*unstructured.Unstructured
+	// observer holds their live state.
+	observer *observer
+	changes  Changes
+}
+
+// applyPhase applies the objects of ph to c: CustomResourceDefinitions and Namespaces first,
+// then, once the CRDs are established, the rest.
+func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase) (*phaseOutcome, error) {
+	out := &phaseOutcome{observer: newObserver(c.client)}
+	defs, rest := splitStages(ph.Objects)
+	if len(defs) > 0 {
+		if err := e.applyStage(ctx, c, ph, defs, out); err != nil {
+			return out, err
+		}
+		if err := e.waitEstablished(ctx, c, defs, out.observer); err != nil {
+			return out, err
+		}
+	}
+	return out, e.applyStage(ctx, c, ph, rest, out)
+}
+
+// applyStage prepares, reads, checks ownership of and applies objs. Objects the ledger says
+// this owner applied in another state are applied directly; the others are read first, and
+// those found as this owner left them are not written.
+func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*unstructured.Unstructured, out *phaseOutcome) error {
+	if len(objs) == 0 {
+		return nil
+	}
+	if err := c.prepare(ph, objs); err != nil {
+		return err
+	}
+	changed, rest := e.applied.changedSinceApplied(c, digests(objs))
+	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
+		return c.classify(err)
+	}
+	if err := c.checkOwnership(ph, objectsOf(rest), out.observer); err != nil {
+		return err
+	}
+	out.objects = append(out.objects, objs...)
+	refused, err := e.applyDirect(ctx, c, changed, ssa.ConfiguredAction, out)
+	if err != nil {
+		return err
+	}
+	// Objects the API server refused (an immutable field, a replaced object) go the full way.
+	if err := e.readRefused(ctx, c, ph, refused, out); err != nil {
+		return err
+	}
+	rest = append(rest, refused...)
+	if err := e.applyRead(ctx, c, rest, out); err != nil {
+		return err
+	}
+	e.recordApplied(c, out.observer, rest)
+	return nil
+}
+
+// readRefused reads the objects a direct apply refused and checks their ownership again.
+func (e *Engine) readRefused(ctx context.Context, c *cluster, ph *Phase, refused []desiredState, out *phaseOutcome) error {
+	if err := out.observer.prefetch(ctx, objectsOf(refused), e.opts.Concurrency); err != nil {
+		return c.classify(err)
+	}
+	return c.checkOwnership(ph, objectsOf(refused), out.observer)
+}
+
+// applyRead applies objects read by prefetch: the absent ones directly, the present ones not
+// as this owner left them through the resource manager (dry-run, then apply if they differ).
+func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) error {
+	var absent, present []desiredState
+	for _, s := range states {
+		live := out.observer.existing(s.obj)
+		switch {
+		case live == nil:
+			absent = append(absent, s)
+		case e.applied.untouched(c, s, live):
+			out.changes.Unchanged++
+			appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Inc()
+		default:
+			present = append(present, s)
+		}
+	}
+	if _, err := e.applyDirect(ctx, c, absent, ssa.CreatedAction, out); err != nil {
+		return err
+	}
+	rm := ssa.NewResourceManager(out.observer, nil, ssa.Owner{Field: FieldManager, Group: ownerGroup})
+	rm.SetConcurrency(e.opts.Concurrency)
+	cs, err := rm.ApplyAll(ctx, objectsOf(present), e.applyOptions())
+	if err != nil {
+		return c.classify(err)
+	}
+	out.changes.add(cs, e.opts.Controller, c.name)
+	return nil
+}
+
+// applyDirect applies objects without reading them first, one by one in fluxcd/pkg/ssa's kind
+// order, and counts them under action. Changed objects (action Configured) that the API server
+// refuses (invalid: an immutable field; a conflict or not found: the object was deleted or
+// replaced since this owner applied it) are returned for the caller to read and handle; other
+// errors stop the stage.
+//
+// Note: the resource manager would read and dry-run these objects first, only to learn that
+// they are new or changed; a direct apply is one request instead of three. The cost is that an
+// invalid object is refused after the valid ones before it were written, instead of before
+// anything is.
+func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredState, action ssa.Action, out *phaseOutcome) ([]desiredState, error) {
+	sort.Sort(byKindOrder(states))
+	var refused []desiredState
+	for _, s := range states {
+		applied := s.obj.DeepCopy()
+		applied.SetUID(s.uid)
+		ssautils.RemoveCABundleFromCRD(applied)
+		done := e.applied.begin(c, s)
+		err := out.observer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager))
+		done(applied, err)
+		switch {
+		case action == ssa.ConfiguredAction && refusedDirectApply(err):
+			e.applied.forget(c, keyOf(s.obj))
+			s.uid = ""
+			refused = append(refused, s)
+			continue
+		case err != nil:
+			return nil, c.classify(fmt.Errorf("%s apply failed: %w", describe(s.obj), err))
+		}
+		if action == ssa.CreatedAction {
+			out.changes.Created++
+		} else {
+			out.changes.Configured++
+		}
+		appliedObjects.WithLabelValues(e.opts.Controller, c.name, action.String()).Inc()
+	}
+	return refused, nil
+}
+
+// refusedDirectApply reports the errors of a direct apply that the full way may overcome.
+func refusedDirectApply(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err)
+}
+
+// recordApplied records in the ledger what the objects now hold, as the observer last saw them.
+func (e *Engine) recordApplied(c *cluster, obs *observer, states []desiredState) {
+	for _, s := range states {
+		e.applied.record(c, s, obs.live(s.obj))
+	}
+}
+
+// applyOptions: never force-recreate, except objects annotated convoy.dev/force: "true".
+func (e *Engine) applyOptions() ssa.ApplyOptions {
+	opts := ssa.DefaultApplyOptions()
+	opts.ForceSelector = map[string]string{convoyv1alpha1.ForceAnnotation: "true"}
+	opts.WaitInterval = establishPoll
+	return opts
+}
+
+// add counts the entries of a change set.
+func (c *Changes) add(cs *ssa.ChangeSet, controller, cluster string) {
+	for _, e := range cs.Entries {
+		switch e.Action {
+		case ssa.CreatedAction:
+			c.Created++
+		case ssa.ConfiguredAction:
+			c.Configured++
+		default:
+			c.Unchanged++
+		}
+		appliedObjects.WithLabelValues(controller, cluster, e.Action.String()).Inc()
+	}
+}
+
+// waitEstablished waits, for at most EstablishTimeout, until the CRDs among defs are
+// established; past that it returns a Waiting error.
+func (e *Engine) waitEstablished(ctx context.Context, c *cluster, defs []*unstructured.Unstructured, obs *observer) error {
+	for _, d := range defs {
+		if d.GetKind() != "CustomResourceDefinition" || established(obs.live(d)) {
+			continue
+		}
+		err := wait.PollUntilContextTimeout(ctx, establishPoll, e.opts.EstablishTimeout, true,
+			func(ctx context.Context) (bool, error) {
+				live := &unstructured.Unstructured{}
+				live.SetGroupVersionKind(d.GroupVersionKind())
+				if err := c.client.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
+					return false, err
+				}
+				obs.observe(live)
+				return established(live), nil
+			})
+		switch {
+		case wait.Interrupted(err):
+			return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, e.opts.ProbeInterval,
+				"CustomResourceDefinition %s is not established yet", d.GetName())
+		case err != nil:
+			return c.classify(err)
+		}
+	}
+	return nil
+}
+
+// established reports a CRD with Established=True.
+func established(crd *unstructured.Unstructured) bool {
+	if crd == nil {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, raw := range conds {
+		if c, ok := raw.(map[string]any); ok && c["type"] == "Established" && c["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}

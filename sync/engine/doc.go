@@ -1,0 +1,36 @@
+// Package engine applies rendered revisions to their targets: the sync engine under the
+// Package and ObjectDeployment controllers (sync/synccontroller).
+//
+// The Engine takes one Revision (ordered phases of objects plus availability probes), a Target
+// (the management cluster namespace of the owner and, for phases of class hosted-cluster, the
+// hosted cluster of that namespace) and the owner's previous inventory. Per phase, in order, it:
+//
+//   - prepares the objects: management objects are defaulted into the owner's namespace and
+//     refused elsewhere or when cluster-scoped; every object gets the ownership labels;
+//   - refuses collisions: an existing object that is not labelled as this owner's is left
+//     alone unless the desired object carries convoy.dev/adopt: "true";
+//   - applies with server-side apply (field manager "convoy"), CustomResourceDefinitions and
+//     Namespaces first, waiting briefly for CRDs to be established. An object this owner
+//     applied before in another state (the engine's ledger, a cache) is applied directly, one
+//     request; the others are read first: absent ones are created with one apply each, one
+//     whose resourceVersion is still the one the ledger recorded is left alone, and the rest
+//     go through fluxcd/pkg/ssa, whose dry-run comparison leaves unchanged objects unwritten;
+//     objects are only recreated on an immutable-field error when annotated
+//     convoy.dev/force: "true";
+//   - judges availability from the live objects it just read or wrote (manifests/probe),
+//     without extra requests.
+//
+// The first phase that is not available ends the pass with a Waiting error: the controller
+// requeues instead of blocking a worker. Once every phase is available, objects of the previous
+// inventory that left the revision are pruned in reverse phase order, only while they still
+// carry the owner's labels and are not annotated convoy.dev/prune: disabled. Teardown deletes
+// an inventory in reverse phase order, phase by phase.
+//
+// Errors are the classified errors of internal/pass: Stalling for what only the user can fix
+// (collisions, forbidden targets, invalid objects), Waiting for what clears by itself (probes,
+// CRDs being established, an unreachable hosted cluster), anything else is transient.
+//
+// The exported surface is small: NewEngine, Engine.Sync, Engine.Teardown, and
+// Engine.AppliedByEngine, which lets a controller drop the watch events of the engine's own
+// applies.
+package engine

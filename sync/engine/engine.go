@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+)
+
+// Defaults of Options.
+const (
+	// DefaultConcurrency is the default of Options.Concurrency.
+	DefaultConcurrency = 4
+	// DefaultProbeInterval is the default of Options.ProbeInterval.
+	DefaultProbeInterval = 5 * time.Second
+	// DefaultEstablishTimeout is the default of Options.EstablishTimeout.
+	DefaultEstablishTimeout = 10 * time.Second
+	// DefaultDeleteInterval is the default of Options.DeleteInterval.
+	DefaultDeleteInterval = 2 * time.Second
+)
+
+// Options tune an Engine.
+type Options struct {
+	// Controller names the controller using the engine, in metrics.
+	Controller string
+	// Concurrency bounds the parallel reads and dry-runs of one phase; default 4. Direct applies
+	// of one phase are sequential: the owners applied in parallel keep the API server busy.
+	Concurrency int
+	// ProbeInterval is the requeue delay while a phase is not available; default 5s.
+	ProbeInterval time.Duration
+	// EstablishTimeout bounds how long one pass waits for the CustomResourceDefinitions of a
+	// phase to be established before returning a Waiting error; default 10s.
+	EstablishTimeout time.Duration
+	// DeleteInterval is the requeue delay while a teardown waits for objects to go; default 2s.
+	DeleteInterval time.Duration
+}
+
+// Engine applies revisions to targets. It is safe for concurrent use. Between calls it keeps
+// only a cache, the ledger of what it applied, which saves reads and never changes an outcome.
+type Engine struct {
+	opts    Options
+	applied *ledger
+}
+
+// AppliedByEngine reports whether a watch event of obj, an object of the management cluster,
+// comes from this engine's own apply, so that the controller can drop it: an apply of obj is
+// in flight, or obj's resourceVersion is the one the engine's last apply answered.
+func (e *Engine) AppliedByEngine(obj client.Object) bool {
+	return e.applied.wroteManagement(obj)
+}
+
+// NewEngine returns an Engine with opts, defaulted.
+func NewEngine(opts Options) *Engine {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = DefaultProbeInterval
+	}
+	if opts.EstablishTimeout <= 0 {
+		opts.EstablishTimeout = DefaultEstablishTimeout
+	}
+	if opts.DeleteInterval <= 0 {
+		opts.DeleteInterval = DefaultDeleteInterval
+	}
+	return &Engine{opts: opts, applied: newLedger(defaultLedgerSize)}
+}
+
+// Result is what one Sync pass did. It is returned with the error of a failed pass too, so
+// that the status can say how far the pass got.
+type Result struct {
+	// Phases reports every phase of the revision, in order.
+	Phases []convoyv1alpha1.PhaseStatus
+	// Inventory is the owner's new inventory: the objects applied so far, in phase order,
+	// then the objects of the previous inventory not pruned (yet).
+	Inventory []convoyv1alpha1.InventoryEntry
+	// Available is true when every phase is available.
+	Available bool
+	// Changes counts the objects per apply action.
+	Changes Changes
+	// Pruned counts the objects deleted because they left the revision.
+	Pruned int
+
+	previous []convoyv1alpha1.InventoryEntry
+	applied  []convoyv1alpha1.InventoryEntry
+}
+
+// Changes counts applied objects per action.
+type Changes struct {
+	// Created counts objects that did not exist.
+	Created int
+	// Configured counts objects that were changed.
+	Configured int
+	// Unchanged counts objects that already matched and were not written.
+	Unchanged int
+}
+
+// Written reports whether the pass wrote any object.
+func (c Changes) Written() bool { return c.Created+c.Configured > 0 }
+
+// String summarizes the counts, e.g. "2 created, 1 configured, 7 unchanged".
+func (c Changes) String() string {
+	return fmt.Sprintf("%d created, %d configured, %d unchanged", c.Created, c.Configured, c.Unchanged)
+}
+
+// Sync applies rev to t phase by phase and, once every phase is available, prunes what the
+// previous inventory holds and rev does not. It returns a Waiting error when a phase is not
+// available yet; later phases are then neither applied nor pruned.
+func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
+	res := newResult(rev, previous)
+	defer res.mergeInventory()
+	if err := checkRevision(t, rev); err != nil {
+		return res, err
+	}
+	for i := range rev.Phases {
+		available, err := e.syncPhase(ctx, t, rev, i, res)
+		if err != nil {
+			return res, err
+		}
+		if !available {
+			ph := res.Phases[i]
+			return res, pass.Waitf(convoyv1alpha1.ProbeFailedReason, e.opts.ProbeInterval,
+				"phase %q not available: %s", ph.Name, ph.Message)
+		}
+	}
+	res.Available = true
+	return res, e.prune(ctx, t, res)
+}
+
+// syncPhase applies phase i and judges it; it records both in res.
+func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int, res *Result) (bool, error) {
+	ph := &rev.Phases[i]
+	c := t.cluster(ph.Class)
+	out, err := e.applyPhase(ctx, c, ph)
+	res.record(c, ph, out)
+	if err != nil {
+		res.Phases[i].Message = err.Error()
+		markWaiting(res.Phases[i+1:], ph.Name)
+		return false, err
+	}
+	available, msg := judgePhase(rev.Probes, out)
+	res.Phases[i].Available, res.Phases[i].Message = available, msg
+	if !available {
+		probeFailures.WithLabelValues(e.opts.Controller, c.name).Inc()
+		markWaiting(res.Phases[i+1:], ph.Name)
+	}
+	return available, nil
+}
+
+// checkRevision refuses, before anything is applied, what no pass could apply: an owner name
+// that is no label value, a revision that needs a missing hosted cluster, management objects
+// that name another namespace.
+func checkRevision(t *Target, rev *Revision) error {
+	if errs := validation.IsValidLabelValue(t.Name); len(errs) > 0 {
+		return pass.Stallf(convoyv1alpha1.InvalidSpecReason,
+			"name %q cannot be used in ownership labels: %s", t.Name, errs[0])
+	}
+	if rev.NeedsHostedCluster() && t.Hosted == nil {
+		if t.HostedUnavailable != nil {
+			return t.HostedUnavailable
+		}
+		return pass.Stallf(convoyv1alpha1.HostedClusterNotFoundReason,
+			"the revision has hosted-cluster phases and namespace %s has no hosted cluster", t.Namespace)
+	}
+	for _, ph := range rev.Phases {
+		if ph.Class != convoyv1alpha1.ClassManagement {
+			continue
+		}
+		for _, obj := range ph.Objects {
+			if ns := obj.GetNamespace(); ns != "" && ns != t.Namespace {
+				return forbiddenNamespace(t, &ph, obj)
+			}
+		}
+	}
+	return nil
+}
+
+// newResult returns a Result with one not-yet-available status per phase.
+func newResult(rev *Revision, previous []convoyv1alpha1.InventoryEntry) *Result {
+	res := &Result{previous: previous, Phases: make([]convoyv1alpha1.PhaseStatus, len(rev.Phases))}
+	for i, ph := range rev.Phases {
+		res.Phases[i] = convoyv1alpha1.PhaseStatus{Name: ph.Name, Class: ph.Class, Objects: int32(len(ph.Objects))}
+	}
+	return res
+}
+
+// record adds what applying a phase did to the result.
+func (r *Result) record(c *cluster, ph *Phase, out *phaseOutcome) {
+	if out == nil {
+		return
+	}
+	for _, obj := range out.objects {
+		r.applied = append(r.applied, entryFor(c, ph.Name, obj))
+	}
+	r.Changes.Created += out.changes.Created
+	r.Changes.Configured += out.changes.Configured
+	r.Changes.Unchanged += out.changes.Unchanged
+}
+
+// mergeInventory sets Inventory, unless prune already did: the applied objects, then the
+// previous ones not applied in this pass.
+func (r *Result) mergeInventory() {
+	if r.Inventory == nil {
+		r.Inventory = mergeInventories(r.applied, r.previous)
+	}
+}
+
+// markWaiting marks the phases after an unavailable one.
+func markWaiting(phases []convoyv1alpha1.PhaseStatus, blocking string) {
+	for i := range phases {
+		phases[i].Message = fmt.Sprintf("waiting for phase %q", blocking)
+	}
+}

@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	ssaerrors "github.com/fluxcd/pkg/ssa/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+)
+
+// Requeue delays of the Waiting errors the engine returns besides probes.
+const (
+	// dependencyInterval: an API (CRD) or namespace the objects need is missing.
+	dependencyInterval = 10 * time.Second
+	// UnreachableInterval: the hosted cluster's API server does not answer.
+	UnreachableInterval = 30 * time.Second
+)
+
+// classify turns an error of a request to c into a classified error. It is the one place
+// where the engine decides what is stalled (only the user can fix it), waiting (clears by
+// itself) or transient.
+func (c *cluster) classify(err error) error {
+	var (
+		stalling *pass.Stalling
+		waiting  *pass.Waiting
+	)
+	switch {
+	case err == nil || errors.As(err, &stalling) || errors.As(err, &waiting):
+		return err
+	case isNoMatch(err):
+		return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, dependencyInterval,
+			"%s cluster has no API for %w", c.name, err)
+	case isUnreachable(err):
+		if c.hosted() {
+			return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, UnreachableInterval,
+				"hosted cluster of namespace %s is unreachable: %w", c.target.Namespace, err)
+		}
+		return err
+	case apierrors.IsNotFound(err):
+		return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, dependencyInterval, "%w", err)
+	case ssaerrors.IsImmutableError(err) && !apierrors.IsConflict(err):
+		return pass.Stallf(convoyv1alpha1.ApplyFailedReason, "%w%s", err, immutableHint(err))
+	case apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err):
+		return pass.Stallf(convoyv1alpha1.ApplyFailedReason, "%w", err)
+	}
+	return &pass.Generic{Reason: convoyv1alpha1.ApplyFailedReason, Err: err}
+}
+
+// immutableHint tells how to get past an immutable field.
+func immutableHint(err error) string {
+	if !strings.Contains(err.Error(), "immutable") {
+		return ""
+	}
+	return ` (to let convoy delete and recreate the object, annotate it convoy.dev/force: "true")`
+}
+
+// isUnreachable reports an error that is not an answer from an API server: a refused
+// connection, a DNS failure, a timeout.
+func isUnreachable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsServiceUnavailable(err)
+	}
+	return true
+}

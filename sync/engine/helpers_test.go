@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/convoy-gitops/convoy/test/kubetest"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/manifests/probe"
+)
+
+// gateRules compiles gateProbe.
+func gateRules(t *testing.T) []probe.Rule {
+	t.Helper()
+	rules, errs := probe.Compile([]convoyv1alpha1.ObjectSetProbe{kubetest.GateProbe()}, field.NewPath("probes"))
+	NewWithT(t).Expect(errs).To(BeEmpty())
+	return rules
+}
+
+// crd builds a namespaced CustomResourceDefinition of kind in group, accepting any fields.
+func crd(group, kind string) *unstructured.Unstructured {
+	plural := strings.ToLower(kind) + "s"
+	return kubetest.Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", plural+"."+group, map[string]any{
+		"spec": map[string]any{
+			"group": group,
+			"names": map[string]any{"kind": kind, "plural": plural, "singular": strings.ToLower(kind), "listKind": kind + "List"},
+			"scope": "Namespaced",
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				}},
+			}},
+		},
+	})
+}
+
+// requestCounter counts the requests a client sends, by verb; dry-run requests apart.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// countingClient returns a client of cfg whose requests are counted.
+func countingClient(t *testing.T, cfg *rest.Config) (client.Client, *requestCounter) {
+	t.Helper()
+	rc := &requestCounter{counts: map[string]int{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			rc.add(req)
+			return rt.RoundTrip(req)
+		})
+	}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return c, rc
+}
+
+func (rc *requestCounter) add(req *http.Request) {
+	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	if (segs[0] == "api" && len(segs) <= 2) || (segs[0] == "apis" && len(segs) <= 3) || segs[0] == "openapi" {
+		rc.inc("DISCOVERY")
+		return
+	}
+	verb := req.Method
+	if req.URL.Query().Get("dryRun") != "" {
+		verb += "(dry-run)"
+	}
+	rc.inc(verb)
+}
+
+func (rc *requestCounter) inc(k string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.counts[k]++
+}
+
+// take returns the counts since the last take and resets them.
+func (rc *requestCounter) take() map[string]int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := rc.counts
+	rc.counts = map[string]int{}
+	return out
+}
+
+// takeWithoutDiscovery is take without the discovery requests, which depend on what the
+// client asked before.
+func (rc *requestCounter) takeWithoutDiscovery() map[string]int {
+	counts := rc.take()
+	delete(counts, "DISCOVERY")
+	return counts
+}
+
+// writes counts the requests that may change an object.
+func writes(counts map[string]int) int {
+	return counts["PATCH"] + counts["PUT"] + counts["POST"] + counts["DELETE"]
+}
+
+// total counts every request.
+func total(counts map[string]int) int {
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	return n
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+func objectMeta(namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}

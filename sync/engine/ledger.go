@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"github.com/fluxcd/pkg/ssa"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// defaultLedgerSize bounds the entries of a ledger; past it the ledger starts over.
+const defaultLedgerSize = 200_000
+
+// ledger remembers, for every object the engine applied or found matching, which owner
+// applied it, a digest of what was applied and the resourceVersion the API server answered.
+// It lets a pass skip the reads a fluxcd/pkg/ssa apply would make:
+//
+//   - an object whose desired state changed since this owner applied it is applied directly:
+//     no read (ownership was checked when it was first applied) and no dry-run, with the UID
+//     it had as a precondition, so that an object deleted or replaced since is not written;
+//   - an object whose desired state did not change is read, and when its resourceVersion is
+//     still the one recorded nobody changed it: it is unchanged without a dry-run.
+//
+// It is a cache: empty after a restart (every object then goes the full way once), and an
+// entry that is wrong (the object deleted, or changed by someone else) only sends the object
+// the full way. Objects another owner took over through convoy.dev/adopt are recorded under
+// that owner, so the fast path never fights an adoption made by this process.
+type ledger struct {
+	mu      sync.Mutex
+	max     int
+	entries map[ledgerKey]ledgerEntry
+	// applying counts the applies in flight per object: their watch events may come before
+	// their responses.
+	applying map[ledgerKey]int
+}
+
+// ledgerKey identifies an object in one cluster: the management cluster, or the hosted
+// cluster of a namespace.
+type ledgerKey struct {
+	cluster string
+	object  objectKey
+}
+
+// ledgerEntry is what was last applied to an object.
+type ledgerEntry struct {
+	owner           string
+	digest          [sha256.Size]byte
+	resourceVersion string
+	uid             types.UID
+}
+
+func newLedger(max int) *ledger {
+	return &ledger{max: max, entries: map[ledgerKey]ledgerEntry{}, applying: map[ledgerKey]int{}}
+}
+
+// ledgerCluster names a cluster in ledger keys: hosted clusters are told apart by namespace.
+func ledgerCluster(c *cluster) string {
+	if c.hosted() {
+		return convoyv1alpha1.InventoryClusterHosted + "/" + c.target.Namespace
+	}
+	return convoyv1alpha1.InventoryClusterManagement
+}
+
+// ownerID identifies the owner of a target.
+func ownerID(t *Target) string { return t.Kind + "/" + t.Namespace + "/" + t.Name }
+
+// digestOf hashes the desired state of a prepared object (its canonical JSON).
+func digestOf(obj *unstructured.Unstructured) ([sha256.Size]byte, bool) {
+	raw, err := json.Marshal(obj.Object)
+	if err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	return sha256.Sum256(raw), true
+}
+
+// desiredState is a prepared object with its digest.
+type desiredState struct {
+	obj    *unstructured.Unstructured
+	digest [sha256.Size]byte
+	ok     bool
+	// uid is the object's UID when this owner applied it, for an object applied directly: the
+	// apply then fails, instead of writing, if the object was deleted or replaced since.
+	uid types.UID
+}
+
+// digests computes the desired states of objs.
+func digests(objs []*unstructured.Unstructured) []desiredState {
+	out := make([]desiredState, len(objs))
+	for i, obj := range objs {
+		d, ok := digestOf(obj)
+		out[i] = desiredState{obj: obj, digest: d, ok: ok}
+	}
+	return out
+}
+
+// changedSinceApplied splits objs into those this owner applied before in another state
+// (they can be applied directly) and the rest.
+func (l *ledger) changedSinceApplied(c *cluster, states []desiredState) (changed, rest []desiredState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	owner, cl := ownerID(c.target), ledgerCluster(c)
+	for _, s := range states {
+		e, found := l.entries[ledgerKey{cluster: cl, object: keyOf(s.obj)}]
+		if s.ok && found && e.owner == owner && e.digest != s.digest && e.uid != "" {
+			s.uid = e.uid
+			changed = append(changed, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return changed, rest
+}
+
+// untouched reports whether live is, unchanged since, what this owner applied as desired.
+func (l *ledger) untouched(c *cluster, desired desiredState, live *unstructured.Unstructured) bool {
+	if !desired.ok || live == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, found := l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}]
+	return found && e.owner == ownerID(c.target) && e.digest == desired.digest &&
+		e.resourceVersion == live.GetResourceVersion()
+}
+
+// record notes that desired is what live, as the API server answered, holds for this owner.
+func (l *ledger) record(c *cluster, desired desiredState, live *unstructured.Unstructured) {
+	if !desired.ok || live == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.entries) >= l.max {
+		clear(l.entries)
+	}
+	l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}] = ledgerEntry{
+		owner: ownerID(c.target), digest: desired.digest, resourceVersion: live.GetResourceVersion(),
+		uid: live.GetUID(),
+	}
+}
+
+// begin notes an apply of desired in flight; the returned function ends it with the
+// response and records it when the apply succeeded.
+func (l *ledger) begin(c *cluster, desired desiredState) func(applied *unstructured.Unstructured, err error) {
+	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}
+	l.mu.Lock()
+	l.applying[key]++
+	l.mu.Unlock()
+	return func(applied *unstructured.Unstructured, err error) {
+		if err == nil {
+			l.record(c, desired, applied)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.applying[key]--; l.applying[key] <= 0 {
+			delete(l.applying, key)
+		}
+	}
+}
+
+// wroteManagement reports whether a watch event of obj, an object of the management cluster,
+// comes from the engine's own apply: one is in flight, or obj's resourceVersion is the one the
+// last apply answered.
+//
+// Note: an event dropped while an apply is in flight loses nothing: the apply's response is the
+// object after every write before it, and writes after it have a newer resourceVersion.
+func (l *ledger) wroteManagement(obj client.Object) bool {
+	key := ledgerKey{cluster: convoyv1alpha1.InventoryClusterManagement, object: objectKey{
+		gk: obj.GetObjectKind().GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, found := l.entries[key]
+	return l.applying[key] > 0 || (found && e.resourceVersion == obj.GetResourceVersion())
+}
+
+// forget drops what the ledger knows of an object.
+func (l *ledger) forget(c *cluster, key objectKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.entries, ledgerKey{cluster: ledgerCluster(c), object: key})
+}
+
+// objectsOf returns the objects of states.
+func objectsOf(states []desiredState) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(states))
+	for i, s := range states {
+		out[i] = s.obj
+	}
+	return out
+}
+
+// byKindOrder sorts desired states in fluxcd/pkg/ssa's apply order.
+type byKindOrder []desiredState
+
+func (b byKindOrder) Len() int      { return len(b) }
+func (b byKindOrder) Swap(i, j int) { b[i], b[j] = b[j], b[i] }
+func (b byKindOrder) Less(i, j int) bool {
+	return ssa.SortableUnstructureds{b[i].obj, b[j].obj}.Less(0, 1)
+}

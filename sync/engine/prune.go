@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+)
+
+// prune deletes the objects of the previous inventory that the revision no longer holds, in
+// reverse phase order, and sets the result's inventory: the applied objects, then the stale
+// ones that are still there (an unreachable cluster, a failed or pending delete).
+func (e *Engine) prune(ctx context.Context, t *Target, res *Result) error {
+	groups := groupByPhase(subtract(res.previous, res.applied))
+	var err error
+	for i := len(groups) - 1; i >= 0 && err == nil; i-- {
+		c := t.clusterNamed(groups[i].cluster)
+		if c.client == nil {
+			continue // kept until the cluster can be reached
+		}
+		var dr deleteResult
+		dr, err = e.deleteGroup(ctx, c, groups[i].entries, false)
+		res.Pruned += dr.deleted
+		groups[i].entries = dr.remaining
+	}
+	res.Inventory = mergeInventories(res.applied, flatten(groups))
+	return err
+}
+
+// TeardownOptions say which objects a teardown leaves in place.
+type TeardownOptions struct {
+	// AbandonHosted forgets the hosted-cluster objects without deleting them: the hosted
+	// cluster is being deleted, or is gone, and takes them along.
+	AbandonHosted bool
+	// AbandonManagement forgets the management objects without deleting them: their namespace
+	// is terminating and takes them along.
+	AbandonManagement bool
+}
+
+func (o TeardownOptions) abandons(c *cluster) bool {
+	if c.hosted() {
+		return o.AbandonHosted
+	}
+	return o.AbandonManagement
+}
+
+// Teardown deletes the objects of inv in reverse phase order, waiting for each phase to be
+// gone before the next. It returns what is left of the inventory (nil when done) and, while
+// objects are still going away, a Waiting error. Objects that are no longer the owner's, or
+// are annotated convoy.dev/prune: disabled, are left in place.
+func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.InventoryEntry, opts TeardownOptions) ([]convoyv1alpha1.InventoryEntry, error) {
+	groups := groupByPhase(inv)
+	for i := len(groups) - 1; i >= 0; i-- {
+		c := t.clusterNamed(groups[i].cluster)
+		if opts.abandons(c) {
+			continue
+		}
+		if c.client == nil {
+			return flatten(groups[:i+1]), hostedUnavailable(t)
+		}
+		dr, err := e.deleteGroup(ctx, c, groups[i].entries, true)
+		groups[i].entries = dr.remaining
+		if err != nil {
+			return flatten(groups[:i+1]), err
+		}
+		if n := len(dr.remaining); n > 0 {
+			return flatten(groups[:i+1]), pass.Waitf(convoyv1alpha1.ProgressingReason, e.opts.DeleteInterval,
+				"waiting for %d %s of phase %q to be deleted", n, plural(n, "object", "objects"), groups[i].phase)
+		}
+	}
+	return nil, nil
+}
+
+// hostedUnavailable is the error of a target without the hosted cluster it needs.
+func hostedUnavailable(t *Target) error {
+	if t.HostedUnavailable != nil {
+		return t.HostedUnavailable
+	}
+	return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, UnreachableInterval,
+		"the hosted cluster of namespace %s cannot be reached", t.Namespace)
+}

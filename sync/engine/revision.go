@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/manifests/probe"
+)
+
+// FieldManager is the server-side apply field manager of every object convoy applies. It must
+// never change: fields recorded under it would be orphaned.
+const FieldManager = "convoy"
+
+// Revision is one rendered revision: ordered phases of objects and the probes that judge them.
+// The engine never modifies it, so a Revision may be shared (e.g. from a render cache).
+type Revision struct {
+	// ID identifies the revision (a commit, or a hash of an ObjectDeployment template).
+	ID string
+	// Phases are applied in order.
+	Phases []Phase
+	// Probes judge the objects they select; kstatus judges the others.
+	Probes []probe.Rule
+}
+
+// Phase is a named group of objects that land in one cluster.
+type Phase struct {
+	// Name of the phase.
+	Name string
+	// Class is convoyv1alpha1.ClassManagement or convoyv1alpha1.ClassHostedCluster.
+	Class string
+	// Objects of the phase.
+	Objects []*unstructured.Unstructured
+}
+
+// NeedsHostedCluster reports whether a phase with objects lands in the hosted cluster.
+func (r *Revision) NeedsHostedCluster() bool {
+	for _, ph := range r.Phases {
+		if ph.Class == convoyv1alpha1.ClassHostedCluster && len(ph.Objects) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Target is where a revision lands and who owns it.
+type Target struct {
+	// Namespace and Name of the owner (a Package or an ObjectDeployment). Management phases
+	// land in Namespace, and both go into the ownership labels.
+	Namespace, Name string
+	// Kind is the owner's kind in OwnerKindLabel: "" for a Package, "ObjectDeployment" for an
+	// ObjectDeployment.
+	Kind string
+	// Management is a client of the management cluster.
+	Management client.Client
+	// Hosted is a client of the hosted cluster of Namespace; nil when there is none.
+	Hosted client.Client
+	// HostedUnavailable explains why Hosted is nil; it is the message of the error a revision
+	// with hosted-cluster phases gets.
+	HostedUnavailable error
+}
+
+// ownerLabels are the labels every applied object gets.
+func (t *Target) ownerLabels() map[string]string {
+	l := map[string]string{
+		convoyv1alpha1.PackageNameLabel:      t.Name,
+		convoyv1alpha1.PackageNamespaceLabel: t.Namespace,
+	}
+	if t.Kind != "" {
+		l[convoyv1alpha1.OwnerKindLabel] = t.Kind
+	}
+	return l
+}
+
+// cluster returns the cluster of a phase class.
+func (t *Target) cluster(class string) *cluster {
+	if class == convoyv1alpha1.ClassHostedCluster {
+		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t}
+	}
+	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t}
+}
+
+// clusterNamed returns the cluster of an inventory entry's cluster name.
+func (t *Target) clusterNamed(name string) *cluster {
+	if name == convoyv1alpha1.InventoryClusterHosted {
+		return t.cluster(convoyv1alpha1.ClassHostedCluster)
+	}
+	return t.cluster(convoyv1alpha1.ClassManagement)
+}
+
+// cluster is one side of a target.
+type cluster struct {
+	// name is the inventory cluster name: "management" or "hosted".
+	name   string
+	client client.Client
+	target *Target
+}
+
+func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
+
+// labels returns the labels objects applied to this cluster get.
+func (c *cluster) labels() map[string]string {
+	l := c.target.ownerLabels()
+	if c.hosted() {
+		l[convoyv1alpha1.HostedClusterLabel] = c.target.Namespace
+	}
+	return l
+}
+
+// owns reports whether obj carries this target's ownership labels.
+func (c *cluster) owns(obj client.Object) bool {
+	l := obj.GetLabels()
+	return l[convoyv1alpha1.PackageNameLabel] == c.target.Name &&
+		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
+		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
+}

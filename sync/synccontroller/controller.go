@@ -1,0 +1,139 @@
+package synccontroller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/sync/engine"
+	"github.com/convoy-gitops/convoy/sync/hosted"
+)
+
+
+// Common holds the dependencies the Package and ObjectDeployment reconcilers share.
+type Common struct {
+	// Client reads through the manager's cache (metadata-only for Secrets, Namespaces and
+	// HyperShift kinds) and writes finalizers and status.
+	Client client.Client
+	// Direct is an uncached client of the management cluster; the engine applies, reads and
+	// deletes objects through it.
+	Direct client.Client
+	// Engine applies revisions.
+	Engine *engine.Engine
+	// Hosted hands out clients of hosted clusters.
+	Hosted *hosted.Clients
+	// Recorder emits events; nil emits none.
+	Recorder events.EventRecorder
+
+	notifier *pass.Notifier
+	applied  *appliedWatches
+}
+
+// scope is what one reconcile pass reads and computes; each step documents what it fills in.
+type scope struct {
+	obj    pass.Object
+	status *convoyv1alpha1.SyncStatus
+	paused bool
+	// kubeconfigRef overrides the hosted cluster's kubeconfig Secret; nil for the default.
+	kubeconfigRef *convoyv1alpha1.SecretKeyReference
+	// hostedCluster is set by reconcileHostedCluster; nil when the namespace has none.
+	hostedCluster *hosted.HostedCluster
+	// desiredID is the revision the pass works towards, set as soon as it is known (before
+	// rendering, for a Package).
+	desiredID string
+	// revision is set by the render step (Package) or the template step (ObjectDeployment).
+	revision *engine.Revision
+	// target is set by reconcileTarget.
+	target *engine.Target
+	// result is set by reconcileApply.
+	result *engine.Result
+	// done is set by a step that ends the pass successfully (paused).
+	done bool
+	// reason and message are Ready's on success, event a change note; set by the last step.
+	reason, message, event string
+}
+
+// Finished reports whether a step ended the pass successfully (paused), for pass.RunSteps.
+func (s *scope) Finished() bool { return s.done }
+
+// statusFields points the status finalizer at the shared status.
+func statusFields(st *convoyv1alpha1.SyncStatus) pass.StatusFields {
+	return pass.StatusFields{ObservedGeneration: &st.ObservedGeneration, LastHandledReconcileAt: &st.LastHandledReconcileAt}
+}
+
+// summary sets Progressing and hands the pass to the status finalizer.
+func (s *scope) summary(err error, interval time.Duration, desired string) pass.Summary {
+	setProgressingCondition(s, desired, err)
+	sum := pass.Summary{Err: err, Interval: pass.Jitter(interval), Reason: s.reason,
+		Message: s.message, Event: s.event}
+	if s.revision != nil {
+		sum.EventAnnotations = map[string]string{convoyv1alpha1.RevisionAnnotation: s.revision.ID}
+	}
+	return sum
+}
+
+// ensureFinalizer adds convoy's finalizer. The pass goes on: the update event of a finalizer
+// does not change the generation, so no other pass would follow.
+func (c *Common) ensureFinalizer(ctx context.Context, s *scope) error {
+	if controllerutil.ContainsFinalizer(s.obj, convoyv1alpha1.Finalizer) {
+		return nil
+	}
+	return c.patchFinalizers(ctx, s.obj, controllerutil.AddFinalizer)
+}
+
+// reconcilePaused ends a paused pass: no apply and no prune, status kept.
+func (c *Common) reconcilePaused(_ context.Context, s *scope) error {
+	if !s.paused {
+		pass.MarkFalse(s.obj, convoyv1alpha1.PausedCondition, convoyv1alpha1.NotPausedReason, "Reconciliation is not paused")
+		return nil
+	}
+	pass.MarkTrue(s.obj, convoyv1alpha1.PausedCondition, convoyv1alpha1.PausedReason, "Reconciliation is paused: nothing is applied or pruned")
+	s.done, s.reason, s.message = true, convoyv1alpha1.PausedReason, "Reconciliation is paused"
+	return nil
+}
+
+// reconcileApply runs the engine and records its result in the status.
+func (c *Common) reconcileApply(ctx context.Context, s *scope) error {
+	s.status.LastAttemptedRevision = s.revision.ID
+	res, err := c.Engine.Sync(ctx, s.target, s.revision, s.status.Inventory)
+	s.result = res
+	recordResult(s, err)
+	c.applied.ensure(ctx, res.Inventory)
+	if err != nil {
+		return err
+	}
+	s.reason, s.message = convoyv1alpha1.RevisionAvailableReason, fmt.Sprintf("engine.Revision %s is available", s.revision.ID)
+	if res.Changes.Written() || res.Pruned > 0 {
+		s.event = fmt.Sprintf("Applied revision %s: %s, %d pruned", s.revision.ID, res.Changes, res.Pruned)
+	}
+	return nil
+}
+
+// patchFinalizers adds or removes convoy's finalizer with convoy's status field owner,
+// guarded by the resourceVersion so that other finalizers are never lost.
+func (c *Common) patchFinalizers(ctx context.Context, obj pass.Object, change func(client.Object, string) bool) error {
+	base, _ := obj.DeepCopyObject().(client.Object)
+	if !change(obj, convoyv1alpha1.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	err := c.Client.Patch(ctx, obj, patch, client.FieldOwner(pass.StatusFieldOwner))
+	if err = client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("updating finalizers: %w", err)
+	}
+	return nil
+}
+
+// emit sends a Normal event outside the status finalizer (teardown notes).
+func (c *Common) emit(obj client.Object, reason, format string, args ...any) {
+	if c.Recorder != nil {
+		c.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, pass.EventAction, format, args...)
+	}
+}

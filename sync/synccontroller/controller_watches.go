@@ -1,0 +1,180 @@
+package synccontroller
+
+import (
+	"context"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sync/engine"
+	"github.com/convoy-gitops/convoy/sync/hosted"
+)
+
+var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+
+// setup fills in the dependencies not given, from mgr: the shared ones (setupShared) and the
+// controller's own engine and event recorder, both named recorderName.
+func (c *Common) setup(mgr ctrl.Manager, recorderName string) error {
+	if err := c.setupShared(mgr); err != nil {
+		return err
+	}
+	if c.Engine == nil {
+		c.Engine = engine.NewEngine(engine.Options{Controller: recorderName})
+	}
+	if c.Recorder == nil {
+		c.Recorder = mgr.GetEventRecorder(recorderName)
+	}
+	c.notifier = pass.NewNotifier(c.Recorder)
+	return nil
+}
+
+// setupShared fills in, from mgr, the dependencies the Package and ObjectDeployment
+// controllers can share: the cached and direct clients, the hosted-cluster clients and the
+// cache of applied objects.
+func (c *Common) setupShared(mgr ctrl.Manager) error {
+	if c.Client == nil {
+		c.Client = mgr.GetClient()
+	}
+	if c.Direct == nil {
+		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(),
+			Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+		if err != nil {
+			return err
+		}
+		c.Direct = direct
+	}
+	if c.Hosted == nil {
+		c.Hosted = hosted.NewClients(mgr.GetClient(), mgr.GetAPIReader(), hosted.Options{})
+		if err := mgr.Add(c.Hosted); err != nil {
+			return err
+		}
+	}
+	if c.applied == nil {
+		applied, err := newAppliedWatches(mgr)
+		if err != nil {
+			return err
+		}
+		c.applied = applied
+	}
+	return nil
+}
+
+// requestedAtChanged passes updates of the convoy.dev/requestedAt annotation.
+func requestedAtChanged() predicate.Predicate { return sources.ReconcileRequestedPredicate() }
+
+// secretObject is the metadata-only form of a Secret, for watches.
+func secretObject() client.Object {
+	s := &metav1.PartialObjectMetadata{}
+	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return s
+}
+
+// requestsForSecret maps a Secret event to the objects of its namespace (listed into a copy
+// of list) whose hosted-cluster kubeconfig it holds.
+func (c *Common) requestsForSecret(list client.ObjectList) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
+		var reqs []reconcile.Request
+		for _, o := range c.listIn(ctx, list, secret.GetNamespace()) {
+			if kubeconfigSecretName(o) == secret.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+		}
+		return reqs
+	})
+}
+
+// listIn lists the objects of namespace from the cache, into a copy of list.
+func (c *Common) listIn(ctx context.Context, list client.ObjectList, namespace string) []client.Object {
+	items, _ := list.DeepCopyObject().(client.ObjectList)
+	if err := c.Client.List(ctx, items, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing objects to requeue", "namespace", namespace)
+		return nil
+	}
+	var out []client.Object
+	_ = meta.EachListItem(items, func(o runtime.Object) error {
+		if obj, ok := o.(client.Object); ok {
+			out = append(out, obj)
+		}
+		return nil
+	})
+	return out
+}
+
+// kubeconfigSecretName returns the name of the Secret an object reaches its hosted cluster
+// with.
+func kubeconfigSecretName(obj client.Object) string {
+	if p, ok := obj.(*convoyv1alpha1.Package); ok && p.Spec.HostedCluster != nil && p.Spec.HostedCluster.KubeconfigSecretRef != nil {
+		return p.Spec.HostedCluster.KubeconfigSecretRef.Name
+	}
+	return convoyv1alpha1.KubeconfigSecretName
+}
+
+// ownerKind returns the OwnerKindLabel value of the objects owner applies.
+func ownerKind(owner client.Object) string {
+	if _, ok := owner.(*convoyv1alpha1.ObjectDeployment); ok {
+		return "ObjectDeployment"
+	}
+	return ""
+}
+
+// requestsForOwner returns a mapper from an applied object to its owner, named by the
+// ownership labels, when the owner is of kind (an OwnerKindLabel value).
+func requestsForOwner(kind string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		l := o.GetLabels()
+		name, ns := l[convoyv1alpha1.PackageNameLabel], l[convoyv1alpha1.PackageNamespaceLabel]
+		if name == "" || ns == "" || l[convoyv1alpha1.OwnerKindLabel] != kind {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	}
+}
+
+// appliedChangedPredicate passes the events of applied objects that may need a pass of their
+// owner: deletions, and updates that change what convoy applied (generation, labels,
+// annotations; any update of a kind without generation, such as a ConfigMap) or start a
+// deletion. Status-only updates pass only while the owner is not
+// settled (Ready and Available), when they may make a probe pass. Creations do not pass:
+// convoy makes them itself; nor do the updates the engine's own applies made.
+func (c *Common) appliedChangedPredicate(newOwner func() pass.Object) predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return true },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			if c.Engine.AppliedByEngine(n) {
+				return false
+			}
+			if n.GetGeneration() == 0 || o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) ||
+				!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) || n.GetDeletionTimestamp() != nil {
+				return true
+			}
+			return !c.ownerSettled(newOwner(), n)
+		},
+	}
+}
+
+// ownerSettled reports whether the owner of an applied object is Ready and Available.
+func (c *Common) ownerSettled(owner pass.Object, applied client.Object) bool {
+	reqs := requestsForOwner(ownerKind(owner))(context.Background(), applied)
+	if len(reqs) == 0 {
+		return true
+	}
+	if err := c.Client.Get(context.Background(), reqs[0].NamespacedName, owner); err != nil {
+		return true
+	}
+	return pass.IsReady(owner) && pass.IsTrue(owner, convoyv1alpha1.AvailableCondition)
+}

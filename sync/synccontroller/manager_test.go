@@ -1,0 +1,53 @@
+package synccontroller
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sync/hosted"
+	"github.com/convoy-gitops/convoy/test/fleet"
+)
+
+// mgrClient is the manager's cached client; tests read through env.Client (uncached).
+var mgrClient client.Client
+
+// startManager starts the GitSource, Package and ObjectDeployment controllers against the
+// fleet; it returns a function that stops them.
+func startManager(ctx context.Context) (func(), error) {
+	log.SetLogger(logr.Discard())
+	if os.Getenv("CONVOY_TEST_LOG") != "" {
+		log.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(1))))
+	}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "convoy-sync-test-")
+	if err != nil {
+		return nil, err
+	}
+	store, err := sources.Setup(mgr, sources.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2})
+	if err != nil {
+		return nil, err
+	}
+	err = Setup(mgr, store, SetupOptions{Concurrency: 4, ProbeInterval: time.Second,
+		Hosted: hosted.Options{Timeout: 5 * time.Second}})
+	if err != nil {
+		return nil, err
+	}
+	mgrClient = mgr.GetClient()
+	return fleet.RunManager(ctx, mgr, dir), nil
+}

@@ -1,0 +1,159 @@
+package synccontroller
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sources"
+)
+
+// commitNotFoundInterval is how long a Package waits for a commit its GitSource does not have.
+const commitNotFoundInterval = time.Minute
+
+// Opener opens the tree of a commit of a GitSource; *sources.Store is one.
+type Opener interface {
+	Open(ctx context.Context, key sources.Key, commit string) (fs.FS, error)
+}
+
+// The Package controller reads its sources, Secrets (metadata, and kubeconfigs), namespaces
+// and HyperShift objects; it applies objects of any kind to the namespaces of Packages.
+//
+// +kubebuilder:rbac:groups=convoy.dev,resources=packages,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=convoy.dev,resources=packages/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=convoy.dev,resources=packages/finalizers,verbs=update
+// +kubebuilder:rbac:groups=convoy.dev,resources=gitsources,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters;hostedcontrolplanes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// Management phases hold only namespaced objects. These are the kinds add-ons commonly put in
+// an HCP namespace; a Role a package applies may only grant what convoy holds (the API server
+// refuses escalation). For other kinds, bind an extra ClusterRole to convoy's ServiceAccount.
+//
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets;serviceaccounts;services;endpoints;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;podmonitors;prometheusrules,verbs=get;list;watch;create;update;patch;delete
+
+// PackageReconciler applies a package directory of a GitSource, at spec.revision or at the
+// source's current artifact, to its namespace and hosted cluster.
+type PackageReconciler struct {
+	Common
+	// Store opens the commits of GitSources.
+	Store Opener
+	// Renders memoizes renders; nil makes a cache of the default size.
+	Renders *manifests.Cache
+}
+
+// PackageReconcilerOptions tune the Package controller.
+type PackageReconcilerOptions struct {
+	// MaxConcurrentReconciles is the number of Packages reconciled in parallel.
+	MaxConcurrentReconciles int
+	// RecorderName names the event source; default "convoy-package".
+	RecorderName string
+}
+
+// Reconcile tears down a deleted Package, or runs the steps finalizer → paused → source →
+// hosted cluster → render → target → apply; the deferred status finalizer summarizes the
+// conditions and patches the status if it changed.
+func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	obj := &convoyv1alpha1.Package{}
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused}
+	if obj.Spec.HostedCluster != nil {
+		s.kubeconfigRef = obj.Spec.HostedCluster.KubeconfigSecretRef
+	}
+	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), pass.StatusOptions{Notifier: r.notifier})
+	defer func() {
+		res, retErr = fin.Finalize(ctx, s.summary(retErr, obj.GetInterval(), s.desired()))
+	}()
+	if !obj.DeletionTimestamp.IsZero() {
+		s.done = true
+		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+	}
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileSource,
+		r.reconcileHostedCluster, r.reconcileRender, r.reconcileTarget, r.reconcileApply)
+}
+
+// reconcileSource sets s.desiredID: spec.revision, else the commit of the GitSource's
+// artifact. A source without an artifact makes the pass wait (the GitSource watch requeues).
+func (r *PackageReconciler) reconcileSource(ctx context.Context, s *scope) error {
+	obj := s.obj.(*convoyv1alpha1.Package)
+	if obj.Spec.Revision != "" {
+		s.desiredID = obj.Spec.Revision
+		return nil
+	}
+	artifact, err := sources.GetArtifact(ctx, r.Client, sourceKey(obj))
+	if err != nil {
+		return err
+	}
+	s.desiredID = artifact.Commit
+	return nil
+}
+
+// reconcileRender loads the package directory at s.desiredID through the render cache into
+// s.revision. Invalid content stalls; a commit the source does not have makes the pass wait.
+func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error {
+	obj := s.obj.(*convoyv1alpha1.Package)
+	data, err := templateData(obj, s)
+	if err != nil {
+		return err
+	}
+	key := sourceKey(obj)
+	rendered, err := r.Renders.Load(manifests.Key{Source: key.String(), Commit: s.desiredID, Dir: obj.Spec.Path}, data,
+		func() (fs.FS, error) { return r.Store.Open(ctx, key, s.desiredID) })
+	if err != nil {
+		s.status.LastAttemptedRevision = s.desiredID
+		return openError(renderError(err), key, s.desiredID)
+	}
+	s.revision = revisionOf(s.desiredID, rendered)
+	return nil
+}
+
+// templateData returns what the package is rendered for.
+func templateData(obj *convoyv1alpha1.Package, s *scope) (manifests.TemplateData, error) {
+	data := manifests.TemplateData{
+		Package:  manifests.PackageRef{Name: obj.Name, Namespace: obj.Namespace},
+		Revision: s.desiredID,
+	}
+	if obj.Spec.Config != nil && len(obj.Spec.Config.Raw) > 0 {
+		if err := json.Unmarshal(obj.Spec.Config.Raw, &data.Config); err != nil {
+			return data, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.config is not a JSON object: %w", err)
+		}
+	}
+	if hc := s.hostedCluster; hc != nil {
+		data.HostedCluster = &manifests.HostedClusterRef{Name: hc.Name, Namespace: hc.Namespace,
+			Labels: hc.Labels, Annotations: hc.Annotations}
+	}
+	return data, nil
+}
+
+// openError makes a commit missing from the store a Waiting error.
+func openError(err error, key sources.Key, commit string) error {
+	if sources.IsCommitNotFound(err) {
+		return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, commitNotFoundInterval,
+			"commit %s is not in GitSource %s: %w", commit, key, err)
+	}
+	return err
+}
+
+// sourceKey names the GitSource of a Package.
+func sourceKey(obj *convoyv1alpha1.Package) sources.Key {
+	ns, name := obj.SourceKey()
+	return sources.KeyFor(ns, name)
+}

@@ -1,0 +1,72 @@
+package synccontroller
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/convoy-gitops/convoy/sync/engine"
+
+	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sync/hosted"
+)
+
+// SetupOptions are the command-line settings of the sync controllers.
+type SetupOptions struct {
+	// Concurrency is the number of Packages, and of ObjectDeployments, reconciled in parallel
+	// (--concurrency, owned by the command).
+	Concurrency int
+	// ApplyConcurrency bounds the parallel reads and dry-runs of one phase (--apply-concurrency).
+	ApplyConcurrency int
+	// Hosted tunes the clients of hosted clusters (--hosted-qps, --hosted-burst,
+	// --hosted-timeout, --hosted-idle-timeout).
+	Hosted hosted.Options
+	// RenderCacheSize is the number of renders kept (--render-cache-size).
+	RenderCacheSize int
+	// ProbeInterval is how often a Package whose probes do not pass yet is looked at again
+	// (--probe-interval).
+	ProbeInterval time.Duration
+}
+
+// BindFlags registers the flags of o on fs, with defaults.
+func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.ApplyConcurrency, "apply-concurrency", engine.DefaultConcurrency, "Parallel reads and dry-runs per phase of a Package.")
+	fs.Float32Var(&o.Hosted.QPS, "hosted-qps", hosted.DefaultQPS, "Queries per second of the client of each hosted cluster.")
+	fs.IntVar(&o.Hosted.Burst, "hosted-burst", hosted.DefaultBurst, "Burst of the client of each hosted cluster.")
+	fs.DurationVar(&o.Hosted.Timeout, "hosted-timeout", hosted.DefaultTimeout, "Timeout of each request to a hosted cluster.")
+	fs.DurationVar(&o.Hosted.IdleTimeout, "hosted-idle-timeout", hosted.DefaultIdleTimeout, "Drop the client of a hosted cluster unused this long.")
+	fs.DurationVar(&o.ProbeInterval, "probe-interval", engine.DefaultProbeInterval, "Requeue delay of a Package whose phase is not available yet.")
+	fs.IntVar(&o.RenderCacheSize, "render-cache-size", manifests.DefaultCacheSize, "Number of rendered packages kept in memory.")
+}
+
+// Setup registers the Package and ObjectDeployment controllers on mgr, sharing one engine,
+// one hosted-cluster client cache and one cache of applied objects. store opens the commits
+// of GitSources (sources.Setup returns it).
+func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
+	if o.Hosted.Scheme == nil {
+		o.Hosted.Scheme = mgr.GetScheme()
+	}
+	clients := hosted.NewClients(mgr.GetClient(), mgr.GetAPIReader(), o.Hosted)
+	if err := mgr.Add(clients); err != nil {
+		return err
+	}
+	common := Common{Hosted: clients}
+	if err := common.setupShared(mgr); err != nil {
+		return err
+	}
+	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCache(o.RenderCacheSize)}
+	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval})
+	pkg.Recorder = mgr.GetEventRecorder("convoy-package")
+	if err := pkg.SetupWithManager(mgr, PackageReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
+		return fmt.Errorf("setting up the Package controller: %w", err)
+	}
+	od := &ObjectDeploymentReconciler{Common: common}
+	od.Engine = engine.NewEngine(engine.Options{Controller: "objectdeployment", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval})
+	od.Recorder = mgr.GetEventRecorder("convoy-objectdeployment")
+	if err := od.SetupWithManager(mgr, ObjectDeploymentReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
+		return fmt.Errorf("setting up the ObjectDeployment controller: %w", err)
+	}
+	return nil
+}

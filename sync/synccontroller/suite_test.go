@@ -1,0 +1,43 @@
+package synccontroller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/test/fleet"
+)
+
+// env is the simulated management cluster shared by the package's tests; blue is a hosted
+// cluster that stays up for the whole run. Tests that stop or delete a hosted cluster add
+// their own.
+var (
+	env  *fleet.Fleet
+	blue *fleet.HostedCluster
+)
+
+func TestMain(m *testing.M) {
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	fleet.Main(m, &env, fleet.Options{}, func(ctx context.Context, f *fleet.Fleet) (func(), error) {
+		var err error
+		if blue, err = f.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "blue"}); err != nil {
+			return nil, err
+		}
+		return startManager(ctx)
+	})
+}
+
+// newNamespace creates a namespace with a generated name through c and returns its name.
+func newNamespace(t *testing.T, c client.Client) string {
+	t.Helper()
+	g := NewWithT(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
+	g.Expect(c.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
