@@ -97,7 +97,7 @@ func AuthFromSecret(secret *corev1.Secret, url string) (*Auth, error) {
 		KnownHosts:  secret.Data[KnownHostsKey],
 	}
 	name := secret.Namespace + "/" + secret.Name
-	if err := a.validate(isSSHURL(url)); err != nil {
+	if err := a.validate(IsSSHURL(url)); err != nil {
 		return nil, fmt.Errorf("secret %s: %w", name, err)
 	}
 	return a, nil
@@ -147,7 +147,7 @@ func (a *Auth) signer() (ssh.Signer, error) {
 
 // transportAuth returns the go-git auth method for url (nil for anonymous).
 func (a *Auth) transportAuth(url string) (transport.AuthMethod, error) {
-	if isSSHURL(url) {
+	if IsSSHURL(url) {
 		if a == nil {
 			return nil, fmt.Errorf("an SSH URL needs spec.secretRef with keys %q and %q", IdentityKey, KnownHostsKey)
 		}
@@ -275,8 +275,8 @@ func hostKeyAlgorithms(keyType string) []string {
 	return []string{keyType}
 }
 
-// isSSHURL reports whether url uses SSH (ssh:// or scp-like user@host:path).
-func isSSHURL(url string) bool {
+// IsSSHURL reports whether url uses SSH (ssh:// or scp-like user@host:path).
+func IsSSHURL(url string) bool {
 	if strings.HasPrefix(url, "ssh://") {
 		return true
 	}

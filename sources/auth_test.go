@@ -4,17 +4,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convoy-gitops/convoy/test/gittest"
+
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/test/gitserver"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
 )
 
 func TestAuthOverHTTPAndSSH(t *testing.T) {
-	srv, repo := newGitServer(t)
-	commit(t, repo, "one", map[string]string{"f": "1"})
+	srv, repo := gittest.NewServer(t)
+	gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
 	srv.SetBasicAuth("user", "s3cret")
 	key, err := gitserver.NewClientKey()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -27,7 +29,7 @@ func TestAuthOverHTTPAndSSH(t *testing.T) {
 	_, err = otherServer.StartSSH()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	// A known_hosts line for the right address with another server's key.
-	wrongHost := strings.Replace(string(otherServer.KnownHosts()), hostPort(srv.SSHURL("repo"), otherServer.SSHURL("x")), hostPort(srv.SSHURL("repo"), srv.SSHURL("repo")), 1)
+	wrongHost := strings.Replace(string(otherServer.KnownHosts()), gittest.KnownHostsAddress(otherServer.SSHURL("x")), gittest.KnownHostsAddress(srv.SSHURL("repo")), 1)
 
 	cases := []struct {
 		name    string
@@ -55,15 +57,6 @@ func TestAuthOverHTTPAndSSH(t *testing.T) {
 			g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
 		})
 	}
-}
-
-// hostPort returns the host:port of an ssh:// URL in known_hosts form for the first URL,
-// given the known_hosts form of the second (used to swap addresses).
-func hostPort(_ string, u string) string {
-	hp := strings.TrimPrefix(u, "ssh://git@")
-	hp = hp[:strings.Index(hp, "/")]
-	host, port, _ := strings.Cut(hp, ":")
-	return "[" + host + "]:" + port
 }
 
 func TestAuthFromSecretNamesMissingKeys(t *testing.T) {

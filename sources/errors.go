@@ -84,9 +84,9 @@ func (e *UnsafePathError) Error() string {
 	return fmt.Sprintf("symlink %q points outside of the tree (%q)", e.Path, e.Target)
 }
 
-// classifyGitError gives a Git error its reason and class for the reconciler; the message is
+// ClassifyGitError gives a Git error its reason and class for the reconciler; the message is
 // scrubbed of credentials embedded in URLs.
-func classifyGitError(op string, err error) error {
+func ClassifyGitError(op string, err error) error {
 	if pass.ReasonOf(err) != pass.FailedReason {
 		return err // already classified (an invalid ref spec)
 	}
@@ -129,11 +129,11 @@ var urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"']+`)
 
 // scrubURLs removes user info from URLs in s.
 func scrubURLs(s string) string {
-	return urlPattern.ReplaceAllStringFunc(s, redactURL)
+	return urlPattern.ReplaceAllStringFunc(s, RedactURL)
 }
 
-// redactURL returns raw without its user info.
-func redactURL(raw string) string {
+// RedactURL returns raw without its user info.
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return raw

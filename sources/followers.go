@@ -1,14 +1,25 @@
 package sources
 
+// Note: what a follower of a GitSource (Package, HostedClusterPackage) needs lives here, next to
+// the store, so that their controllers need not import the GitSource controller.
+
 import (
 	"context"
+	"fmt"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // RequestsForFollowers returns a watch mapper from a GitSource to the objects that follow it:
@@ -32,4 +43,58 @@ func RequestsForFollowers(c client.Reader, newList func() client.ObjectList, ind
 		})
 		return reqs
 	}
+}
+
+// ReconcileRequestedPredicate passes updates that change the convoy.dev/requestedAt
+// annotation (a manual or webhook request for an immediate reconcile).
+func ReconcileRequestedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld == nil || e.ObjectNew == nil {
+				return false
+			}
+			return e.ObjectOld.GetAnnotations()[convoyv1alpha1.RequestedAtAnnotation] !=
+				e.ObjectNew.GetAnnotations()[convoyv1alpha1.RequestedAtAnnotation]
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// ArtifactChangedPredicate passes GitSource events that matter to consumers of artifacts
+// (Package controllers): creation with an artifact, deletion, and updates that change
+// status.artifact.revision. Use it with Watches(&convoyv1alpha1.GitSource{}, ...).
+func ArtifactChangedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return revisionOf(e.Object) != "" },
+		UpdateFunc: func(e event.UpdateEvent) bool { return revisionOf(e.ObjectOld) != revisionOf(e.ObjectNew) },
+		DeleteFunc: func(event.DeleteEvent) bool { return true },
+	}
+}
+
+// revisionOf returns the artifact revision of a GitSource, or "".
+func revisionOf(o client.Object) string {
+	gs, ok := o.(*convoyv1alpha1.GitSource)
+	if !ok || gs.Status.Artifact == nil {
+		return ""
+	}
+	return gs.Status.Artifact.Revision
+}
+
+// GetArtifact returns the artifact of the GitSource named by key, or a Waiting error with
+// reason DependencyNotReady when it has none yet (the source has not been polled, or is
+// missing).
+func GetArtifact(ctx context.Context, c client.Reader, key Key) (*convoyv1alpha1.Artifact, error) {
+	gs := &convoyv1alpha1.GitSource{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, gs); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, 0, "GitSource %s not found", key)
+		}
+		return nil, fmt.Errorf("reading GitSource %s: %w", key, err)
+	}
+	if gs.Status.Artifact == nil {
+		return nil, pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, 0, "GitSource %s has no artifact yet", key)
+	}
+	return gs.Status.Artifact.DeepCopy(), nil
 }

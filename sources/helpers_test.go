@@ -7,33 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-
-	"github.com/convoy-gitops/convoy/test/gitserver"
 )
-
-// newGitServer starts a git server with HTTP and SSH and one repository "repo".
-func newGitServer(t *testing.T) (*gitserver.Server, *gitserver.Repo) {
-	t.Helper()
-	g := NewWithT(t)
-	srv, err := gitserver.New(t.TempDir())
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(srv.Close)
-	_, err = srv.StartHTTP()
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = srv.StartSSH()
-	g.Expect(err).NotTo(HaveOccurred())
-	repo, err := srv.CreateRepo("repo")
-	g.Expect(err).NotTo(HaveOccurred())
-	return srv, repo
-}
-
-// commit commits files on branch main and fails the test on error.
-func commit(t *testing.T, repo *gitserver.Repo, msg string, files map[string]string) string {
-	t.Helper()
-	c, err := repo.Commit("main", msg, files)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return c
-}
 
 // newStore returns a store in a temporary directory.
 func newStore(t *testing.T, limits Limits) *Store {

@@ -9,17 +9,19 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/convoy-gitops/convoy/test/gittest"
+
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/test/gitserver"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
 )
 
 func TestPollResolvesEachRefKind(t *testing.T) {
-	srv, repo := newGitServer(t)
-	c1 := commit(t, repo, "one", map[string]string{"f": "1"})
-	c2 := commit(t, repo, "two", map[string]string{"f": "2"})
-	c3 := commit(t, repo, "three", map[string]string{"f": "3"})
+	srv, repo := gittest.NewServer(t)
+	c1 := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
+	c2 := gittest.Commit(t, repo, "two", map[string]string{"f": "2"})
+	c3 := gittest.Commit(t, repo, "three", map[string]string{"f": "3"})
 	g := NewWithT(t)
 	g.Expect(repo.Tag("v1.0.0", c1)).To(Succeed())
 	_, err := repo.AnnotatedTag("v1.2.0", c2, "annotated")
@@ -54,9 +56,9 @@ func TestPollResolvesEachRefKind(t *testing.T) {
 }
 
 func TestPollFollowsMovedRefs(t *testing.T) {
-	srv, repo := newGitServer(t)
-	c1 := commit(t, repo, "one", map[string]string{"f": "1"})
-	c2 := commit(t, repo, "two", map[string]string{"f": "2"})
+	srv, repo := gittest.NewServer(t)
+	c1 := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
+	c2 := gittest.Commit(t, repo, "two", map[string]string{"f": "2"})
 	s := newStore(t, Limits{})
 	key, remote := KeyFor("ns", "src"), Remote{URL: srv.HTTPURL("repo")}
 
@@ -91,8 +93,8 @@ func TestPollFollowsMovedRefs(t *testing.T) {
 
 func TestPollOfUnchangedRemoteTransfersNothing(t *testing.T) {
 	g := NewWithT(t)
-	srv, repo := newGitServer(t)
-	commit(t, repo, "one", map[string]string{"f": "1"})
+	srv, repo := gittest.NewServer(t)
+	gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
 	s := newStore(t, Limits{})
 	key, remote := KeyFor("ns", "src"), Remote{URL: srv.HTTPURL("repo")}
 	_, err := s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
@@ -106,7 +108,7 @@ func TestPollOfUnchangedRemoteTransfersNothing(t *testing.T) {
 	g.Expect(d.Advertisements).To(Equal(int64(1)), "one ls-remote")
 	g.Expect(d.UploadPacks).To(BeZero(), "no fetch")
 
-	commit(t, repo, "two", map[string]string{"g": "2"})
+	gittest.Commit(t, repo, "two", map[string]string{"g": "2"})
 	before = srv.Stats()
 	res, err = s.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -115,14 +117,14 @@ func TestPollOfUnchangedRemoteTransfersNothing(t *testing.T) {
 }
 
 func TestEveryFetchedCommitStaysReadable(t *testing.T) {
-	srv, repo := newGitServer(t)
+	srv, repo := gittest.NewServer(t)
 	root := t.TempDir()
 	key, remote := KeyFor("ns", "src"), Remote{URL: srv.HTTPURL("repo")}
 	var commits []string
 	s1, err := NewStore(root, StoreOptions{})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	for i := range 3 {
-		c := commit(t, repo, fmt.Sprint(i), map[string]string{"f.txt": fmt.Sprint("content ", i)})
+		c := gittest.Commit(t, repo, fmt.Sprint(i), map[string]string{"f.txt": fmt.Sprint("content ", i)})
 		commits = append(commits, c)
 		_, err := s1.Poll(testCtx(t), key, remote, convoyv1alpha1.GitRef{Branch: "main"})
 		NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -164,7 +166,7 @@ func TestEveryFetchedCommitStaysReadable(t *testing.T) {
 
 func TestOpenIsAnFSAndConcurrentSafe(t *testing.T) {
 	g := NewWithT(t)
-	srv, repo := newGitServer(t)
+	srv, repo := gittest.NewServer(t)
 	c, err := repo.CommitFiles("main", "tree",
 		gitserver.File{Path: "pkg/a.yaml", Content: "a: 1\n"},
 		gitserver.File{Path: "pkg/sub/b.yaml", Content: "b: 2\n"},
@@ -208,7 +210,7 @@ func TestOpenIsAnFSAndConcurrentSafe(t *testing.T) {
 }
 
 func TestVerifyEnforcesLimits(t *testing.T) {
-	srv, repo := newGitServer(t)
+	srv, repo := gittest.NewServer(t)
 	key, remote := KeyFor("ns", "src"), Remote{URL: srv.HTTPURL("repo")}
 	s := newStore(t, Limits{MaxFiles: 2, MaxFileSize: 10, MaxTotalBytes: 15})
 	poll := func(t *testing.T) string {
@@ -217,7 +219,7 @@ func TestVerifyEnforcesLimits(t *testing.T) {
 		return res.Revision.Commit
 	}
 	t.Run("within limits", func(t *testing.T) {
-		commit(t, repo, "ok", map[string]string{"a": "0123456789"})
+		gittest.Commit(t, repo, "ok", map[string]string{"a": "0123456789"})
 		NewWithT(t).Expect(s.Verify(testCtx(t), key, poll(t))).To(Succeed())
 	})
 	cases := []struct {
@@ -254,8 +256,8 @@ func deleteAll(files []gitserver.File) []gitserver.File {
 
 func TestDeleteRemovesTheRepository(t *testing.T) {
 	g := NewWithT(t)
-	srv, repo := newGitServer(t)
-	c := commit(t, repo, "one", map[string]string{"f": "1"})
+	srv, repo := gittest.NewServer(t)
+	c := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
 	s := newStore(t, Limits{})
 	key := KeyFor("ns", "src")
 	_, err := s.Poll(testCtx(t), key, Remote{URL: srv.FileURL("repo")}, convoyv1alpha1.GitRef{Branch: "main"})

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
+
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,7 +25,6 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	rolloutcontroller "github.com/convoy-gitops/convoy/rollout/controller"
-	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
 )
 
@@ -46,7 +47,7 @@ type controllerOptions struct {
 	verbosity               int
 	qps                     float32
 	burst                   int
-	sources                 sources.Options
+	sources                 sourcecontroller.Options
 	sync                    synccontroller.SetupOptions
 	rollout                 rolloutcontroller.SetupOptions
 }
@@ -142,7 +143,7 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	store, err := sources.Setup(mgr, opts.sources)
+	store, err := sourcecontroller.Setup(mgr, opts.sources)
 	if err != nil {
 		return err
 	}

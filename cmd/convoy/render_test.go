@@ -9,7 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/convoy-gitops/convoy/test/gitserver"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
 )
 
 const examplePackages = "../../examples/packages"

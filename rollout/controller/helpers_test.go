@@ -17,7 +17,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/fleet"
-	"github.com/convoy-gitops/convoy/test/gitserver"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
 )
 
 const (

@@ -19,7 +19,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout"
 	"github.com/convoy-gitops/convoy/test/fleet"
-	"github.com/convoy-gitops/convoy/test/gitserver"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
 )
 
 // rolloutFleet is the state of the end-to-end test.

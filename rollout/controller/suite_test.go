@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
+
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"k8s.io/klog/v2/textlogger"
@@ -16,8 +18,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/convoy-gitops/convoy/sources"
-	"github.com/convoy-gitops/convoy/sync/synccontroller"
 	"github.com/convoy-gitops/convoy/sync/hosted"
+	"github.com/convoy-gitops/convoy/sync/synccontroller"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -66,7 +68,7 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := sources.Setup(mgr, sources.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2})
+	store, err := sourcecontroller.Setup(mgr, sourcecontroller.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2})
 	if err != nil {
 		return nil, err
 	}

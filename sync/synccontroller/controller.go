@@ -109,7 +109,7 @@ func (c *Common) reconcileApply(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	s.reason, s.message = convoyv1alpha1.RevisionAvailableReason, fmt.Sprintf("engine.Revision %s is available", s.revision.ID)
+	s.reason, s.message = convoyv1alpha1.RevisionAvailableReason, fmt.Sprintf("Revision %s is available", s.revision.ID)
 	if res.Changes.Written() || res.Pruned > 0 {
 		s.event = fmt.Sprintf("Applied revision %s: %s, %d pruned", s.revision.ID, res.Changes, res.Pruned)
 	}

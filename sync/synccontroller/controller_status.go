@@ -59,5 +59,5 @@ func progressMessage(desired string, err error) string {
 	if desired == "" {
 		return err.Error()
 	}
-	return fmt.Sprintf("engine.Revision %s: %v", desired, err)
+	return fmt.Sprintf("Revision %s: %v", desired, err)
 }

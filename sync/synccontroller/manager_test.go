@@ -5,6 +5,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
+
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,7 +41,7 @@ func startManager(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := sources.Setup(mgr, sources.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2})
+	store, err := sourcecontroller.Setup(mgr, sourcecontroller.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2})
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 
 // Setup registers the Package and ObjectDeployment controllers on mgr, sharing one engine,
 // one hosted-cluster client cache and one cache of applied objects. store opens the commits
-// of GitSources (sources.Setup returns it).
+// of GitSources (sourcecontroller.Setup returns it).
 func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	if o.Hosted.Scheme == nil {
 		o.Hosted.Scheme = mgr.GetScheme()

@@ -1,4 +1,4 @@
-package sources
+package sourcecontroller
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/convoy-gitops/convoy/test/gittest"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,8 +36,8 @@ func sha256Header(body []byte, token string) string {
 
 func TestWebhookTriggersPoll(t *testing.T) {
 	ns := newNamespace(t)
-	srv, repo := newGitServer(t)
-	c1 := commit(t, repo, "one", map[string]string{"f": "1"})
+	srv, repo := gittest.NewServer(t)
+	c1 := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
 	createSecret(t, ns, "hook", map[string][]byte{WebhookTokenKey: []byte("hook-token")})
 	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"},
 		Interval: &metav1.Duration{Duration: time.Hour}, WebhookSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "hook"}})
@@ -54,7 +56,7 @@ func TestWebhookTriggersPoll(t *testing.T) {
 	})
 	t.Run("valid GitHub signature triggers a poll within a second", func(t *testing.T) {
 		g := NewWithT(t)
-		c2 := commit(t, repo, "two", map[string]string{"f": "2"})
+		c2 := gittest.Commit(t, repo, "two", map[string]string{"f": "2"})
 		g.Expect(postHook(t, gs, body, map[string]string{GitHubSignatureHeader: sha256Header(body, "hook-token")})).To(Equal(http.StatusAccepted))
 		g.Eventually(func(g Gomega) {
 			g.Expect(fetchSource(g, gs).Status.Artifact.Commit).To(Equal(c2))

@@ -1,9 +1,11 @@
-package sources
+package sourcecontroller
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/convoy-gitops/convoy/sources"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +35,7 @@ type GitSourceReconciler struct {
 	// management cluster.
 	APIReader client.Reader
 	// Store keeps the fetched repositories.
-	Store *Store
+	Store *sources.Store
 	// Recorder emits events; nil emits none.
 	Recorder events.EventRecorder
 
@@ -43,11 +45,11 @@ type GitSourceReconciler struct {
 // scope is what one reconcile pass reads and computes; each step documents what it fills in.
 type scope struct {
 	obj *convoyv1alpha1.GitSource
-	key Key
+	key sources.Key
 	// remote is set by reconcileAuth.
-	remote Remote
+	remote sources.Remote
 	// poll is set by reconcileSource.
-	poll PollResult
+	poll sources.PollResult
 	// message is the Ready message on success, event a new-revision note; set by
 	// reconcileArtifact.
 	message, event string
@@ -59,7 +61,7 @@ func (r *GitSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	obj := &convoyv1alpha1.GitSource{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.Store.Delete(KeyOf(req.NamespacedName))
+			return ctrl.Result{}, r.Store.Delete(sources.KeyOf(req.NamespacedName))
 		}
 		return ctrl.Result{}, err
 	}
@@ -75,7 +77,7 @@ func (r *GitSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		ObservedGeneration:     &obj.Status.ObservedGeneration,
 		LastHandledReconcileAt: &obj.Status.LastHandledReconcileAt,
 	}, pass.StatusOptions{NegativeConditions: negativeConditions, Notifier: r.notifier})
-	s := &scope{obj: obj, key: KeyOf(req.NamespacedName)}
+	s := &scope{obj: obj, key: sources.KeyOf(req.NamespacedName)}
 	defer func() {
 		res, retErr = fin.Finalize(ctx, s.summary(retErr))
 	}()
@@ -108,31 +110,31 @@ func (r *GitSourceReconciler) reconcileAuth(ctx context.Context, s *scope) error
 }
 
 // remoteOf returns the remote of a GitSource, with its credentials.
-func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *convoyv1alpha1.GitSource) (Remote, error) {
+func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *convoyv1alpha1.GitSource) (sources.Remote, error) {
 	url := obj.Spec.URL
 	if _, err := transport.NewEndpoint(url); err != nil {
-		return Remote{}, pass.Stallf(convoyv1alpha1.URLInvalidReason, "invalid URL %q: %w", redactURL(url), err)
+		return sources.Remote{}, pass.Stallf(convoyv1alpha1.URLInvalidReason, "invalid URL %q: %w", sources.RedactURL(url), err)
 	}
 	if obj.Spec.SecretRef == nil {
-		if isSSHURL(url) {
-			return Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason,
-				"an SSH URL needs spec.secretRef with keys %q and %q", IdentityKey, KnownHostsKey)
+		if sources.IsSSHURL(url) {
+			return sources.Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason,
+				"an SSH URL needs spec.secretRef with keys %q and %q", sources.IdentityKey, sources.KnownHostsKey)
 		}
-		return Remote{URL: url}, nil
+		return sources.Remote{URL: url}, nil
 	}
 	secret := &corev1.Secret{}
 	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Spec.SecretRef.Name}
 	if err := r.APIReader.Get(ctx, nn, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "secret %s not found", nn)
+			return sources.Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "secret %s not found", nn)
 		}
-		return Remote{}, fmt.Errorf("reading secret %s: %w", nn, err)
+		return sources.Remote{}, fmt.Errorf("reading secret %s: %w", nn, err)
 	}
-	auth, err := AuthFromSecret(secret, url)
+	auth, err := sources.AuthFromSecret(secret, url)
 	if err != nil {
-		return Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
+		return sources.Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
-	return Remote{URL: url, Auth: auth}, nil
+	return sources.Remote{URL: url, Auth: auth}, nil
 }
 
 // reconcileSource lists the remote refs, resolves spec.ref and fetches the commit if it is
@@ -143,7 +145,7 @@ func (r *GitSourceReconciler) reconcileSource(ctx context.Context, s *scope) err
 	start := time.Now()
 	res, err := r.Store.Poll(ctx, s.key, s.remote, s.obj.Spec.Ref)
 	if err != nil {
-		return markFetchFailed(s.obj, classifyGitError("polling "+redactURL(s.remote.URL), err))
+		return markFetchFailed(s.obj, sources.ClassifyGitError("polling "+sources.RedactURL(s.remote.URL), err))
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Polled", "revision", res.Revision.String(), "fetched", res.Fetched,
 		"duration", time.Since(start))
@@ -158,7 +160,7 @@ func (r *GitSourceReconciler) reconcileVerify(ctx context.Context, s *scope) err
 		return nil
 	}
 	if err := r.Store.Verify(ctx, s.key, s.poll.Revision.Commit); err != nil {
-		return markFetchFailed(s.obj, classifyGitError("verifying "+s.poll.Revision.String(), err))
+		return markFetchFailed(s.obj, sources.ClassifyGitError("verifying "+s.poll.Revision.String(), err))
 	}
 	pass.Delete(s.obj, convoyv1alpha1.FetchFailedCondition)
 	return nil

@@ -1,19 +1,23 @@
-package sources
+package sourcecontroller
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/convoy-gitops/convoy/test/gittest"
+
+	"github.com/convoy-gitops/convoy/sources"
+
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/internal/pass"
-	"github.com/convoy-gitops/convoy/test/gitserver"
 )
 
 func TestGitSourceBadInputKeepsLastArtifact(t *testing.T) {
 	ns := newNamespace(t)
-	srv, _ := newGitServer(t)
+	srv, _ := gittest.NewServer(t)
 	_, err := srv.CreateRepo("empty")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 
@@ -36,7 +40,7 @@ func TestGitSourceBadInputKeepsLastArtifact(t *testing.T) {
 		{"no tag matches the semver range", specChange(func(s *convoyv1alpha1.GitSourceSpec) { s.Ref = convoyv1alpha1.GitRef{SemVer: ">=9"} }),
 			convoyv1alpha1.RefNotFoundReason, "no tag matching"},
 		{"symlink pointing outside", push(gitserver.File{Path: "pkg/evil", Content: "../../../etc/passwd", Symlink: true}),
-			UnsafeSymlinkReason, `symlink "pkg/evil" points outside`},
+			sources.UnsafeSymlinkReason, `symlink "pkg/evil" points outside`},
 		{"file over the size limit", push(gitserver.File{Path: "big.bin", Content: strings.Repeat("x", int(suiteLimits.MaxFileSize)+1)}),
 			convoyv1alpha1.StorageLimitExceededReason, `"big.bin"`},
 	}
@@ -65,8 +69,8 @@ func TestGitSourceBadInputKeepsLastArtifact(t *testing.T) {
 
 func TestGitSourceInvalidSemVerStalls(t *testing.T) {
 	ns := newNamespace(t)
-	srv, repo := newGitServer(t)
-	commit(t, repo, "one", map[string]string{"f": "1"})
+	srv, repo := gittest.NewServer(t)
+	gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
 	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{SemVer: "not a range"}})
 	out := waitCondition(t, gs, convoyv1alpha1.StalledCondition, convoyv1alpha1.InvalidSpecReason)
 	NewWithT(t).Expect(pass.Get(out, convoyv1alpha1.StalledCondition).Message).To(ContainSubstring("ref.semver"))

@@ -1,10 +1,12 @@
-package sources
+package sourcecontroller
 
 import (
 	"fmt"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 // Options are the command-line settings of the sources subsystem.
@@ -18,14 +20,14 @@ type Options struct {
 	WebhookMaxBodyBytes int64
 	// Limits bound the trees of stored commits (--git-max-files, --git-max-file-size,
 	// --git-max-total-size).
-	Limits Limits
+	Limits sources.Limits
 	// Concurrency is the number of GitSources polled in parallel (--gitsource-concurrency).
 	Concurrency int
 }
 
 // BindFlags registers the flags of o on fs, with defaults.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
-	def := DefaultLimits()
+	def := sources.DefaultLimits()
 	fs.StringVar(&o.StoragePath, "storage-path", "/var/lib/convoy/sources", "Directory holding one bare Git repository per GitSource.")
 	fs.StringVar(&o.WebhookAddr, "webhook-addr", ":9292", "Listen address of the Git webhook receiver (POST /hooks/<namespace>/<name>); empty disables it.")
 	fs.Int64Var(&o.WebhookMaxBodyBytes, "webhook-max-body-bytes", DefaultWebhookMaxBodyBytes, "Largest webhook request body accepted.")
@@ -38,8 +40,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 // Setup creates the store, registers the GitSource controller and, when WebhookAddr is set,
 // the webhook receiver on mgr. It returns the store, which the Package controller reads
 // through Open.
-func Setup(mgr ctrl.Manager, o Options) (*Store, error) {
-	store, err := NewStore(o.StoragePath, StoreOptions{Limits: o.Limits})
+func Setup(mgr ctrl.Manager, o Options) (*sources.Store, error) {
+	store, err := sources.NewStore(o.StoragePath, sources.StoreOptions{Limits: o.Limits})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package sources
+package sourcecontroller
 
 import (
 	"context"
@@ -6,6 +6,10 @@ import (
 	"io/fs"
 	"testing"
 	"time"
+
+	"github.com/convoy-gitops/convoy/test/gittest"
+
+	"github.com/convoy-gitops/convoy/sources"
 
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
@@ -18,17 +22,17 @@ import (
 
 func TestGitSourceFollowsBranchAndKeepsCommitsReadable(t *testing.T) {
 	ns := newNamespace(t)
-	srv, repo := newGitServer(t)
+	srv, repo := gittest.NewServer(t)
 	var commits []string
-	commits = append(commits, commit(t, repo, "one", map[string]string{"f.txt": "0"}))
+	commits = append(commits, gittest.Commit(t, repo, "one", map[string]string{"f.txt": "0"}))
 	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"}})
 	ready := waitReady(t, gs, commits[0])
 
 	g := NewWithT(t)
-	g.Expect(ready.Status.Artifact.Revision).To(Equal(FormatRevision("main", commits[0])))
+	g.Expect(ready.Status.Artifact.Revision).To(Equal(sources.FormatRevision("main", commits[0])))
 	g.Expect(pass.Get(ready, convoyv1alpha1.ReadyCondition).Message).To(ContainSubstring(ready.Status.Artifact.Revision))
 	for i := 1; i < 3; i++ {
-		commits = append(commits, commit(t, repo, fmt.Sprint(i), map[string]string{"f.txt": fmt.Sprint(i)}))
+		commits = append(commits, gittest.Commit(t, repo, fmt.Sprint(i), map[string]string{"f.txt": fmt.Sprint(i)}))
 		requestReconcile(t, gs)
 		waitReady(t, gs, commits[i])
 	}
@@ -36,17 +40,17 @@ func TestGitSourceFollowsBranchAndKeepsCommitsReadable(t *testing.T) {
 	t.Run("all three commits are readable through Open", func(t *testing.T) {
 		g := NewWithT(t)
 		for i, c := range commits {
-			fsys, err := testStore.Open(context.Background(), KeyFor(ns, gs.Name), c)
+			fsys, err := testStore.Open(context.Background(), sources.KeyFor(ns, gs.Name), c)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(fs.ReadFile(fsys, "f.txt")).To(Equal([]byte(fmt.Sprint(i))))
 		}
 	})
 	t.Run("and from a store restarted with an empty storage path", func(t *testing.T) {
 		g := NewWithT(t)
-		s, err := NewStore(t.TempDir(), StoreOptions{Resolver: testReconciler.resolveRemote})
+		s, err := sources.NewStore(t.TempDir(), sources.StoreOptions{Resolver: testReconciler.resolveRemote})
 		g.Expect(err).NotTo(HaveOccurred())
 		for i, c := range commits {
-			fsys, err := s.Open(context.Background(), KeyFor(ns, gs.Name), c)
+			fsys, err := s.Open(context.Background(), sources.KeyFor(ns, gs.Name), c)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(fs.ReadFile(fsys, "f.txt")).To(Equal([]byte(fmt.Sprint(i))))
 		}
@@ -65,20 +69,20 @@ func TestGitSourceFollowsBranchAndKeepsCommitsReadable(t *testing.T) {
 			for _, e := range list.Items {
 				notes = append(notes, e.Note)
 			}
-			g.Expect(notes).To(ContainElement("new revision " + FormatRevision("main", commits[2])))
+			g.Expect(notes).To(ContainElement("new revision " + sources.FormatRevision("main", commits[2])))
 		}).Should(Succeed())
 	})
 	t.Run("deleting the GitSource removes its repository", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(k8sClient.Delete(context.Background(), gs)).To(Succeed())
-		g.Eventually(func() string { return testStore.dir(KeyFor(ns, gs.Name)) }).ShouldNot(BeADirectory())
+		g.Eventually(testStore.Keys).ShouldNot(ContainElement(sources.KeyFor(ns, gs.Name)))
 	})
 }
 
 func TestGitSourceNoOpPollWritesNothing(t *testing.T) {
 	ns := newNamespace(t)
-	srv, repo := newGitServer(t)
-	c := commit(t, repo, "one", map[string]string{"f": "1"})
+	srv, repo := gittest.NewServer(t)
+	c := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
 	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"},
 		Interval: &metav1.Duration{Duration: time.Second}})
 	ready := waitReady(t, gs, c)
@@ -98,14 +102,14 @@ func TestGitSourceNoOpPollWritesNothing(t *testing.T) {
 
 func TestGitSourceSuspend(t *testing.T) {
 	ns := newNamespace(t)
-	srv, repo := newGitServer(t)
-	c1 := commit(t, repo, "one", map[string]string{"f": "1"})
+	srv, repo := gittest.NewServer(t)
+	c1 := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
 	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"}})
 	waitReady(t, gs, c1)
 	updateSpec(t, gs, func(s *convoyv1alpha1.GitSourceSpec) { s.Suspend = true })
 	time.Sleep(300 * time.Millisecond)
 	before := srv.Stats()
-	commit(t, repo, "two", map[string]string{"f": "2"})
+	gittest.Commit(t, repo, "two", map[string]string{"f": "2"})
 	requestReconcile(t, gs)
 	g := NewWithT(t)
 	g.Consistently(func(g Gomega) {

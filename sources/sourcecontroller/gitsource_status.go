@@ -1,7 +1,9 @@
-package sources
+package sourcecontroller
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/convoy-gitops/convoy/sources"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -15,7 +17,7 @@ var metav1Now = func() metav1.Time { return metav1.Now() }
 
 // setArtifact records rev as the artifact and reports whether it is new; lastUpdateTime only
 // moves when the revision changes, so an unchanged poll leaves the status as it was.
-func setArtifact(obj *convoyv1alpha1.GitSource, rev Revision) bool {
+func setArtifact(obj *convoyv1alpha1.GitSource, rev sources.Revision) bool {
 	if a := obj.Status.Artifact; a != nil && a.Revision == rev.String() {
 		return false
 	}

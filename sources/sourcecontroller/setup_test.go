@@ -1,9 +1,11 @@
-package sources
+package sourcecontroller
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/convoy-gitops/convoy/sources"
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
@@ -18,7 +20,7 @@ func TestOptionsBindFlags(t *testing.T) {
 	g.Expect(o.StoragePath).To(Equal("/tmp/x"))
 	g.Expect(o.WebhookAddr).To(BeEmpty())
 	g.Expect(o.Limits.MaxFileSize).To(Equal(int64(42)))
-	g.Expect(o.Limits.MaxFiles).To(Equal(DefaultLimits().MaxFiles))
+	g.Expect(o.Limits.MaxFiles).To(Equal(sources.DefaultLimits().MaxFiles))
 }
 
 func TestWebhookReceiverStartsAndStops(t *testing.T) {

@@ -1,8 +1,10 @@
-package sources
+package sourcecontroller
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/convoy-gitops/convoy/sources"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -10,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -58,7 +59,7 @@ func (r *GitSourceReconciler) SetupWithManager(mgr ctrl.Manager, opts GitSourceR
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&convoyv1alpha1.GitSource{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, ReconcileRequestedPredicate()))).
+			predicate.GenerationChangedPredicate{}, sources.ReconcileRequestedPredicate()))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Named("gitsource").
@@ -97,10 +98,10 @@ func (r *GitSourceReconciler) requestsForSecret(ctx context.Context, o client.Ob
 }
 
 // resolveRemote finds the remote of a source through the API, for on-demand fetches.
-func (r *GitSourceReconciler) resolveRemote(ctx context.Context, key Key) (Remote, error) {
+func (r *GitSourceReconciler) resolveRemote(ctx context.Context, key sources.Key) (sources.Remote, error) {
 	gs := &convoyv1alpha1.GitSource{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, gs); err != nil {
-		return Remote{}, fmt.Errorf("reading GitSource %s: %w", key, err)
+		return sources.Remote{}, fmt.Errorf("reading GitSource %s: %w", key, err)
 	}
 	return r.remoteOf(ctx, gs)
 }
@@ -116,67 +117,13 @@ func (r *GitSourceReconciler) pruneOrphans(mgr ctrl.Manager) func(context.Contex
 		if err := r.Client.List(ctx, list); err != nil {
 			return fmt.Errorf("listing GitSources: %w", err)
 		}
-		keep := map[Key]bool{}
+		keep := map[sources.Key]bool{}
 		for _, gs := range list.Items {
-			keep[KeyFor(gs.Namespace, gs.Name)] = true
+			keep[sources.KeyFor(gs.Namespace, gs.Name)] = true
 		}
-		if err := r.Store.Prune(func(k Key) bool { return keep[k] }); err != nil {
+		if err := r.Store.Prune(func(k sources.Key) bool { return keep[k] }); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Pruning orphaned repositories")
 		}
 		return nil
 	}
-}
-
-// ReconcileRequestedPredicate passes updates that change the convoy.dev/requestedAt
-// annotation (a manual or webhook request for an immediate reconcile).
-func ReconcileRequestedPredicate() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			if e.ObjectOld == nil || e.ObjectNew == nil {
-				return false
-			}
-			return e.ObjectOld.GetAnnotations()[convoyv1alpha1.RequestedAtAnnotation] !=
-				e.ObjectNew.GetAnnotations()[convoyv1alpha1.RequestedAtAnnotation]
-		},
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
-}
-
-// ArtifactChangedPredicate passes GitSource events that matter to consumers of artifacts
-// (Package controllers): creation with an artifact, deletion, and updates that change
-// status.artifact.revision. Use it with Watches(&convoyv1alpha1.GitSource{}, ...).
-func ArtifactChangedPredicate() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return revisionOf(e.Object) != "" },
-		UpdateFunc: func(e event.UpdateEvent) bool { return revisionOf(e.ObjectOld) != revisionOf(e.ObjectNew) },
-		DeleteFunc: func(event.DeleteEvent) bool { return true },
-	}
-}
-
-// revisionOf returns the artifact revision of a GitSource, or "".
-func revisionOf(o client.Object) string {
-	gs, ok := o.(*convoyv1alpha1.GitSource)
-	if !ok || gs.Status.Artifact == nil {
-		return ""
-	}
-	return gs.Status.Artifact.Revision
-}
-
-// GetArtifact returns the artifact of the GitSource named by key, or a Waiting error with
-// reason DependencyNotReady when it has none yet (the source has not been polled, or is
-// missing).
-func GetArtifact(ctx context.Context, c client.Reader, key Key) (*convoyv1alpha1.Artifact, error) {
-	gs := &convoyv1alpha1.GitSource{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, gs); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			return nil, pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, 0, "GitSource %s not found", key)
-		}
-		return nil, fmt.Errorf("reading GitSource %s: %w", key, err)
-	}
-	if gs.Status.Artifact == nil {
-		return nil, pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, 0, "GitSource %s has no artifact yet", key)
-	}
-	return gs.Status.Artifact.DeepCopy(), nil
 }

@@ -1,20 +1,22 @@
-package sources
+package sourcecontroller
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/convoy-gitops/convoy/test/gittest"
+
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/internal/pass"
-	"github.com/convoy-gitops/convoy/test/gitserver"
 )
 
 func TestGitSourceAuth(t *testing.T) {
 	ns := newNamespace(t)
-	srv, repo := newGitServer(t)
-	c := commit(t, repo, "one", map[string]string{"f": "1"})
+	srv, repo := gittest.NewServer(t)
+	c := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
 	srv.SetBasicAuth("user", "s3cret")
 	key, err := gitserver.NewClientKey()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -27,7 +29,7 @@ func TestGitSourceAuth(t *testing.T) {
 	_, err = other.StartSSH()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	// The right host name with another server's key.
-	unknownHost := strings.Replace(string(other.KnownHosts()), hostPort("", other.SSHURL("x")), hostPort("", srv.SSHURL("repo")), 1)
+	unknownHost := strings.Replace(string(other.KnownHosts()), gittest.KnownHostsAddress(other.SSHURL("x")), gittest.KnownHostsAddress(srv.SSHURL("repo")), 1)
 
 	cases := []struct {
 		name   string
@@ -89,8 +91,8 @@ func TestGitSourceAuth(t *testing.T) {
 
 func TestGitSourceStalledOnMissingSecretRecoversWhenSecretAppears(t *testing.T) {
 	ns := newNamespace(t)
-	srv, repo := newGitServer(t)
-	c := commit(t, repo, "one", map[string]string{"f": "1"})
+	srv, repo := gittest.NewServer(t)
+	c := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
 	srv.SetBasicAuth("user", "pw")
 	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"},
 		SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "later"}})
