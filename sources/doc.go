@@ -1,7 +1,7 @@
 // Package sources polls Git repositories for GitSource objects and keeps every fetched commit
 // readable by the rest of convoy.
 //
-// It has four parts:
+// It has three parts:
 //
 //   - The Store: one bare repository per GitSource under a storage path, fetched
 //     incrementally with go-git. A poll lists the remote refs first and fetches nothing when
@@ -9,11 +9,11 @@
 //     commit, read straight from the object store, and fetches a missing commit on demand.
 //   - Revisions: [FormatRevision] is the one function that formats "<ref>@sha1:<commit>",
 //     [ParseRevision] its inverse.
-//   - The GitSourceReconciler: resolves spec.ref, fetches, verifies the tree against the
-//     store's limits and records status.artifact.
-//   - The WebhookReceiver: POST /hooks/<namespace>/<name> with a GitHub, GitLab or generic
-//     HMAC signature asks for an immediate poll.
+//   - Credentials: [AuthFromSecret] reads HTTP basic, bearer token or SSH credentials from a
+//     Secret's data, for a [Remote].
 //
-// Other controllers read a source through [KeyFor] and [Store.Open], and watch GitSource
-// artifact changes with [ArtifactChangedPredicate].
+// The GitSource controller and webhook receiver that drive the store live in
+// sources/sourcecontroller. Controllers that follow a source read it through [KeyFor],
+// [GetArtifact] and [Store.Open], and watch its artifact with [ArtifactChangedPredicate] and
+// [RequestsForFollowers].
 package sources

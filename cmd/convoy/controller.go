@@ -24,7 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	rolloutcontroller "github.com/convoy-gitops/convoy/rollout/controller"
+	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
 )
 

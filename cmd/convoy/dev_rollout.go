@@ -14,7 +14,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/fleetview"
 	"github.com/convoy-gitops/convoy/manifests"
-	rolloutcontroller "github.com/convoy-gitops/convoy/rollout/controller"
+	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
 )
 
 // devFieldOwner is the field manager of what convoy dev applies.

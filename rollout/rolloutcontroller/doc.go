@@ -1,4 +1,4 @@
-// Package controller is the HostedClusterPackage controller: it feeds the pure planner of
+// Package rolloutcontroller is the HostedClusterPackage controller: it feeds the pure planner of
 // package rollout with what the manager's cache holds (the HostedClusterPackage, every
 // HostedCluster, the Packages it owns, its ControllerRevisions and its GitSource's artifact),
 // applies the resulting Plan, and writes the status only when it changed.
@@ -23,4 +23,4 @@
 //
 // Before planning, a pass checks that the cache shows the writes of the previous pass; if not,
 // it waits for the Package watch instead, so that a budget slot is never spent twice.
-package controller
+package rolloutcontroller
