@@ -39,6 +39,15 @@ type packageState struct {
 	wakeAt time.Time
 }
 
+// Progressed reports whether pkg has progressed: status.revision equals spec.revision, and
+// Available=True and Progressing=False at the current generation. Available alone is never
+// enough: a Package still applying its revision may be Available at the previous one.
+func Progressed(pkg *convoyv1alpha1.Package) bool {
+	return pkg.Status.Revision == pkg.Spec.Revision &&
+		isStatus(conditionAt(pkg, convoyv1alpha1.AvailableCondition), metav1.ConditionTrue) &&
+		isStatus(conditionAt(pkg, convoyv1alpha1.ProgressingCondition), metav1.ConditionFalse)
+}
+
 // assess reads pkg at Input.Now; a nil pkg is missing.
 func (p *planner) assess(pkg *convoyv1alpha1.Package) packageState {
 	if pkg == nil {
@@ -50,8 +59,7 @@ func (p *planner) assess(pkg *convoyv1alpha1.Package) packageState {
 	available := conditionAt(pkg, convoyv1alpha1.AvailableCondition)
 	progressing := conditionAt(pkg, convoyv1alpha1.ProgressingCondition)
 	s.available = isStatus(available, metav1.ConditionTrue)
-	s.progressed = pkg.Status.Revision == pkg.Spec.Revision && s.available &&
-		isStatus(progressing, metav1.ConditionFalse)
+	s.progressed = Progressed(pkg)
 	s.paused = pkg.Spec.Paused || isStatus(conditionAt(pkg, convoyv1alpha1.PausedCondition), metav1.ConditionTrue)
 	s.pausedByHand = pkg.Spec.Paused && !p.in.UpdateRevision.Template.Paused
 	updatedAt := specUpdatedAt(pkg, p.in.Now)

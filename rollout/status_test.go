@@ -39,7 +39,9 @@ func TestProgressedNeedsStatusRevisionAvailableAndNotProgressing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			w := newWorld().fleet(1, "early").progressedAll(revision(2))
-			tc.edit(w.packages[namespaceOf("early-1")])
+			pkg := w.packages[namespaceOf("early-1")]
+			tc.edit(pkg)
+			g.Expect(Progressed(pkg)).To(Equal(tc.want), "the rule fleetview shares")
 			plan := compute(g, w)
 			g.Expect(plan.Counts.Updated).To(Equal(int32(1)))
 			g.Expect(plan.Counts.Progressed).To(Equal(one(tc.want)))

@@ -92,7 +92,7 @@ func (s *simulation) settleInFlight(plan *rollout.Plan) bool {
 	settled := false
 	for i := range s.in.Packages {
 		pkg := &s.in.Packages[i]
-		if failed[pkg.Namespace] || pkg.Spec.Paused || pkg.DeletionTimestamp != nil || progressed(pkg) {
+		if failed[pkg.Namespace] || pkg.Spec.Paused || pkg.DeletionTimestamp != nil || rollout.Progressed(pkg) {
 			continue
 		}
 		s.progress(pkg)
@@ -111,22 +111,6 @@ func (s *simulation) progress(pkg *convoyv1alpha1.Package) {
 		{Type: convoyv1alpha1.ProgressingCondition, Status: metav1.ConditionFalse, ObservedGeneration: pkg.Generation,
 			LastTransitionTime: now, Reason: convoyv1alpha1.SucceededReason},
 	}
-}
-
-// progressed reports whether pkg is Available and done at its current spec.
-func progressed(pkg *convoyv1alpha1.Package) bool {
-	if pkg.Status.Revision != pkg.Spec.Revision {
-		return false
-	}
-	var available, done bool
-	for _, c := range pkg.Status.Conditions {
-		if c.ObservedGeneration != pkg.Generation {
-			continue
-		}
-		available = available || (c.Type == convoyv1alpha1.AvailableCondition && c.Status == metav1.ConditionTrue)
-		done = done || (c.Type == convoyv1alpha1.ProgressingCondition && c.Status == metav1.ConditionFalse)
-	}
-	return available && done
 }
 
 // packageIn returns the simulated Package in namespace, or nil.
