@@ -33,7 +33,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) deploy-manifests ## Generate CRDs into deploy/crds, RBAC into deploy/rbac, and copy HyperShift's CRDs for the test fleet.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
-	go run ./test/fleet/gencrds
+	go run ./internal/devfleet/gencrds
 
 .PHONY: deploy-manifests
 deploy-manifests: $(CONTROLLER_GEN) ## Generate the controller's ClusterRole into deploy/rbac from the RBAC markers.
@@ -50,7 +50,7 @@ lint: ## Check formatting and run go vet.
 
 .PHONY: verify
 verify: generate manifests ## Fail when regenerated files differ from the committed ones.
-	@git diff --exit-code -- api deploy/crds deploy/rbac test/fleet/crds || \
+	@git diff --exit-code -- api deploy/crds deploy/rbac internal/devfleet/crds || \
 		{ echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
 
 ##@ Build

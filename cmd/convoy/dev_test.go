@@ -12,36 +12,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convoy-gitops/convoy/internal/devdemo"
+	"github.com/convoy-gitops/convoy/internal/devfleet"
+
 	. "github.com/onsi/gomega"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 func TestDevStartsAPartitionedFleetAndStopsCleanly(t *testing.T) {
 	g := NewWithT(t)
-	opts := devOptions{clusters: 3, kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
+	opts := devdemo.Options{Clusters: 3, Kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- runDev(ctx, &out, opts) }()
 
-	g.Eventually(func() error { _, err := os.Stat(opts.kubeconfig); return err }, 2*time.Minute).Should(Succeed())
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
+	g.Eventually(func() error { _, err := os.Stat(opts.Kubeconfig); return err }, 2*time.Minute).Should(Succeed())
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(cfg, client.Options{Scheme: fleet.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: devfleet.NewScheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	hcs := &hyperv1.HostedClusterList{}
 	g.Expect(c.List(ctx, hcs)).To(Succeed())
 	partitions := map[string]int{}
 	for _, hc := range hcs.Items {
-		partitions[hc.Labels[partitionLabel]]++
+		partitions[hc.Labels[devdemo.PartitionLabel]]++
 	}
 	g.Expect(partitions).To(Equal(map[string]int{"early": 1, "normal": 1, "late": 1}))
-	g.Expect(out.String()).To(ContainSubstring("export KUBECONFIG=" + opts.kubeconfig))
+	g.Expect(out.String()).To(ContainSubstring("export KUBECONFIG=" + opts.Kubeconfig))
 
 	g.Expect(apiServersServing(cfg.Host)).NotTo(BeEmpty())
 
@@ -52,8 +53,8 @@ func TestDevStartsAPartitionedFleetAndStopsCleanly(t *testing.T) {
 
 func TestDevExitAfterRolloutLeavesEveryClusterOnTheSecondRevision(t *testing.T) {
 	g := NewWithT(t)
-	opts := devOptions{clusters: 6, kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"),
-		exitAfterRollout: true, asServiceAccount: true}
+	opts := devdemo.Options{Clusters: 6, Kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"),
+		ExitAfterRollout: true, AsServiceAccount: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out syncBuffer
@@ -61,7 +62,7 @@ func TestDevExitAfterRolloutLeavesEveryClusterOnTheSecondRevision(t *testing.T) 
 	g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the demo ended by its timeout")
 
 	output := out.String()
-	g.Expect(output).To(ContainSubstring("The controller runs as " + devServiceAccount))
+	g.Expect(output).To(ContainSubstring("The controller runs as system:serviceaccount:convoy-system:convoy-controller"))
 	g.Expect(output).To(MatchRegexp(`All 6 hosted clusters run commit [0-9a-f]{12}\.`))
 	orderLine := regexp.MustCompile(`(?m)^Order: (.*)$`).FindStringSubmatch(output)
 	g.Expect(orderLine).To(HaveLen(2), output)
@@ -74,18 +75,9 @@ func TestDevExitAfterRolloutLeavesEveryClusterOnTheSecondRevision(t *testing.T) 
 		g.Expect(rank[cur]).To(BeNumerically(">=", rank[prev]), "order %v", order)
 	}
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apiServersServing(cfg.Host)).To(BeEmpty())
-}
-
-func TestDevClustersSpreadOverPartitionsInOrder(t *testing.T) {
-	g := NewWithT(t)
-	var got []string
-	for _, in := range devClusters(6) {
-		got = append(got, in.Name)
-	}
-	g.Expect(got).To(Equal([]string{"early-1", "early-2", "normal-3", "normal-4", "late-5", "late-6"}))
 }
 
 // apiServersServing lists kube-apiserver processes whose flags mention the host's port.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/convoy-gitops/convoy/internal/devdemo"
+
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,8 +82,8 @@ func fixtureHCPkg(name, path string, status convoyv1alpha1.HostedClusterPackageS
 	return &convoyv1alpha1.HostedClusterPackage{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1, UID: types.UID("uid-" + name)},
 		Spec: convoyv1alpha1.HostedClusterPackageSpec{
-			Partition: &convoyv1alpha1.PartitionSpec{LabelKey: partitionLabel,
-				Order: convoyv1alpha1.PartitionOrder{Static: devPartitions}},
+			Partition: &convoyv1alpha1.PartitionSpec{LabelKey: devdemo.PartitionLabel,
+				Order: convoyv1alpha1.PartitionOrder{Static: devdemo.Partitions}},
 			Strategy: convoyv1alpha1.HostedClusterPackageStrategy{
 				RollingUpgrade: &convoyv1alpha1.RollingUpgradeStrategy{MaxUnavailable: &one}},
 			Template: convoyv1alpha1.PackageTemplate{Spec: fixtureTemplate(path)},
@@ -152,7 +154,7 @@ func fixtureHostedCluster(name string, available bool) *hyperv1.HostedCluster {
 		status, message = metav1.ConditionFalse, "Waiting for the etcd cluster to be ready"
 	}
 	return &hyperv1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: name, Labels: map[string]string{partitionLabel: partition}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: name, Labels: map[string]string{devdemo.PartitionLabel: partition}},
 		Status: hyperv1.HostedClusterStatus{Conditions: []metav1.Condition{{Type: string(hyperv1.HostedClusterAvailable),
 			Status: status, Reason: "AsExpected", Message: message, LastTransitionTime: metav1.NewTime(fixtureNow.Add(-time.Hour))}}},
 	}

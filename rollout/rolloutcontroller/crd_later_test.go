@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convoy-gitops/convoy/internal/devfleet"
+
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -78,7 +80,7 @@ func startRolloutOnly(ctx context.Context, g Gomega, f *fleet.Fleet) <-chan erro
 // installHyperShiftCRDs creates the HostedCluster and HostedControlPlane CRDs and waits until
 // they are established.
 func installHyperShiftCRDs(ctx context.Context, g Gomega, f *fleet.Fleet) {
-	crds, err := fleet.CRDs()
+	crds, err := devfleet.CRDs()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, crd := range crds {
 		if crd.Spec.Group != "hypershift.openshift.io" {

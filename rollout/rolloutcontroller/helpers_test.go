@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convoy-gitops/convoy/internal/devfleet"
+
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 const (
@@ -129,7 +131,7 @@ func packagesOf(g Gomega, name string) map[string]*convoyv1alpha1.Package {
 	g.Expect(env.Client.List(context.Background(), list,
 		client.MatchingLabels{convoyv1alpha1.HostedClusterPackageLabel: name})).To(Succeed())
 	out := map[string]*convoyv1alpha1.Package{}
-	prefix := fleet.DefaultHostedClusterNamespace + "-"
+	prefix := devfleet.DefaultHostedClusterNamespace + "-"
 	for i := range list.Items {
 		out[list.Items[i].Namespace[len(prefix):]] = &list.Items[i]
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convoy-gitops/convoy/internal/devfleet"
+
 	"github.com/convoy-gitops/convoy/test/kubetest"
 
 	. "github.com/onsi/gomega"
@@ -84,7 +86,7 @@ func healthyPackage(t *testing.T) client.ObjectKey {
 // writeKubeconfig replaces the kubeconfig Secret of namespace with one reaching hc.
 func writeKubeconfig(g Gomega, namespace string, hc *fleet.HostedCluster) {
 	ctx := context.Background()
-	kubeconfig, err := fleet.KubeConfigFor(hc.Config, hc.Name)
+	kubeconfig, err := devfleet.KubeConfigFor(hc.Config, hc.Name)
 	g.Expect(err).NotTo(HaveOccurred())
 	secret := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: convoyv1alpha1.KubeconfigSecretName}, secret)).To(Succeed())

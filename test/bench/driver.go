@@ -17,7 +17,7 @@ import (
 const (
 	// DriverAuto uses a HostedClusterPackage when the controller reconciles them, else Packages.
 	DriverAuto = "auto"
-	// DriverHostedClusterPackage creates one HostedClusterPackage selecting the fleet.
+	// DriverHostedClusterPackage creates one HostedClusterPackage selecting the devfleet.
 	DriverHostedClusterPackage = "hostedclusterpackage"
 	// DriverPackages creates one Package per HCP namespace; the benchmark itself paces a
 	// rollingUpgrade, as the HostedClusterPackage controller would.
@@ -50,7 +50,7 @@ func strategy(rolling bool) convoyv1alpha1.HostedClusterPackageStrategy {
 	return convoyv1alpha1.HostedClusterPackageStrategy{Instant: &convoyv1alpha1.InstantStrategy{}}
 }
 
-// createHostedClusterPackage creates the HostedClusterPackage selecting the fleet.
+// createHostedClusterPackage creates the HostedClusterPackage selecting the devfleet.
 func (e *env) createHostedClusterPackage(ctx context.Context) error {
 	hcp := &convoyv1alpha1.HostedClusterPackage{
 		ObjectMeta: metav1.ObjectMeta{Name: hcpName},

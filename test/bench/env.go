@@ -7,13 +7,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/convoy-gitops/convoy/internal/devfleet"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
 )
 
@@ -32,7 +33,7 @@ const (
 type env struct {
 	cfg     Config
 	dir     string
-	fleet   *fleet.Fleet
+	fleet   *devfleet.Fleet
 	admin   client.WithWatch
 	counter *countingTransport
 	git     *gitserver.Server
@@ -41,7 +42,7 @@ type env struct {
 	rev    int
 	commit string
 	// clusters and namespaces are the HostedClusters and their HCP namespaces.
-	clusters   []*fleet.HostedCluster
+	clusters   []*devfleet.HostedCluster
 	namespaces map[string]bool
 	ctrl       *Controller
 	watch      *packageWatch
@@ -63,7 +64,7 @@ func newEnv(ctx context.Context, cfg Config, in envInput) (*env, error) {
 		return nil, err
 	}
 	e := &env{cfg: cfg, dir: dir, namespaces: map[string]bool{}}
-	if e.fleet, err = fleet.Start(ctx, fleet.Options{ClientQPS: 1000, ClientBurst: 2000}); err != nil {
+	if e.fleet, err = devfleet.Start(ctx, devfleet.Options{ClientQPS: 1000, ClientBurst: 2000}); err != nil {
 		return nil, err
 	}
 	steps := []func(context.Context) error{e.connect, e.installCRD, e.startGit, e.createGitSource}
@@ -140,9 +141,9 @@ func (e *env) createGitSource(ctx context.Context) error {
 func (e *env) addClusters(ctx context.Context, in envInput) error {
 	const batch = 100
 	for start := 0; start < in.Clusters; start += batch {
-		var inputs []fleet.HostedClusterInput
+		var inputs []devfleet.HostedClusterInput
 		for i := start; i < min(start+batch, in.Clusters); i++ {
-			inputs = append(inputs, fleet.HostedClusterInput{Name: fmt.Sprintf("hc-%04d", i),
+			inputs = append(inputs, devfleet.HostedClusterInput{Name: fmt.Sprintf("hc-%04d", i),
 				Labels: map[string]string{"bench.convoy.dev/fleet": "true"}, WithoutAPIServer: !in.APIServers})
 		}
 		hcs, err := e.fleet.AddHostedClusters(ctx, inputs...)

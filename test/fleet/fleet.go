@@ -2,180 +2,40 @@ package fleet
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
-	"time"
+	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"github.com/convoy-gitops/convoy/internal/devfleet"
 )
 
-// BinaryDirEnv overrides where kube-apiserver and etcd are found.
-const BinaryDirEnv = "CONVOY_TEST_BINARIES"
+// The vocabulary of internal/devfleet, so that tests import one package.
+type (
+	// Options configure a Fleet.
+	Options = devfleet.Options
+	// HostedCluster is a simulated hosted cluster.
+	HostedCluster = devfleet.HostedCluster
+	// HostedClusterInput describes a hosted cluster to add.
+	HostedClusterInput = devfleet.HostedClusterInput
+)
 
-// Options configure a Fleet.
-type Options struct {
-	// BinaryDir holds kube-apiserver and etcd; default: $CONVOY_TEST_BINARIES, else the bin/
-	// folder of the repository enclosing the working directory.
-	BinaryDir string
-
-	// WithoutHyperShift leaves out the HostedCluster and HostedControlPlane CRDs, to test what
-	// happens on a management cluster without HyperShift.
-	WithoutHyperShift bool
-
-	// StartTimeout bounds the start of each API server; default 60s (2-core machines are slow
-	// when several start at once).
-	StartTimeout time.Duration
-
-	// ClientQPS and ClientBurst tune the clients built for tests; default 200 and 400.
-	ClientQPS   float32
-	ClientBurst int
-}
-
-// Fleet is a running simulated management cluster and its hosted clusters.
+// Fleet is a test suite's simulated management cluster: devfleet's, with helpers that take a
+// test. A nil Fleet (under -short, see Main) skips the tests that need it.
 type Fleet struct {
-	// Config reaches the management API server as an administrator.
-	Config *rest.Config
-	// Client is an uncached client of the management API server.
-	Client client.Client
-	// Scheme knows the core kinds, convoy's and HyperShift's.
-	Scheme *runtime.Scheme
-
-	opts Options
-	mgmt *envtest.Environment
-
-	mu       sync.Mutex
-	clusters map[string]*HostedCluster
+	*devfleet.Fleet
 }
 
-// Start starts the management API server with the CRDs installed.
+// Start starts a fleet outside Main, for a test that needs its own.
 func Start(ctx context.Context, opts Options) (*Fleet, error) {
-	opts, err := opts.withDefaults()
+	f, err := devfleet.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	crds, err := CRDs()
-	if opts.WithoutHyperShift {
-		crds, err = ConvoyCRDs()
-	}
-	if err != nil {
-		return nil, err
-	}
-	scheme := NewScheme()
-	env := opts.newEnvironment()
-	env.Scheme = scheme
-	env.CRDs = crds
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("starting the management API server: %w", err)
-	}
-	opts.tune(cfg)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		_ = env.Stop()
-		return nil, err
-	}
-	return &Fleet{Config: cfg, Client: c, Scheme: scheme, opts: opts, mgmt: env,
-		clusters: map[string]*HostedCluster{}}, nil
+	return &Fleet{Fleet: f}, nil
 }
 
-// Stop stops every hosted API server, then the management one. It is safe to call twice.
-func (f *Fleet) Stop() error {
-	f.mu.Lock()
-	clusters := f.clusters
-	f.clusters = map[string]*HostedCluster{}
-	f.mu.Unlock()
-
-	var errs []error
-	for _, hc := range clusters {
-		errs = append(errs, hc.StopAPIServer())
+// Require skips t when the suite runs without a fleet (go test -short).
+func (f *Fleet) Require(t testing.TB) {
+	t.Helper()
+	if f == nil {
+		t.Skip("integration test: needs the API servers of `make tools` (run without -short)")
 	}
-	if f.mgmt != nil {
-		errs = append(errs, f.mgmt.Stop())
-		f.mgmt = nil
-	}
-	return errors.Join(errs...)
-}
-
-// KubeConfig returns a kubeconfig file's content for the management API server.
-func (f *Fleet) KubeConfig() ([]byte, error) {
-	return KubeConfigFor(f.Config, "convoy-dev")
-}
-
-func (o Options) withDefaults() (Options, error) {
-	if o.StartTimeout == 0 {
-		o.StartTimeout = 60 * time.Second
-	}
-	if o.ClientQPS == 0 {
-		o.ClientQPS, o.ClientBurst = 200, 400
-	}
-	if o.BinaryDir == "" {
-		dir, err := FindBinaryDir()
-		if err != nil {
-			return o, err
-		}
-		o.BinaryDir = dir
-	}
-	return o, nil
-}
-
-// newEnvironment returns an envtest environment using the binaries built by `make tools`.
-func (o Options) newEnvironment() *envtest.Environment {
-	return &envtest.Environment{
-		BinaryAssetsDirectory:    o.BinaryDir,
-		ControlPlaneStartTimeout: o.StartTimeout,
-		ControlPlaneStopTimeout:  30 * time.Second,
-		ErrorIfCRDPathMissing:    true,
-	}
-}
-
-func (o Options) tune(cfg *rest.Config) {
-	cfg.QPS, cfg.Burst = o.ClientQPS, o.ClientBurst
-}
-
-// FindBinaryDir returns $CONVOY_TEST_BINARIES, or the bin/ folder of the repository enclosing
-// the working directory, checking that kube-apiserver and etcd are there.
-func FindBinaryDir() (string, error) {
-	dir := os.Getenv(BinaryDirEnv)
-	if dir == "" {
-		root, err := repositoryRoot()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(root, "bin")
-	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return "", fmt.Errorf("%s not found in %s: run `make tools` (or set %s)", name, dir, BinaryDirEnv)
-		}
-	}
-	return dir, nil
-}
-
-// repositoryRoot walks up from the working directory to the folder holding convoy's go.mod.
-func repositoryRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if raw, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isConvoyModule(raw) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no convoy repository above the working directory: set %s", BinaryDirEnv)
-		}
-		dir = parent
-	}
-}
-
-func isConvoyModule(goMod []byte) bool {
-	const first = "module github.com/convoy-gitops/convoy\n"
-	return len(goMod) >= len(first) && string(goMod[:len(first)]) == first
 }

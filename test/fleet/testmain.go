@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -19,6 +20,9 @@ type Setup func(ctx context.Context, f *Fleet) (teardown func(), err error)
 // Main is a TestMain body: it starts a fleet with opts, stores it in *env, runs setup and the
 // tests, then tears down and stops every API server, and exits with the tests' code. A fleet or
 // setup failure exits 1 with the error on stderr.
+//
+// Under go test -short, Main starts nothing and leaves *env nil: the tests that need the fleet
+// skip themselves (Fleet.Require, Fleet.NewNamespace). It is the one place that reads -short.
 func Main(m *testing.M, env **Fleet, opts Options, setup Setup) {
 	code, err := runMain(m, env, opts, setup)
 	if err != nil {
@@ -29,6 +33,10 @@ func Main(m *testing.M, env **Fleet, opts Options, setup Setup) {
 }
 
 func runMain(m *testing.M, env **Fleet, opts Options, setup Setup) (int, error) {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run(), nil
+	}
 	ctx := context.Background()
 	f, err := Start(ctx, opts)
 	if err != nil {
@@ -52,6 +60,7 @@ func runMain(m *testing.M, env **Fleet, opts Options, setup Setup) (int, error) 
 // test, and returns its name.
 func (f *Fleet) NewNamespace(t testing.TB) string {
 	t.Helper()
+	f.Require(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
 	if err := f.Client.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating a test namespace: %v", err)

@@ -1,4 +1,4 @@
-package main
+package devdemo
 
 import (
 	"context"
@@ -7,14 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/fleetview"
 	"github.com/convoy-gitops/convoy/manifests"
-	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
 )
 
 // devFieldOwner is the field manager of what convoy dev applies.
@@ -48,7 +46,7 @@ func (d *demo) awaitRollout(ctx context.Context, previous string) (*rolloutResul
 		st := snaps[0].HostedClusterPackage.Status
 		if st.UpdateRevision != "" && st.UpdateRevision != previous {
 			res.revision, res.commit = st.UpdateRevision, snaps[0].Revisions[st.UpdateRevision].Commit
-			if rolloutDone(st, d.opts.clusters) {
+			if rolloutDone(st, d.opts.Clusters) {
 				res.took = time.Since(began)
 				res.order = d.order.orderOf(res.commit)
 				return res, nil
@@ -57,7 +55,7 @@ func (d *demo) awaitRollout(ctx context.Context, previous string) (*rolloutResul
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(d.opts.refresh):
+		case <-time.After(d.opts.Refresh):
 		}
 	}
 }
@@ -90,27 +88,13 @@ func (d *demo) printSummary(ctx context.Context, res *rolloutResult, commit stri
 			running++
 		}
 	}
-	if running != d.opts.clusters {
-		return fmt.Errorf("%d of %d hosted clusters run commit %s", running, d.opts.clusters, shortCommit(commit))
+	if running != d.opts.Clusters {
+		return fmt.Errorf("%d of %d hosted clusters run commit %s", running, d.opts.Clusters, shortCommit(commit))
 	}
 	fmt.Fprintf(d.out, "\nRollout of %s (commit %s) completed in %.1fs.\n", res.revision, shortCommit(commit), res.took.Seconds())
 	fmt.Fprintf(d.out, "Order: %s\n", strings.Join(res.order, " "))
-	fmt.Fprintf(d.out, "All %d hosted clusters run commit %s.\n", d.opts.clusters, shortCommit(commit))
+	fmt.Fprintf(d.out, "All %d hosted clusters run commit %s.\n", d.opts.Clusters, shortCommit(commit))
 	return nil
-}
-
-// devControllerOptions are the controller's defaults, with no metrics, probe or webhook
-// listeners (several demos may run on one machine), no leader election, and quick probes.
-func devControllerOptions(storage string) (controllerOptions, error) {
-	opts := controllerOptions{metricsAddr: "0", probeAddr: "0", leaseDuration: 15 * time.Second}
-	fs := pflag.NewFlagSet("dev-controller", pflag.ContinueOnError)
-	opts.sources.BindFlags(fs)
-	opts.sync.BindFlags(fs)
-	err := fs.Parse([]string{"--storage-path=" + storage, "--webhook-addr=", "--probe-interval=1s"})
-	opts.sync.Concurrency = 4
-	opts.rollout = rolloutcontroller.SetupOptions{Concurrency: 1, ApplyConcurrency: rolloutcontroller.DefaultApplyConcurrency,
-		CRDPollInterval: rolloutcontroller.DefaultCRDPollInterval}
-	return opts, err
 }
 
 // readObjects reads the objects of a YAML file.

@@ -1,4 +1,4 @@
-package fleet
+package devfleet
 
 import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"

@@ -1,4 +1,4 @@
-package main
+package devdemo
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
 )
 
@@ -45,8 +45,8 @@ data:
 // demo is one run of `convoy dev` once the fleet is up.
 type demo struct {
 	out   io.Writer
-	fleet *fleet.Fleet
-	opts  devOptions
+	fleet *devfleet.Fleet
+	opts  Options
 	start time.Time
 	// hcpkg and gitSource name the example objects.
 	hcpkg     string
@@ -112,7 +112,7 @@ func (d *demo) followRollouts(ctx context.Context, repo *gitserver.Repo) error {
 	if err := d.printSummary(ctx, second, commit); err != nil {
 		return err
 	}
-	if d.opts.exitAfterRollout {
+	if d.opts.ExitAfterRollout {
 		return nil
 	}
 	fmt.Fprintln(d.out, "\nPress Ctrl-C to stop.")
@@ -126,7 +126,7 @@ func (d *demo) seedRepository(srv *gitserver.Server) (*gitserver.Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := gitserver.ReadTree(filepath.Join(d.opts.examples, "packages"), "")
+	files, err := gitserver.ReadTree(filepath.Join(d.opts.Examples, "packages"), "")
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (d *demo) applyExamples(ctx context.Context, url string) error {
 	if err := applyObjects(ctx, c, namespaceObject(devNamespace)); err != nil {
 		return err
 	}
-	gs, err := readObjects(filepath.Join(d.opts.examples, "gitsource.yaml"))
+	gs, err := readObjects(filepath.Join(d.opts.Examples, "gitsource.yaml"))
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (d *demo) applyExamples(ctx context.Context, url string) error {
 		}
 		d.gitSource = client.ObjectKeyFromObject(obj)
 	}
-	hcpkg, err := readObjects(filepath.Join(d.opts.examples, "hostedclusterpackage.yaml"))
+	hcpkg, err := readObjects(filepath.Join(d.opts.Examples, "hostedclusterpackage.yaml"))
 	if err != nil {
 		return err
 	}
@@ -173,11 +173,7 @@ func (d *demo) startController(ctx context.Context, dir string) (stop func(), er
 	if err != nil {
 		return nil, err
 	}
-	opts, err := devControllerOptions(filepath.Join(dir, "sources"))
-	if err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(filepath.Dir(d.opts.kubeconfig), "controller.log")
+	logPath := filepath.Join(filepath.Dir(d.opts.Kubeconfig), "controller.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -186,7 +182,7 @@ func (d *demo) startController(ctx context.Context, dir string) (stop func(), er
 	fmt.Fprintf(d.out, "Starting the controller (logs: %s)...\n\n", logPath)
 	ctrlCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- runController(ctrlCtx, cfg, opts) }()
+	go func() { done <- d.opts.RunController(ctrlCtx, cfg, filepath.Join(dir, "sources")) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -200,12 +196,12 @@ func (d *demo) startController(ctx context.Context, dir string) (stop func(), er
 // RBAC of deploy/rbac and returns a config that impersonates the controller's ServiceAccount.
 func (d *demo) controllerConfig(ctx context.Context) (*rest.Config, error) {
 	cfg := rest.CopyConfig(d.fleet.Config)
-	if !d.opts.asServiceAccount {
+	if !d.opts.AsServiceAccount {
 		return cfg, nil
 	}
-	paths, err := filepath.Glob(filepath.Join(filepath.Dir(d.opts.examples), "deploy", "rbac", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join(filepath.Dir(d.opts.Examples), "deploy", "rbac", "*.yaml"))
 	if err != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("no deploy/rbac next to %s: %v", d.opts.examples, err)
+		return nil, fmt.Errorf("no deploy/rbac next to %s: %v", d.opts.Examples, err)
 	}
 	for _, p := range paths {
 		objs, err := readObjects(p)
@@ -237,5 +233,5 @@ func (d *demo) requestPoll(ctx context.Context) error {
 
 // clusterOfNamespace returns the HostedCluster name of an HCP namespace of the demo.
 func clusterOfNamespace(ns string) string {
-	return strings.TrimPrefix(ns, fleet.DefaultHostedClusterNamespace+"-")
+	return strings.TrimPrefix(ns, devfleet.DefaultHostedClusterNamespace+"-")
 }

@@ -1,0 +1,143 @@
+package devdemo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/convoy-gitops/convoy/internal/devfleet"
+)
+
+// PartitionLabel is the label HyperShift fleets commonly use for risk groups.
+const PartitionLabel = "hypershift.openshift.io/risk-group"
+
+// Partitions are the risk groups simulated clusters are spread over, in order.
+var Partitions = []string{"early", "normal", "late"}
+
+// Options configure a demo.
+type Options struct {
+	// Clusters is the number of simulated hosted clusters, at least 1.
+	Clusters int
+	// Kubeconfig is where the management cluster's kubeconfig is written; controller.log goes
+	// next to it.
+	Kubeconfig string
+	// Binaries holds kube-apiserver and etcd; default: devfleet.FindBinaryDir.
+	Binaries string
+	// Examples is the examples folder; default: examples/ of the repository around the working
+	// directory.
+	Examples string
+	// ExitAfterRollout ends the demo with a summary once the second revision reached every
+	// cluster.
+	ExitAfterRollout bool
+	// AsServiceAccount runs the controller as its ServiceAccount, with only the RBAC of
+	// deploy/rbac, by impersonation.
+	AsServiceAccount bool
+	// Refresh is how often the rollout's progress is read; default 250ms.
+	Refresh time.Duration
+	// RunController runs convoy's controllers against cfg, keeping Git under storagePath, until
+	// ctx is done (required: the command owns the wiring).
+	RunController func(ctx context.Context, cfg *rest.Config, storagePath string) error
+}
+
+// Run runs the demo, writing its progress to out, until ctx is done or, under exitAfterRollout, until the second rollout
+// completed. It stops every process it started before returning.
+func Run(ctx context.Context, out io.Writer, opts Options) error {
+	if opts.Clusters < 1 {
+		return fmt.Errorf("--clusters must be at least 1, got %d", opts.Clusters)
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = 250 * time.Millisecond
+	}
+	if opts.RunController == nil {
+		return errors.New("no controller to run")
+	}
+	root, err := examplesDir(opts.Examples)
+	if err != nil {
+		return err
+	}
+	opts.Examples = root
+	fmt.Fprintln(out, "Starting the management cluster...")
+	f, err := devfleet.Start(ctx, devfleet.Options{BinaryDir: opts.Binaries})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(out, "Stopping the API servers...")
+		if err := f.Stop(); err != nil {
+			fmt.Fprintln(out, "stopping:", err)
+		}
+	}()
+	fmt.Fprintf(out, "Starting %d hosted clusters...\n", opts.Clusters)
+	if _, err := f.AddHostedClusters(ctx, devClusters(opts.Clusters)...); err != nil {
+		return ignoreCanceled(ctx, err)
+	}
+	if err := writeKubeconfig(f, opts.Kubeconfig); err != nil {
+		return err
+	}
+	printDevUsage(out, opts)
+	d := &demo{out: out, fleet: f, opts: opts, start: time.Now()}
+	return ignoreCanceled(ctx, d.run(ctx))
+}
+
+// ignoreCanceled returns nil for an error that only says ctx ended: Ctrl-C is a normal exit.
+func ignoreCanceled(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// devClusters spreads n hosted clusters over the partitions, earliest first.
+func devClusters(n int) []devfleet.HostedClusterInput {
+	inputs := make([]devfleet.HostedClusterInput, n)
+	for i := range inputs {
+		partition := Partitions[i*len(Partitions)/n]
+		inputs[i] = devfleet.HostedClusterInput{
+			Name:   fmt.Sprintf("%s-%d", partition, i+1),
+			Labels: map[string]string{PartitionLabel: partition},
+		}
+	}
+	return inputs
+}
+
+// examplesDir returns dir, or the examples/ folder of the repository around the working
+// directory.
+func examplesDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	root, err := devfleet.RepositoryRoot()
+	if err != nil {
+		return "", fmt.Errorf("finding examples/: run from the repository or pass --examples: %w", err)
+	}
+	return filepath.Join(root, "examples"), nil
+}
+
+func writeKubeconfig(f *devfleet.Fleet, path string) error {
+	raw, err := f.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o600)
+}
+
+func printDevUsage(out io.Writer, opts Options) {
+	fmt.Fprintf(out, `
+The management cluster is up with %d simulated hosted clusters. Look around with:
+
+  export KUBECONFIG=%s
+  kubectl get hostedclusters -A -L %s
+  kubectl get gitsources,packages -A
+  convoy status --watch
+
+`, opts.Clusters, opts.Kubeconfig, PartitionLabel)
+}
