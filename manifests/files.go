@@ -64,7 +64,7 @@ func readPackage(fsys fs.FS, dir string, all bool, errs *errorList) (*packageFil
 			}
 			return nil
 		}
-		if d.IsDir() || !(all || isObjectFile(rel) || isTemplate(rel)) {
+		if d.IsDir() || (!all && !isObjectFile(rel) && !isTemplate(rel)) {
 			return nil
 		}
 		return pf.read(fsys, p, rel, d, errs)

@@ -14,7 +14,7 @@ import (
 )
 
 // update rewrites the golden files instead of comparing with them:
-// go test ./manifests -run TestGolden -update
+// go test ./manifests -run TestGolden -update.
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // goldenData is the template data the example packages are rendered with.

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"testing/fstest"
 )
@@ -69,7 +70,7 @@ func FuzzLoad(f *testing.F) {
 		}
 		r, err := Load(fsys, ".", TemplateData{Config: map[string]any{"a": "b"}, Package: PackageRef{Name: "p"}})
 		if err != nil {
-			if _, ok := err.(Errors); !ok {
+			if !errors.As(err, new(Errors)) {
 				t.Fatalf("want Errors, got %T: %v", err, err)
 			}
 			return

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -87,7 +88,8 @@ func (m *manifest) decode(j []byte, spec map[string]any, errs *errorList) bool {
 		}
 		for _, e := range strict {
 			p := ""
-			if fe, ok := e.(sigsjson.FieldError); ok {
+			var fe sigsjson.FieldError
+			if errors.As(e, &fe) {
 				p = fe.FieldPath()
 			}
 			errs.add(m.file, m.lines.line(p), RuleInvalidManifest, "%v", e)

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -184,7 +184,7 @@ func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus)
 	status.Partitions = plan.Partitions
 	status.Failures = plan.Failed[:min(len(plan.Failed), convoyv1alpha1.MaxFailureSamples)]
 	for _, cond := range plan.Conditions {
-		meta.SetStatusCondition(&status.Conditions, cond)
+		apimeta.SetStatusCondition(&status.Conditions, cond)
 	}
 	status.UpdateRevision = plan.UpdateRevision
 	if plan.Completed {

@@ -14,7 +14,7 @@ import (
 	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
-// UnsafeSymlinkReason: a tree holds a symlink that points outside of it.
+// UnsafeSymlinkReason says a tree holds a symlink that points outside of it.
 // Note: kept here rather than in api/v1alpha1 because only GitSource uses it.
 const UnsafeSymlinkReason = "UnsafeSymlink"
 

@@ -9,7 +9,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,7 +35,7 @@ func RequestsForFollowers(c client.Reader, newList func() client.ObjectList, ind
 			return nil
 		}
 		var reqs []reconcile.Request
-		_ = meta.EachListItem(list, func(o runtime.Object) error {
+		_ = apimeta.EachListItem(list, func(o runtime.Object) error {
 			if obj, ok := o.(client.Object); ok {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 			}

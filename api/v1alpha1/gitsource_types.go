@@ -171,5 +171,5 @@ func (s *GitSource) GetConditions() []metav1.Condition { return s.Status.Conditi
 func (s *GitSource) SetConditions(c []metav1.Condition) { s.Status.Conditions = c }
 
 func init() {
-	SchemeBuilder.Register(&GitSource{}, &GitSourceList{})
+	knownTypes = append(knownTypes, &GitSource{}, &GitSourceList{})
 }

@@ -311,5 +311,5 @@ func (h *HostedClusterPackage) GetConditions() []metav1.Condition { return h.Sta
 func (h *HostedClusterPackage) SetConditions(c []metav1.Condition) { h.Status.Conditions = c }
 
 func init() {
-	SchemeBuilder.Register(&HostedClusterPackage{}, &HostedClusterPackageList{})
+	knownTypes = append(knownTypes, &HostedClusterPackage{}, &HostedClusterPackageList{})
 }

@@ -110,5 +110,5 @@ func (d *ObjectDeployment) GetConditions() []metav1.Condition { return d.Status.
 func (d *ObjectDeployment) SetConditions(c []metav1.Condition) { d.Status.Conditions = c }
 
 func init() {
-	SchemeBuilder.Register(&ObjectDeployment{}, &ObjectDeploymentList{})
+	knownTypes = append(knownTypes, &ObjectDeployment{}, &ObjectDeploymentList{})
 }

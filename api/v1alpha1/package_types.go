@@ -135,5 +135,5 @@ func (p *Package) GetConditions() []metav1.Condition { return p.Status.Condition
 func (p *Package) SetConditions(c []metav1.Condition) { p.Status.Conditions = c }
 
 func init() {
-	SchemeBuilder.Register(&Package{}, &PackageList{})
+	knownTypes = append(knownTypes, &Package{}, &PackageList{})
 }

@@ -196,6 +196,7 @@ func objectWithEdit(g Gomega, valid, edit string) *unstructured.Unstructured {
 // strategy and partition order unset must get their defaults, not an empty object that the
 // exactly-one rules refuse.
 func TestTypedClientGetsStrategyAndOrderDefaults(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	hcpkg := &convoyv1alpha1.HostedClusterPackage{

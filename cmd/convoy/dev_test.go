@@ -14,6 +14,7 @@ import (
 
 	"github.com/convoy-gitops/convoy/internal/devdemo"
 	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/test/fleet"
 
 	. "github.com/onsi/gomega"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -22,6 +23,7 @@ import (
 )
 
 func TestDevStartsAPartitionedFleetAndStopsCleanly(t *testing.T) {
+	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
 	opts := devdemo.Options{Clusters: 3, Kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -52,6 +54,7 @@ func TestDevStartsAPartitionedFleetAndStopsCleanly(t *testing.T) {
 }
 
 func TestDevExitAfterRolloutLeavesEveryClusterOnTheSecondRevision(t *testing.T) {
+	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
 	opts := devdemo.Options{Clusters: 6, Kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"),
 		ExitAfterRollout: true, AsServiceAccount: true}

@@ -201,7 +201,7 @@ func (d *demo) controllerConfig(ctx context.Context) (*rest.Config, error) {
 	}
 	paths, err := filepath.Glob(filepath.Join(filepath.Dir(d.opts.Examples), "deploy", "rbac", "*.yaml"))
 	if err != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("no deploy/rbac next to %s: %v", d.opts.Examples, err)
+		return nil, fmt.Errorf("no deploy/rbac next to %s: %w", d.opts.Examples, err)
 	}
 	for _, p := range paths {
 		objs, err := readObjects(p)

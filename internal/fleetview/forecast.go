@@ -111,9 +111,9 @@ func forecastInput(snap *Snapshot, opts ForecastOptions) (rollout.Input, error) 
 	}
 	in.UpdateRevision = update
 	for name, rev := range snap.Revisions {
-		switch {
-		case name == update.Name:
-		case name == h.Status.CurrentRevision:
+		switch name {
+		case update.Name:
+		case h.Status.CurrentRevision:
 			cur := rev
 			in.CurrentRevision = &cur
 		default:

@@ -7,7 +7,7 @@ import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,7 +133,7 @@ func listHostedClusters(ctx context.Context, c client.Reader) ([]rollout.HostedC
 	out := make([]rollout.HostedCluster, 0, len(list.Items))
 	for i := range list.Items {
 		hc := &list.Items[i]
-		available := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable))
+		available := apimeta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable))
 		rhc := rollout.HostedCluster{
 			Namespace: hc.Namespace,
 			Name:      hc.Name,

@@ -3,7 +3,7 @@ package pass
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,7 +27,7 @@ type Object interface {
 // LastTransitionTime moves only when the status changes.
 func Set(obj Conditioned, condType string, status metav1.ConditionStatus, reason, message string) bool {
 	conds := obj.GetConditions()
-	changed := meta.SetStatusCondition(&conds, metav1.Condition{
+	changed := apimeta.SetStatusCondition(&conds, metav1.Condition{
 		Type:               condType,
 		Status:             status,
 		Reason:             reason,
@@ -56,19 +56,19 @@ func MarkUnknown(obj Conditioned, condType, reason, format string, args ...any) 
 // Delete removes condType and reports whether it was there.
 func Delete(obj Conditioned, condType string) bool {
 	conds := obj.GetConditions()
-	removed := meta.RemoveStatusCondition(&conds, condType)
+	removed := apimeta.RemoveStatusCondition(&conds, condType)
 	obj.SetConditions(conds)
 	return removed
 }
 
 // Get returns condType, or nil.
 func Get(obj Conditioned, condType string) *metav1.Condition {
-	return meta.FindStatusCondition(obj.GetConditions(), condType)
+	return apimeta.FindStatusCondition(obj.GetConditions(), condType)
 }
 
 // IsTrue reports whether condType is True.
 func IsTrue(obj Conditioned, condType string) bool {
-	return meta.IsStatusConditionTrue(obj.GetConditions(), condType)
+	return apimeta.IsStatusConditionTrue(obj.GetConditions(), condType)
 }
 
 // IsReady reports what kstatus calls Current: Ready=True at the object's generation, and

@@ -12,13 +12,13 @@ import (
 type Class int
 
 const (
-	// ClassSuccess: the pass reached its goal.
+	// ClassSuccess is a pass that reached its goal.
 	ClassSuccess Class = iota
-	// ClassStalled: the pass cannot go on until the user changes something; no retry.
+	// ClassStalled is a pass that cannot go on until the user changes something; no retry.
 	ClassStalled
-	// ClassWaiting: the pass waits for something else; requeue after a delay, no backoff.
+	// ClassWaiting is a pass that waits for something else; requeue after a delay, no backoff.
 	ClassWaiting
-	// ClassRetry: a transient error; the error goes back to the workqueue for backoff.
+	// ClassRetry is a transient error; the error goes back to the workqueue for backoff.
 	ClassRetry
 )
 

@@ -26,7 +26,7 @@ import (
 // without HyperShift, then installs the HostedCluster CRD: the HostedClusterPackage controller
 // must start in the same process, without a restart.
 func TestControllerStartsWhenTheHostedClusterCRDAppears(t *testing.T) {
-	needsEnv(t)
+	env.Require(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

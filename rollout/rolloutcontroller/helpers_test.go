@@ -12,7 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -153,7 +153,7 @@ func onCommit(pkgs map[string]*convoyv1alpha1.Package, commit string) []string {
 // haveCondition matches a condition list holding type t with status s, reason and message.
 func haveCondition(t string, s metav1.ConditionStatus, reason, message string) types.GomegaMatcher {
 	return WithTransform(func(conds []metav1.Condition) *metav1.Condition {
-		return meta.FindStatusCondition(conds, t)
+		return apimeta.FindStatusCondition(conds, t)
 	}, And(Not(BeNil()), WithTransform(func(c *metav1.Condition) []string {
 		return []string{string(c.Status), c.Reason, c.Message}
 	}, Equal([]string{string(s), reason, message}))))

@@ -8,7 +8,7 @@ import (
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -236,7 +236,7 @@ func (r *HostedClusterPackageReconciler) listHostedClusters(ctx context.Context)
 	out := make([]rollout.HostedCluster, 0, len(list.Items))
 	for i := range list.Items {
 		hc := &list.Items[i]
-		available := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable))
+		available := apimeta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable))
 		t := rollout.HostedCluster{Namespace: hc.Namespace, Name: hc.Name, Labels: hc.Labels,
 			Deleting: hc.DeletionTimestamp != nil, AvailableMessage: "the HostedCluster has no Available condition"}
 		if available != nil {

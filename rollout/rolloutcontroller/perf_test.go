@@ -52,6 +52,7 @@ func (c *countingTransport) reset() { c.reads.Store(0); c.writes.Store(0) }
 // that creates the Packages, the pass that moves them all to a new revision (instant strategy),
 // and an idle pass.
 func TestPerfReconcile1000(t *testing.T) {
+	env.Require(t)
 	if os.Getenv(perfEnv) == "" || env == nil {
 		t.Skip("set " + perfEnv + "=1 to measure")
 	}

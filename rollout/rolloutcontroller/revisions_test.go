@@ -68,17 +68,15 @@ func TestRevisionsToPrune(t *testing.T) {
 // TestRevisionHistoryIsPruned pushes commits to a HostedClusterPackage that selects no
 // HostedCluster, so that each rollout completes at once, and checks the ControllerRevisions.
 func TestRevisionHistoryIsPruned(t *testing.T) {
-	needsEnv(t)
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
 	repo := newSource(t, ns)
 	name := "history-" + fleet.NameSuffix()
 	limit := int32(1)
-	var commits []string
-	c, err := repo.Commit("main", "one", gatePackage(1, true, false))
+	_, err := repo.Commit("main", "one", gatePackage(1, true, false))
 	g.Expect(err).NotTo(HaveOccurred())
-	commits = append(commits, c)
 	newHostedClusterPackage(t, name, ns, func(h *convoyv1alpha1.HostedClusterPackage) { h.Spec.RevisionHistoryLimit = &limit })
 
 	revisions := func(g Gomega) []appsv1.ControllerRevision {
@@ -95,7 +93,6 @@ func TestRevisionHistoryIsPruned(t *testing.T) {
 		}).Should(Succeed())
 		c, err := repo.Commit("main", "next", gatePackage(n, true, false))
 		g.Expect(err).NotTo(HaveOccurred())
-		commits = append(commits, c)
 		g.Eventually(func(g Gomega) {
 			st := getHCPkg(g, name).Status
 			g.Expect(revisions(g)).To(ContainElement(HaveField("Name", st.UpdateRevision)))

@@ -33,7 +33,7 @@ type rolloutFleet struct {
 // TestRolloutAcrossTheFleet rolls commits out to six HostedClusters in early, normal and late
 // with maxUnavailable 1, through real Git, Package and hosted API servers.
 func TestRolloutAcrossTheFleet(t *testing.T) {
-	needsEnv(t)
+	env.Require(t)
 	g := NewWithT(t)
 	f := &rolloutFleet{t: t, name: "fleet-" + fleet.NameSuffix(), ns: env.NewNamespace(t), clusters: map[string]*fleet.HostedCluster{}}
 	f.repo = newSource(t, f.ns)

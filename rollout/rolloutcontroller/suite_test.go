@@ -2,7 +2,6 @@ package rolloutcontroller
 
 import (
 	"context"
-	"flag"
 	"os"
 	"testing"
 	"time"
@@ -28,25 +27,13 @@ import (
 var env *fleet.Fleet
 
 func TestMain(m *testing.M) {
-	flag.Parse()
 	SetDefaultEventuallyTimeout(90 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
 	if os.Getenv(perfEnv) != "" {
 		log.SetLogger(logr.Discard())
 		fleet.Main(m, &env, fleet.Options{}, nil) // measured passes only: no manager
 	}
 	fleet.Main(m, &env, fleet.Options{}, startManager)
-}
-
-// needsEnv skips a test that needs the API servers under -short.
-func needsEnv(t *testing.T) {
-	t.Helper()
-	if env == nil {
-		t.Skip("envtest skipped under -short")
-	}
 }
 
 // startManager runs the GitSource, Package and HostedClusterPackage controllers against f.

@@ -14,6 +14,7 @@ import (
 )
 
 func TestGitSourceAuth(t *testing.T) {
+	env.Require(t)
 	ns := newNamespace(t)
 	srv, repo := gittest.NewServer(t)
 	c := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
@@ -90,6 +91,7 @@ func TestGitSourceAuth(t *testing.T) {
 }
 
 func TestGitSourceStalledOnMissingSecretRecoversWhenSecretAppears(t *testing.T) {
+	env.Require(t)
 	ns := newNamespace(t)
 	srv, repo := gittest.NewServer(t)
 	c := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})

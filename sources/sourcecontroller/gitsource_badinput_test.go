@@ -16,6 +16,7 @@ import (
 )
 
 func TestGitSourceBadInputKeepsLastArtifact(t *testing.T) {
+	env.Require(t)
 	ns := newNamespace(t)
 	srv, _ := gittest.NewServer(t)
 	_, err := srv.CreateRepo("empty")
@@ -68,6 +69,7 @@ func TestGitSourceBadInputKeepsLastArtifact(t *testing.T) {
 }
 
 func TestGitSourceInvalidSemVerStalls(t *testing.T) {
+	env.Require(t)
 	ns := newNamespace(t)
 	srv, repo := gittest.NewServer(t)
 	gittest.Commit(t, repo, "one", map[string]string{"f": "1"})

@@ -21,6 +21,7 @@ import (
 )
 
 func TestGitSourceFollowsBranchAndKeepsCommitsReadable(t *testing.T) {
+	env.Require(t)
 	ns := newNamespace(t)
 	srv, repo := gittest.NewServer(t)
 	var commits []string
@@ -80,6 +81,7 @@ func TestGitSourceFollowsBranchAndKeepsCommitsReadable(t *testing.T) {
 }
 
 func TestGitSourceNoOpPollWritesNothing(t *testing.T) {
+	env.Require(t)
 	ns := newNamespace(t)
 	srv, repo := gittest.NewServer(t)
 	c := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
@@ -101,6 +103,7 @@ func TestGitSourceNoOpPollWritesNothing(t *testing.T) {
 }
 
 func TestGitSourceSuspend(t *testing.T) {
+	env.Require(t)
 	ns := newNamespace(t)
 	srv, repo := gittest.NewServer(t)
 	c1 := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})

@@ -35,6 +35,7 @@ func sha256Header(body []byte, token string) string {
 }
 
 func TestWebhookTriggersPoll(t *testing.T) {
+	env.Require(t)
 	ns := newNamespace(t)
 	srv, repo := gittest.NewServer(t)
 	c1 := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})

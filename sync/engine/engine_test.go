@@ -43,6 +43,7 @@ func isStalling(err error) bool {
 }
 
 func TestSyncAppliesPhasesInOrderAcrossClusters(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt := engineTarget(t)
@@ -87,6 +88,7 @@ func TestSyncAppliesPhasesInOrderAcrossClusters(t *testing.T) {
 }
 
 func TestSyncUpdatesOnlyChangedObjectsAndPrunesAfterAvailable(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt, counter := countedTarget(t)
@@ -128,6 +130,7 @@ func TestSyncUpdatesOnlyChangedObjectsAndPrunesAfterAvailable(t *testing.T) {
 }
 
 func TestSyncRefusesCollisionsUnlessAdopted(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})
 
@@ -184,6 +187,7 @@ func TestSyncRefusesCollisionsUnlessAdopted(t *testing.T) {
 }
 
 func TestSyncRefusesManagementObjectsOutsideTheNamespace(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})
 	cases := map[string]struct {
@@ -217,6 +221,7 @@ func TestSyncRefusesManagementObjectsOutsideTheNamespace(t *testing.T) {
 }
 
 func TestSyncRecreatesOnImmutableFieldsOnlyWhenForced(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})
@@ -248,6 +253,7 @@ func TestSyncRecreatesOnImmutableFieldsOnlyWhenForced(t *testing.T) {
 }
 
 func TestSyncAppliesACustomResourceWithItsDefinition(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt := engineTarget(t)

@@ -21,6 +21,7 @@ func threeConfigMaps(id, a, b, c string) *Revision {
 }
 
 func TestSyncAppliesChangedObjectsWithoutReadingThem(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt, counter := countedTarget(t)
@@ -43,6 +44,7 @@ func TestSyncAppliesChangedObjectsWithoutReadingThem(t *testing.T) {
 }
 
 func TestSyncStillRestoresDriftOfObjectsItApplied(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt, counter := countedTarget(t)
@@ -72,6 +74,7 @@ func TestSyncStillRestoresDriftOfObjectsItApplied(t *testing.T) {
 }
 
 func TestSyncChecksOwnershipOfAnObjectAdoptedSinceItsApply(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})
@@ -94,6 +97,7 @@ func TestSyncChecksOwnershipOfAnObjectAdoptedSinceItsApply(t *testing.T) {
 }
 
 func TestSyncFallsBackWhenADirectApplyIsInvalid(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})
@@ -151,6 +155,7 @@ func TestLedgerStartsOverPastItsBound(t *testing.T) {
 }
 
 func TestSyncDoesNotTakeOverAnObjectReplacedSinceItsApply(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})

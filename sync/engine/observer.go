@@ -83,18 +83,6 @@ func (o *observer) existing(obj *unstructured.Unstructured) *unstructured.Unstru
 	return o.seen[keyOf(obj)]
 }
 
-// partition splits objs into those prefetch found absent and those it found.
-func (o *observer) partition(objs []*unstructured.Unstructured) (absent, present []*unstructured.Unstructured) {
-	for _, obj := range objs {
-		if o.existing(obj) == nil {
-			absent = append(absent, obj)
-		} else {
-			present = append(present, obj)
-		}
-	}
-	return absent, present
-}
-
 // live returns the latest state of obj the observer saw: the apply response when it was
 // written, else what prefetch read.
 func (o *observer) live(obj *unstructured.Unstructured) *unstructured.Unstructured {

@@ -50,21 +50,19 @@ func perfObjects(namespace, version string) []*unstructured.Unstructured {
 // TestApplyPerformance measures applying a 200-object package with the engine, cold then
 // unchanged, next to a bare server-side apply loop over the same objects in the same run.
 func TestApplyPerformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement")
-	}
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	mgmt, counter := countingClient(t, env.Config)
 	_ = mgmt.RESTMapper() // discovery happens on first use of each kind: warm it with a bare loop first
 	warm := newNamespace(t, env.Client)
-	bareLoop(g, ctx, mgmt, perfObjects(warm, "1"))
+	bareLoop(ctx, g, mgmt, perfObjects(warm, "1"))
 	counter.take()
 
 	passes := []struct{ name, version string }{{"cold", "1"}, {"no-op", "1"}, {"update", "2"}}
 	bareNS := newNamespace(t, env.Client)
 	for _, pass := range passes {
-		d := bareLoop(g, ctx, mgmt, perfObjects(bareNS, pass.version))
+		d := bareLoop(ctx, g, mgmt, perfObjects(bareNS, pass.version))
 		c := counter.take()
 		t.Logf("bare SSA loop, %-6s: %7s, %3d requests (%d writes) %v", pass.name, d.Round(time.Millisecond), total(c), writes(c), c)
 	}
@@ -88,7 +86,7 @@ func TestApplyPerformance(t *testing.T) {
 }
 
 // bareLoop applies objs one by one with server-side apply, as the floor to compare with.
-func bareLoop(g Gomega, ctx context.Context, c client.Client, objs []*unstructured.Unstructured) time.Duration {
+func bareLoop(ctx context.Context, g Gomega, c client.Client, objs []*unstructured.Unstructured) time.Duration {
 	start := time.Now()
 	for _, obj := range objs {
 		g.Expect(c.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner("bare"))).To(Succeed())

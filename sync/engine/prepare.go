@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -111,4 +111,4 @@ func describe(obj *unstructured.Unstructured) string {
 }
 
 // isNoMatch reports an unknown kind.
-func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
+func isNoMatch(err error) bool { return apimeta.IsNoMatchError(err) }

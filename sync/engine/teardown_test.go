@@ -15,6 +15,7 @@ import (
 const testFinalizer = "test.convoy.dev/hold"
 
 func TestTeardownDeletesPhasesInReverseOrder(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})
@@ -46,6 +47,7 @@ func TestTeardownDeletesPhasesInReverseOrder(t *testing.T) {
 }
 
 func TestTeardownAbandonsAndKeeps(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})
@@ -71,6 +73,7 @@ func TestTeardownAbandonsAndKeeps(t *testing.T) {
 }
 
 func TestPruneKeepsObjectsNoLongerOurs(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})

@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestDiscover(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 
 	t.Run("an HCP namespace", func(t *testing.T) {
@@ -49,6 +50,7 @@ func TestDiscover(t *testing.T) {
 }
 
 func TestClientsCacheAndRotation(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	clients := NewClients(env.Client, env.Client, Options{Scheme: env.Scheme})
@@ -69,6 +71,7 @@ func TestClientsCacheAndRotation(t *testing.T) {
 }
 
 func TestClientsOverrideAndErrors(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	clients := NewClients(env.Client, env.Client, Options{Scheme: env.Scheme})
@@ -90,6 +93,7 @@ func TestClientsOverrideAndErrors(t *testing.T) {
 }
 
 func TestClientsSweepIdle(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	clients := NewClients(env.Client, env.Client, Options{Scheme: env.Scheme, IdleTimeout: time.Minute})

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,8 +27,8 @@ var (
 // plane.
 var ErrNoHostedCluster = errors.New("no hosted cluster")
 
-// HostedCluster describes the HostedCluster of an HCP namespace.
-type HostedCluster struct {
+// Cluster describes the HostedCluster of an HCP namespace.
+type Cluster struct {
 	// Namespace and Name of the HostedCluster object.
 	Namespace, Name string
 	// Labels and Annotations of the HostedCluster.
@@ -41,7 +41,7 @@ type HostedCluster struct {
 // Discover returns the HostedCluster of the HCP namespace, or an error wrapping
 // ErrNoHostedCluster when namespace holds no HostedControlPlane (or HyperShift is not
 // installed).
-func Discover(ctx context.Context, r client.Reader, namespace string) (*HostedCluster, error) {
+func Discover(ctx context.Context, r client.Reader, namespace string) (*Cluster, error) {
 	hcp, err := controlPlaneOf(ctx, r, namespace)
 	if err != nil {
 		return nil, err
@@ -57,11 +57,11 @@ func Discover(ctx context.Context, r client.Reader, namespace string) (*HostedCl
 	err = r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hc)
 	switch {
 	case apierrors.IsNotFound(err):
-		return &HostedCluster{Namespace: ns, Name: name, Deleting: true}, nil
+		return &Cluster{Namespace: ns, Name: name, Deleting: true}, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading HostedCluster %s/%s: %w", ns, name, err)
 	}
-	return &HostedCluster{Namespace: ns, Name: name, Labels: hc.Labels, Annotations: hc.Annotations,
+	return &Cluster{Namespace: ns, Name: name, Labels: hc.Labels, Annotations: hc.Annotations,
 		Deleting: hc.DeletionTimestamp != nil}, nil
 }
 
@@ -71,7 +71,7 @@ func controlPlaneOf(ctx context.Context, r client.Reader, namespace string) (*me
 	list.SetGroupVersionKind(HostedControlPlaneGVK.GroupVersion().WithKind(HostedControlPlaneGVK.Kind + "List"))
 	err := r.List(ctx, list, client.InNamespace(namespace))
 	switch {
-	case meta.IsNoMatchError(err):
+	case apimeta.IsNoMatchError(err):
 		return nil, fmt.Errorf("%w: HyperShift is not installed (no HostedControlPlane API)", ErrNoHostedCluster)
 	case err != nil:
 		return nil, fmt.Errorf("listing HostedControlPlanes in %s: %w", namespace, err)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestRewriteHost(t *testing.T) {
+	env.Require(t)
 	cases := map[string]string{
 		"https://kube-apiserver:6443":         "https://kube-apiserver.clusters-blue.svc:6443",
 		"https://kube-apiserver":              "https://kube-apiserver.clusters-blue.svc",
@@ -26,6 +27,7 @@ func TestRewriteHost(t *testing.T) {
 }
 
 func TestRESTConfigKeepsCredentials(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	kubeconfig := []byte(`apiVersion: v1
 kind: Config

@@ -44,7 +44,7 @@ type scope struct {
 	// kubeconfigRef overrides the hosted cluster's kubeconfig Secret; nil for the default.
 	kubeconfigRef *convoyv1alpha1.SecretKeyReference
 	// hostedCluster is set by reconcileHostedCluster; nil when the namespace has none.
-	hostedCluster *hosted.HostedCluster
+	hostedCluster *hosted.Cluster
 	// desiredID is the revision the pass works towards, set as soon as it is known (before
 	// rendering, for a Package).
 	desiredID string

@@ -5,7 +5,7 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,7 +104,7 @@ func (c *Common) listIn(ctx context.Context, list client.ObjectList, namespace s
 		return nil
 	}
 	var out []client.Object
-	_ = meta.EachListItem(items, func(o runtime.Object) error {
+	_ = apimeta.EachListItem(items, func(o runtime.Object) error {
 		if obj, ok := o.(client.Object); ok {
 			out = append(out, obj)
 		}

@@ -123,7 +123,7 @@ func (r *ObjectDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts Obj
 	if opts.RecorderName == "" {
 		opts.RecorderName = "convoy-objectdeployment"
 	}
-	if err := r.Common.setup(mgr, opts.RecorderName); err != nil {
+	if err := r.setup(mgr, opts.RecorderName); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -137,5 +137,5 @@ func (r *ObjectDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts Obj
 	if err != nil {
 		return err
 	}
-	return r.Common.watchApplied(mgr, c, &convoyv1alpha1.ObjectDeployment{})
+	return r.watchApplied(mgr, c, &convoyv1alpha1.ObjectDeployment{})
 }

@@ -38,6 +38,7 @@ func objectDeployment(g Gomega, ns, hostedNS, value string) *convoyv1alpha1.Obje
 }
 
 func TestObjectDeploymentLifecycle(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := hcpNamespace(t, blue)
@@ -93,6 +94,7 @@ func TestObjectDeploymentLifecycle(t *testing.T) {
 }
 
 func TestObjectDeploymentInvalidTemplateStalls(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t, env.Client)
@@ -115,6 +117,7 @@ func TestObjectDeploymentInvalidTemplateStalls(t *testing.T) {
 }
 
 func TestObjectDeploymentExamples(t *testing.T) {
+	env.Require(t)
 	files, err := filepath.Glob(filepath.Join("..", "examples", "objectdeployments", "*.yaml"))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	NewWithT(t).Expect(files).NotTo(BeEmpty())

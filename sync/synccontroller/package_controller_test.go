@@ -19,6 +19,7 @@ import (
 )
 
 func TestPackageAppliesPhasesInOrderAcrossClusters(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ns := hcpNamespace(t, blue)
 	hostedNS := newNamespace(t, blue.Client)
@@ -67,6 +68,7 @@ spec:
 }
 
 func TestPackageRevisionUpdate(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, env.Client)
 	repo := newGitSource(t, ns)
@@ -119,6 +121,7 @@ func TestPackageRevisionUpdate(t *testing.T) {
 }
 
 func TestPackagePausedStopsApplyAndPrune(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t, env.Client)
@@ -158,6 +161,7 @@ func TestPackagePausedStopsApplyAndPrune(t *testing.T) {
 }
 
 func TestPackageRefusesForeignAndClusterScopedObjects(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, env.Client)
 	repo := newGitSource(t, ns)
@@ -183,6 +187,7 @@ func TestPackageRefusesForeignAndClusterScopedObjects(t *testing.T) {
 }
 
 func TestPackageDriftIsCorrected(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ns := hcpNamespace(t, blue)
 	hostedNS := newNamespace(t, blue.Client)
@@ -212,6 +217,7 @@ func TestPackageDriftIsCorrected(t *testing.T) {
 }
 
 func TestPackageWatchesItsManagementObjects(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, env.Client)
 	repo := newGitSource(t, ns)

@@ -21,6 +21,7 @@ import (
 // TestPackageHostedClusterOutageRotationAndDeletion follows one hosted cluster through an
 // outage, a kubeconfig rotation and its deletion by HyperShift.
 func TestPackageHostedClusterOutageRotationAndDeletion(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	red, err := env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "red"})
@@ -95,6 +96,7 @@ func writeKubeconfig(g Gomega, namespace string, hc *fleet.HostedCluster) {
 }
 
 func TestPackageExamples(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	green, err := env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "green", Labels: map[string]string{"tier": "gold"}})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())

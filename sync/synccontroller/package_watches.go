@@ -33,7 +33,7 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 	if opts.RecorderName == "" {
 		opts.RecorderName = "convoy-package"
 	}
-	if err := r.Common.setup(mgr, opts.RecorderName); err != nil {
+	if err := r.setup(mgr, opts.RecorderName); err != nil {
 		return err
 	}
 	if r.Renders == nil {
@@ -58,7 +58,7 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 	if err != nil {
 		return err
 	}
-	return r.Common.watchApplied(mgr, c, &convoyv1alpha1.Package{})
+	return r.watchApplied(mgr, c, &convoyv1alpha1.Package{})
 }
 
 // indexUnpinnedSource returns the GitSource key of a Package without spec.revision.

@@ -9,12 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convoy-gitops/convoy/test/fleet"
+
 	. "github.com/onsi/gomega"
 )
 
 // TestRunTiny runs every scenario at a tiny size, so that the benchmark cannot rot: it
 // builds bin/convoy into a temporary folder and needs the API servers of `make tools`.
 func TestRunTiny(t *testing.T) {
+	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
 	root, err := moduleRoot(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -23,9 +26,6 @@ func TestRunTiny(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
 
 	scenarios := AllScenarios
-	if testing.Short() {
-		scenarios = []string{ScenarioRollout, ScenarioSteady}
-	}
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Config{
 		Scenarios: scenarios, Sizes: []int{3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,

@@ -78,7 +78,7 @@ func (c *Controller) waitHealthy(ctx context.Context, url string) error {
 		select {
 		case err := <-c.done:
 			c.done <- err
-			return fmt.Errorf("the controller exited: %v (see %s)", err, c.log.Name())
+			return fmt.Errorf("the controller exited: %w (see %s)", err, c.log.Name())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -95,7 +95,7 @@ func (c *Controller) waitHealthy(ctx context.Context, url string) error {
 
 // Stop sends SIGTERM, waits up to 20 s, then kills.
 func (c *Controller) Stop() error {
-	defer c.log.Close()
+	defer func() { _ = c.log.Close() }()
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.done:

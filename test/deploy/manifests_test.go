@@ -11,6 +11,7 @@ import (
 )
 
 func TestDeploymentIsHardenedAndProbed(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	d := &appsv1.Deployment{}
 	key := client.ObjectKey{Namespace: controllerNamespace, Name: "convoy-controller"}
@@ -31,6 +32,7 @@ func TestDeploymentIsHardenedAndProbed(t *testing.T) {
 }
 
 func TestServiceExposesMetricsAndWebhook(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	svc := &corev1.Service{}
 	key := client.ObjectKey{Namespace: controllerNamespace, Name: "convoy-controller"}

@@ -32,6 +32,7 @@ func controllerClient(g Gomega) client.Client {
 }
 
 func TestControllerServiceAccountCanDoWhatTheControllersNeed(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	g := NewWithT(t)
 	ns := env.NewNamespace(t)
@@ -90,6 +91,7 @@ func TestControllerServiceAccountCanDoWhatTheControllersNeed(t *testing.T) {
 }
 
 func TestControllerServiceAccountCannotEscalate(t *testing.T) {
+	env.Require(t)
 	forbidden := map[string]authorizationv1.ResourceAttributes{
 		"impersonate users":             {Verb: "impersonate", Resource: "users"},
 		"escalate cluster roles":        {Verb: "escalate", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
@@ -107,6 +109,7 @@ func TestControllerServiceAccountCannotEscalate(t *testing.T) {
 }
 
 func TestControllerServiceAccountCannotDeleteNodes(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	if grantsEveryResource(g) {
 		t.Skip("the ClusterRole grants every resource of every group: the Package controller's marker " +
@@ -117,6 +120,7 @@ func TestControllerServiceAccountCannotDeleteNodes(t *testing.T) {
 }
 
 func TestNoClusterAdminBinding(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	bindings := &rbacv1.ClusterRoleBindingList{}
 	g.Expect(env.Client.List(context.Background(), bindings)).To(Succeed())

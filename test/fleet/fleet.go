@@ -39,3 +39,12 @@ func (f *Fleet) Require(t testing.TB) {
 		t.Skip("integration test: needs the API servers of `make tools` (run without -short)")
 	}
 }
+
+// RequireAPIServers skips t under go test -short, for a test that starts API servers of its
+// own (a fleet of its own, convoy dev, the benchmark) rather than using its suite's.
+func RequireAPIServers(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: starts the API servers of `make tools` (run without -short)")
+	}
+}

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestHostedClusterIsReachableThroughItsKubeconfigSecret(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	hc, err := env.AddHostedCluster(ctx, fleet.HostedClusterInput{
@@ -56,6 +57,7 @@ func TestHostedClusterIsReachableThroughItsKubeconfigSecret(t *testing.T) {
 }
 
 func TestHostedClusterAvailableConditionIsSettable(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	hc, err := env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "green", WithoutAPIServer: true})
@@ -70,6 +72,7 @@ func TestHostedClusterAvailableConditionIsSettable(t *testing.T) {
 }
 
 func TestDeletionLeavesTheHostedClusterDeletingAndItsServerGone(t *testing.T) {
+	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	hc, err := env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "red"})
@@ -90,6 +93,7 @@ func TestDeletionLeavesTheHostedClusterDeletingAndItsServerGone(t *testing.T) {
 }
 
 func TestStopLeavesNoProcess(t *testing.T) {
+	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	other, err := fleet.Start(ctx, fleet.Options{})
@@ -111,6 +115,7 @@ func TestStopLeavesNoProcess(t *testing.T) {
 const crashEnv = "FLEET_TEST_CRASH"
 
 func TestCrashedTestLeavesNoProcess(t *testing.T) {
+	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
 	if os.Getenv(crashEnv) != "" {
 		crashWithRunningFleet()

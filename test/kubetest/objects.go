@@ -6,7 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,7 +74,7 @@ func Exists(g Gomega, c client.Client, obj *unstructured.Unstructured) bool {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
 	err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), live)
-	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
 		return false
 	}
 	g.Expect(err).NotTo(HaveOccurred())
