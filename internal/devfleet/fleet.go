@@ -9,10 +9,12 @@ import (
 	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/convoy-gitops/convoy/internal/controlplane"
 )
 
 // BinaryDirEnv overrides where kube-apiserver and etcd are found.
@@ -47,7 +49,7 @@ type Fleet struct {
 	Scheme *runtime.Scheme
 
 	opts Options
-	mgmt *envtest.Environment
+	mgmt *controlplane.ControlPlane
 
 	mu       sync.Mutex
 	clusters map[string]*HostedCluster
@@ -67,20 +69,18 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 		return nil, err
 	}
 	scheme := NewScheme()
-	env := opts.newEnvironment()
-	env.Scheme = scheme
-	env.CRDs = crds
-	cfg, err := env.Start()
+	cp, err := controlplane.Start(ctx, opts.controlPlaneOptions(crds))
 	if err != nil {
 		return nil, fmt.Errorf("starting the management API server: %w", err)
 	}
+	cfg := cp.Config
 	opts.tune(cfg)
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		_ = env.Stop()
+		_ = cp.Stop()
 		return nil, err
 	}
-	return &Fleet{Config: cfg, Client: c, Scheme: scheme, opts: opts, mgmt: env,
+	return &Fleet{Config: cfg, Client: c, Scheme: scheme, opts: opts, mgmt: cp,
 		clusters: map[string]*HostedCluster{}}, nil
 }
 
@@ -124,14 +124,10 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// newEnvironment returns an envtest environment using the binaries built by `make tools`.
-func (o Options) newEnvironment() *envtest.Environment {
-	return &envtest.Environment{
-		BinaryAssetsDirectory:    o.BinaryDir,
-		ControlPlaneStartTimeout: o.StartTimeout,
-		ControlPlaneStopTimeout:  30 * time.Second,
-		ErrorIfCRDPathMissing:    true,
-	}
+// controlPlaneOptions returns the options of one API server with crds, using the binaries
+// built by `make tools`.
+func (o Options) controlPlaneOptions(crds []*apiextensionsv1.CustomResourceDefinition) controlplane.Options {
+	return controlplane.Options{BinaryDir: o.BinaryDir, StartTimeout: o.StartTimeout, StopTimeout: 30 * time.Second, CRDs: crds}
 }
 
 func (o Options) tune(cfg *rest.Config) {

@@ -13,7 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/convoy-gitops/convoy/internal/controlplane"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -51,8 +52,8 @@ type HostedCluster struct {
 	// Client is an uncached client of the hosted API server; nil WithoutAPIServer.
 	Client client.Client
 
-	mu  sync.Mutex
-	env *envtest.Environment
+	mu           sync.Mutex
+	controlPlane *controlplane.ControlPlane
 }
 
 // AddHostedClusters starts the hosted clusters concurrently.
@@ -77,7 +78,7 @@ func (f *Fleet) AddHostedCluster(ctx context.Context, in HostedClusterInput) (*H
 	hc := &HostedCluster{Namespace: in.Namespace, Name: in.Name,
 		HCPNamespace: convoyv1alpha1.HostedControlPlaneNamespace(in.Namespace, in.Name)}
 	if !in.WithoutAPIServer {
-		if err := f.startAPIServer(hc); err != nil {
+		if err := f.startAPIServer(ctx, hc); err != nil {
 			return nil, err
 		}
 	}
@@ -92,20 +93,19 @@ func (f *Fleet) AddHostedCluster(ctx context.Context, in HostedClusterInput) (*H
 
 func (hc *HostedCluster) key() string { return hc.Namespace + "/" + hc.Name }
 
-func (f *Fleet) startAPIServer(hc *HostedCluster) error {
-	env := f.opts.newEnvironment()
-	env.Scheme = f.Scheme
-	cfg, err := env.Start()
+func (f *Fleet) startAPIServer(ctx context.Context, hc *HostedCluster) error {
+	cp, err := controlplane.Start(ctx, f.opts.controlPlaneOptions(nil))
 	if err != nil {
 		return fmt.Errorf("starting the API server of hosted cluster %s: %w", hc.key(), err)
 	}
+	cfg := cp.Config
 	f.opts.tune(cfg)
 	c, err := client.New(cfg, client.Options{Scheme: f.Scheme})
 	if err != nil {
-		_ = env.Stop()
+		_ = cp.Stop()
 		return err
 	}
-	hc.env, hc.Config, hc.Client = env, cfg, c
+	hc.controlPlane, hc.Config, hc.Client = cp, cfg, c
 	return nil
 }
 
@@ -220,11 +220,11 @@ func (f *Fleet) FinishDeletion(ctx context.Context, hc *HostedCluster) error {
 func (hc *HostedCluster) StopAPIServer() error {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
-	if hc.env == nil {
+	if hc.controlPlane == nil {
 		return nil
 	}
-	err := hc.env.Stop()
-	hc.env = nil
+	err := hc.controlPlane.Stop()
+	hc.controlPlane = nil
 	return err
 }
 
