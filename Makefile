@@ -7,6 +7,9 @@ SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+# golangci-lint v2.15.0 is the newest release that builds with Go 1.26.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 TOOLS_SRC := $(shell find test/tools -name '*.go') test/tools/go.mod test/tools/go.sum
 
 GO_TEST_ARGS ?= -race
@@ -44,9 +47,8 @@ fmt: ## Format the Go code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: ## Check formatting and run go vet.
-	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
-	go vet ./...
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml (gofmt, vet, staticcheck, importas, depguard, revive, godot, errorlint...).
+	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
 verify: generate manifests ## Fail when regenerated files differ from the committed ones.
@@ -68,6 +70,11 @@ $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/controller-gen $@
 	ln -sf $(notdir $@) $(BIN)/controller-gen
+
+$(GOLANGCI_LINT):
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(BIN)/golangci-lint $@
+	ln -sf $(notdir $@) $(BIN)/golangci-lint
 
 .PHONY: build
 build: ## Build bin/convoy.

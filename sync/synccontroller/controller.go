@@ -16,7 +16,6 @@ import (
 	"github.com/convoy-gitops/convoy/sync/hosted"
 )
 
-
 // Common holds the dependencies the Package and ObjectDeployment reconcilers share.
 type Common struct {
 	// Client reads through the manager's cache (metadata-only for Secrets, Namespaces and
