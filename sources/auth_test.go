@@ -4,14 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convoy-gitops/convoy/test/gittest"
-
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/gittest"
 )
 
 func TestAuthOverHTTPAndSSH(t *testing.T) {

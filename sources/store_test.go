@@ -9,12 +9,11 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/convoy-gitops/convoy/test/gittest"
-
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/gittest"
 )
 
 func TestPollResolvesEachRefKind(t *testing.T) {

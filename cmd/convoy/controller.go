@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
-
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +23,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
+	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
 )
 

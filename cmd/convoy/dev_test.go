@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convoy-gitops/convoy/internal/devdemo"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/test/fleet"
-
 	. "github.com/onsi/gomega"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/internal/devdemo"
+	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 func TestDevStartsAPartitionedFleetAndStopsCleanly(t *testing.T) {

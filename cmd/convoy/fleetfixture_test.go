@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convoy-gitops/convoy/internal/devdemo"
-
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/devdemo"
 	"github.com/convoy-gitops/convoy/rollout"
 )
 

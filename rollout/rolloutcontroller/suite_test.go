@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
-
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"k8s.io/klog/v2/textlogger"
@@ -17,6 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
 	"github.com/convoy-gitops/convoy/test/fleet"

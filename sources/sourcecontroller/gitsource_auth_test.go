@@ -4,13 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convoy-gitops/convoy/test/gittest"
-
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/test/gittest"
 )
 
 func TestGitSourceAuth(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/convoy-gitops/convoy/sources"
-
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +15,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 // RBAC of the GitSource controller; controller-gen reads these package-level markers.

@@ -7,10 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convoy-gitops/convoy/test/gittest"
-
-	"github.com/convoy-gitops/convoy/sources"
-
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +14,8 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/test/gittest"
 )
 
 func TestGitSourceFollowsBranchAndKeepsCommitsReadable(t *testing.T) {

@@ -3,10 +3,9 @@ package sourcecontroller
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/convoy-gitops/convoy/sources"
-
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 // negativeConditions are the GitSource's abnormal-true conditions that make Ready False.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/convoy-gitops/convoy/sources"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +17,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 // secretRefIndex indexes GitSources by the Secrets they reference (credentials and webhook).

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convoy-gitops/convoy/sources"
-
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
+
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 func TestOptionsBindFlags(t *testing.T) {

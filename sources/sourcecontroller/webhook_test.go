@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convoy-gitops/convoy/test/gittest"
-
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/gittest"
 )
 
 // postHook calls the webhook of gs with the given headers and returns the status code.

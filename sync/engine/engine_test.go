@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/convoy-gitops/convoy/test/kubetest"
-
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +12,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 // engineTarget returns a target named after the test in a new management namespace, with the

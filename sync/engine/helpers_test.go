@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/convoy-gitops/convoy/test/kubetest"
-
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +15,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests/probe"
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 // gateRules compiles gateProbe.

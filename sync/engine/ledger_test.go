@@ -4,13 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"github.com/convoy-gitops/convoy/test/kubetest"
-
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 // threeConfigMaps is a one-phase revision of ConfigMaps a, b and c holding the given values.

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convoy-gitops/convoy/test/kubetest"
-
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 // perfObjects returns 200 objects of six kinds, as a mid-sized add-on package would hold; the

@@ -4,12 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/convoy-gitops/convoy/test/kubetest"
-
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 const testFinalizer = "test.convoy.dev/hold"

@@ -5,8 +5,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
-
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +13,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convoy-gitops/convoy/test/kubetest"
-
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +14,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 func TestPackageAppliesPhasesInOrderAcrossClusters(t *testing.T) {

@@ -5,17 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-
-	"github.com/convoy-gitops/convoy/test/kubetest"
-
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 // TestPackageHostedClusterOutageRotationAndDeletion follows one hosted cluster through an

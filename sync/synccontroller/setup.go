@@ -7,9 +7,8 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/convoy-gitops/convoy/sync/engine"
-
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sync/engine"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convoy-gitops/convoy/test/fleet"
-
 	. "github.com/onsi/gomega"
+
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 // TestRunTiny runs every scenario at a tiny size, so that the benchmark cannot rot: it
