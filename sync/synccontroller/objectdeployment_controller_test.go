@@ -117,7 +117,7 @@ func TestObjectDeploymentInvalidTemplateStalls(t *testing.T) {
 
 func TestObjectDeploymentExamples(t *testing.T) {
 	env.Require(t)
-	files, err := filepath.Glob(filepath.Join("..", "examples", "objectdeployments", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "objectdeployments", "*.yaml"))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	NewWithT(t).Expect(files).NotTo(BeEmpty())
 	for _, file := range files {

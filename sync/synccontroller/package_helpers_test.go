@@ -117,7 +117,7 @@ func cmYAML(phase, namespace, name, value string, extraLabels ...string) string 
 // for gitserver.Repo.Commit, under prefix.
 func exampleFiles(t *testing.T, name, prefix string) map[string]string {
 	t.Helper()
-	files, err := gitserver.ReadTree(filepath.Join("..", "examples", "packages", name), prefix)
+	files, err := gitserver.ReadTree(filepath.Join("..", "..", "examples", "packages", name), prefix)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return files
 }
