@@ -1,7 +1,6 @@
 package sources
 
 import (
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -14,21 +13,8 @@ import (
 )
 
 func TestAuthOverHTTPAndSSH(t *testing.T) {
-	srv, repo := gittest.NewServer(t)
-	gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
-	srv.SetBasicAuth("user", "s3cret")
-	key, err := gitserver.NewClientKey()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	srv.AuthorizeKey(key.Public)
-	wrongKey, err := gitserver.NewClientKey()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	otherServer, err := gitserver.New(t.TempDir())
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(otherServer.Close)
-	_, err = otherServer.StartSSH()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	// A known_hosts line for the right address with another server's key.
-	wrongHost := strings.Replace(string(otherServer.KnownHosts()), gittest.KnownHostsAddress(otherServer.SSHURL("x")), gittest.KnownHostsAddress(srv.SSHURL("repo")), 1)
+	srv, _, creds := gittest.NewAuthServer(t)
+	key, wrongKey, wrongHost := creds.Key, creds.WrongKey, creds.UnknownHost
 
 	cases := []struct {
 		name    string
@@ -41,7 +27,7 @@ func TestAuthOverHTTPAndSSH(t *testing.T) {
 		{"basic missing", srv.HTTPURL("repo"), nil, "authentication required"},
 		{"ssh good key", srv.SSHURL("repo"), &Auth{Identity: key.PrivatePEM, KnownHosts: srv.KnownHosts()}, ""},
 		{"ssh wrong key", srv.SSHURL("repo"), &Auth{Identity: wrongKey.PrivatePEM, KnownHosts: srv.KnownHosts()}, "unable to authenticate"},
-		{"ssh unknown host key", srv.SSHURL("repo"), &Auth{Identity: key.PrivatePEM, KnownHosts: []byte(wrongHost)}, "known_hosts"},
+		{"ssh unknown host key", srv.SSHURL("repo"), &Auth{Identity: key.PrivatePEM, KnownHosts: wrongHost}, "known_hosts"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

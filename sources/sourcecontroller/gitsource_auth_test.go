@@ -1,13 +1,11 @@
 package sourcecontroller
 
 import (
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/test/gittest"
 )
@@ -15,21 +13,8 @@ import (
 func TestGitSourceAuth(t *testing.T) {
 	env.Require(t)
 	ns := newNamespace(t)
-	srv, repo := gittest.NewServer(t)
-	c := gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
-	srv.SetBasicAuth("user", "s3cret")
-	key, err := gitserver.NewClientKey()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	srv.AuthorizeKey(key.Public)
-	wrongKey, err := gitserver.NewClientKey()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	other, err := gitserver.New(t.TempDir())
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(other.Close)
-	_, err = other.StartSSH()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	// The right host name with another server's key.
-	unknownHost := strings.Replace(string(other.KnownHosts()), gittest.KnownHostsAddress(other.SSHURL("x")), gittest.KnownHostsAddress(srv.SSHURL("repo")), 1)
+	srv, c, creds := gittest.NewAuthServer(t)
+	key, wrongKey, unknownHost := creds.Key, creds.WrongKey, string(creds.UnknownHost)
 
 	cases := []struct {
 		name   string

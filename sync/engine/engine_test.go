@@ -18,7 +18,7 @@ import (
 // engineTarget returns a target named after the test in a new management namespace, with the
 // blue hosted cluster.
 func engineTarget(t *testing.T) *Target {
-	return &Target{Namespace: newNamespace(t, env.Client), Name: "pkg", Management: env.Client, Hosted: blue.Client}
+	return &Target{Namespace: fleet.NewNamespaceIn(t, env.Client), Name: "pkg", Management: env.Client, Hosted: blue.Client}
 }
 
 // countedTarget returns an engineTarget whose management client counts its requests.
@@ -46,7 +46,7 @@ func TestSyncAppliesPhasesInOrderAcrossClusters(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt := engineTarget(t)
-	hostedNS := newNamespace(t, blue.Client)
+	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	group := fleet.NameSuffix() + ".test.convoy.dev"
 	rev := &Revision{ID: "r1", Probes: gateRules(t), Phases: []Phase{
 		{Name: "crds", Class: convoyv1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{
@@ -256,7 +256,7 @@ func TestSyncAppliesACustomResourceWithItsDefinition(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt := engineTarget(t)
-	hostedNS := newNamespace(t, blue.Client)
+	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	group := fleet.NameSuffix() + ".test.convoy.dev"
 	widget := kubetest.Object(group+"/v1", "Gadget", hostedNS, "g1", map[string]any{"spec": map[string]any{"size": int64(1)}})
 	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "all", Class: convoyv1alpha1.ClassHostedCluster,

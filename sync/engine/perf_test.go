@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
@@ -55,19 +56,19 @@ func TestApplyPerformance(t *testing.T) {
 	ctx := context.Background()
 	mgmt, counter := countingClient(t, env.Config)
 	_ = mgmt.RESTMapper() // discovery happens on first use of each kind: warm it with a bare loop first
-	warm := newNamespace(t, env.Client)
+	warm := fleet.NewNamespaceIn(t, env.Client)
 	bareLoop(ctx, g, mgmt, perfObjects(warm, "1"))
 	counter.take()
 
 	passes := []struct{ name, version string }{{"cold", "1"}, {"no-op", "1"}, {"update", "2"}}
-	bareNS := newNamespace(t, env.Client)
+	bareNS := fleet.NewNamespaceIn(t, env.Client)
 	for _, pass := range passes {
 		d := bareLoop(ctx, g, mgmt, perfObjects(bareNS, pass.version))
 		c := counter.take()
 		t.Logf("bare SSA loop, %-6s: %7s, %3d requests (%d writes) %v", pass.name, d.Round(time.Millisecond), total(c), writes(c), c)
 	}
 
-	tgt := &Target{Namespace: newNamespace(t, env.Client), Name: "perf", Management: mgmt}
+	tgt := &Target{Namespace: fleet.NewNamespaceIn(t, env.Client), Name: "perf", Management: mgmt}
 	engine := NewEngine(Options{Controller: "test"})
 	res := &Result{}
 	for _, pass := range passes {

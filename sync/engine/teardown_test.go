@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
@@ -19,7 +20,7 @@ func TestTeardownDeletesPhasesInReverseOrder(t *testing.T) {
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
-	hostedNS := newNamespace(t, blue.Client)
+	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	held := kubetest.ConfigMap("", "held", nil)
 	held.SetFinalizers([]string{testFinalizer})
 	rev := &Revision{ID: "r1", Phases: []Phase{
@@ -51,7 +52,7 @@ func TestTeardownAbandonsAndKeeps(t *testing.T) {
 	ctx := context.Background()
 	engine := NewEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
-	hostedNS := newNamespace(t, blue.Client)
+	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	kept := kubetest.ConfigMap("", "kept", nil)
 	kept.SetAnnotations(map[string]string{convoyv1alpha1.PruneAnnotation: "disabled"})
 	rev := &Revision{ID: "r1", Phases: []Phase{

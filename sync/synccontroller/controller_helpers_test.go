@@ -26,7 +26,7 @@ func hcpNamespace(t *testing.T, hc *fleet.HostedCluster) string {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, env.Client)
+	ns := fleet.NewNamespaceIn(t, env.Client)
 	hcps := &hyperv1.HostedControlPlaneList{}
 	g.Expect(env.Client.List(ctx, hcps, client.InNamespace(hc.HCPNamespace))).To(Succeed())
 	g.Expect(hcps.Items).NotTo(BeEmpty())

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
@@ -41,7 +42,7 @@ func TestObjectDeploymentLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := hcpNamespace(t, blue)
-	hostedNS := newNamespace(t, blue.Client)
+	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	od := objectDeployment(g, ns, hostedNS, "1")
 	g.Expect(env.Client.Create(ctx, od)).To(Succeed())
 	key := client.ObjectKeyFromObject(od)
@@ -96,7 +97,7 @@ func TestObjectDeploymentInvalidTemplateStalls(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, env.Client)
+	ns := fleet.NewNamespaceIn(t, env.Client)
 	od := &convoyv1alpha1.ObjectDeployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
 		Spec: convoyv1alpha1.ObjectDeploymentSpec{Template: convoyv1alpha1.ObjectSetTemplate{

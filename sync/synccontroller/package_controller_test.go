@@ -21,7 +21,7 @@ func TestPackageAppliesPhasesInOrderAcrossClusters(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ns := hcpNamespace(t, blue)
-	hostedNS := newNamespace(t, blue.Client)
+	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	group := fleet.NameSuffix() + ".test.convoy.dev"
 	repo := newGitSource(t, ns)
 	crdYAML := fmt.Sprintf(`---
@@ -69,7 +69,7 @@ spec:
 func TestPackageRevisionUpdate(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
-	ns := newNamespace(t, env.Client)
+	ns := fleet.NewNamespaceIn(t, env.Client)
 	repo := newGitSource(t, ns)
 	c1, err := repo.Commit("main", "one", map[string]string{
 		"pkg/manifest.yaml": manifest("one", "two"),
@@ -123,7 +123,7 @@ func TestPackagePausedStopsApplyAndPrune(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, env.Client)
+	ns := fleet.NewNamespaceIn(t, env.Client)
 	repo := newGitSource(t, ns)
 	c1, err := repo.Commit("main", "one", map[string]string{
 		"pkg/manifest.yaml": manifest("one"),
@@ -162,7 +162,7 @@ func TestPackagePausedStopsApplyAndPrune(t *testing.T) {
 func TestPackageRefusesForeignAndClusterScopedObjects(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
-	ns := newNamespace(t, env.Client)
+	ns := fleet.NewNamespaceIn(t, env.Client)
 	repo := newGitSource(t, ns)
 	_, err := repo.Commit("main", "one", map[string]string{
 		"foreign/manifest.yaml": manifest("one"),
@@ -189,7 +189,7 @@ func TestPackageDriftIsCorrected(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ns := hcpNamespace(t, blue)
-	hostedNS := newNamespace(t, blue.Client)
+	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	repo := newGitSource(t, ns)
 	c1, err := repo.Commit("main", "one", map[string]string{
 		"pkg/manifest.yaml": manifest("inside:hosted-cluster", "outside"),
@@ -218,7 +218,7 @@ func TestPackageDriftIsCorrected(t *testing.T) {
 func TestPackageWatchesItsManagementObjects(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
-	ns := newNamespace(t, env.Client)
+	ns := fleet.NewNamespaceIn(t, env.Client)
 	repo := newGitSource(t, ns)
 	c1, err := repo.Commit("main", "one", map[string]string{
 		"pkg/manifest.yaml": manifest("outside"),

@@ -70,7 +70,7 @@ func healthyPackage(t *testing.T) client.ObjectKey {
 	t.Helper()
 	g := NewWithT(t)
 	ns := hcpNamespace(t, blue)
-	hostedNS := newNamespace(t, blue.Client)
+	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	repo := newGitSource(t, ns)
 	c, err := repo.Commit("main", "one", map[string]string{
 		"pkg/manifest.yaml": manifest("inside:hosted-cluster"),

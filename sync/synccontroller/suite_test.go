@@ -6,9 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
@@ -31,13 +28,4 @@ func TestMain(m *testing.M) {
 		}
 		return startManager(ctx)
 	})
-}
-
-// newNamespace creates a namespace with a generated name through c and returns its name.
-func newNamespace(t *testing.T, c client.Client) string {
-	t.Helper()
-	g := NewWithT(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
-	g.Expect(c.Create(context.Background(), ns)).To(Succeed())
-	return ns.Name
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -61,8 +62,15 @@ func runMain(m *testing.M, env **Fleet, opts Options, setup Setup) (int, error) 
 func (f *Fleet) NewNamespace(t testing.TB) string {
 	t.Helper()
 	f.Require(t)
+	return NewNamespaceIn(t, f.Client)
+}
+
+// NewNamespaceIn creates a namespace with a generated name through c (the management cluster
+// or a hosted one), for one test, and returns its name.
+func NewNamespaceIn(t testing.TB, c client.Client) string {
+	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
-	if err := f.Client.Create(context.Background(), ns); err != nil {
+	if err := c.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating a test namespace: %v", err)
 	}
 	return ns.Name
