@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -76,7 +75,8 @@ func TestCacheSingleFlight(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	g.Eventually(calls.Load).Should(BeEquivalentTo(1), "the first load opens the package")
+	g.Consistently(calls.Load, "50ms", "5ms").Should(BeEquivalentTo(1), "the others wait for it")
 	release()
 	wg.Wait()
 	g.Expect(calls.Load()).To(BeEquivalentTo(1))
@@ -337,8 +337,7 @@ func TestCacheSingleFlightOfATemplatedPackage(t *testing.T) {
 		results, errs = loadAll(c, Key{Source: "s", Commit: "c", Dir: "."}, datas, open, true)
 	}()
 	g.Eventually(calls.Load).Should(BeEquivalentTo(1))
-	time.Sleep(50 * time.Millisecond)
-	g.Expect(calls.Load()).To(BeEquivalentTo(1), "all wait on the first render, not knowing it is templated")
+	g.Consistently(calls.Load, "50ms", "5ms").Should(BeEquivalentTo(1), "all wait on the first render, not knowing it is templated")
 	release()
 	<-done
 

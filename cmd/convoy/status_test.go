@@ -75,7 +75,8 @@ func TestStatusWatchPrintsOneLinePerChangeWhenNotATerminal(t *testing.T) {
 	go func() { done <- fleetview.Watch(ctx, c, &out, opts) }()
 
 	g.Eventually(out.String).Should(ContainSubstring("2/6 progressed"))
-	time.Sleep(50 * time.Millisecond) // several unchanged rounds print nothing
+	printed := out.String()
+	g.Consistently(out.String, "50ms", "10ms").Should(Equal(printed), "unchanged rounds print nothing")
 	hcpkg := &convoyv1alpha1.HostedClusterPackage{}
 	g.Expect(c.Get(ctx, keyOf("log-collector"), hcpkg)).To(Succeed())
 	hcpkg.Status.ProgressedPackages = 3
