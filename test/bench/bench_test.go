@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestRunTiny(t *testing.T) {
 	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
-	root, err := moduleRoot(context.Background())
+	root, err := devfleet.RepositoryRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	convoy := filepath.Join(t.TempDir(), "convoy")
 	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()

@@ -5,10 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/convoy-gitops/convoy/internal/devfleet"
 )
 
 // storeBenchmark selects the sub-benchmarks of sources' BenchmarkStore this scenario reports.
@@ -54,7 +55,7 @@ func runGit(ctx context.Context, cfg Config, res *Results) error {
 
 // goTestBench runs one benchmark of the sources package from the repository root.
 func goTestBench(ctx context.Context, pattern, benchtime string) (string, error) {
-	root, err := moduleRoot(ctx)
+	root, err := devfleet.RepositoryRoot()
 	if err != nil {
 		return "", err
 	}
@@ -66,19 +67,6 @@ func goTestBench(ctx context.Context, pattern, benchtime string) (string, error)
 		return "", fmt.Errorf("git: go test -bench: %w:\n%s", err, out.String())
 	}
 	return out.String(), nil
-}
-
-// moduleRoot returns the folder of convoy's go.mod.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", err
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == "/dev/null" {
-		return "", fmt.Errorf("not inside convoy's module")
-	}
-	return filepath.Dir(gomod), nil
 }
 
 // parseStoreBench returns the results by "<Op>/<convoy|git>".
