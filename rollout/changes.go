@@ -2,9 +2,7 @@ package rollout
 
 import (
 	"fmt"
-	"sort"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -28,37 +26,48 @@ func maxUnavailable(s convoyv1alpha1.HostedClusterPackageStrategy, eligible int)
 	return max(n, 1), nil
 }
 
-// chooseChanges fills plan.Creates and plan.Updates. Under spec.paused the only changes are
-// new targets getting the current revision.
+// chooseChanges fills plan.Creates, plan.Updates, plan.Deletes and plan.Relabels. What costs
+// nothing comes first: Packages at the completed current revision for new targets, and the
+// release of Packages whose HostedCluster is going away. Under spec.paused nothing else changes.
+// Then, in this order, the changes that keep or take a budget slot: failed Packages of this
+// rollout moving on, unavailable Packages of reached partitions updated, Packages of
+// deselected HostedClusters deleted, and the rest of the reached partitions created or updated
+// in rollout order.
 func (p *planner) chooseChanges(plan *Plan) {
-	p.createMissing(plan)
+	p.createAtCompletedRevision(plan)
+	p.releaseGone(plan)
 	if p.paused {
+		plan.DeletionsWaiting = len(p.deselected)
 		return
 	}
 	p.replaceFailed(plan)
 	p.updateAlreadyUnavailable(plan)
-	p.updateWithinBudget(plan)
+	p.deleteDeselected(plan)
+	p.advanceWithinBudget(plan)
+	p.relabel(plan)
 }
 
-// createMissing gives every eligible target without a Package the revision its partition has
-// reached (newTargetRevision). A missing Package is unavailable already, so creating it needs no
-// free slot; the new Package then holds one until it progressed.
-func (p *planner) createMissing(plan *Plan) {
+// createAtCompletedRevision gives every eligible target without a Package the revision its
+// partition has reached (newTargetRevision) when that revision's rollout has completed: a
+// HostedCluster joining a settled fleet gets what every other cluster has, without a slot.
+func (p *planner) createAtCompletedRevision(plan *Plan) {
 	for _, t := range p.targets {
-		if !t.eligible() || t.state.exists {
+		if !p.creatable(t) {
 			continue
 		}
-		if rev := p.newTargetRevision(t); rev != nil {
+		if rev := p.newTargetRevision(t); rev != nil && p.completed(rev) {
 			plan.Creates = append(plan.Creates, p.change(t, rev, NewTargetReason))
 		}
 	}
 }
 
-// replaceFailed moves Packages that failed at an older revision to the update revision, in any
-// partition and whatever the budget: they are unavailable already, and a fix must reach them.
+// replaceFailed moves Packages that failed at a revision of this rollout (newer than the
+// current one, superseded since) to the update revision, in any partition: they are
+// unavailable already, they hold their slot, and the fix must reach them first. A Package that
+// failed at the current revision, or at an older one, waits for its partition like any other.
 func (p *planner) replaceFailed(plan *Plan) {
 	for _, t := range p.targets {
-		if p.updatable(t) && t.state.failed {
+		if p.updatable(t) && t.state.failed && p.partOfRollout(t.state.revision) {
 			plan.Updates = append(plan.Updates, p.change(t, &p.in.UpdateRevision, ReplaceFailedReason))
 		}
 	}
@@ -75,25 +84,70 @@ func (p *planner) updateAlreadyUnavailable(plan *Plan) {
 	}
 }
 
-// updateWithinBudget updates available Packages of reached partitions, in rollout order, while
-// the budget has free slots.
-func (p *planner) updateWithinBudget(plan *Plan) {
-	free := p.maxUnavailable - p.holders
+// advanceWithinBudget creates the missing Packages and updates the available ones of reached
+// partitions, in rollout order, while the budget has free slots. A created Package takes a
+// slot like an updated one: it is not available until it progressed.
+func (p *planner) advanceWithinBudget(plan *Plan) {
 	for _, t := range p.targets {
-		if free <= 0 && !p.instant {
+		if p.free <= 0 && !p.instant {
 			return
 		}
-		if p.updatable(t) && p.reached(t.partition) {
+		switch {
+		case !p.reached(t.partition):
+			continue
+		case p.creatable(t):
+			plan.Creates = append(plan.Creates, p.change(t, &p.in.UpdateRevision, NewTargetReason))
+		case p.updatable(t):
 			plan.Updates = append(plan.Updates, p.change(t, &p.in.UpdateRevision, WithinBudgetReason))
-			free--
+		default:
+			continue
+		}
+		p.free--
+	}
+}
+
+// relabel re-applies, at the revision they have, the Packages whose metadata lags behind the
+// template's (TemplateMetadataAnnotation): metadata is no revision and takes no slot. Packages
+// paused by hand, being deleted, of a HostedCluster being deleted, or at an unknown revision
+// are left alone.
+func (p *planner) relabel(plan *Plan) {
+	want := TemplateMetadataHash(p.in.HostedClusterPackage.Spec.Template.Metadata)
+	for _, t := range p.targets {
+		if t.planned || t.pkg == nil || t.state.deleting || t.state.revision == nil {
+			continue
+		}
+		if !t.eligible() && t.skipReason != HostedClusterNotAvailableReason {
+			continue
+		}
+		if t.pkg.Annotations[TemplateMetadataAnnotation] != want {
+			plan.Relabels = append(plan.Relabels, p.change(t, t.state.revision, RelabelReason))
 		}
 	}
+}
+
+// creatable reports whether t has no Package, may get one and has no Change yet.
+func (p *planner) creatable(t *target) bool {
+	return t.eligible() && !t.planned && !t.state.exists
 }
 
 // updatable reports whether t's existing Package may move to the update revision and has no
 // Change yet.
 func (p *planner) updatable(t *target) bool {
 	return t.eligible() && !t.planned && t.state.exists && !t.state.deleting && !t.state.updated
+}
+
+// completed reports whether rev is the current revision: its rollout completed.
+func (p *planner) completed(rev *Revision) bool {
+	return p.in.CurrentRevision != nil && rev.Name == p.in.CurrentRevision.Name
+}
+
+// partOfRollout reports whether rev was rolled out after the current revision and superseded
+// since: a Package pinned to it took part in the rollout in progress.
+func (p *planner) partOfRollout(rev *Revision) bool {
+	if rev == nil || rev == &p.in.UpdateRevision || p.completed(rev) {
+		return false
+	}
+	return p.in.CurrentRevision == nil || rev.Number > p.in.CurrentRevision.Number
 }
 
 // change records that t's Package moves to rev.
@@ -114,37 +168,4 @@ func (p *planner) packageName(t *target) string {
 		return t.pkg.Name
 	}
 	return p.name
-}
-
-// chooseDeletions deletes every Package whose namespace no target claims and that is not being
-// deleted already, saying whether its HostedCluster is gone or deselected.
-func (p *planner) chooseDeletions(plan *Plan) {
-	var owners map[string]*HostedCluster
-	for i := range p.in.Packages {
-		pkg := &p.in.Packages[i]
-		if p.claimed[pkg.Namespace] || pkg.DeletionTimestamp != nil {
-			continue
-		}
-		if owners == nil {
-			owners = p.hostedClustersByNamespace()
-		}
-		d := Deletion{Package: types.NamespacedName{Namespace: pkg.Namespace, Name: pkg.Name}, Reason: HostedClusterGoneReason}
-		if hc, ok := owners[pkg.Namespace]; ok {
-			d.HostedCluster, d.Reason = hc.key(), DeselectedReason
-		}
-		plan.Deletes = append(plan.Deletes, d)
-	}
-	sort.Slice(plan.Deletes, func(i, j int) bool {
-		return plan.Deletes[i].Package.String() < plan.Deletes[j].Package.String()
-	})
-}
-
-// hostedClustersByNamespace maps every HCP namespace to its HostedCluster, selected or not.
-func (p *planner) hostedClustersByNamespace() map[string]*HostedCluster {
-	m := make(map[string]*HostedCluster, len(p.in.HostedClusters))
-	for i := range p.in.HostedClusters {
-		hc := &p.in.HostedClusters[i]
-		m[convoyv1alpha1.HostedControlPlaneNamespace(hc.Namespace, hc.Name)] = hc
-	}
-	return m
 }

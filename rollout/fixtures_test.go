@@ -27,6 +27,7 @@ const (
 func revision(n int) Revision {
 	return Revision{
 		Name:   fmt.Sprintf("rev%d", n),
+		Number: int64(n),
 		Commit: fmt.Sprintf("%02x", n) + strings.Repeat("e", 38),
 		Template: convoyv1alpha1.PackageTemplateSpec{
 			SourceRef: convoyv1alpha1.SourceReference{Name: "addons", Namespace: "fleet"},

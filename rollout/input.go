@@ -1,6 +1,9 @@
 package rollout
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"time"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -25,6 +28,11 @@ type Input struct {
 
 	// Packages lists every Package the HostedClusterPackage owns, matching or not.
 	Packages []convoyv1alpha1.Package
+
+	// ForeignPackages lists the Packages named like the HostedClusterPackage that it does not
+	// own; the planner reports a target whose HCP namespace holds one as a conflict and never
+	// changes it.
+	ForeignPackages []ForeignPackage
 
 	// UpdateRevision is the revision being rolled out (status.updateRevision).
 	UpdateRevision Revision
@@ -71,8 +79,22 @@ type Revision struct {
 	// Commit is the resolved Git commit, written into the Package's spec.revision.
 	Commit string
 
+	// Number orders revisions by when they were last rolled out (the ControllerRevision's
+	// .revision): a revision numbered above the current one was rolled out after it, so a
+	// Package pinned to it took part in the rollout that is not complete yet.
+	Number int64
+
 	// Template is the Package spec without its revision.
 	Template convoyv1alpha1.PackageTemplateSpec
+}
+
+// ForeignPackage is a Package the HostedClusterPackage does not own.
+type ForeignPackage struct {
+	// Namespace and Name of the Package.
+	Namespace, Name string
+
+	// Owner describes its controller ("HostedClusterPackage other"), or is empty when it has none.
+	Owner string
 }
 
 // FormatSpecUpdatedAt formats t as the value of SpecUpdatedAtAnnotation.
@@ -83,4 +105,20 @@ func FormatSpecUpdatedAt(t time.Time) string {
 // key returns "<namespace>/<name>", the way status names a HostedCluster.
 func (hc *HostedCluster) key() string {
 	return hc.Namespace + "/" + hc.Name
+}
+
+// TemplateMetadataAnnotation records on a Package the TemplateMetadataHash of the template
+// metadata it was last applied with; a Package whose value differs gets the template's
+// metadata again, at the revision it has.
+const TemplateMetadataAnnotation = "convoy.dev/template-metadata"
+
+// TemplateMetadataHash returns a short, stable hash of the labels and annotations of a
+// HostedClusterPackage's template.
+func TemplateMetadataHash(m convoyv1alpha1.PackageTemplateMetadata) string {
+	data, err := json.Marshal(m) // map keys are sorted
+	if err != nil {
+		panic(err) // maps of strings always marshal
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }

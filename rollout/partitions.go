@@ -50,21 +50,38 @@ func (p *planner) addPartition(name string, targets []*target) {
 	p.partitions = append(p.partitions, part)
 }
 
-// groupTargets splits targets by the value of the partition label; targets without the label,
-// with an empty value, or with a value the static order does not list are unknown.
+// groupTargets splits targets by partition (partitionOf); unknown holds the targets of the
+// implicit last partition.
 func groupTargets(spec *convoyv1alpha1.PartitionSpec, targets []*target) (map[string][]*target, []*target) {
 	groups := map[string][]*target{}
 	var unknown []*target
 	listed := staticValues(spec)
 	for _, t := range targets {
-		value := partitionValue(spec, t.cluster.Labels)
-		if value == "" || (listed != nil && !listed[value]) {
+		name := partitionOf(spec, listed, t.cluster.Labels)
+		if name == convoyv1alpha1.UnknownPartition {
 			unknown = append(unknown, t)
 			continue
 		}
-		groups[value] = append(groups[value], t)
+		groups[name] = append(groups[name], t)
 	}
 	return groups, unknown
+}
+
+// partitionOf names the partition of a HostedCluster with labels: the value of the partition
+// label; for a value a static order does not list, the "*" partition when the order has one;
+// and "unknown" for no label, an empty value, or an unlisted value without "*". listed is
+// staticValues(spec).
+func partitionOf(spec *convoyv1alpha1.PartitionSpec, listed map[string]bool, labels map[string]string) string {
+	value := partitionValue(spec, labels)
+	switch {
+	case value == "":
+		return convoyv1alpha1.UnknownPartition
+	case listed == nil || (listed[value] && value != convoyv1alpha1.UnlistedPartition):
+		return value
+	case listed[convoyv1alpha1.UnlistedPartition]:
+		return convoyv1alpha1.UnlistedPartition
+	}
+	return convoyv1alpha1.UnknownPartition
 }
 
 // partitionValue returns the value of the partition label, or "" without a partition spec.
@@ -85,6 +102,24 @@ func staticValues(spec *convoyv1alpha1.PartitionSpec) map[string]bool {
 		set[v] = true
 	}
 	return set
+}
+
+// comparePartitions orders two partition names (partitionOf) the way the rollout visits
+// them: by position in a static order, else naturally; "unknown" last.
+func comparePartitions(spec *convoyv1alpha1.PartitionSpec, a, b string) int {
+	rank := func(name string) int {
+		if name == convoyv1alpha1.UnknownPartition {
+			return 1
+		}
+		return 0
+	}
+	if c := rank(a) - rank(b); c != 0 || a == b {
+		return c
+	}
+	if spec != nil && len(spec.Order.Static) > 0 {
+		return slices.Index(spec.Order.Static, a) - slices.Index(spec.Order.Static, b)
+	}
+	return compareNatural(a, b)
 }
 
 // orderedValues returns the partition values in rollout order: the static list as written

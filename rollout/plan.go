@@ -19,14 +19,24 @@ type Plan struct {
 	// first, then those already unavailable or updating, then those the budget allows.
 	Updates []Change
 
-	// Deletes lists the Packages whose HostedCluster is gone or no longer selected.
+	// Deletes lists the Packages whose HostedCluster is gone or being deleted (at once), then
+	// those whose HostedCluster is no longer selected (within the budget, in rollout order).
 	Deletes []Deletion
+
+	// Relabels lists the Packages to apply again at the revision they have, because their
+	// metadata lags behind the template's.
+	Relabels []Change
+
+	// DeletionsWaiting counts the Packages of deselected HostedClusters that wait for a budget
+	// slot or for spec.paused to be lifted.
+	DeletionsWaiting int
 
 	// Failed lists every eligible target whose Package has not progressed for
 	// progressDeadlineSeconds, in rollout order; status keeps the first MaxFailureSamples.
 	Failed []convoyv1alpha1.PackageFailure
 
-	// Ineligible lists the targets that are skipped, in rollout order.
+	// Ineligible lists the targets that are skipped, in rollout order; status keeps the first
+	// MaxSkippedSamples.
 	Ineligible []IneligibleTarget
 
 	// Partitions reports each partition in rollout order.
@@ -100,6 +110,9 @@ const (
 
 	// WithinBudgetReason: the target's partition is reached and the budget had a free slot.
 	WithinBudgetReason ChangeReason = "WithinBudget"
+
+	// RelabelReason: the Package keeps its revision; its metadata follows the template's.
+	RelabelReason ChangeReason = "Relabel"
 )
 
 // Deletion removes the Package of a HostedCluster that is no longer a target.
@@ -111,7 +124,7 @@ type Deletion struct {
 	// or empty when there is none.
 	HostedCluster string
 
-	// Reason is DeselectedReason or HostedClusterGoneReason.
+	// Reason is DeselectedReason, HostedClusterDeletingReason or HostedClusterGoneReason.
 	Reason string
 }
 
@@ -140,6 +153,10 @@ const (
 
 	// PackagePausedReason: someone paused the Package by hand; the rollout leaves it alone.
 	PackagePausedReason = "PackagePaused"
+
+	// PackageConflictReason: a Package named like the HostedClusterPackage, which it does not
+	// own, is in the target's HCP namespace; the rollout never changes it.
+	PackageConflictReason = "PackageConflict"
 
 	// NamespaceConflictReason: another HostedCluster, earlier by namespace and name, maps to the
 	// same HCP namespace.
@@ -171,6 +188,8 @@ type Counts struct {
 	Paused int32
 	// Failed Packages have not progressed for progressDeadlineSeconds.
 	Failed int32
+	// Skipped targets are ineligible: the rollout leaves them alone for now.
+	Skipped int32
 }
 
 // Compute plans the next step of the rollout. It fails only on a spec that admission should
@@ -188,7 +207,6 @@ func Compute(in Input) (*Plan, error) {
 		plan.MaxUnavailable = 0
 	}
 	p.chooseChanges(plan)
-	p.chooseDeletions(plan)
 	p.report(plan)
 	return plan, nil
 }

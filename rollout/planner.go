@@ -31,12 +31,20 @@ type planner struct {
 	// are.
 	frontier int
 
-	// maxUnavailable is the budget; holders counts eligible targets using it.
+	// maxUnavailable is the budget; holders counts the eligible targets and the Packages of
+	// deselected HostedClusters being deleted that use it; free is what is left of it as
+	// chooseChanges hands out slots.
 	maxUnavailable int
 	holders        int
+	free           int
 
 	// claimed holds the HCP namespaces of the targets; Packages elsewhere are deleted.
 	claimed map[string]bool
+
+	// gone, deselected and deleting sort the owned Packages no target claims (findOrphans).
+	gone       []orphan
+	deselected []orphan
+	deleting   int
 }
 
 // newPlanner reads the strategy, selects and assesses the targets, and partitions them.
@@ -57,11 +65,13 @@ func newPlanner(in Input) (*planner, error) {
 	}
 	p.selectTargets(selector)
 	p.partitionTargets()
+	p.findOrphans()
 	p.maxUnavailable, err = maxUnavailable(hcpkg.Spec.Strategy, p.countEligible())
 	if err != nil {
 		return nil, err
 	}
-	p.holders = p.countHolders()
+	p.holders = p.countHolders() + p.deleting
+	p.free = p.maxUnavailable - p.holders
 	return p, nil
 }
 
@@ -119,15 +129,12 @@ func (p *planner) countHolders() int {
 	return n
 }
 
-// holdsBudget reports whether t counts against maxUnavailable: its Package is being deleted,
-// unavailable, or updating (not progressed for minReadySeconds yet), or it is missing and this
-// plan creates it. A missing Package that waits for its partition (first rollout) holds nothing,
-// so it cannot stall the partitions before it.
+// holdsBudget reports whether t's Package counts against maxUnavailable: it is being deleted,
+// unavailable, or updating or installing (not progressed for minReadySeconds yet). A missing
+// Package holds nothing, so a target waiting for its partition cannot stall the partitions
+// before it; creating one takes a slot when the plan makes it (advanceWithinBudget).
 func (p *planner) holdsBudget(t *target) bool {
-	if !t.state.exists {
-		return p.newTargetRevision(t) != nil
-	}
-	return t.state.deleting || !t.state.ready
+	return t.state.exists && (t.state.deleting || !t.state.ready)
 }
 
 // newTargetRevision returns the revision a target without a Package gets: the update revision

@@ -25,10 +25,11 @@ var groups = []string{"early", "normal", "late", "canary", "1", "2", "10", ""}
 // TestPropertyRandomFleets plays random fleets through random events (new revisions, some bad,
 // relabels, HostedClusters going unavailable, added, removed, deselected, the rollout paused)
 // and checks every plan before it is applied:
-//   - the budget: no more Packages start updating than maxUnavailable minus those already
-//     unavailable or updating;
+//   - the budget: no more Packages start updating, installing at a revision not rolled out
+//     yet, or being deleted from a live HostedCluster than maxUnavailable minus those already
+//     unavailable, updating, installing or being deleted; nothing is deleted under spec.paused;
 //   - the barriers: nothing moves to the update revision in a partition after the first one
-//     that is not done, except failed Packages getting a newer revision;
+//     that is not done, except Packages that failed at a superseded revision of this rollout;
 //   - ineligible and deselected targets are left alone;
 //   - with only good revisions, nothing fails;
 //
@@ -72,7 +73,7 @@ func randomWorld(rng *rand.Rand) *world {
 func randomPartition(rng *rand.Rand) *convoyv1alpha1.PartitionSpec {
 	switch rng.IntN(3) {
 	case 0:
-		static := slices.Clone(groups[:len(groups)-1])
+		static := append(slices.Clone(groups[:len(groups)-1]), "*")
 		rng.Shuffle(len(static), func(i, j int) { static[i], static[j] = static[j], static[i] })
 		return &convoyv1alpha1.PartitionSpec{LabelKey: riskKey, Order: convoyv1alpha1.PartitionOrder{Static: static[:1+rng.IntN(len(static))]}}
 	case 1:
@@ -205,12 +206,19 @@ func (pc *propertyCheck) ready(ns string) bool {
 	return ok && !pc.sim.now.Before(at.Add(minReady))
 }
 
-// partitionIndex returns the index of hc's partition among the plan's partitions.
+// partitionIndex returns the index of hc's partition among the plan's partitions: its label
+// value when the order lists it (or has no list), "*" for another value when the static order
+// has "*", else "unknown".
 func (pc *propertyCheck) partitionIndex(plan *Plan, hc HostedCluster) int {
 	spec := pc.sim.hcpkg.Spec.Partition
 	name := "unknown"
-	if v := hc.Labels[riskKey]; spec != nil && v != "" && (spec.Order.Static == nil || slices.Contains(spec.Order.Static, v)) {
+	v := hc.Labels[riskKey]
+	switch {
+	case spec == nil || v == "":
+	case spec.Order.Static == nil || slices.Contains(spec.Order.Static, v):
 		name = v
+	case slices.Contains(spec.Order.Static, "*"):
+		name = "*"
 	}
 	i := slices.IndexFunc(plan.Partitions, func(p convoyv1alpha1.PartitionStatus) bool { return p.Name == name })
 	pc.g.Expect(i).To(BeNumerically(">=", 0), "partition "+name)
@@ -235,16 +243,26 @@ func (pc *propertyCheck) budget(f facts) int {
 	return max(1, pct*eligible/100)
 }
 
-// checkBudget: Packages that start updating while available fit in the slots that the
-// unavailable or updating Packages, and the Packages created now, leave free.
+// checkBudget: the changes that take a slot fit in the slots that the unavailable or updating
+// Packages and the Packages of deselected HostedClusters being deleted leave free. A change
+// takes a slot when it updates an available Package, creates one at a revision whose rollout
+// has not completed, or deletes the Package of a live HostedCluster; creating a Package at the
+// completed current revision, and releasing the Package of a HostedCluster that is gone, take
+// none.
 func (pc *propertyCheck) checkBudget(plan *Plan, f facts) {
-	if pc.sim.hcpkg.Spec.Strategy.Instant != nil {
+	s := pc.sim
+	if s.hcpkg.Spec.Strategy.Instant != nil {
 		return
 	}
-	holders, started := len(plan.Creates), 0
+	holders, started := len(s.deleting), 0
 	for name, ok := range f.holder {
-		if ok && pc.sim.packages[namespaceOf(name)] != nil {
+		if ok && s.packages[namespaceOf(name)] != nil {
 			holders++
+		}
+	}
+	for _, c := range plan.Creates {
+		if s.current == nil || c.Revision.Name != s.current.Name {
+			started++
 		}
 	}
 	for _, c := range plan.Updates {
@@ -252,7 +270,13 @@ func (pc *propertyCheck) checkBudget(plan *Plan, f facts) {
 			started++
 		}
 	}
-	pc.g.Expect(started).To(BeNumerically("<=", max(0, f.maxUnavailable-holders)), pc.sim.log.String())
+	for _, d := range plan.Deletes {
+		if d.Reason == DeselectedReason {
+			started++
+			pc.g.Expect(s.hcpkg.Spec.Paused).To(BeFalse(), "a deletion under spec.paused")
+		}
+	}
+	pc.g.Expect(started).To(BeNumerically("<=", max(0, f.maxUnavailable-holders)), s.log.String())
 }
 
 // checkBarriers: the update revision goes only to partitions up to the first one not done
@@ -265,9 +289,11 @@ func (pc *propertyCheck) checkBarriers(plan *Plan, f facts) {
 		pc.g.Expect(c.Partition).To(Equal(plan.Partitions[f.partition[name]].Name))
 		switch {
 		case c.Reason == ReplaceFailedReason:
+			// Only a Package that failed at a revision of this rollout jumps the barrier.
 			ns := namespaceOf(name)
 			pc.g.Expect(s.now.Sub(s.specAt[ns])).To(BeNumerically(">=", 10*time.Minute))
 			pc.g.Expect(s.progressedAt).NotTo(HaveKey(ns))
+			pc.g.Expect(pc.newerThanCurrent(s.revisionOf(ns))).To(BeTrue(), s.log.String())
 		case c.Reason == NewTargetReason && s.current != nil && c.Revision.Name == s.current.Name:
 			notReached := f.partition[name] > f.firstNotDone
 			pc.g.Expect(s.hcpkg.Spec.Paused || notReached || s.current.Name == s.update.Name).To(BeTrue())
@@ -280,6 +306,16 @@ func (pc *propertyCheck) checkBarriers(plan *Plan, f facts) {
 	if s.hcpkg.Spec.Paused {
 		pc.g.Expect(plan.Updates).To(BeEmpty())
 	}
+}
+
+// newerThanCurrent reports whether the revision named name was pushed after the current one.
+func (pc *propertyCheck) newerThanCurrent(name string) bool {
+	s := pc.sim
+	at := slices.IndexFunc(s.history, func(r Revision) bool { return r.Name == name })
+	if at < 0 || s.current == nil {
+		return at >= 0
+	}
+	return at > slices.IndexFunc(s.history, func(r Revision) bool { return r.Name == s.current.Name })
 }
 
 // checkTargets: only eligible targets change, and only Packages of non-targets are deleted.

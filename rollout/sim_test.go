@@ -35,10 +35,13 @@ type sim struct {
 	// when it progressed at that spec.
 	specAt       map[string]time.Time
 	progressedAt map[string]time.Time
-	step         int
-	plans        []*Plan
-	log          strings.Builder
-	last         string
+	// deleting holds, by namespace, the Packages of live HostedClusters being deleted: their
+	// teardown takes a tick, and they hold a budget slot meanwhile.
+	deleting map[string]*convoyv1alpha1.Package
+	step     int
+	plans    []*Plan
+	log      strings.Builder
+	last     string
 }
 
 // event changes the world once, at the first step when is true.
@@ -62,6 +65,7 @@ func newSim(t testing.TB, w *world, seed uint64) *sim {
 
 		specAt:       map[string]time.Time{},
 		progressedAt: map[string]time.Time{},
+		deleting:     map[string]*convoyv1alpha1.Package{},
 	}
 	for ns, p := range w.packages {
 		s.specAt[ns] = specUpdatedAt(p, w.now)
@@ -94,7 +98,8 @@ func (s *sim) push(rev Revision, bad bool) {
 func (s *sim) run(n int) {
 	for range n {
 		plan := s.advance()
-		if plan.Completed && len(describe(plan)) == 0 && s.pendingEvents() == 0 {
+		settled := plan.DeletionsWaiting == 0 && len(s.deleting) == 0
+		if plan.Completed && settled && len(describe(plan)) == 0 && s.pendingEvents() == 0 {
 			return
 		}
 	}
@@ -127,6 +132,7 @@ func (s *sim) advance() *Plan {
 	}
 	s.plans = append(s.plans, plan)
 	s.now = s.now.Add(s.tick)
+	s.finishDeletions()
 	s.progressPackages()
 	s.step++
 	return plan
@@ -159,11 +165,34 @@ func (s *sim) apply(plan *Plan) {
 		s.schedule(c.Package.Namespace, c.Revision)
 	}
 	for _, d := range plan.Deletes {
+		if d.Reason == DeselectedReason {
+			p := s.packages[d.Package.Namespace]
+			p.DeletionTimestamp = &metav1.Time{Time: s.now}
+			s.deleting[d.Package.Namespace] = p
+		}
 		delete(s.packages, d.Package.Namespace)
 		delete(s.doneAt, d.Package.Namespace)
 		delete(s.breakAt, d.Package.Namespace)
 		delete(s.specAt, d.Package.Namespace)
 		delete(s.progressedAt, d.Package.Namespace)
+	}
+}
+
+// input returns the planner's input, with the Packages being deleted still listed.
+func (s *sim) input() Input {
+	in := s.world.input()
+	for _, p := range s.deleting {
+		in.Packages = append(in.Packages, *p)
+	}
+	return in
+}
+
+// finishDeletions lets the Packages being deleted go, a tick after their deletion.
+func (s *sim) finishDeletions() {
+	for ns, p := range s.deleting {
+		if s.now.Sub(p.DeletionTimestamp.Time) >= s.tick {
+			delete(s.deleting, ns)
+		}
 	}
 }
 
@@ -274,6 +303,12 @@ func summarize(plan *Plan) string {
 	b.WriteString("\n")
 	for _, f := range plan.Failed {
 		fmt.Fprintf(&b, "  failed   %s %s\n", strings.TrimPrefix(f.HostedCluster, clusterNS+"/"), f.Reason)
+	}
+	for _, t := range plan.Ineligible {
+		fmt.Fprintf(&b, "  skipped  %s [%s] %s\n", strings.TrimPrefix(t.HostedCluster, clusterNS+"/"), t.Partition, t.Reason)
+	}
+	if plan.DeletionsWaiting > 0 {
+		fmt.Fprintf(&b, "  waiting  %d deletion(s)\n", plan.DeletionsWaiting)
 	}
 	return b.String()
 }

@@ -43,6 +43,7 @@ func (p *planner) partitionStatus(part *partition, total *Counts) (convoyv1alpha
 		Updated:    c.Updated,
 		Available:  c.Available,
 		Progressed: c.Progressed,
+		Skipped:    c.Skipped,
 		State:      p.partitionState(part, c),
 	}, c.Failed
 }
@@ -70,6 +71,7 @@ func (c *Counts) add(t *target) {
 	c.Progressed += one(s.updated && s.progressed)
 	c.Paused += one(s.paused)
 	c.Failed += one(t.eligible() && s.failed)
+	c.Skipped += one(!t.eligible())
 }
 
 // sum adds the counts of o.
@@ -80,6 +82,7 @@ func (c *Counts) sum(o Counts) {
 	c.Progressed += o.Progressed
 	c.Paused += o.Paused
 	c.Failed += o.Failed
+	c.Skipped += o.Skipped
 }
 
 // one converts a bool to a count.
@@ -173,7 +176,7 @@ func (p *planner) requeueAfter() time.Duration {
 }
 
 // WriteStatus writes the plan into status: counts, partitions, at most MaxFailureSamples
-// failures, the three conditions (keeping their transition times when their status did not
+// failures and MaxSkippedSamples skipped targets, the three conditions (keeping their transition times when their status did not
 // change), updateRevision, and currentRevision once the rollout completed. It leaves
 // observedGeneration and the summary conditions to the controller.
 func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus) {
@@ -182,7 +185,13 @@ func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus)
 	status.AvailablePackages, status.UnavailablePackages = c.Available, c.Unavailable
 	status.ProgressedPackages, status.PausedPackages, status.FailedPackages = c.Progressed, c.Paused, c.Failed
 	status.Partitions = plan.Partitions
+	status.SkippedPackages, status.PendingDeletions = c.Skipped, int32(plan.DeletionsWaiting)
 	status.Failures = plan.Failed[:min(len(plan.Failed), convoyv1alpha1.MaxFailureSamples)]
+	status.Skipped = nil
+	for _, t := range plan.Ineligible[:min(len(plan.Ineligible), convoyv1alpha1.MaxSkippedSamples)] {
+		status.Skipped = append(status.Skipped, convoyv1alpha1.SkippedTarget{
+			HostedCluster: t.HostedCluster, Partition: t.Partition, Reason: t.Reason, Message: t.Message})
+	}
 	for _, cond := range plan.Conditions {
 		apimeta.SetStatusCondition(&status.Conditions, cond)
 	}

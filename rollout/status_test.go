@@ -62,10 +62,10 @@ func TestCountsAndConditions(t *testing.T) {
 	setCondition(w.packages[namespaceOf("normal-1")], "Paused", "True", t0, "")
 
 	plan := compute(g, w)
-	g.Expect(plan.Counts).To(Equal(Counts{Total: 4, Updated: 2, Available: 3, Unavailable: 1, Progressed: 1, Paused: 1, Failed: 1}))
+	g.Expect(plan.Counts).To(Equal(Counts{Total: 4, Updated: 2, Available: 3, Unavailable: 1, Progressed: 1, Paused: 1, Failed: 1, Skipped: 1}))
 	g.Expect(plan.Partitions).To(Equal([]convoyv1alpha1.PartitionStatus{
 		{Name: "early", Total: 2, Updated: 2, Available: 1, Progressed: 1, State: convoyv1alpha1.PartitionBlocked},
-		{Name: "normal", Total: 2, Updated: 0, Available: 2, Progressed: 0, State: convoyv1alpha1.PartitionPending},
+		{Name: "normal", Total: 2, Updated: 0, Available: 2, Progressed: 0, Skipped: 1, State: convoyv1alpha1.PartitionPending},
 		{Name: "late", State: convoyv1alpha1.PartitionDone},
 	}))
 	at := metav1.NewTime(t0)

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +22,10 @@ type target struct {
 	// skipReason and skipMessage say why the target is ineligible; empty when it is eligible.
 	skipReason  string
 	skipMessage string
+
+	// foreign is a Package in the target's HCP namespace, named like the HostedClusterPackage,
+	// that the HostedClusterPackage does not own; nil when there is none.
+	foreign *ForeignPackage
 
 	// planned is set once a Change for the target is in the plan.
 	planned bool
@@ -43,6 +48,7 @@ func (t *target) packageKey(name string) types.NamespacedName {
 // namespace and name, pairs it with its Package and decides whether it is eligible.
 func (p *planner) selectTargets(selector labels.Selector) {
 	packages := packagesByNamespace(p.in.Packages)
+	foreign := p.foreignByNamespace()
 	p.claimed = make(map[string]bool, len(p.in.HostedClusters))
 	for i := range p.in.HostedClusters {
 		hc := &p.in.HostedClusters[i]
@@ -52,8 +58,21 @@ func (p *planner) selectTargets(selector labels.Selector) {
 	}
 	sort.Slice(p.targets, func(i, j int) bool { return p.targets[i].key < p.targets[j].key })
 	for _, t := range p.targets {
+		t.foreign = foreign[t.namespace]
 		p.claim(t, packages[t.namespace])
 	}
+}
+
+// foreignByNamespace indexes the foreign Packages named like the HostedClusterPackage by
+// namespace.
+func (p *planner) foreignByNamespace() map[string]*ForeignPackage {
+	m := map[string]*ForeignPackage{}
+	for i := range p.in.ForeignPackages {
+		if f := &p.in.ForeignPackages[i]; f.Name == p.name {
+			m[f.Namespace] = f
+		}
+	}
+	return m
 }
 
 // newTarget returns the target of hc, without its Package yet.
@@ -82,6 +101,8 @@ func (p *planner) claim(t *target, pkg *convoyv1alpha1.Package) {
 // ineligibility returns why t must be skipped, or empty strings when it is eligible.
 func (p *planner) ineligibility(t *target) (reason, message string) {
 	switch {
+	case t.pkg == nil && t.foreign != nil:
+		return PackageConflictReason, conflictMessage(t.foreign, p.name)
 	case t.cluster.Deleting:
 		return HostedClusterDeletingReason, "HostedCluster is being deleted"
 	case !t.cluster.Available:
@@ -90,6 +111,16 @@ func (p *planner) ineligibility(t *target) (reason, message string) {
 		return PackagePausedReason, "Package " + t.namespace + "/" + t.pkg.Name + " is paused"
 	}
 	return "", ""
+}
+
+// conflictMessage says which Package blocks the target and who owns it.
+func conflictMessage(f *ForeignPackage, hcpkg string) string {
+	owner := "it has no controller"
+	if f.Owner != "" {
+		owner = "its controller is " + f.Owner
+	}
+	return fmt.Sprintf("Package %s/%s exists and is not owned by HostedClusterPackage %s (%s); convoy leaves it unchanged",
+		f.Namespace, f.Name, hcpkg, owner)
 }
 
 // notAvailableMessage says why hc is not available.

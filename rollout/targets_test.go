@@ -69,17 +69,19 @@ func TestPackagePausedByHandIsSkipped(t *testing.T) {
 
 func TestNewTargetsGetTheRevisionTheirPartitionReached(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		first   bool // no current revision yet
-		group   string
-		want    []string
-		updates int
+		name   string
+		first  bool // no current revision yet
+		group  string
+		budget int32
+		want   []string
 	}{
-		{name: "reached partition", group: "early", want: []string{"create new-1 rev2 NewTarget"}},
-		{name: "partition not reached yet", group: "late", want: []string{"create new-1 rev1 NewTarget"}},
-		{name: "unknown partition not reached yet", group: "", want: []string{"create new-1 rev1 NewTarget"}},
-		{name: "first rollout, reached partition", first: true, group: "early", want: []string{"create new-1 rev2 NewTarget"}},
-		{name: "first rollout, partition not reached", first: true, group: "late", want: nil},
+		{name: "reached partition", group: "early", budget: 2, want: []string{"create new-1 rev2 NewTarget"}},
+		{name: "reached partition, no free slot", group: "early", budget: 1, want: nil},
+		{name: "partition not reached yet", group: "late", budget: 1, want: []string{"create new-1 rev1 NewTarget"}},
+		{name: "unknown partition not reached yet", group: "", budget: 1, want: []string{"create new-1 rev1 NewTarget"}},
+		{name: "first rollout, reached partition", first: true, group: "early", budget: 2, want: []string{"create new-1 rev2 NewTarget"}},
+		{name: "first rollout, reached partition, no free slot", first: true, group: "early", budget: 1, want: nil},
+		{name: "first rollout, partition not reached", first: true, group: "late", budget: 2, want: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -90,9 +92,11 @@ func TestNewTargetsGetTheRevisionTheirPartitionReached(t *testing.T) {
 				delete(w.packages, namespaceOf("normal-1"))
 				delete(w.packages, namespaceOf("late-1"))
 			}
+			w.hcpkg.Spec.Strategy = rolling(intstr.FromInt32(tc.budget))
 			setSpec(w.packages[namespaceOf("early-1")], revision(2), t0.Add(-time.Minute))
 			w.cluster("new-1", tc.group)
-			// A missing Package is unavailable already: creating it needs no free slot.
+			// Creating a Package at a revision whose rollout has not completed takes a slot
+			// (early-1 holds one); at the completed current revision it takes none.
 			g.Expect(describe(compute(g, w))).To(Equal(tc.want))
 		})
 	}

@@ -16,6 +16,11 @@ const (
 	DefaultRevisionHistoryLimit = 10
 	// UnknownPartition is the implicit last partition of HostedClusters without a known label.
 	UnknownPartition = "unknown"
+	// UnlistedPartition, in a static order, stands for every label value the order does not
+	// list: those HostedClusters form one partition at its place.
+	UnlistedPartition = "*"
+	// MaxSkippedSamples bounds status.skipped.
+	MaxSkippedSamples = 10
 	// MaxFailureSamples bounds status.failures.
 	MaxFailureSamples = 10
 )
@@ -81,7 +86,9 @@ type PartitionSpec struct {
 // PartitionOrder orders partitions. Exactly one field is set.
 // +kubebuilder:validation:XValidation:rule="has(self.static) != has(self.alphanumericAsc)",message="exactly one of static or alphanumericAsc must be set"
 type PartitionOrder struct {
-	// static lists label values in rollout order.
+	// static lists label values in rollout order. "*" stands for every value not listed: those
+	// HostedClusters form one partition named "*" at its place. Without "*", they join the
+	// implicit "unknown" partition, last, with the HostedClusters that have no label.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -191,6 +198,15 @@ type HostedClusterPackageStatus struct {
 	// failedPackages missed their progress deadline.
 	// +optional
 	FailedPackages int32 `json:"failedPackages"`
+	// skippedPackages are targets the rollout leaves alone for now (HostedCluster not Available
+	// or being deleted, Package paused by hand, a Package convoy does not own): they may run an
+	// older revision, or none.
+	// +optional
+	SkippedPackages int32 `json:"skippedPackages"`
+	// pendingDeletions are Packages of HostedClusters that are no longer selected and wait for a
+	// budget slot, or for spec.paused to be lifted, to be deleted.
+	// +optional
+	PendingDeletions int32 `json:"pendingDeletions,omitempty"`
 
 	// currentRevision names the ControllerRevision every Package had when the last rollout
 	// completed.
@@ -211,6 +227,29 @@ type HostedClusterPackageStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	Failures []PackageFailure `json:"failures,omitempty"`
+
+	// skipped samples the skipped targets and why, at most 10, in rollout order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Skipped []SkippedTarget `json:"skipped,omitempty"`
+}
+
+// SkippedTarget is one targeted HostedCluster the rollout leaves alone for now.
+type SkippedTarget struct {
+	// hostedCluster is "<namespace>/<name>".
+	// +required
+	HostedCluster string `json:"hostedCluster"`
+	// partition is the name of its partition.
+	// +optional
+	Partition string `json:"partition,omitempty"`
+	// reason is a CamelCase reason: HostedClusterNotAvailable, HostedClusterDeleting,
+	// PackagePaused, PackageConflict or NamespaceConflict.
+	// +required
+	Reason string `json:"reason"`
+	// message is for humans.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // PartitionStatus reports one partition.
@@ -230,6 +269,9 @@ type PartitionStatus struct {
 	// progressed targets.
 	// +optional
 	Progressed int32 `json:"progressed"`
+	// skipped targets: the rollout leaves them alone for now (see status.skipped).
+	// +optional
+	Skipped int32 `json:"skipped,omitempty"`
 	// state: Pending, Progressing, Done or Blocked.
 	// +required
 	// +kubebuilder:validation:Enum=Pending;Progressing;Done;Blocked

@@ -1,0 +1,129 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+func TestHostedClusterGoingAwayReleasesItsPackageAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(2, "early").progressedAll(revision(1))
+	w.hcpkg.Spec.Paused = true
+	w.find("early-1").Deleting = true
+	w.remove("early-2")
+	w.hcpkg.Spec.HostedClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "none"}}
+
+	plan := compute(g, w)
+	g.Expect(describe(plan)).To(Equal([]string{
+		"delete clusters-early-1/addon HostedClusterDeleting",
+		"delete clusters-early-2/addon HostedClusterGone",
+	}), "paused or not, within budget or not")
+}
+
+func TestDeselectedPackageBeingDeletedHoldsASlot(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(2, "early").progressedAll(revision(1))
+	w.hcpkg.Spec.HostedClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}
+	w.find("early-1").Labels["tier"] = "dev"
+	now := metav1.NewTime(t0)
+	w.packages[namespaceOf("early-1")].DeletionTimestamp = &now
+
+	plan := compute(g, w)
+	g.Expect(describe(plan)).To(BeEmpty(), "early-2 waits until early-1's Package is gone")
+}
+
+func TestForeignPackageIsAConflictAndLeftAlone(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(2, "early")
+	w.current, w.history = nil, []Revision{revision(2)}
+	in := w.input()
+	in.ForeignPackages = []ForeignPackage{
+		{Namespace: namespaceOf("early-1"), Name: hcpkgName, Owner: "HostedClusterPackage other"},
+		{Namespace: namespaceOf("early-2"), Name: "another-name"},
+	}
+
+	plan, err := Compute(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(describe(plan)).To(Equal([]string{"create early-2 rev2 NewTarget"}))
+	g.Expect(plan.Ineligible).To(HaveLen(1))
+	g.Expect(plan.Ineligible[0].Reason).To(Equal(PackageConflictReason))
+	g.Expect(plan.Ineligible[0].Message).To(Equal("Package clusters-early-1/addon exists and is not owned by " +
+		"HostedClusterPackage addon (its controller is HostedClusterPackage other); convoy leaves it unchanged"))
+	g.Expect(plan.Counts.Skipped).To(Equal(int32(1)))
+}
+
+func TestTemplateMetadataReachesEveryPackage(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(1, "early", "late").progressedAll(revision(1))
+	w.update = revision(1)
+	w.hcpkg.Spec.Template.Metadata.Labels = map[string]string{"team": "observability"}
+	hash := TemplateMetadataHash(w.hcpkg.Spec.Template.Metadata)
+	w.packages[namespaceOf("late-1")].Annotations[TemplateMetadataAnnotation] = hash
+
+	plan := compute(g, w)
+	g.Expect(plan.Relabels).To(HaveLen(1))
+	g.Expect(plan.Relabels[0].Package.Namespace).To(Equal(namespaceOf("early-1")))
+	g.Expect(plan.Relabels[0].Revision.Name).To(Equal("rev1"), "the revision it has")
+	g.Expect(plan.Creates).To(BeEmpty())
+	g.Expect(plan.Updates).To(BeEmpty())
+
+	w.hcpkg.Spec.Paused = true
+	g.Expect(compute(g, w).Relabels).To(BeEmpty(), "nothing changes while paused")
+}
+
+func TestUnlistedValuesGoWhereTheStarIs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		static []string
+		want   []string
+	}{
+		{name: "star in the middle", static: []string{"early", "*", "late"},
+			want: []string{"early-1", "canary-1", "qa-1", "late-1", "bare-1"}},
+		{name: "no star: unlisted values last", static: []string{"early", "late"},
+			want: []string{"early-1", "late-1", "bare-1", "canary-1", "qa-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			w := newWorld()
+			w.hcpkg.Spec.Partition.Order.Static = tc.static
+			w.cluster("bare-1", "")
+			w.fleet(1, "qa", "late", "canary", "early").progressedAll(revision(1))
+			s := newSim(t, w, seed)
+			s.push(revision(2), false)
+			s.run(100)
+			g.Expect(updatedOrder(s, "rev2")).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestOnlyAFailureOfThisRolloutJumpsTheBarrier(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   Revision
+		want []string
+	}{
+		{name: "failed at a superseded revision of this rollout", at: revision(2),
+			want: []string{"update late-1 rev3 ReplaceFailed"}},
+		{name: "failed at the current revision", at: revision(1), want: nil},
+		{name: "failed at a revision older than the current one", at: revision(0), want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			w := newWorld().fleet(1, "early", "late").progressedAll(revision(1))
+			w.update, w.history = revision(3), []Revision{revision(0), revision(1), revision(2), revision(3)}
+			w.pkg("early-1", revision(3), t0.Add(-time.Minute))
+			setSpec(w.packages[namespaceOf("early-1")], revision(3), t0.Add(-time.Minute))
+			late := w.pkg("late-1", tc.at, t0.Add(-time.Hour))
+			setCondition(late, convoyv1alpha1.AvailableCondition, metav1.ConditionFalse, t0.Add(-time.Hour), "probe failed")
+
+			plan := compute(g, w)
+			g.Expect(describe(plan)).To(Equal(tc.want))
+			g.Expect(plan.Failed).To(HaveLen(1), "reported either way")
+		})
+	}
+}
