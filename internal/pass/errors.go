@@ -10,12 +10,16 @@ import (
 const FailedReason = "ReconciliationFailed"
 
 // Stalling is an error the controller cannot get past without a change by the user (spec,
-// referenced Secret or revision). The object gets Stalled=True and is not retried.
+// referenced Secret or revision). The object gets Stalled=True and is not retried, unless
+// RequeueAfter is set: a stall that may clear by itself (a failed Package of a rollout that
+// recovers) is still looked at then.
 type Stalling struct {
 	// Reason is the CamelCase condition reason.
 	Reason string
 	// Err is the underlying error; its message becomes the condition message.
 	Err error
+	// RequeueAfter, when positive, is when to look again.
+	RequeueAfter time.Duration
 }
 
 // Error implements error.
@@ -59,6 +63,11 @@ func (e *Generic) Unwrap() error { return e.Err }
 // Stallf returns a Stalling error with a formatted message (%w allowed).
 func Stallf(reason, format string, args ...any) error {
 	return &Stalling{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// StallAfterf returns a Stalling error that is looked at again after after.
+func StallAfterf(reason string, after time.Duration, format string, args ...any) error {
+	return &Stalling{Reason: reason, Err: fmt.Errorf(format, args...), RequeueAfter: after}
 }
 
 // Waitf returns a Waiting error with a formatted message (%w allowed).

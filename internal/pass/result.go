@@ -55,7 +55,8 @@ type Outcome struct {
 // the outcome. It is the one place where Stalling, Waiting and Generic errors are interpreted.
 //
 //   - nil: requeue after interval.
-//   - *Stalling: no requeue and no error (the next change of the object triggers a pass).
+//   - *Stalling: no requeue (unless its RequeueAfter is set) and no error: the next change of
+//     the object triggers a pass.
 //   - *Waiting: requeue after its RequeueAfter (or interval), no error.
 //   - anything else: the error is returned for rate-limited backoff.
 func Classify(err error, interval time.Duration) Outcome {
@@ -68,7 +69,8 @@ func Classify(err error, interval time.Duration) Outcome {
 	)
 	switch {
 	case errors.As(err, &s):
-		return Outcome{Class: ClassStalled, Reason: s.Reason, Message: err.Error()}
+		return Outcome{Class: ClassStalled, Reason: s.Reason, Message: err.Error(),
+			Result: ctrl.Result{RequeueAfter: s.RequeueAfter}}
 	case errors.As(err, &w):
 		after := w.RequeueAfter
 		if after <= 0 {

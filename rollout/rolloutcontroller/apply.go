@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -18,9 +19,10 @@ import (
 )
 
 // packageFor returns the apply configuration that pins the Package of change to its revision:
-// the revision's template and commit, the HostedClusterPackage's template metadata, its label,
-// its controller reference and SpecUpdatedAtAnnotation at now.
-func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Change, now string) (*unstructured.Unstructured, error) {
+// the revision's template and commit, the HostedClusterPackage's template metadata with its
+// hash (TemplateMetadataAnnotation), its label, its controller reference and
+// SpecUpdatedAtAnnotation at specUpdatedAt (left out when empty).
+func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Change, specUpdatedAt string) (*unstructured.Unstructured, error) {
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&convoyv1alpha1.PackageSpec{
 		PackageTemplateSpec: change.Revision.Template, Revision: change.Revision.Commit})
 	if err != nil {
@@ -35,7 +37,10 @@ func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Chang
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[rollout.SpecUpdatedAtAnnotation] = now
+	annotations[rollout.TemplateMetadataAnnotation] = rollout.TemplateMetadataHash(hcpkg.Spec.Template.Metadata)
+	if specUpdatedAt != "" {
+		annotations[rollout.SpecUpdatedAtAnnotation] = specUpdatedAt
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	u.SetGroupVersionKind(convoyv1alpha1.GroupVersion.WithKind("Package"))
 	u.SetNamespace(change.Package.Namespace)
@@ -53,10 +58,11 @@ func ownerReference(hcpkg *convoyv1alpha1.HostedClusterPackage) metav1.OwnerRefe
 		Name: hcpkg.Name, UID: hcpkg.UID, Controller: &yes, BlockOwnerDeletion: &yes}
 }
 
-// applyChanges creates and updates the Packages of the plan with server-side apply, at most
-// r.ApplyConcurrency at once, and records what the cache must show before the next pass.
+// applyChanges creates, updates and relabels the Packages of the plan with server-side apply,
+// at most r.ApplyConcurrency at once, and records what the cache must show before the next
+// pass. A relabelled Package keeps its revision and the time its spec was set.
 func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *scope) error {
-	changes := append(append([]rollout.Change{}, s.plan.Creates...), s.plan.Updates...)
+	changes := slices.Concat(s.plan.Creates, s.plan.Updates, s.plan.Relabels)
 	now := rollout.FormatSpecUpdatedAt(s.now)
 	var mu sync.Mutex
 	applied := map[types.NamespacedName]int64{}
@@ -64,7 +70,11 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	eg.SetLimit(r.applyConcurrency())
 	for _, change := range changes {
 		eg.Go(func() error {
-			u, err := packageFor(s.obj, change, now)
+			specUpdatedAt := now
+			if change.Reason == rollout.RelabelReason {
+				specUpdatedAt = s.packages[change.Package].Annotations[rollout.SpecUpdatedAtAnnotation]
+			}
+			u, err := packageFor(s.obj, change, specUpdatedAt)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -158,7 +159,12 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 	if err != nil {
 		return err
 	}
-	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, UpdateRevision: s.update, Now: s.now}
+	foreign, err := r.listForeignPackages(ctx, s.obj)
+	if err != nil {
+		return err
+	}
+	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, ForeignPackages: foreign,
+		UpdateRevision: s.update, Now: s.now}
 	for _, pkg := range s.packages {
 		in.Packages = append(in.Packages, *pkg)
 	}
@@ -223,6 +229,25 @@ func (r *HostedClusterPackageReconciler) listPackages(ctx context.Context, hcpkg
 	out := make(map[types.NamespacedName]*convoyv1alpha1.Package, len(list.Items))
 	for i := range list.Items {
 		out[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// listForeignPackages returns the Packages named like the HostedClusterPackage that it does
+// not control, from the cache.
+func (r *HostedClusterPackageReconciler) listForeignPackages(ctx context.Context, obj *convoyv1alpha1.HostedClusterPackage) ([]rollout.ForeignPackage, error) {
+	list := &convoyv1alpha1.PackageList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{foreignNameIndex: obj.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing Packages named %s: %w", obj.Name, err)
+	}
+	out := make([]rollout.ForeignPackage, 0, len(list.Items))
+	for i := range list.Items {
+		pkg := &list.Items[i]
+		f := rollout.ForeignPackage{Namespace: pkg.Namespace, Name: pkg.Name}
+		if ref := metav1.GetControllerOf(pkg); ref != nil {
+			f.Owner = ref.Kind + " " + ref.Name
+		}
+		out = append(out, f)
 	}
 	return out, nil
 }

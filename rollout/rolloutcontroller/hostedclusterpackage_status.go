@@ -26,11 +26,15 @@ const (
 	PackageFailedReason = "PackageFailed"
 	// RolloutCompletedReason: every eligible target is on the update revision.
 	RolloutCompletedReason = "RolloutCompleted"
+	// PackageConflictReason: a Package the HostedClusterPackage does not own blocks a target.
+	PackageConflictReason = rollout.PackageConflictReason
 )
 
 // summarize writes the plan into the status, emits the rollout's events, updates the metrics
-// and returns what the status finalizer makes of the pass: success once the rollout completed,
-// waiting while it progresses (Ready=False, Reconciling=True), or the pass's error.
+// and returns what the status finalizer makes of the pass: success once the rollout completed
+// (Ready=True, naming the skipped targets), waiting while it progresses or is paused
+// (Ready=False, Reconciling=True), stalled while a Package is past its progress deadline
+// (Stalled=True, kstatus Failed), or the pass's error.
 //
 // Note: observedGeneration is set whenever a plan was computed, also while the rollout waits:
 // the counts and conditions then describe the current generation.
@@ -46,32 +50,48 @@ func (r *HostedClusterPackageReconciler) summarize(s *scope, err error) pass.Sum
 			interval = s.plan.RequeueAfter
 		}
 		if err == nil {
-			err = rolloutProgress(s.obj, s.plan)
+			err = rolloutProgress(s.obj, s.plan, interval)
 		}
 	}
 	sum := pass.Summary{Err: err, Interval: interval, Reason: convoyv1alpha1.SucceededReason}
 	if s.plan != nil {
-		sum.Message = fmt.Sprintf("Revision %s is rolled out: %d/%d packages progressed.",
-			s.plan.UpdateRevision, s.plan.Counts.Progressed, s.plan.Counts.Total)
+		sum.Message = fmt.Sprintf("Revision %s is rolled out: %d/%d packages progressed.%s",
+			s.plan.UpdateRevision, s.plan.Counts.Progressed, s.plan.Counts.Total, skippedNote(s.plan))
 	}
 	return sum
 }
 
-// rolloutProgress returns nil for a completed rollout, else a Waiting error saying how far it
-// is: blocked by failed Packages, paused, or progressing.
-func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan) error {
-	if plan.Completed && len(plan.Failed) == 0 {
+// skippedNote says how many targets the rollout skipped, and the first of them, for the Ready
+// message: a rollout that completed around a hibernated cluster must not read as if every
+// cluster had the revision.
+func skippedNote(plan *rollout.Plan) string {
+	if len(plan.Ineligible) == 0 {
+		return ""
+	}
+	first := plan.Ineligible[0]
+	return fmt.Sprintf(" %d skipped, first %s (%s): %s.", len(plan.Ineligible), first.HostedCluster, first.Reason, first.Message)
+}
+
+// rolloutProgress returns nil for a completed rollout, else the error that says how far it is:
+// stalled by a failed Package (looked at again after interval, and on every Package event, so
+// that it clears when a fix progresses), paused, or progressing.
+func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan, interval time.Duration) error {
+	if plan.Completed && len(plan.Failed) == 0 && plan.DeletionsWaiting == 0 {
 		return nil
 	}
 	c := plan.Counts
 	switch {
 	case len(plan.Failed) > 0:
-		return pass.Waitf(convoyv1alpha1.RolloutBlockedReason, 0,
+		return pass.StallAfterf(convoyv1alpha1.RolloutBlockedReason, interval,
 			"Rollout of revision %s is blocked: %d package(s) failed, first %s: %s",
 			plan.UpdateRevision, c.Failed, plan.Failed[0].HostedCluster, plan.Failed[0].Message)
 	case obj.Spec.Paused:
 		return pass.Waitf(convoyv1alpha1.SuspendedReason, 0,
-			"Rollout of revision %s is paused: %d/%d packages progressed.", plan.UpdateRevision, c.Progressed, c.Total)
+			"Rollout of revision %s is paused: %d/%d packages progressed, %d deletion(s) waiting.",
+			plan.UpdateRevision, c.Progressed, c.Total, plan.DeletionsWaiting)
+	case plan.Completed:
+		return pass.Waitf(convoyv1alpha1.ProgressingReason, 0,
+			"Deleting the Packages of HostedClusters no longer selected: %d waiting.", plan.DeletionsWaiting)
 	}
 	return pass.Waitf(convoyv1alpha1.ProgressingReason, 0,
 		"Rolling out revision %s: %d/%d packages progressed.", plan.UpdateRevision, c.Progressed, c.Total)
@@ -106,9 +126,23 @@ func (r *HostedClusterPackageReconciler) emitRolloutEvents(s *scope) {
 			r.event(s, corev1.EventTypeWarning, PackageFailedReason, "HostedCluster %s: %s", f.HostedCluster, f.Message)
 		}
 	}
+	r.emitConflicts(s)
 	if s.plan.Completed && before.CurrentRevision != after.CurrentRevision {
 		r.event(s, corev1.EventTypeNormal, RolloutCompletedReason, "Revision %s is rolled out: %d/%d packages progressed",
 			after.CurrentRevision, after.ProgressedPackages, after.TotalPackages)
+	}
+}
+
+// emitConflicts warns about each target a foreign Package newly blocks.
+func (r *HostedClusterPackageReconciler) emitConflicts(s *scope) {
+	known := map[string]bool{}
+	for _, t := range s.before.Skipped {
+		known[t.HostedCluster+"\x00"+t.Reason] = true
+	}
+	for _, t := range s.plan.Ineligible {
+		if t.Reason == PackageConflictReason && !known[t.HostedCluster+"\x00"+t.Reason] {
+			r.event(s, corev1.EventTypeWarning, PackageConflictReason, "HostedCluster %s: %s", t.HostedCluster, t.Message)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -30,6 +31,9 @@ const (
 	ownerIndex = ".metadata.controller.hostedclusterpackage"
 	// templateSourceIndex indexes HostedClusterPackages by their template's GitSource.
 	templateSourceIndex = ".spec.template.spec.sourceRef"
+	// foreignNameIndex indexes by name the Packages that no HostedClusterPackage of that name
+	// controls: those a HostedClusterPackage must not take over.
+	foreignNameIndex = ".metadata.name.foreign"
 )
 
 // HostedClusterPackageReconcilerOptions tune the controller.
@@ -45,6 +49,9 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &convoyv1alpha1.Package{}, ownerIndex, indexOwner); err != nil {
 		return fmt.Errorf("indexing Packages by owner: %w", err)
 	}
+	if err := idx.IndexField(ctx, &convoyv1alpha1.Package{}, foreignNameIndex, indexForeignName); err != nil {
+		return fmt.Errorf("indexing Packages by name: %w", err)
+	}
 	if err := idx.IndexField(ctx, &convoyv1alpha1.HostedClusterPackage{}, templateSourceIndex, indexTemplateSource); err != nil {
 		return fmt.Errorf("indexing HostedClusterPackages by source: %w", err)
 	}
@@ -53,7 +60,8 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 
 // SetupWithManager registers the controller; SetupIndexes must have run. It watches
 // HostedClusterPackages (generation changes); the Packages they own (creation, deletion, and
-// changes of spec, metadata or status); HostedClusters (creation, deletion, and changes of
+// changes of spec, metadata or status); the Packages named like one that it does not own (a
+// conflict appears or clears); HostedClusters (creation, deletion, and changes of
 // labels, availability or deletion), for the HostedClusterPackages whose selector matches the
 // old or the new labels; and GitSource artifact changes, for the HostedClusterPackages whose
 // template uses that source.
@@ -70,6 +78,7 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 			batched(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &convoyv1alpha1.HostedClusterPackage{}, handler.OnlyControllerOwner()),
 				r.packageEventDelay),
 			builder.WithPredicates(packageChanged())).
+		Watches(&convoyv1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(requestForForeignName)).
 		Watches(&hyperv1.HostedCluster{}, r.hostedClusterHandler(), builder.WithPredicates(hostedClusterChanged())).
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
 			func() client.ObjectList { return &convoyv1alpha1.HostedClusterPackageList{} }, templateSourceIndex)),
@@ -134,6 +143,25 @@ func indexOwner(o client.Object) []string {
 		return nil
 	}
 	return []string{ref.Name}
+}
+
+// indexForeignName returns the name of a Package unless a HostedClusterPackage of that name
+// controls it.
+func indexForeignName(o client.Object) []string {
+	if owner := indexOwner(o); len(owner) == 1 && owner[0] == o.GetName() {
+		return nil
+	}
+	return []string{o.GetName()}
+}
+
+// requestForForeignName maps a Package no HostedClusterPackage of its name controls to the
+// HostedClusterPackage of that name, which reports it as a conflict; most such requests find
+// no HostedClusterPackage and end at once.
+func requestForForeignName(_ context.Context, o client.Object) []reconcile.Request {
+	if indexForeignName(o) == nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 }
 
 // indexTemplateSource returns "<namespace>/<name>" of the template's GitSource.

@@ -26,13 +26,14 @@ const (
 	stateAvailable  = "available"
 	stateProgressed = "progressed"
 	stateFailed     = "failed"
+	stateSkipped    = "skipped"
 )
 
 // Metrics of the rollout, registered with controller-runtime's registry.
 var (
 	packagesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "convoy_rollout_packages",
-		Help: "Packages of a HostedClusterPackage by partition and state (total, updated, available, progressed, failed).",
+		Help: "Packages of a HostedClusterPackage by partition and state (total, updated, available, progressed, failed, skipped).",
 	}, []string{hcpkgLabel, partitionLabel, stateLabel})
 
 	rolloutDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -83,7 +84,7 @@ func (m *rolloutMetrics) record(s *scope) {
 	for i, p := range st.Partitions {
 		failed := s.plan.PartitionFailures[i]
 		for state, n := range map[string]int32{stateTotal: p.Total, stateUpdated: p.Updated,
-			stateAvailable: p.Available, stateProgressed: p.Progressed, stateFailed: failed} {
+			stateAvailable: p.Available, stateProgressed: p.Progressed, stateFailed: failed, stateSkipped: p.Skipped} {
 			packagesGauge.WithLabelValues(name, p.Name, state).Set(float64(n))
 		}
 		fkey := name + "/" + p.Name

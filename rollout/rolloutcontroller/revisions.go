@@ -96,7 +96,7 @@ func decodeRevision(cr *appsv1.ControllerRevision) (storedRevision, error) {
 	if err != nil {
 		return storedRevision{}, err
 	}
-	return storedRevision{obj: cr, rev: rollout.Revision{Name: cr.Name, Commit: d.Commit, Template: template}}, nil
+	return storedRevision{obj: cr, rev: rollout.Revision{Name: cr.Name, Commit: d.Commit, Number: cr.Revision, Template: template}}, nil
 }
 
 // listRevisions returns the ControllerRevisions the HostedClusterPackage owns, in all
@@ -139,7 +139,9 @@ func (r *HostedClusterPackageReconciler) ensureRevision(ctx context.Context, s *
 		}
 	}
 	if s.updateObj != nil {
-		return r.renumberRevision(ctx, s.updateObj, next, s.now)
+		err := r.renumberRevision(ctx, s.updateObj, next, s.now)
+		s.update.Number = s.updateObj.Revision
+		return err
 	}
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: s.update.Name,
@@ -161,6 +163,7 @@ func (r *HostedClusterPackageReconciler) ensureRevision(ctx context.Context, s *
 	r.event(s, corev1.EventTypeNormal, RevisionCreatedReason,
 		"Created revision %s for commit %s", cr.Name, shortCommit(s.update.Commit))
 	s.updateObj = cr
+	s.update.Number = cr.Revision
 	s.revisions = append(s.revisions, storedRevision{obj: cr, rev: s.update})
 	return nil
 }

@@ -59,7 +59,8 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 		return nil, err
 	}
 	err = synccontroller.Setup(mgr, store, synccontroller.SetupOptions{Concurrency: 4, ProbeInterval: time.Second,
-		Hosted: hosted.Options{Timeout: 5 * time.Second}})
+		HealthCheckInterval: 2 * time.Second,
+		Hosted:              hosted.Options{Timeout: 5 * time.Second}})
 	if err != nil {
 		return nil, err
 	}

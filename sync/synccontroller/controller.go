@@ -30,9 +30,21 @@ type Common struct {
 	Hosted *hosted.Clients
 	// Recorder emits events; nil emits none.
 	Recorder events.EventRecorder
+	// HealthCheckInterval caps the requeue delay of a settled object; zero leaves the object's
+	// own interval.
+	HealthCheckInterval time.Duration
 
 	notifier *pass.Notifier
 	applied  *appliedWatches
+}
+
+// requeueInterval is the delay before the next pass of a settled object whose own interval is
+// interval: at most HealthCheckInterval, so that probes run again that often.
+func (c *Common) requeueInterval(interval time.Duration) time.Duration {
+	if c.HealthCheckInterval > 0 {
+		return min(interval, c.HealthCheckInterval)
+	}
+	return interval
 }
 
 // scope is what one reconcile pass reads and computes; each step documents what it fills in.

@@ -80,7 +80,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), pass.StatusOptions{Notifier: r.notifier})
 	defer func() {
-		res, retErr = fin.Finalize(ctx, s.summary(retErr, obj.GetInterval(), s.desired()))
+		res, retErr = fin.Finalize(ctx, s.summary(retErr, r.requeueInterval(obj.GetInterval()), s.desired()))
 	}()
 	if !obj.DeletionTimestamp.IsZero() {
 		s.done = true
