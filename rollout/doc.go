@@ -10,28 +10,52 @@
 // Package is pinned to is its spec, and the moment its spec last changed is the
 // SpecUpdatedAtAnnotation that the controller stamps on every create and update.
 //
-// Rules (DESIGN.md §2.4), in the order Compute applies them:
+// Rules (DESIGN.md §2.4), in the order Compute applies them. Every change to a live cluster
+// (create, update, delete) goes through spec.paused, the budget and the partition barrier;
+// only what cannot hurt a cluster, or what HyperShift must not wait for, is exempt:
 //
 //   - Targets are the HostedClusters matching the selector. A target whose HostedCluster is not
-//     Available, is being deleted, or whose Package was paused by hand is ineligible: it keeps what
-//     it has, holds no partition barrier and consumes no budget.
+//     Available, is being deleted, whose Package was paused by hand, or whose HCP namespace holds
+//     a Package of the same name that the HostedClusterPackage does not own (a conflict) is
+//     skipped: it keeps what it has, holds no partition barrier and consumes no budget, and
+//     status counts and names it (status.skippedPackages, status.skipped, per partition too).
+//     A foreign Package is never changed; there is no adoption.
 //   - Partitions come from a label, in static or natural alphanumeric order, with the implicit
-//     "unknown" partition last. A partition is done when every eligible target is on the update
-//     revision and has progressed for minReadySeconds; no later partition is touched before.
+//     "unknown" partition last. In a static order "*" places every unlisted value, as one
+//     partition; without it unlisted values join "unknown". A partition is done when every
+//     eligible target is on the update revision and has progressed for minReadySeconds; no
+//     later partition is touched before.
 //   - The budget is maxUnavailable (an integer, or a percentage of eligible targets rounded down,
-//     at least 1) minus the eligible targets already unavailable or updating, and those whose
-//     Package this plan creates. Updating an unavailable or updating Package costs nothing, so
-//     they go first; the others wait for a free slot.
+//     at least 1). It is held by every eligible Package that is unavailable, updating or
+//     installing (not progressed for minReadySeconds yet) or being deleted, and by every Package
+//     of a deselected, live HostedCluster being deleted.
 //   - A target without a Package gets the revision its partition has reached: the update
 //     revision once the rollout reached it, else the current one (none before the first rollout
-//     completes, so the first rollout creates Packages partition by partition).
-//   - A Package that has not progressed for progressDeadlineSeconds has failed. It keeps its
-//     slot, is reported, and gets a newer revision before anything else, whatever its partition.
+//     completes, so the first rollout creates Packages partition by partition). Creating it at
+//     the completed current revision is free (a cluster joining a settled fleet); creating it at
+//     a revision still rolling out takes a slot, like an update, so a broken first install
+//     reaches maxUnavailable clusters, not a partition.
+//   - The Package of a HostedCluster that is gone or being deleted is deleted at once, even under
+//     spec.paused, at no cost: HyperShift's deletion never waits for convoy. The Package of a live
+//     HostedCluster that is no longer selected (a selector edit or a relabel) is deleted in rollout
+//     order, one slot each until it is gone, and never under spec.paused (status.pendingDeletions
+//     counts those waiting). Deleting the HostedClusterPackage itself deletes every Package at
+//     once through the garbage collector, as deleting a Deployment deletes its Pods.
+//   - A Package that has not progressed for progressDeadlineSeconds has failed: it is reported
+//     (status.failures, an event, a metric) and keeps its slot. Only one that failed at a revision
+//     of this rollout (numbered after the current one, superseded since) gets the update revision
+//     before anything else, whatever its partition; one broken at the current revision, or at an
+//     older one, waits for its partition like any other.
+//   - Updating an unavailable or updating Package costs nothing, so they go first in reached
+//     partitions; then deselected Packages are deleted, then missing Packages are created and
+//     available ones updated in rollout order while slots are free.
 //   - Only the update revision is ever rolled out, so a newer revision supersedes an older one
 //     and the rollout starts again at the first partition.
 //   - The instant strategy treats every partition as reached and has no budget.
-//   - spec.paused starts nothing at the update revision; updates in flight finish, and new
-//     targets still get the current revision.
+//   - spec.paused starts nothing at the update revision and deletes nothing of a live cluster;
+//     updates in flight finish, and new targets still get the completed current revision.
+//   - A change of template.metadata reaches every owned Package at the revision it has
+//     (TemplateMetadataAnnotation records what it was applied with): no new revision, no slot.
 //
 // The controller applies the Plan, writes Plan.WriteStatus into the status when it changed, moves
 // currentRevision when Plan.Completed, and requeues after Plan.RequeueAfter.

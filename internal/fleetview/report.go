@@ -33,6 +33,8 @@ type Report struct {
 	Conditions []Condition `json:"conditions,omitempty"`
 	// Failures sampled by the status.
 	Failures []convoyv1alpha1.PackageFailure `json:"failures,omitempty"`
+	// Skipped samples the targets the rollout leaves alone for now, with why.
+	Skipped []convoyv1alpha1.SkippedTarget `json:"skipped,omitempty"`
 	// Stale is true while the controller has not observed the current generation of the spec.
 	Stale bool `json:"stale,omitempty"`
 }
@@ -54,6 +56,10 @@ type Counts struct {
 	Progressed  int32 `json:"progressed"`
 	Paused      int32 `json:"paused"`
 	Failed      int32 `json:"failed"`
+	// Skipped targets are left alone for now (status.skipped says why).
+	Skipped int32 `json:"skipped,omitempty"`
+	// PendingDeletions are Packages of deselected HostedClusters waiting to be deleted.
+	PendingDeletions int32 `json:"pendingDeletions,omitempty"`
 }
 
 // Condition is a status condition without its timestamps.
@@ -76,9 +82,10 @@ func NewReport(snap *Snapshot) Report {
 		UpdateRevision:  snap.revisionRef(st.UpdateRevision),
 		Packages: Counts{Total: st.TotalPackages, Updated: st.UpdatedPackages, Available: st.AvailablePackages,
 			Unavailable: st.UnavailablePackages, Progressed: st.ProgressedPackages, Paused: st.PausedPackages,
-			Failed: st.FailedPackages},
+			Failed: st.FailedPackages, Skipped: st.SkippedPackages, PendingDeletions: st.PendingDeletions},
 		Partitions: st.Partitions,
 		Failures:   st.Failures,
+		Skipped:    st.Skipped,
 		Stale:      st.ObservedGeneration != h.Generation,
 	}
 	for _, c := range st.Conditions {
@@ -112,11 +119,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "HostedClusterPackage %s (%s%s)\n", r.Name, r.Strategy, pausedText(r.Paused, r.Stale))
 	fmt.Fprintf(tw, "  Revision\t%s\n", r.revisionsText())
 	c := r.Packages
-	fmt.Fprintf(tw, "  Packages\t%d total, %d updated, %d available, %d progressed, %d failed, %d paused\n",
-		c.Total, c.Updated, c.Available, c.Progressed, c.Failed, c.Paused)
+	fmt.Fprintf(tw, "  Packages\t%d total, %d updated, %d available, %d progressed, %d failed, %d paused%s\n",
+		c.Total, c.Updated, c.Available, c.Progressed, c.Failed, c.Paused, c.extraText())
 	r.writePartitions(tw)
 	r.writeConditions(tw)
 	r.writeFailures(tw)
+	r.writeSkipped(tw)
 	return tw.Flush()
 }
 
@@ -193,6 +201,29 @@ func (r *Report) writeFailures(w io.Writer) {
 	fmt.Fprintf(w, "  Failures (%d)\n", r.Packages.Failed)
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "    %s\t%s\t%s\n", f.HostedCluster, f.Reason, f.Message)
+	}
+}
+
+// extraText adds the skipped targets and pending deletions to the counts, when there are any.
+func (c Counts) extraText() string {
+	var s string
+	if c.Skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", c.Skipped)
+	}
+	if c.PendingDeletions > 0 {
+		s += fmt.Sprintf(", %d deletions pending", c.PendingDeletions)
+	}
+	return s
+}
+
+// writeSkipped prints the sampled skipped targets with their reasons.
+func (r *Report) writeSkipped(w io.Writer) {
+	if len(r.Skipped) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  Skipped (%d)\n", r.Packages.Skipped)
+	for _, t := range r.Skipped {
+		fmt.Fprintf(w, "    %s\t%s\t%s\n", t.HostedCluster, t.Reason, t.Message)
 	}
 }
 

@@ -36,7 +36,7 @@ type SetupOptions struct {
 // DefaultHealthCheckInterval keeps the time to notice a regression under 30 s with the ±10%
 // jitter of requeues. Each check costs one read per applied object: the render and the Git
 // commit come from caches, and nothing unchanged is applied.
-const DefaultHealthCheckInterval = 25 * time.Second
+const DefaultHealthCheckInterval = 20 * time.Second
 
 // BindFlags registers the flags of o on fs, with defaults.
 func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {

@@ -51,6 +51,12 @@ func runSteady(ctx context.Context, cfg Config, res *Results, e *env) error {
 		Baseline: ptr(idle.requests.Writes() * scale), BaselineName: "API server alone, scaled",
 		Target: "0", Met: ptr(w.requests.Writes() == 0),
 		Note: w.requests.String()})
+	perPackageMinute := func(r Requests, wall time.Duration) float64 {
+		return r.Total() / float64(len(e.namespaces)) / wall.Minutes()
+	}
+	res.add(Row{Scenario: scenario, Metric: "requests per Package per minute", Value: perPackageMinute(w.requests, w.wall),
+		Unit: "req", Baseline: ptr(perPackageMinute(idle.requests, idle.wall)), BaselineName: "API server alone",
+		Note: "health checks (--health-check-interval, default 20s) read each applied object once"})
 	res.add(Row{Scenario: scenario, Metric: "controller CPU", Value: w.cpu.Seconds(), Unit: "s",
 		Note: fmt.Sprintf("%.1f%% of one core", 100*w.cpu.Seconds()/w.wall.Seconds())})
 	res.add(Row{Scenario: scenario, Metric: "controller RSS at end", Value: mib(e.mustUsage().RSS), Unit: "MiB",
