@@ -1,7 +1,9 @@
 package rollout
 
 import (
+	"fmt"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -17,7 +19,7 @@ type orphan struct {
 
 // findOrphans sorts the owned Packages no target claims: those whose HostedCluster is gone or
 // being deleted (p.gone, by namespace), those of a live HostedCluster that is no longer
-// selected (p.deselected, in rollout order), and counts the latter already being deleted
+// selected (p.deselected, in rollout order), and the latter already being deleted
 // (p.deleting): each holds a budget slot until it is gone.
 //
 // Note: deleting the Package of a live HostedCluster tears the add-on out of that cluster, so
@@ -40,7 +42,7 @@ func (p *planner) findOrphans() {
 				p.gone = append(p.gone, o)
 			}
 		case pkg.DeletionTimestamp != nil:
-			p.deleting++
+			p.deleting = append(p.deleting, o)
 		default:
 			p.deselected = append(p.deselected, o)
 		}
@@ -73,10 +75,12 @@ func (p *planner) releaseGone(plan *Plan) {
 }
 
 // deleteDeselected deletes the Packages of live HostedClusters that are no longer selected, in
-// rollout order, one budget slot each; the others wait (plan.DeletionsWaiting).
+// rollout order, one budget slot each; the others wait (plan.DeletionsWaiting). So does the
+// Package of a HostedCluster that is not Available: its teardown could not reach the cluster
+// and would hold its slot for as long as the cluster is down.
 func (p *planner) deleteDeselected(plan *Plan) {
 	for _, o := range p.deselected {
-		if p.free <= 0 && !p.instant {
+		if (p.free <= 0 && !p.instant) || !o.cluster.Available {
 			plan.DeletionsWaiting++
 			continue
 		}
@@ -100,4 +104,35 @@ func (p *planner) hostedClustersByNamespace() map[string]*HostedCluster {
 // packageKey names a Package.
 func packageKey(pkg *convoyv1alpha1.Package) types.NamespacedName {
 	return types.NamespacedName{Namespace: pkg.Namespace, Name: pkg.Name}
+}
+
+// reportStuckDeletions lists among the failures the Packages of deselected HostedClusters
+// that have been deleting for progressDeadlineSeconds: they hold a slot, so the rollout stops
+// and says why.
+func (p *planner) reportStuckDeletions(plan *Plan) {
+	for _, o := range p.deleting {
+		failAt := o.pkg.DeletionTimestamp.Add(p.deadline)
+		if p.in.Now.Before(failAt) {
+			continue
+		}
+		plan.Failed = append(plan.Failed, convoyv1alpha1.PackageFailure{
+			HostedCluster: o.cluster.key(), Reason: ProgressDeadlineExceededReason,
+			Message: fmt.Sprintf("Package %s/%s of a HostedCluster no longer selected has been deleting for %s",
+				o.pkg.Namespace, o.pkg.Name, p.deadline),
+		})
+		plan.Counts.Failed++
+	}
+}
+
+// deletionWakeAt returns when the first deletion in flight reaches its deadline; zero when
+// none is in flight.
+func (p *planner) deletionWakeAt() time.Time {
+	var next time.Time
+	for _, o := range p.deleting {
+		at := o.pkg.DeletionTimestamp.Add(p.deadline)
+		if at.After(p.in.Now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next
 }

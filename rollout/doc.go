@@ -35,12 +35,21 @@
 //     the completed current revision is free (a cluster joining a settled fleet); creating it at
 //     a revision still rolling out takes a slot, like an update, so a broken first install
 //     reaches maxUnavailable clusters, not a partition.
-//   - The Package of a HostedCluster that is gone or being deleted is deleted at once, even under
-//     spec.paused, at no cost: HyperShift's deletion never waits for convoy. The Package of a live
+//   - The Package of a HostedCluster that is gone, or that is being deleted and no longer
+//     selected, is deleted at once, even under spec.paused, at no cost. A selected HostedCluster
+//     being deleted is skipped: its Package stays until the garbage collector or the
+//     HostedCluster's namespace takes it, and its finalizer lets go of the objects at once
+//     rather than tear them down. Either way HyperShift's deletion never waits for convoy. The Package of a live
 //     HostedCluster that is no longer selected (a selector edit or a relabel) is deleted in rollout
 //     order, one slot each until it is gone, and never under spec.paused (status.pendingDeletions
 //     counts those waiting). Deleting the HostedClusterPackage itself deletes every Package at
 //     once through the garbage collector, as deleting a Deployment deletes its Pods.
+//   - A target skipped because its HostedCluster is not Available still holds its slot, its
+//     partition's barrier and its deadline while its Package is at a revision of the rollout in
+//     progress and has not been ready since (held): the update may be what took the cluster
+//     down. A deselected HostedCluster that is not Available keeps its Package until it is
+//     back (its teardown could not reach it); a deletion in flight past progressDeadlineSeconds
+//     is reported as a failure.
 //   - A Package that has not progressed for progressDeadlineSeconds has failed: it is reported
 //     (status.failures, an event, a metric) and keeps its slot. Only one that failed at a revision
 //     of this rollout (numbered after the current one, superseded since) gets the update revision

@@ -27,8 +27,8 @@ type packageState struct {
 	progressed bool
 	// ready: progressed for minReadySeconds.
 	ready bool
-	// paused: spec.paused or Paused=True; pausedByHand: spec.paused while the update revision's
-	// template does not ask for it.
+	// paused: spec.paused or Paused=True; pausedByHand: spec.paused while the template of the
+	// revision the Package has does not ask for it.
 	paused       bool
 	pausedByHand bool
 	// failed: not progressed for progressDeadlineSeconds; failure says why.
@@ -61,7 +61,7 @@ func (p *planner) assess(pkg *convoyv1alpha1.Package) packageState {
 	s.available = isStatus(available, metav1.ConditionTrue)
 	s.progressed = Progressed(pkg)
 	s.paused = pkg.Spec.Paused || isStatus(conditionAt(pkg, convoyv1alpha1.PausedCondition), metav1.ConditionTrue)
-	s.pausedByHand = pkg.Spec.Paused && !p.in.UpdateRevision.Template.Paused
+	s.pausedByHand = pkg.Spec.Paused && (s.revision == nil || !s.revision.Template.Paused)
 	updatedAt := specUpdatedAt(pkg, p.in.Now)
 	if s.progressed {
 		p.assessReadiness(&s, latest(updatedAt, transitionTime(available), transitionTime(progressing)))

@@ -44,7 +44,7 @@ type planner struct {
 	// gone, deselected and deleting sort the owned Packages no target claims (findOrphans).
 	gone       []orphan
 	deselected []orphan
-	deleting   int
+	deleting   []orphan
 }
 
 // newPlanner reads the strategy, selects and assesses the targets, and partitions them.
@@ -70,7 +70,7 @@ func newPlanner(in Input) (*planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.holders = p.countHolders() + p.deleting
+	p.holders = p.countHolders() + len(p.deleting)
 	p.free = p.maxUnavailable - p.holders
 	return p, nil
 }
@@ -122,7 +122,7 @@ func (p *planner) countEligible() int {
 func (p *planner) countHolders() int {
 	n := 0
 	for _, t := range p.targets {
-		if t.eligible() && p.holdsBudget(t) {
+		if t.accountable() && p.holdsBudget(t) {
 			n++
 		}
 	}

@@ -186,9 +186,13 @@ func (pc *propertyCheck) observe(plan *Plan) facts {
 			continue
 		}
 		f.partition[hc.Name] = pc.partitionIndex(plan, hc)
-		done := s.revisionOf(namespaceOf(hc.Name)) == s.update.Name && pc.ready(namespaceOf(hc.Name))
-		f.holder[hc.Name] = f.eligible[hc.Name] && !pc.ready(namespaceOf(hc.Name))
-		if f.eligible[hc.Name] && !done {
+		ns := namespaceOf(hc.Name)
+		done := s.revisionOf(ns) == s.update.Name && pc.ready(ns)
+		// A cluster that went unavailable while its Package was in this rollout still counts.
+		held := f.selected[hc.Name] && !hc.Available && s.packages[ns] != nil &&
+			pc.newerThanCurrent(s.revisionOf(ns)) && !pc.ready(ns)
+		f.holder[hc.Name] = (f.eligible[hc.Name] || held) && !pc.ready(ns)
+		if (f.eligible[hc.Name] || held) && !done {
 			f.firstNotDone = min(f.firstNotDone, f.partition[hc.Name])
 		}
 	}

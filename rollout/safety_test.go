@@ -127,3 +127,68 @@ func TestOnlyAFailureOfThisRolloutJumpsTheBarrier(t *testing.T) {
 		})
 	}
 }
+
+func TestBadCommitThatTakesItsClusterDownKeepsItsSlot(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(2, "early", "late").progressedAll(revision(1))
+	s := newSim(t, w, seed)
+	s.push(revision(2), true)
+	s.on("early-1 goes down with rev2", func(s *sim) bool { return s.revisionOf(namespaceOf("early-1")) == "rev2" },
+		func(s *sim) { s.find("early-1").Available = false })
+	s.run(40)
+
+	g.Expect(onRevision(s, "rev2")).To(Equal([]string{"early-1"}), "nothing else moves while it is down")
+	last := s.plans[len(s.plans)-1]
+	g.Expect(last.Completed).To(BeFalse())
+	g.Expect(last.Failed).To(HaveLen(1), "its deadline still runs")
+	g.Expect(last.Ineligible).To(HaveLen(1))
+	g.Expect(last.Ineligible[0].Message).To(HaveSuffix("holds its slot until it progresses"))
+	g.Expect(states(last)).To(Equal([]string{"early=Blocked", "normal=Done", "late=Pending"}))
+}
+
+func TestHibernatedClusterOfASettledFleetHoldsNothing(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(1, "early", "late").progressedAll(revision(1))
+	w.update = revision(1)
+	w.find("early-1").Available = false
+	setCondition(w.packages[namespaceOf("early-1")], "Available", "False", t0.Add(-time.Hour), "hosted cluster hibernated")
+
+	w.update, w.history = revision(2), []Revision{revision(1), revision(2)}
+	plan := compute(g, w)
+	g.Expect(describe(plan)).To(Equal([]string{"update late-1 rev2 WithinBudget"}), "early-1 is skipped, not a barrier")
+	g.Expect(plan.Failed).To(BeEmpty())
+}
+
+func TestTemplatePauseLiftedIsNotAPauseByHand(t *testing.T) {
+	g := NewWithT(t)
+	paused := revision(1)
+	paused.Template.Paused = true
+	w := newWorld().fleet(1, "early").progressedAll(paused)
+	w.current, w.history = &paused, []Revision{paused, revision(2)}
+	for _, p := range w.packages {
+		p.Spec.Paused = true
+	}
+	plan := compute(g, w)
+	g.Expect(describe(plan)).To(Equal([]string{"update early-1 rev2 WithinBudget"}))
+	g.Expect(plan.Ineligible).To(BeEmpty())
+}
+
+func TestDeselectedUnavailableClusterWaitsAndAStuckDeletionIsReported(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(2, "early").progressedAll(revision(1))
+	w.hcpkg.Spec.HostedClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}
+	w.find("early-1").Labels["tier"] = "dev"
+	w.find("early-1").Available = false
+
+	plan := compute(g, w)
+	g.Expect(describe(plan)).To(Equal([]string{"update early-2 rev2 WithinBudget"}), "its teardown could not reach it")
+	g.Expect(plan.DeletionsWaiting).To(Equal(1))
+
+	since := metav1.NewTime(t0.Add(-11 * time.Minute))
+	w.packages[namespaceOf("early-1")].DeletionTimestamp = &since
+	plan = compute(g, w)
+	g.Expect(describe(plan)).To(BeEmpty(), "the stuck deletion holds the only slot")
+	g.Expect(plan.Failed).To(HaveLen(1))
+	g.Expect(plan.Failed[0].Message).To(ContainSubstring("has been deleting for 10m0s"))
+	g.Expect(plan.Counts.Failed).To(Equal(int32(1)))
+}

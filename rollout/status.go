@@ -23,6 +23,7 @@ func (p *planner) report(plan *Plan) {
 	for _, t := range p.targets {
 		p.reportTarget(plan, t)
 	}
+	p.reportStuckDeletions(plan)
 	plan.Conditions = p.conditions(plan.Counts, plan.MaxUnavailable)
 	plan.Completed = p.frontier == len(p.partitions)
 	plan.RevisionsInUse = p.revisionsInUse()
@@ -70,7 +71,7 @@ func (c *Counts) add(t *target) {
 	c.Available += one(s.available)
 	c.Progressed += one(s.updated && s.progressed)
 	c.Paused += one(s.paused)
-	c.Failed += one(t.eligible() && s.failed)
+	c.Failed += one(t.accountable() && s.failed)
 	c.Skipped += one(!t.eligible())
 }
 
@@ -93,15 +94,14 @@ func one(b bool) int32 {
 	return 0
 }
 
-// reportTarget lists t among the failed or the ineligible targets.
+// reportTarget lists t among the ineligible targets, the failed ones, or both (a held target).
 func (p *planner) reportTarget(plan *Plan, t *target) {
 	if !t.eligible() {
 		plan.Ineligible = append(plan.Ineligible, IneligibleTarget{
 			HostedCluster: t.key, Partition: t.partition.name, Reason: t.skipReason, Message: t.skipMessage,
 		})
-		return
 	}
-	if t.state.failed {
+	if t.accountable() && t.state.failed {
 		plan.Failed = append(plan.Failed, convoyv1alpha1.PackageFailure{
 			HostedCluster: t.key, Reason: ProgressDeadlineExceededReason, Message: t.state.failure,
 		})
@@ -162,10 +162,10 @@ func (p *planner) revisionsInUse() []string {
 // requeueAfter returns the time until the earliest deadline or minReadySeconds expiry of an
 // eligible target, or zero.
 func (p *planner) requeueAfter() time.Duration {
-	var next time.Time
+	next := p.deletionWakeAt()
 	for _, t := range p.targets {
 		w := t.state.wakeAt
-		if t.eligible() && !w.IsZero() && (next.IsZero() || w.Before(next)) {
+		if t.accountable() && !w.IsZero() && (next.IsZero() || w.Before(next)) {
 			next = w
 		}
 	}

@@ -23,6 +23,11 @@ type target struct {
 	skipReason  string
 	skipMessage string
 
+	// held: the target is skipped because its HostedCluster is not Available, but its Package
+	// changed in the rollout in progress and has not been ready since. The update may be what
+	// broke the cluster, so it keeps its budget slot, its partition's barrier and its deadline.
+	held bool
+
 	// foreign is a Package in the target's HCP namespace, named like the HostedClusterPackage,
 	// that the HostedClusterPackage does not own; nil when there is none.
 	foreign *ForeignPackage
@@ -34,9 +39,13 @@ type target struct {
 // eligible reports whether the rollout may change the target's Package now.
 func (t *target) eligible() bool { return t.skipReason == "" }
 
+// accountable reports whether the target counts for the budget, the barrier and the deadline:
+// it is eligible, or held.
+func (t *target) accountable() bool { return t.eligible() || t.held }
+
 // done reports whether the target no longer holds its partition's barrier.
 func (t *target) done() bool {
-	return !t.eligible() || (t.state.exists && !t.state.deleting && t.state.updated && t.state.ready)
+	return !t.accountable() || (t.state.exists && !t.state.deleting && t.state.updated && t.state.ready)
 }
 
 // packageKey names the target's Package.
@@ -96,6 +105,20 @@ func (p *planner) claim(t *target, pkg *convoyv1alpha1.Package) {
 	t.pkg = pkg
 	t.state = p.assess(pkg)
 	t.skipReason, t.skipMessage = p.ineligibility(t)
+	if t.skipReason == HostedClusterNotAvailableReason && p.inFlight(t) {
+		t.held = true
+		t.skipMessage += "; its Package changed in this rollout and holds its slot until it progresses"
+	}
+}
+
+// inFlight reports whether t's Package is pinned to a revision of the rollout in progress and
+// has not been ready since.
+func (p *planner) inFlight(t *target) bool {
+	rev := t.state.revision
+	if !t.state.exists || t.state.ready || rev == nil || p.completed(rev) {
+		return false
+	}
+	return rev == &p.in.UpdateRevision || p.partOfRollout(rev)
 }
 
 // ineligibility returns why t must be skipped, or empty strings when it is eligible.

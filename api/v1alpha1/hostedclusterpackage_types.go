@@ -94,6 +94,7 @@ type PartitionOrder struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!self.exists(v, v == 'unknown')",message="unknown is the implicit last partition of HostedClusters without a listed value; it cannot be listed"
 	Static []string `json:"static,omitempty"`
 
 	// alphanumericAsc orders label values in natural ascending order ("2" before "10").

@@ -78,6 +78,9 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 			if err != nil {
 				return err
 			}
+			if pkg := s.packages[change.Package]; pkg != nil {
+				u.SetUID(pkg.UID) // a precondition: never take over a Package recreated by someone else
+			}
 			err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 				client.FieldOwner(FieldOwner), client.ForceOwnership)
 			if err != nil {

@@ -68,6 +68,9 @@ type HostedClusterPackageReconciler struct {
 	metrics *rolloutMetrics
 	// passes holds when the last pass of each HostedClusterPackage started (time.Time by name).
 	passes sync.Map
+	// conflicts holds the HostedClusters a foreign Package blocks, by HostedClusterPackage name
+	// (map[string]bool), so that each conflict is announced once.
+	conflicts sync.Map
 }
 
 // scope is what one pass reads and computes; each step documents what it fills in.
@@ -163,10 +166,22 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 	if err != nil {
 		return err
 	}
+	if s.plan, err = rollout.Compute(planInput(s, hcs, foreign)); err != nil {
+		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
+	}
+	return nil
+}
+
+// planInput is what the planner reads in s. The current revision is status.currentRevision,
+// which is the update revision itself once its rollout completed.
+func planInput(s *scope, hcs []rollout.HostedCluster, foreign []rollout.ForeignPackage) rollout.Input {
 	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, ForeignPackages: foreign,
 		UpdateRevision: s.update, Now: s.now}
 	for _, pkg := range s.packages {
 		in.Packages = append(in.Packages, *pkg)
+	}
+	if s.obj.Status.CurrentRevision == s.update.Name {
+		in.CurrentRevision = &in.UpdateRevision
 	}
 	for _, sr := range s.revisions {
 		switch {
@@ -177,10 +192,7 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 			in.OlderRevisions = append(in.OlderRevisions, sr.rev)
 		}
 	}
-	if s.plan, err = rollout.Compute(in); err != nil {
-		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
-	}
-	return nil
+	return in
 }
 
 // reconcileApply creates, updates and deletes Packages as planned.
@@ -286,4 +298,5 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.expect.forget(name)
 	r.metrics.forget(name)
 	r.passes.Delete(name)
+	r.conflicts.Delete(name)
 }

@@ -133,17 +133,23 @@ func (r *HostedClusterPackageReconciler) emitRolloutEvents(s *scope) {
 	}
 }
 
-// emitConflicts warns about each target a foreign Package newly blocks.
+// emitConflicts warns about each target a foreign Package newly blocks, remembering the
+// conflicts of each HostedClusterPackage between passes (status samples only ten skipped
+// targets, so it cannot tell which conflicts are new).
 func (r *HostedClusterPackageReconciler) emitConflicts(s *scope) {
-	known := map[string]bool{}
-	for _, t := range s.before.Skipped {
-		known[t.HostedCluster+"\x00"+t.Reason] = true
-	}
+	known, _ := r.conflicts.Load(s.obj.Name)
+	seen, _ := known.(map[string]bool)
+	now := map[string]bool{}
 	for _, t := range s.plan.Ineligible {
-		if t.Reason == PackageConflictReason && !known[t.HostedCluster+"\x00"+t.Reason] {
+		if t.Reason != PackageConflictReason {
+			continue
+		}
+		now[t.HostedCluster] = true
+		if !seen[t.HostedCluster] {
 			r.event(s, corev1.EventTypeWarning, PackageConflictReason, "HostedCluster %s: %s", t.HostedCluster, t.Message)
 		}
 	}
+	r.conflicts.Store(s.obj.Name, now)
 }
 
 // partitionStarted reports whether a partition moved from not reached to reached.
