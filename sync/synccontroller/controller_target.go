@@ -55,8 +55,12 @@ func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// hostedClientError classifies an error of the hosted client cache.
+// hostedClientError classifies an error of the hosted client cache: a kubeconfig the policy
+// refuses stalls the object until its Secret changes (the Secret watch requeues it).
 func hostedClientError(err error) error {
+	if errors.Is(err, hosted.ErrKubeconfigRefused) {
+		return pass.Stallf(convoyv1alpha1.KubeconfigRefusedReason, "cannot reach the hosted cluster: %w", err)
+	}
 	if errors.Is(err, hosted.ErrNoKubeconfig) {
 		return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, engine.UnreachableInterval,
 			"cannot reach the hosted cluster: %w", err)

@@ -2,6 +2,7 @@ package synccontroller
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -38,6 +39,11 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Hosted.IdleTimeout, "hosted-idle-timeout", hosted.DefaultIdleTimeout, "Drop the client of a hosted cluster unused this long.")
 	fs.DurationVar(&o.ProbeInterval, "probe-interval", engine.DefaultProbeInterval, "Requeue delay of a Package whose phase is not available yet.")
 	fs.IntVar(&o.RenderCacheSize, "render-cache-size", manifests.DefaultCacheSize, "Number of rendered packages kept in memory.")
+	k := &o.Hosted.Kubeconfig
+	fs.BoolVar(&k.AllowExec, strings.TrimPrefix(hosted.InsecureKubeconfigExecFlag, "--"), false, "Honour exec and auth-provider credential plugins in kubeconfig Secrets (they run in the controller).")
+	fs.BoolVar(&k.AllowInsecureTLS, strings.TrimPrefix(hosted.InsecureKubeconfigTLSFlag, "--"), false, "Honour insecure-skip-tls-verify in kubeconfig Secrets.")
+	fs.BoolVar(&k.AllowFiles, strings.TrimPrefix(hosted.InsecureKubeconfigFilesFlag, "--"), false, "Honour tokenFile and certificate, key and CA file paths in kubeconfig Secrets (files of the controller).")
+	fs.BoolVar(&k.AllowProxy, strings.TrimPrefix(hosted.InsecureKubeconfigProxyFlag, "--"), false, "Honour proxy-url in kubeconfig Secrets.")
 }
 
 // Setup registers the Package and ObjectDeployment controllers on mgr, sharing one engine,
