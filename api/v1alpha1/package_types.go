@@ -35,11 +35,13 @@ type PackageTemplateSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
-	// interval between two re-applies that correct drift.
+	// interval between two re-applies that correct drift, at least 1s.
 	// +optional
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="interval must be at least 1s"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// hostedCluster overrides how the hosted cluster of the namespace is reached; by default

@@ -66,8 +66,8 @@ type PackageReconcilerOptions struct {
 	RecorderName string
 }
 
-// Reconcile tears down a deleted Package, or runs the steps finalizer → paused → source →
-// hosted cluster → render → target → apply; the deferred status finalizer summarizes the
+// Reconcile tears down a deleted Package, or runs the steps finalizer → paused → source
+// access → source → hosted cluster → render → target → apply; the deferred status finalizer summarizes the
 // conditions and patches the status if it changed.
 func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	obj := &convoyv1alpha1.Package{}
@@ -86,7 +86,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		s.done = true
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
-	return ctrl.Result{}, pass.RunSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileSource,
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileSourceAccess, r.reconcileSource,
 		r.reconcileHostedCluster, r.reconcileRender, r.reconcileTarget, r.reconcileApply)
 }
 
