@@ -48,6 +48,16 @@ type PackageTemplateSpec struct {
 	// it is discovered from the namespace's HostedControlPlane.
 	// +optional
 	HostedCluster *HostedClusterTarget `json:"hostedCluster,omitempty"`
+
+	// serviceAccountName makes the controller apply, prune and tear down the package's
+	// management-side objects as this ServiceAccount of the Package's namespace, with its
+	// rights only. Empty means the controller's --default-service-account, or the controller's
+	// own rights when that is empty too. Phases of class hosted-cluster keep using the hosted
+	// cluster's kubeconfig.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // PackageSpec is one package instance applied to one target.

@@ -77,6 +77,8 @@ spec:
 		{name: "bad interval", edit: `{interval: "often"}`, wantErr: []string{"spec.interval"}},
 		{name: "shortest interval", edit: `{interval: 1s}`},
 		{name: "interval of 1ms", edit: `{interval: 1ms}`, wantErr: []string{"spec.interval", "interval must be at least 1s"}},
+		{name: "valid serviceAccountName", edit: `{serviceAccountName: addon-deployer}`},
+		{name: "bad serviceAccountName", edit: `{serviceAccountName: "system:admin"}`, wantErr: []string{"spec.serviceAccountName"}},
 		{name: "no source name", edit: `{sourceRef: {name: ""}}`, wantErr: []string{"spec.sourceRef.name"}},
 	})
 }

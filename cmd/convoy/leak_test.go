@@ -221,4 +221,3 @@ func startControllerProcess(t *testing.T, cfg *rest.Config, log *syncBuffer) (st
 		})
 	}
 }
-

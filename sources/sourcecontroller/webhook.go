@@ -45,9 +45,9 @@ const DefaultWebhookReadTimeout = 15 * time.Second
 
 // Further limits of the webhook server.
 const (
-	webhookWriteTimeout      = 15 * time.Second
-	webhookIdleTimeout       = 60 * time.Second
-	webhookMaxHeaderBytes    = 16 << 10
+	webhookWriteTimeout   = 15 * time.Second
+	webhookIdleTimeout    = 60 * time.Second
+	webhookMaxHeaderBytes = 16 << 10
 )
 
 // WebhookReceiver asks for an immediate poll of a GitSource when its Git host calls

@@ -30,9 +30,14 @@ type Common struct {
 	Hosted *hosted.Clients
 	// Recorder emits events; nil emits none.
 	Recorder events.EventRecorder
+	// DefaultServiceAccount is the ServiceAccount, in each object's namespace, that management
+	// objects are applied, pruned and torn down as when the object names none; empty means the
+	// controller's own identity (--default-service-account).
+	DefaultServiceAccount string
 
-	notifier *pass.Notifier
-	applied  *appliedWatches
+	notifier      *pass.Notifier
+	applied       *appliedWatches
+	impersonating *serviceAccountClients
 }
 
 // scope is what one reconcile pass reads and computes; each step documents what it fills in.
@@ -42,6 +47,8 @@ type scope struct {
 	paused bool
 	// kubeconfigRef overrides the hosted cluster's kubeconfig Secret; nil for the default.
 	kubeconfigRef *convoyv1alpha1.SecretKeyReference
+	// serviceAccount is the object's spec.serviceAccountName; empty for none.
+	serviceAccount string
 	// hostedCluster is set by reconcileHostedCluster; nil when the namespace has none.
 	hostedCluster *hosted.Cluster
 	// desiredID is the revision the pass works towards, set as soon as it is known (before

@@ -28,6 +28,9 @@ type SetupOptions struct {
 	// ProbeInterval is how often a Package whose probes do not pass yet is looked at again
 	// (--probe-interval).
 	ProbeInterval time.Duration
+	// DefaultServiceAccount is the ServiceAccount management objects are applied as when a
+	// Package names none (--default-service-account); empty means the controller's own rights.
+	DefaultServiceAccount string
 }
 
 // BindFlags registers the flags of o on fs, with defaults.
@@ -39,6 +42,7 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Hosted.IdleTimeout, "hosted-idle-timeout", hosted.DefaultIdleTimeout, "Drop the client of a hosted cluster unused this long.")
 	fs.DurationVar(&o.ProbeInterval, "probe-interval", engine.DefaultProbeInterval, "Requeue delay of a Package whose phase is not available yet.")
 	fs.IntVar(&o.RenderCacheSize, "render-cache-size", manifests.DefaultCacheSize, "Number of rendered packages kept in memory.")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each Package's namespace, that management objects are applied, pruned and torn down as when the Package names none; empty uses the controller's own rights.")
 	k := &o.Hosted.Kubeconfig
 	fs.BoolVar(&k.AllowExec, strings.TrimPrefix(hosted.InsecureKubeconfigExecFlag, "--"), false, "Honour exec and auth-provider credential plugins in kubeconfig Secrets (they run in the controller).")
 	fs.BoolVar(&k.AllowInsecureTLS, strings.TrimPrefix(hosted.InsecureKubeconfigTLSFlag, "--"), false, "Honour insecure-skip-tls-verify in kubeconfig Secrets.")
@@ -57,7 +61,7 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	if err := mgr.Add(clients); err != nil {
 		return err
 	}
-	common := Common{Hosted: clients}
+	common := Common{Hosted: clients, DefaultServiceAccount: o.DefaultServiceAccount}
 	if err := common.setupShared(mgr); err != nil {
 		return err
 	}
