@@ -10,7 +10,9 @@
 //   - Revisions: [FormatRevision] is the one function that formats "<ref>@sha1:<commit>",
 //     [ParseRevision] its inverse.
 //   - Credentials: [AuthFromSecret] reads HTTP basic, bearer token or SSH credentials from a
-//     Secret's data, for a [Remote].
+//     Secret's data, for a [Remote]. [Remote.Redact] removes them from error messages (the
+//     store does it for every error it returns) and [RedactURL] fails closed. [URLPolicy]
+//     refuses file:// remotes and credentials over http:// unless a controller flag allows them.
 //
 // The GitSource controller and webhook receiver that drive the store live in
 // sources/sourcecontroller. Controllers that follow a source read it through [KeyFor],

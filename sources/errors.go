@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -123,21 +121,4 @@ func isAuthError(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "unable to authenticate") || strings.Contains(s, "known_hosts") ||
 		strings.Contains(s, "handshake failed")
-}
-
-var urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"']+`)
-
-// scrubURLs removes user info from URLs in s.
-func scrubURLs(s string) string {
-	return urlPattern.ReplaceAllStringFunc(s, RedactURL)
-}
-
-// RedactURL returns raw without its user info.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = nil
-	return u.String()
 }

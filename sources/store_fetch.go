@@ -35,8 +35,15 @@ type PollResult struct {
 
 // Poll resolves ref on the remote by listing its refs (an ls-remote: no objects are
 // transferred), then fetches the resolved commit into the repository of key only if it is not
-// stored yet. A commit ref is not listed at all when it is already stored.
+// stored yet. A commit ref is not listed at all when it is already stored. The credentials of
+// remote never appear in the message of the error it returns.
 func (s *Store) Poll(ctx context.Context, key Key, remote Remote, ref convoyv1alpha1.GitRef) (PollResult, error) {
+	res, err := s.poll(ctx, key, remote, ref)
+	return res, remote.Redact(err)
+}
+
+// poll is Poll without the redaction of errors.
+func (s *Store) poll(ctx context.Context, key Key, remote Remote, ref convoyv1alpha1.GitRef) (PollResult, error) {
 	e := s.entry(key)
 	e.write.Lock()
 	defer e.write.Unlock()

@@ -81,7 +81,7 @@ func (s *Store) fetchMissing(ctx context.Context, key Key, e *entry, commit stri
 	if errors.Is(err, errCommitNotOnRemote) {
 		return &CommitNotFoundError{Key: key, Commit: commit}
 	}
-	return err
+	return remote.Redact(err)
 }
 
 // Verify checks the whole tree of a stored commit against the store's limits and refuses

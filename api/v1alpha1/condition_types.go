@@ -76,6 +76,10 @@ const (
 
 	// StorageLimitExceededReason: a tree exceeds the store's file count or size limits.
 	StorageLimitExceededReason = "StorageLimitExceeded"
+
+	// InsecureURLRefusedReason: credentials would be sent over plain http://, or the URL uses
+	// file:// without the controller flag that allows it.
+	InsecureURLRefusedReason = "InsecureURLRefused"
 )
 
 // Package and ObjectDeployment reasons.
@@ -104,6 +108,15 @@ const (
 
 	// HostedClusterNotFoundReason: a phase needs a hosted cluster and the namespace has none.
 	HostedClusterNotFoundReason = "HostedClusterNotFound"
+
+	// KubeconfigRefusedReason: the hosted cluster's kubeconfig Secret asks for something the
+	// controller refuses (exec, auth-provider, file references, proxy-url,
+	// insecure-skip-tls-verify) without the controller flag that allows it.
+	KubeconfigRefusedReason = "KubeconfigRefused"
+
+	// CrossNamespaceRefRefusedReason: the Package names a GitSource of another namespace that
+	// does not grant access to the Package's namespace.
+	CrossNamespaceRefRefusedReason = "CrossNamespaceRefRefused"
 
 	// PausedReason: spec.paused is set.
 	PausedReason = "Paused"

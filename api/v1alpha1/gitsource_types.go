@@ -27,18 +27,22 @@ type GitSourceSpec struct {
 	// +required
 	Ref GitRef `json:"ref"`
 
-	// interval between two polls of the remote; each poll is jittered by up to 10%.
+	// interval between two polls of the remote, at least 1s; each poll is jittered by up to 10%.
 	// +optional
 	// +kubebuilder:default="1m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="interval must be at least 1s"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
-	// timeout of one Git operation (ls-remote or fetch).
+	// timeout of one Git operation (ls-remote or fetch), from 1s to 1h.
 	// +optional
 	// +kubebuilder:default="60s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="timeout must be between 1s and 1h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// secretRef names a Secret in the GitSource's namespace holding credentials: username and
@@ -55,6 +59,23 @@ type GitSourceSpec struct {
 	// suspend stops polling; the last artifact stays in status.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// accessFrom lets Packages of other namespaces use this GitSource. Without it, only
+	// Packages of the GitSource's own namespace, and Packages a HostedClusterPackage owns
+	// (cluster-scoped, so made by a cluster administrator), may use it.
+	// +optional
+	AccessFrom *AccessFrom `json:"accessFrom,omitempty"`
+}
+
+// AccessFrom grants namespaces the use of a GitSource.
+type AccessFrom struct {
+	// namespaceSelectors: a Package of a namespace whose labels match at least one of these
+	// selectors may use the GitSource. An empty selector ({}) matches every namespace.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	NamespaceSelectors []metav1.LabelSelector `json:"namespaceSelectors"`
 }
 
 // GitRef selects a commit of the repository. Exactly one field is set.

@@ -35,17 +35,29 @@ type PackageTemplateSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
-	// interval between two re-applies that correct drift.
+	// interval between two re-applies that correct drift, at least 1s.
 	// +optional
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="interval must be at least 1s"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// hostedCluster overrides how the hosted cluster of the namespace is reached; by default
 	// it is discovered from the namespace's HostedControlPlane.
 	// +optional
 	HostedCluster *HostedClusterTarget `json:"hostedCluster,omitempty"`
+
+	// serviceAccountName makes the controller apply, prune and tear down the package's
+	// management-side objects as this ServiceAccount of the Package's namespace, with its
+	// rights only. Empty means the controller's --default-service-account, or the controller's
+	// own rights when that is empty too. Phases of class hosted-cluster keep using the hosted
+	// cluster's kubeconfig.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // PackageSpec is one package instance applied to one target.

@@ -48,6 +48,14 @@ spec:
 		{name: "bad interval", edit: `{interval: "5 minutes"}`, wantErr: []string{"spec.interval"}},
 		{name: "bad timeout", edit: `{timeout: "1d"}`, wantErr: []string{"spec.timeout"}},
 		{name: "bad scheme", edit: `{url: "ftp://example.com/repo"}`, wantErr: []string{"spec.url"}},
+		{name: "shortest interval", edit: `{interval: 1s, timeout: 1s}`},
+		{name: "longest timeout", edit: `{timeout: 1h}`},
+		{name: "interval of 1ms", edit: `{interval: 1ms}`, wantErr: []string{"spec.interval", "interval must be at least 1s"}},
+		{name: "interval under a second", edit: `{interval: 999ms}`, wantErr: []string{"spec.interval", "interval must be at least 1s"}},
+		{name: "timeout of 0s", edit: `{timeout: 0s}`, wantErr: []string{"spec.timeout", "timeout must be between 1s and 1h"}},
+		{name: "timeout over an hour", edit: `{timeout: 1h1s}`, wantErr: []string{"spec.timeout", "timeout must be between 1s and 1h"}},
+		{name: "valid accessFrom", edit: `{accessFrom: {namespaceSelectors: [{matchLabels: {tenant: a}}, {}]}}`},
+		{name: "accessFrom without selectors", edit: `{accessFrom: {namespaceSelectors: []}}`, wantErr: []string{"spec.accessFrom.namespaceSelectors"}},
 	})
 }
 
@@ -67,6 +75,10 @@ spec:
 		{name: "absolute path", edit: `{path: "/etc"}`, wantErr: []string{"spec.path", "must be relative"}},
 		{name: "short revision", edit: `{revision: "abc"}`, wantErr: []string{"spec.revision"}},
 		{name: "bad interval", edit: `{interval: "often"}`, wantErr: []string{"spec.interval"}},
+		{name: "shortest interval", edit: `{interval: 1s}`},
+		{name: "interval of 1ms", edit: `{interval: 1ms}`, wantErr: []string{"spec.interval", "interval must be at least 1s"}},
+		{name: "valid serviceAccountName", edit: `{serviceAccountName: addon-deployer}`},
+		{name: "bad serviceAccountName", edit: `{serviceAccountName: "system:admin"}`, wantErr: []string{"spec.serviceAccountName"}},
 		{name: "no source name", edit: `{sourceRef: {name: ""}}`, wantErr: []string{"spec.sourceRef.name"}},
 	})
 }
@@ -141,6 +153,10 @@ spec:
 		{name: "no strategy", edit: `{strategy: {}}`, wantErr: []string{"spec.strategy", "exactly one of instant or rollingUpgrade"}},
 		{name: "zero deadline", edit: `{strategy: {rollingUpgrade: {progressDeadlineSeconds: 0}}}`,
 			wantErr: []string{"spec.strategy.rollingUpgrade.progressDeadlineSeconds"}},
+		{name: "negative minReadySeconds", edit: `{strategy: {rollingUpgrade: {minReadySeconds: -1}}}`,
+			wantErr: []string{"spec.strategy.rollingUpgrade.minReadySeconds"}},
+		{name: "template interval of 10ms", edit: `{template: {spec: {sourceRef: {name: a}, path: p, interval: 10ms}}}`,
+			wantErr: []string{"spec.template.spec.interval", "interval must be at least 1s"}},
 		{name: "duplicate static values", edit: `{partition: {labelKey: k, order: {static: [early, early]}}}`,
 			wantErr: []string{"spec.partition.order.static[1]", "Duplicate value"}},
 		{name: "unknown listed in a static order", edit: `{partition: {labelKey: k, order: {static: [early, unknown]}}}`,

@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -27,9 +28,12 @@ import (
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
 )
 
-// Leader election keeps a Lease in the controller's namespace.
+// Leader election keeps a Lease in the controller's namespace. The metrics endpoint
+// authenticates callers with TokenReviews and authorizes them with SubjectAccessReviews.
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // leaderElectionID names the lease replicas of the controller compete for.
 const leaderElectionID = "convoy-controller.convoy.dev"
@@ -38,6 +42,7 @@ const leaderElectionID = "convoy-controller.convoy.dev"
 type controllerOptions struct {
 	kubeconfig              string
 	metricsAddr             string
+	metricsSecure           bool
 	probeAddr               string
 	pprofAddr               string
 	leaderElect             bool
@@ -73,7 +78,8 @@ func newControllerCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
-	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.BoolVar(&opts.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to callers authenticated and authorized (get on /metrics) by the API server; false serves plain, open HTTP.")
 	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "", "Address of the /debug/pprof endpoints; empty disables them.")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles.")
@@ -114,6 +120,17 @@ func newControllerScheme() *runtime.Scheme {
 	return s
 }
 
+// metricsOptions serves metrics on addr; when secure, over HTTPS (a self-signed certificate)
+// and only to callers whose token the API server authenticates and who may get /metrics, as
+// the kubebuilder scaffold does.
+func metricsOptions(addr string, secure bool) metricsserver.Options {
+	if !secure {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{BindAddress: addr, SecureServing: true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization}
+}
+
 // runController builds the manager on cfg, wires the controllers and runs until ctx is done.
 func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions) error {
 	lease := opts.leaseDuration
@@ -124,7 +141,7 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache:                   cacheOpts,
 		Scheme:                  newControllerScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 metricsOptions(opts.metricsAddr, opts.metricsSecure),
 		HealthProbeBindAddress:  opts.probeAddr,
 		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/convoy-gitops/convoy/internal/devdemo"
 	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 func newDevCmd() *cobra.Command {
@@ -69,7 +70,8 @@ func devControllerOptions(storage string) (controllerOptions, error) {
 	fs := pflag.NewFlagSet("dev-controller", pflag.ContinueOnError)
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)
-	err := fs.Parse([]string{"--storage-path=" + storage, "--webhook-addr=", "--probe-interval=1s"})
+	// The demo repository is a local file:// one.
+	err := fs.Parse([]string{"--storage-path=" + storage, "--webhook-addr=", "--probe-interval=1s", sources.AllowFileURLsFlag})
 	opts.sync.Concurrency = 4
 	opts.rollout = rolloutcontroller.SetupOptions{Concurrency: 1, ApplyConcurrency: rolloutcontroller.DefaultApplyConcurrency,
 		CRDPollInterval: rolloutcontroller.DefaultCRDPollInterval}

@@ -63,8 +63,10 @@ func runRender(ctx context.Context, stdout, stderr io.Writer, args []string, o *
 		err      error
 	)
 	if o.url != "" {
-		label = o.url + "//" + o.path
+		// Note: the URL may carry credentials; neither it nor an error may print them.
+		label = sources.RedactURL(o.url) + "//" + o.path
 		rendered, err = renderRemote(ctx, o)
+		err = sources.Remote{URL: o.url}.Redact(err)
 	} else {
 		label = args[0]
 		rendered, err = renderLocal(args[0], &o.data)
@@ -136,7 +138,7 @@ func pollRef(ctx context.Context, store *sources.Store, key sources.Key, remote 
 		res, err = store.Poll(ctx, key, remote, convoyv1alpha1.GitRef{Tag: ref})
 	}
 	if err != nil {
-		return sources.Revision{}, fmt.Errorf("resolving %q in %s: %w", ref, remote.URL, err)
+		return sources.Revision{}, fmt.Errorf("resolving %q in %s: %w", ref, sources.RedactURL(remote.URL), err)
 	}
 	return res.Revision, nil
 }

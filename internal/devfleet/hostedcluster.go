@@ -108,9 +108,15 @@ func (f *Fleet) startAPIServer(ctx context.Context, hc *HostedCluster) error {
 	return nil
 }
 
+// HCPNamespaceLabel is the label HyperShift puts on the namespaces of hosted control planes.
+const HCPNamespaceLabel = "hypershift.openshift.io/hosted-control-plane"
+
 func (f *Fleet) createManagementObjects(ctx context.Context, in HostedClusterInput, hc *HostedCluster) error {
-	for _, ns := range []string{in.Namespace, hc.HCPNamespace} {
-		if err := createIfMissing(ctx, f.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: in.Namespace}},
+		{ObjectMeta: metav1.ObjectMeta{Name: hc.HCPNamespace, Labels: map[string]string{HCPNamespaceLabel: "true"}}},
+	} {
+		if err := createIfMissing(ctx, f.Client, ns); err != nil {
 			return err
 		}
 	}

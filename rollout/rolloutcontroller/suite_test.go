@@ -54,7 +54,8 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := sourcecontroller.Setup(mgr, sourcecontroller.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2})
+	store, err := sourcecontroller.Setup(mgr, sourcecontroller.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2,
+		URLPolicy: sources.URLPolicy{AllowFileURLs: true}})
 	if err != nil {
 		return nil, err
 	}

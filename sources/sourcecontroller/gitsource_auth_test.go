@@ -87,3 +87,18 @@ func TestGitSourceStalledOnMissingSecretRecoversWhenSecretAppears(t *testing.T) 
 	createSecret(t, ns, "later", map[string][]byte{"username": []byte("user"), "password": []byte("pw")})
 	waitReady(t, gs, c)
 }
+
+// TestGitSourceRefusesFileURLsWithoutTheFlag: file:// reads the controller's disk, other
+// GitSources' repositories in its store included; the suite's reconciler does not allow it.
+func TestGitSourceRefusesFileURLsWithoutTheFlag(t *testing.T) {
+	env.Require(t)
+	ns := newNamespace(t)
+	srv, repo := gittest.NewServer(t)
+	gittest.Commit(t, repo, "one", map[string]string{"f": "1"})
+	gs := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.FileURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"}})
+	out := waitCondition(t, gs, convoyv1alpha1.StalledCondition, convoyv1alpha1.InsecureURLRefusedReason)
+	g := NewWithT(t)
+	g.Expect(pass.Get(out, convoyv1alpha1.StalledCondition).Message).To(And(
+		ContainSubstring("file://"), ContainSubstring("--allow-file-urls")))
+	g.Expect(out.Status.Artifact).To(BeNil())
+}

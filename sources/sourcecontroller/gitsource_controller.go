@@ -37,6 +37,8 @@ type GitSourceReconciler struct {
 	Store *sources.Store
 	// Recorder emits events; nil emits none.
 	Recorder events.EventRecorder
+	// URLPolicy refuses file:// and credentials over http:// unless allowed.
+	URLPolicy sources.URLPolicy
 
 	notifier *pass.Notifier
 }
@@ -112,14 +114,15 @@ func (r *GitSourceReconciler) reconcileAuth(ctx context.Context, s *scope) error
 func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *convoyv1alpha1.GitSource) (sources.Remote, error) {
 	url := obj.Spec.URL
 	if _, err := transport.NewEndpoint(url); err != nil {
-		return sources.Remote{}, pass.Stallf(convoyv1alpha1.URLInvalidReason, "invalid URL %q: %w", sources.RedactURL(url), err)
+		return sources.Remote{}, pass.Stallf(convoyv1alpha1.URLInvalidReason, "invalid URL %s: %s",
+			sources.RedactURL(url), sources.Remote{URL: url}.RedactString(err.Error()))
 	}
 	if obj.Spec.SecretRef == nil {
 		if sources.IsSSHURL(url) {
 			return sources.Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason,
 				"an SSH URL needs spec.secretRef with keys %q and %q", sources.IdentityKey, sources.KnownHostsKey)
 		}
-		return sources.Remote{URL: url}, nil
+		return r.checkURL(sources.Remote{URL: url})
 	}
 	secret := &corev1.Secret{}
 	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Spec.SecretRef.Name}
@@ -133,7 +136,15 @@ func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *convoyv1alpha1.
 	if err != nil {
 		return sources.Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
-	return sources.Remote{URL: url, Auth: auth}, nil
+	return r.checkURL(sources.Remote{URL: url, Auth: auth})
+}
+
+// checkURL stalls a remote that the URL policy refuses (file://, credentials over http://).
+func (r *GitSourceReconciler) checkURL(remote sources.Remote) (sources.Remote, error) {
+	if err := r.URLPolicy.Check(remote); err != nil {
+		return sources.Remote{}, pass.Stallf(convoyv1alpha1.InsecureURLRefusedReason, "%w", err)
+	}
+	return remote, nil
 }
 
 // reconcileSource lists the remote refs, resolves spec.ref and fetches the commit if it is

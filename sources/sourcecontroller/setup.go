@@ -2,6 +2,7 @@ package sourcecontroller
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +24,9 @@ type Options struct {
 	Limits sources.Limits
 	// Concurrency is the number of GitSources polled in parallel (--gitsource-concurrency).
 	Concurrency int
+	// URLPolicy allows file:// remotes and credentials over http:// (--allow-file-urls,
+	// --allow-insecure-http); both are refused by default.
+	URLPolicy sources.URLPolicy
 }
 
 // BindFlags registers the flags of o on fs, with defaults.
@@ -35,6 +39,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.Limits.MaxFileSize, "git-max-file-size", def.MaxFileSize, "Largest file in a source tree, in bytes.")
 	fs.Int64Var(&o.Limits.MaxTotalBytes, "git-max-total-size", def.MaxTotalBytes, "Largest total size of a source tree, in bytes.")
 	fs.IntVar(&o.Concurrency, "gitsource-concurrency", 4, "Number of GitSources polled in parallel.")
+	fs.BoolVar(&o.URLPolicy.AllowFileURLs, strings.TrimPrefix(sources.AllowFileURLsFlag, "--"), false, "Allow GitSources with file:// URLs (they read the controller's disk).")
+	fs.BoolVar(&o.URLPolicy.AllowInsecureHTTP, strings.TrimPrefix(sources.AllowInsecureHTTPFlag, "--"), false, "Allow GitSources to send credentials over plain http://.")
 }
 
 // Setup creates the store, registers the GitSource controller and, when WebhookAddr is set,
@@ -45,7 +51,7 @@ func Setup(mgr ctrl.Manager, o Options) (*sources.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &GitSourceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: store}
+	r := &GitSourceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: store, URLPolicy: o.URLPolicy}
 	if err := r.SetupWithManager(mgr, GitSourceReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
 		return nil, fmt.Errorf("setting up the GitSource controller: %w", err)
 	}

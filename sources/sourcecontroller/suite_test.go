@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ var (
 	testReconciler *GitSourceReconciler
 	// webhookURL is the base URL of the webhook receiver under test.
 	webhookURL string
+	// webhookSecretReads counts the Secrets the webhook receiver reads through the API.
+	webhookSecretReads = &countingReader{}
 	// suiteLimits are the store limits of the suite.
 	suiteLimits = sources.Limits{MaxFiles: 1000, MaxFileSize: 64 << 10, MaxTotalBytes: 8 << 20}
 )
@@ -61,11 +64,14 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if testStore, err = sources.NewStore(storageDir, sources.StoreOptions{Limits: suiteLimits}); err != nil {
 		return nil, err
 	}
-	testReconciler = &GitSourceReconciler{Client: mgr.GetClient(), Store: testStore}
+	// Note: the test Git server speaks plain HTTP with basic auth.
+	testReconciler = &GitSourceReconciler{Client: mgr.GetClient(), Store: testStore,
+		URLPolicy: sources.URLPolicy{AllowInsecureHTTP: true}}
 	if err := testReconciler.SetupWithManager(mgr, GitSourceReconcilerOptions{}); err != nil {
 		return nil, fmt.Errorf("setting up reconciler: %w", err)
 	}
-	receiver := httptest.NewServer(&WebhookReceiver{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), MaxBodyBytes: 1024})
+	webhookSecretReads.Reader = mgr.GetAPIReader()
+	receiver := httptest.NewServer(&WebhookReceiver{Client: mgr.GetClient(), SecretReader: webhookSecretReads, MaxBodyBytes: 1024})
 	webhookURL, k8sClient = receiver.URL, f.Client
 	stop := fleet.RunManager(ctx, mgr, storageDir)
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
@@ -83,4 +89,16 @@ func newNamespace(t *testing.T) string {
 		_ = k8sClient.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
 	return ns
+}
+
+// countingReader counts the reads it passes to Reader.
+type countingReader struct {
+	client.Reader
+	reads atomic.Int64
+}
+
+// Get implements client.Reader.
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.reads.Add(1)
+	return c.Reader.Get(ctx, key, obj, opts...)
 }

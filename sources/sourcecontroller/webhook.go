@@ -2,20 +2,14 @@ package sourcecontroller
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"strings"
+	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,22 +39,46 @@ const WebhookPathPrefix = "/hooks/"
 // DefaultWebhookMaxBodyBytes bounds a webhook body when MaxBodyBytes is unset.
 const DefaultWebhookMaxBodyBytes = 1 << 20
 
+// DefaultWebhookReadTimeout bounds the time a whole request, headers and body, may take to
+// arrive, so that slow clients cannot hold connections open.
+const DefaultWebhookReadTimeout = 15 * time.Second
+
+// Further limits of the webhook server.
+const (
+	webhookWriteTimeout   = 15 * time.Second
+	webhookIdleTimeout    = 60 * time.Second
+	webhookMaxHeaderBytes = 16 << 10
+)
+
 // WebhookReceiver asks for an immediate poll of a GitSource when its Git host calls
 // POST /hooks/<namespace>/<name> with a valid signature made with the token of
-// spec.webhookSecretRef. A bad or missing signature gets 401 and changes nothing.
+// spec.webhookSecretRef.
+//
+// The call is authenticated before anything else is done: the token comes from caches (the
+// GitSource and the Secret's metadata from the manager's informers, the Secret's data read once
+// per resourceVersion), so an unauthenticated caller makes the receiver read nothing from the
+// API server. An unknown GitSource, one without webhookSecretRef or without a token, and a bad
+// or missing signature all get the same answer (401, same body), so that callers cannot
+// enumerate GitSources.
 //
 // Note: a valid call sets the convoy.dev/requestedAt annotation rather than signalling the
 // controller in memory: the annotation reaches the leader whichever replica got the call,
 // and the handled value shows in status.lastHandledReconcileAt.
 type WebhookReceiver struct {
-	// Client reads GitSources and patches their annotations.
+	// Client reads GitSources and Secret metadata from the manager's cache, and patches
+	// GitSource annotations.
 	Client client.Client
-	// SecretReader reads the webhook Secrets (uncached).
+	// SecretReader reads the data of a webhook Secret (uncached), once per resourceVersion.
 	SecretReader client.Reader
 	// Addr is the listen address of Start, e.g. ":9292".
 	Addr string
 	// MaxBodyBytes bounds a request body; default DefaultWebhookMaxBodyBytes.
 	MaxBodyBytes int64
+	// ReadTimeout bounds the reading of a whole request; default DefaultWebhookReadTimeout.
+	ReadTimeout time.Duration
+
+	tokensOnce sync.Once
+	tokens     *webhookTokens
 }
 
 // Start serves webhooks on Addr until ctx is done (manager.Runnable).
@@ -69,7 +87,12 @@ func (w *WebhookReceiver) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook receiver: %w", err)
 	}
-	srv := &http.Server{Handler: w, ReadHeaderTimeout: 10 * time.Second,
+	read := w.ReadTimeout
+	if read <= 0 {
+		read = DefaultWebhookReadTimeout
+	}
+	srv := &http.Server{Handler: w, ReadHeaderTimeout: read, ReadTimeout: read,
+		WriteTimeout: webhookWriteTimeout, IdleTimeout: webhookIdleTimeout, MaxHeaderBytes: webhookMaxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() {
 		<-ctx.Done()
@@ -87,31 +110,23 @@ func (w *WebhookReceiver) Start(ctx context.Context) error {
 // NeedLeaderElection is false: every replica accepts webhooks.
 func (w *WebhookReceiver) NeedLeaderElection() bool { return false }
 
-// ServeHTTP handles one webhook call.
+// ServeHTTP handles one webhook call: authenticate (from caches), then request the poll.
 func (w *WebhookReceiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	log := ctrl.LoggerFrom(req.Context()).WithName("webhook")
 	if req.Method != http.MethodPost {
 		http.Error(rw, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	nn, ok := parseHookPath(req.URL.Path)
-	if !ok {
-		http.NotFound(rw, req)
-		return
-	}
+	nn, _ := parseHookPath(req.URL.Path)
+	token := w.tokenSource().token(req.Context(), nn)
 	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, w.maxBody()))
 	if err != nil {
-		http.Error(rw, "request body too large", http.StatusRequestEntityTooLarge)
+		http.Error(rw, "request body too large or too slow", http.StatusRequestEntityTooLarge)
 		return
 	}
-	token, status := w.token(req.Context(), nn)
-	if status != http.StatusOK {
-		http.Error(rw, http.StatusText(status), status)
-		return
-	}
-	if !validSignature(req.Header, body, token) {
-		log.Info("Refused webhook call with a bad signature", "gitsource", nn)
-		http.Error(rw, "invalid signature", http.StatusUnauthorized)
+	if !authenticated(req.Header, body, token) {
+		log.V(1).Info("Refused webhook call", "path", nn.String())
+		http.Error(rw, unauthorizedBody, http.StatusUnauthorized)
 		return
 	}
 	if err := w.requestReconcile(req.Context(), nn); err != nil {
@@ -130,79 +145,12 @@ func (w *WebhookReceiver) maxBody() int64 {
 	return DefaultWebhookMaxBodyBytes
 }
 
-// parseHookPath parses /hooks/<namespace>/<name>.
-func parseHookPath(p string) (types.NamespacedName, bool) {
-	rest, ok := strings.CutPrefix(p, WebhookPathPrefix)
-	if !ok {
-		return types.NamespacedName{}, false
-	}
-	ns, name, ok := strings.Cut(rest, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
-}
-
-// token returns the webhook token of a GitSource, or the HTTP status to answer with. A
-// GitSource without webhookSecretRef is reported as not found.
-func (w *WebhookReceiver) token(ctx context.Context, nn types.NamespacedName) ([]byte, int) {
-	gs := &convoyv1alpha1.GitSource{}
-	if err := w.Client.Get(ctx, nn, gs); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, http.StatusNotFound
-		}
-		ctrl.LoggerFrom(ctx).Error(err, "Reading GitSource", "gitsource", nn)
-		return nil, http.StatusInternalServerError
-	}
-	if gs.Spec.WebhookSecretRef == nil {
-		return nil, http.StatusNotFound
-	}
-	secret := &corev1.Secret{}
-	snn := types.NamespacedName{Namespace: nn.Namespace, Name: gs.Spec.WebhookSecretRef.Name}
-	if err := w.SecretReader.Get(ctx, snn, secret); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Reading webhook secret", "secret", snn)
-		return nil, http.StatusInternalServerError
-	}
-	token := secret.Data[WebhookTokenKey]
-	if len(token) == 0 {
-		ctrl.LoggerFrom(ctx).Info("Webhook secret has no token key", "secret", snn, "key", WebhookTokenKey)
-		return nil, http.StatusInternalServerError
-	}
-	return token, http.StatusOK
-}
-
-// validSignature checks, in order, a GitHub, GitLab or generic signature.
-func validSignature(h http.Header, body, token []byte) bool {
-	switch {
-	case h.Get(GitHubSignatureHeader) != "":
-		return validHMAC(h.Get(GitHubSignatureHeader), body, token)
-	case h.Get(GitLabTokenHeader) != "":
-		return subtle.ConstantTimeCompare([]byte(h.Get(GitLabTokenHeader)), token) == 1
-	case h.Get(SignatureHeader) != "":
-		return validHMAC(h.Get(SignatureHeader), body, token)
-	}
-	return false
-}
-
-// validHMAC checks "sha256=<hex>" against the HMAC-SHA256 of body keyed with token.
-func validHMAC(sig string, body, token []byte) bool {
-	hexSig, ok := strings.CutPrefix(sig, "sha256=")
-	if !ok {
-		return false
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil {
-		return false
-	}
-	return hmac.Equal(got, Sign(body, token))
-}
-
-// Sign returns the HMAC-SHA256 of body keyed with token (what a Git host sends, hex-encoded
-// after "sha256=").
-func Sign(body, token []byte) []byte {
-	m := hmac.New(sha256.New, token)
-	m.Write(body)
-	return m.Sum(nil)
+// tokenSource returns the token cache, made on first use.
+func (w *WebhookReceiver) tokenSource() *webhookTokens {
+	w.tokensOnce.Do(func() {
+		w.tokens = &webhookTokens{cache: w.Client, api: w.SecretReader, byKey: map[types.NamespacedName]cachedToken{}}
+	})
+	return w.tokens
 }
 
 // requestReconcile sets the convoy.dev/requestedAt annotation to now.

@@ -3,6 +3,7 @@ package sourcecontroller
 import (
 	"bytes"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,6 +19,13 @@ import (
 // postHook calls the webhook of gs with the given headers and returns the status code.
 func postHook(t *testing.T, gs *convoyv1alpha1.GitSource, body []byte, headers map[string]string) int {
 	t.Helper()
+	code, _ := postHookAnswer(t, gs, body, headers)
+	return code
+}
+
+// postHookAnswer calls the webhook of gs and returns the status code and the body.
+func postHookAnswer(t *testing.T, gs *convoyv1alpha1.GitSource, body []byte, headers map[string]string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, webhookURL+WebhookPathPrefix+gs.Namespace+"/"+gs.Name, bytes.NewReader(body))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	for k, v := range headers {
@@ -25,8 +33,10 @@ func postHook(t *testing.T, gs *convoyv1alpha1.GitSource, body []byte, headers m
 	}
 	resp, err := http.DefaultClient.Do(req)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, string(answer)
 }
 
 func sha256Header(body []byte, token string) string {
@@ -74,13 +84,33 @@ func TestWebhookTriggersPoll(t *testing.T) {
 		big := []byte(strings.Repeat("x", 2048))
 		g.Expect(postHook(t, gs, big, map[string]string{GitHubSignatureHeader: sha256Header(big, "hook-token")})).To(Equal(http.StatusRequestEntityTooLarge))
 	})
-	t.Run("unknown source and source without webhook secret are not found", func(t *testing.T) {
+	t.Run("unknown source, source without webhook secret and bad signature get one answer", func(t *testing.T) {
 		g := NewWithT(t)
 		other := createSource(t, ns, convoyv1alpha1.GitSourceSpec{URL: srv.HTTPURL("repo"), Ref: convoyv1alpha1.GitRef{Branch: "main"}})
-		g.Expect(postHook(t, other, body, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusNotFound))
 		missing := other.DeepCopy()
 		missing.Name = "missing"
-		g.Expect(postHook(t, missing, body, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusNotFound))
+		badPath := other.DeepCopy()
+		badPath.Name = "a/b"
+		headers := map[string]string{GitLabTokenHeader: "hook-token"}
+		wantCode, wantBody := postHookAnswer(t, gs, body, map[string]string{GitLabTokenHeader: "wrong"})
+		g.Expect(wantCode).To(Equal(http.StatusUnauthorized))
+		for _, target := range []*convoyv1alpha1.GitSource{other, missing, badPath} {
+			code, answer := postHookAnswer(t, target, body, headers)
+			g.Expect(code).To(Equal(wantCode), target.Name)
+			g.Expect(answer).To(Equal(wantBody), target.Name)
+		}
+	})
+	t.Run("refused calls read no Secret from the API server", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(postHook(t, gs, body, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusAccepted))
+		before := webhookSecretReads.reads.Load()
+		missing := gs.DeepCopy()
+		missing.Name = "missing"
+		for range 20 {
+			g.Expect(postHook(t, gs, body, map[string]string{GitLabTokenHeader: "wrong"})).To(Equal(http.StatusUnauthorized))
+			g.Expect(postHook(t, missing, body, map[string]string{GitLabTokenHeader: "wrong"})).To(Equal(http.StatusUnauthorized))
+		}
+		g.Expect(webhookSecretReads.reads.Load()).To(Equal(before), "the token is cached per resourceVersion")
 	})
 }
 

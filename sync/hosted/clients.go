@@ -45,6 +45,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Scheme of the clients; default client-go's.
 	Scheme *runtime.Scheme
+	// Kubeconfig says what a kubeconfig Secret may ask for beyond plain data; the zero value
+	// refuses exec, auth-provider, file references, proxy-url and insecure-skip-tls-verify.
+	Kubeconfig KubeconfigPolicy
 }
 
 func (o Options) withDefaults() Options {

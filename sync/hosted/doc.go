@@ -9,7 +9,9 @@
 // Credentials: the service-network-admin-kubeconfig Secret of the HCP namespace (or the Secret
 // a Package names in spec.hostedCluster.kubeconfigSecretRef). Its server,
 // https://kube-apiserver:6443, only resolves inside that namespace, so the host kube-apiserver
-// is rewritten to kube-apiserver.<namespace>.svc; any other server URL is used as is.
+// is rewritten to kube-apiserver.<namespace>.svc; any other server URL is used as is. A
+// kubeconfig is data: KubeconfigPolicy refuses exec and auth-provider plugins, file
+// references, proxy-url and insecure-skip-tls-verify unless a controller flag allows them.
 //
 // Clients are cached per Secret and rebuilt when the Secret's resourceVersion changes
 // (certificates rotate); the resourceVersion is read from metadata (a cache hit in a manager),

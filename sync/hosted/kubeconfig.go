@@ -21,9 +21,9 @@ func (c *Clients) build(key secretKey, secret *corev1.Secret) (*entry, error) {
 	if !ok || len(raw) == 0 {
 		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q", ErrNoKubeconfig, key.namespace, key.name, key.key)
 	}
-	cfg, err := RESTConfig(raw, key.namespace)
+	cfg, err := RESTConfig(raw, key.namespace, c.opts.Kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w", key.namespace, key.name, err)
+		return nil, fmt.Errorf("Secret %s/%s key %q: %w", key.namespace, key.name, key.key, err)
 	}
 	cfg.QPS, cfg.Burst, cfg.Timeout = c.opts.QPS, c.opts.Burst, c.opts.Timeout
 	httpClient, err := rest.HTTPClientFor(cfg)
@@ -41,11 +41,19 @@ func (c *Clients) build(key secretKey, secret *corev1.Secret) (*entry, error) {
 	return &entry{resourceVersion: secret.ResourceVersion, client: cl, http: httpClient}, nil
 }
 
-// RESTConfig parses a kubeconfig from the HCP namespace and rewrites its server's host
-// kube-apiserver, which only resolves inside that namespace, to
-// kube-apiserver.<namespace>.svc, keeping the scheme, port and path. Any other server is kept.
-func RESTConfig(kubeconfig []byte, namespace string) (*rest.Config, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+// RESTConfig parses a kubeconfig from the HCP namespace, refuses what policy does not allow
+// (a *KubeconfigRefusedError) and rewrites its server's host kube-apiserver, which only
+// resolves inside that namespace, to kube-apiserver.<namespace>.svc, keeping the scheme, port
+// and path. Any other server is kept.
+func RESTConfig(kubeconfig []byte, namespace string, policy KubeconfigPolicy) (*rest.Config, error) {
+	parsed, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("invalid kubeconfig: %w", err)
+	}
+	if err := policy.Check(parsed); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*parsed, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("invalid kubeconfig: %w", err)
 	}

@@ -33,9 +33,14 @@ type Common struct {
 	// HealthCheckInterval caps the requeue delay of a settled object; zero leaves the object's
 	// own interval.
 	HealthCheckInterval time.Duration
+	// DefaultServiceAccount is the ServiceAccount, in each object's namespace, that management
+	// objects are applied, pruned and torn down as when the object names none; empty means the
+	// controller's own identity (--default-service-account).
+	DefaultServiceAccount string
 
-	notifier *pass.Notifier
-	applied  *appliedWatches
+	notifier      *pass.Notifier
+	applied       *appliedWatches
+	impersonating *serviceAccountClients
 }
 
 // requeueInterval is the delay before the next pass of a settled object whose own interval is
@@ -54,6 +59,8 @@ type scope struct {
 	paused bool
 	// kubeconfigRef overrides the hosted cluster's kubeconfig Secret; nil for the default.
 	kubeconfigRef *convoyv1alpha1.SecretKeyReference
+	// serviceAccount is the object's spec.serviceAccountName; empty for none.
+	serviceAccount string
 	// hostedCluster is set by reconcileHostedCluster; nil when the namespace has none.
 	hostedCluster *hosted.Cluster
 	// desiredID is the revision the pass works towards, set as soon as it is known (before

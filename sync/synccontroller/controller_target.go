@@ -36,7 +36,11 @@ func (c *Common) reconcileHostedCluster(ctx context.Context, s *scope) error {
 // hosted objects, gets a client of the hosted cluster. A missing hosted cluster stalls the
 // pass; missing credentials make it wait.
 func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
-	s.target = &engine.Target{Namespace: s.obj.GetNamespace(), Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: c.Direct}
+	mgmt, err := c.managementClient(s)
+	if err != nil {
+		return err
+	}
+	s.target = &engine.Target{Namespace: s.obj.GetNamespace(), Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: mgmt}
 	if !s.revision.NeedsHostedCluster() && !hasHosted(s.status.Inventory) {
 		return nil
 	}
@@ -55,8 +59,23 @@ func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// hostedClientError classifies an error of the hosted client cache.
+// managementClient returns the client management objects are applied, pruned and torn down
+// with: one impersonating the ServiceAccount of the object (or the controller's default one),
+// else the controller's own.
+func (c *Common) managementClient(s *scope) (client.Client, error) {
+	sa := serviceAccountFor(s.serviceAccount, c.DefaultServiceAccount)
+	if sa == "" {
+		return c.Direct, nil
+	}
+	return c.impersonating.clientFor(s.obj.GetNamespace(), sa)
+}
+
+// hostedClientError classifies an error of the hosted client cache: a kubeconfig the policy
+// refuses stalls the object until its Secret changes (the Secret watch requeues it).
 func hostedClientError(err error) error {
+	if errors.Is(err, hosted.ErrKubeconfigRefused) {
+		return pass.Stallf(convoyv1alpha1.KubeconfigRefusedReason, "cannot reach the hosted cluster: %w", err)
+	}
 	if errors.Is(err, hosted.ErrNoKubeconfig) {
 		return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, engine.UnreachableInterval,
 			"cannot reach the hosted cluster: %w", err)
@@ -108,8 +127,12 @@ func (c *Common) reconcileDelete(ctx context.Context, s *scope) error {
 // teardownTarget returns the target of a teardown and what it abandons.
 func (c *Common) teardownTarget(ctx context.Context, s *scope) (*engine.Target, engine.TeardownOptions, error) {
 	ns := s.obj.GetNamespace()
-	t := &engine.Target{Namespace: ns, Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: c.Direct}
 	var opts engine.TeardownOptions
+	mgmt, err := c.managementClient(s)
+	if err != nil {
+		return nil, opts, err
+	}
+	t := &engine.Target{Namespace: ns, Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: mgmt}
 	terminating, err := c.namespaceTerminating(ctx, ns)
 	if err != nil {
 		return nil, opts, err

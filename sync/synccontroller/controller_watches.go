@@ -56,6 +56,9 @@ func (c *Common) setupShared(mgr ctrl.Manager) error {
 		}
 		c.Direct = direct
 	}
+	if c.impersonating == nil {
+		c.impersonating = newServiceAccountClients(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	}
 	if c.Hosted == nil {
 		c.Hosted = hosted.NewClients(mgr.GetClient(), mgr.GetAPIReader(), hosted.Options{})
 		if err := mgr.Add(c.Hosted); err != nil {

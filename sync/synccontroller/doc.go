@@ -10,6 +10,12 @@
 // manager, sharing the clients, the hosted-cluster clients (sync/hosted) and the cache of
 // applied objects.
 //
+// Trust boundaries: a Package may use a GitSource of another namespace only when the source's
+// spec.accessFrom selects its namespace or a HostedClusterPackage owns it; a kubeconfig Secret
+// that the hosted client policy refuses stalls the object; management objects are applied,
+// pruned and torn down as the object's ServiceAccount (spec.serviceAccountName, or
+// --default-service-account) when one is set, else with the controller's own rights.
+//
 // The controllers ignore the watch events of the engine's own applies
 // (Engine.AppliedByEngine), so an apply does not bring its owner back for a second pass.
 package synccontroller

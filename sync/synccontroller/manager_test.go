@@ -40,7 +40,8 @@ func startManager(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := sourcecontroller.Setup(mgr, sourcecontroller.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2})
+	store, err := sourcecontroller.Setup(mgr, sourcecontroller.Options{StoragePath: dir, Limits: sources.DefaultLimits(), Concurrency: 2,
+		URLPolicy: sources.URLPolicy{AllowFileURLs: true}})
 	if err != nil {
 		return nil, err
 	}

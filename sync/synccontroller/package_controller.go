@@ -66,15 +66,15 @@ type PackageReconcilerOptions struct {
 	RecorderName string
 }
 
-// Reconcile tears down a deleted Package, or runs the steps finalizer → paused → source →
-// hosted cluster → render → target → apply; the deferred status finalizer summarizes the
+// Reconcile tears down a deleted Package, or runs the steps finalizer → paused → source
+// access → source → hosted cluster → render → target → apply; the deferred status finalizer summarizes the
 // conditions and patches the status if it changed.
 func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	obj := &convoyv1alpha1.Package{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused}
+	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused, serviceAccount: obj.Spec.ServiceAccountName}
 	if obj.Spec.HostedCluster != nil {
 		s.kubeconfigRef = obj.Spec.HostedCluster.KubeconfigSecretRef
 	}
@@ -86,7 +86,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		s.done = true
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
-	return ctrl.Result{}, pass.RunSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileSource,
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileSourceAccess, r.reconcileSource,
 		r.reconcileHostedCluster, r.reconcileRender, r.reconcileTarget, r.reconcileApply)
 }
 

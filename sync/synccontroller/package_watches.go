@@ -26,7 +26,7 @@ const unpinnedSourceIndex = ".spec.sourceRef.unpinned"
 
 // SetupWithManager registers the controller. It watches Packages (spec changes and
 // convoy.dev/requestedAt); GitSource artifact changes, for the Packages that follow that source
-// without a pinned revision; kubeconfig Secrets, for the Packages of their namespace;
+// without a pinned revision; GitSource spec.accessFrom changes, for every Package of it; kubeconfig Secrets, for the Packages of their namespace;
 // HostedClusters starting their deletion, for the Packages of their HCP namespace; and the
 // management objects Packages applied, by ownership label and metadata only.
 func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageReconcilerOptions) error {
@@ -44,12 +44,19 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 		unpinnedSourceIndex, indexUnpinnedSource); err != nil {
 		return fmt.Errorf("indexing Packages: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &convoyv1alpha1.Package{},
+		sourceIndex, indexSource); err != nil {
+		return fmt.Errorf("indexing Packages: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&convoyv1alpha1.Package{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, requestedAtChanged()))).
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
 			func() client.ObjectList { return &convoyv1alpha1.PackageList{} }, unpinnedSourceIndex)),
 			builder.WithPredicates(sources.ArtifactChangedPredicate())).
+		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
+			func() client.ObjectList { return &convoyv1alpha1.PackageList{} }, sourceIndex)),
+			builder.WithPredicates(accessFromChanged())).
 		WatchesMetadata(secretObject(), r.requestsForSecret(&convoyv1alpha1.PackageList{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Named("package")

@@ -2,6 +2,7 @@ package synccontroller
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -31,6 +32,9 @@ type SetupOptions struct {
 	// again, hosted ones included, so that a regression is noticed within it whatever
 	// spec.interval says (--health-check-interval; zero means DefaultHealthCheckInterval).
 	HealthCheckInterval time.Duration
+	// DefaultServiceAccount is the ServiceAccount management objects are applied as when a
+	// Package names none (--default-service-account); empty means the controller's own rights.
+	DefaultServiceAccount string
 }
 
 // DefaultHealthCheckInterval keeps the time to notice a regression under 30 s with the ±10%
@@ -49,6 +53,12 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HealthCheckInterval, "health-check-interval", DefaultHealthCheckInterval,
 		"Probe the objects of a settled Package again this often, whatever its spec.interval.")
 	fs.IntVar(&o.RenderCacheSize, "render-cache-size", manifests.DefaultCacheSize, "Number of rendered packages kept in memory.")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each Package's namespace, that management objects are applied, pruned and torn down as when the Package names none; empty uses the controller's own rights.")
+	k := &o.Hosted.Kubeconfig
+	fs.BoolVar(&k.AllowExec, strings.TrimPrefix(hosted.InsecureKubeconfigExecFlag, "--"), false, "Honour exec and auth-provider credential plugins in kubeconfig Secrets (they run in the controller).")
+	fs.BoolVar(&k.AllowInsecureTLS, strings.TrimPrefix(hosted.InsecureKubeconfigTLSFlag, "--"), false, "Honour insecure-skip-tls-verify in kubeconfig Secrets.")
+	fs.BoolVar(&k.AllowFiles, strings.TrimPrefix(hosted.InsecureKubeconfigFilesFlag, "--"), false, "Honour tokenFile and certificate, key and CA file paths in kubeconfig Secrets (files of the controller).")
+	fs.BoolVar(&k.AllowProxy, strings.TrimPrefix(hosted.InsecureKubeconfigProxyFlag, "--"), false, "Honour proxy-url in kubeconfig Secrets.")
 }
 
 // Setup registers the Package and ObjectDeployment controllers on mgr, sharing one engine,
@@ -65,7 +75,7 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	if o.HealthCheckInterval <= 0 {
 		o.HealthCheckInterval = DefaultHealthCheckInterval
 	}
-	common := Common{Hosted: clients, HealthCheckInterval: o.HealthCheckInterval}
+	common := Common{Hosted: clients, HealthCheckInterval: o.HealthCheckInterval, DefaultServiceAccount: o.DefaultServiceAccount}
 	if err := common.setupShared(mgr); err != nil {
 		return err
 	}

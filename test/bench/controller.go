@@ -54,7 +54,7 @@ func StartController(ctx context.Context, in ControllerInput) (*Controller, erro
 	}
 	c := &Controller{metricsAddr: ports[0], pprofAddr: ports[2], log: logFile, done: make(chan error, 1)}
 	c.cmd = exec.Command(in.Binary, "controller", "--kubeconfig", in.Kubeconfig,
-		"--leader-elect=false", "--metrics-bind-address", ports[0], "--health-probe-bind-address", ports[1],
+		"--leader-elect=false", "--metrics-bind-address", ports[0], "--metrics-secure=false", "--health-probe-bind-address", ports[1],
 		"--webhook-addr=", "--storage-path", filepath.Join(in.Dir, "sources"),
 		"--concurrency", strconv.Itoa(in.Concurrency), "--pprof-bind-address", ports[2])
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile

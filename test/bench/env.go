@@ -132,7 +132,9 @@ func (e *env) createGitSource(ctx context.Context) error {
 	return e.admin.Create(ctx, &convoyv1alpha1.GitSource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: gitSourceName},
 		Spec: convoyv1alpha1.GitSourceSpec{URL: e.git.HTTPURL(repoName), Ref: convoyv1alpha1.GitRef{Branch: "main"},
-			Interval: &metav1.Duration{Duration: gitSourceInterval}},
+			Interval: &metav1.Duration{Duration: gitSourceInterval},
+			// The package drivers create Packages in every HCP namespace.
+			AccessFrom: &convoyv1alpha1.AccessFrom{NamespaceSelectors: []metav1.LabelSelector{{}}}},
 	})
 }
 

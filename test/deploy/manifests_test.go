@@ -37,7 +37,7 @@ func TestServiceExposesMetricsAndWebhook(t *testing.T) {
 	svc := &corev1.Service{}
 	key := client.ObjectKey{Namespace: controllerNamespace, Name: "convoy-controller"}
 	g.Expect(env.Client.Get(context.Background(), key, svc)).To(Succeed())
-	g.Expect(svc.Spec.Ports).To(ContainElements(HaveField("Name", "http-metrics"), HaveField("Name", "http-webhook")))
+	g.Expect(svc.Spec.Ports).To(ContainElements(HaveField("Name", "https-metrics"), HaveField("Name", "http-webhook")))
 }
 
 func TestKustomizeBuildHoldsTheCRDs(t *testing.T) {

@@ -88,6 +88,19 @@ func TestControllerServiceAccountCanDoWhatTheControllersNeed(t *testing.T) {
 		holder = "replica-2"
 		g.Expect(sa.Update(ctx, lease)).To(Succeed())
 	})
+	t.Run("review the tokens and rights of metrics callers", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(allowed(g, authorizationv1.ResourceAttributes{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"})).To(BeTrue())
+		g.Expect(allowed(g, authorizationv1.ResourceAttributes{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"})).To(BeTrue())
+	})
+}
+
+func TestMetricsReaderRoleGrantsOnlyTheMetrics(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	role := &rbacv1.ClusterRole{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Name: "convoy-metrics-reader"}, role)).To(Succeed())
+	g.Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}))
 }
 
 func TestControllerServiceAccountCannotEscalate(t *testing.T) {
