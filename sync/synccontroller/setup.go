@@ -24,6 +24,11 @@ type SetupOptions struct {
 	Hosted hosted.Options
 	// RenderCacheSize is the number of renders kept (--render-cache-size).
 	RenderCacheSize int
+	// RenderCacheBytes bounds the size of the renders kept (--render-cache-bytes).
+	RenderCacheBytes int64
+	// RenderBudget bounds each render of a package's templates (--render-cpu-limit,
+	// --render-timeout, --render-memory-limit).
+	RenderBudget manifests.RenderBudget
 	// ProbeInterval is how often a Package whose probes do not pass yet is looked at again
 	// (--probe-interval).
 	ProbeInterval time.Duration
@@ -38,6 +43,8 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Hosted.IdleTimeout, "hosted-idle-timeout", hosted.DefaultIdleTimeout, "Drop the client of a hosted cluster unused this long.")
 	fs.DurationVar(&o.ProbeInterval, "probe-interval", engine.DefaultProbeInterval, "Requeue delay of a Package whose phase is not available yet.")
 	fs.IntVar(&o.RenderCacheSize, "render-cache-size", manifests.DefaultCacheSize, "Number of rendered packages kept in memory.")
+	fs.Int64Var(&o.RenderCacheBytes, "render-cache-bytes", manifests.DefaultCacheBytes, "Bytes of package text (files and template output) of the rendered packages kept in memory.")
+	o.RenderBudget.BindFlags(fs)
 }
 
 // Setup registers the Package and ObjectDeployment controllers on mgr, sharing one engine,
@@ -55,7 +62,8 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	if err := common.setupShared(mgr); err != nil {
 		return err
 	}
-	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCache(o.RenderCacheSize)}
+	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCacheWithOptions(manifests.CacheOptions{
+		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget})}
 	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval})
 	pkg.Recorder = mgr.GetEventRecorder("convoy-package")
 	if err := pkg.SetupWithManager(mgr, PackageReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {

@@ -1,0 +1,89 @@
+package synccontroller
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/fleet"
+)
+
+// hostileFiles reads a package of manifests/testdata/hostile for gitserver.Repo.Commit, under
+// prefix.
+func hostileFiles(t *testing.T, name, prefix string) map[string]string {
+	t.Helper()
+	files, err := gitserver.ReadTree(filepath.Join("..", "..", "manifests", "testdata", "hostile", name), prefix)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return files
+}
+
+// TestPackageStallsOnARunawayTemplate commits templates that would loop for days, allocate
+// terabytes or recurse without end, next to a healthy package: each hostile Package stalls with
+// a condition naming its template and the limit it hit, the healthy Package becomes available
+// meanwhile, and the controller's memory stays bounded.
+func TestPackageStallsOnARunawayTemplate(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ns := fleet.NewNamespaceIn(t, env.Client)
+	repo := newGitSource(t, ns)
+	files := map[string]string{
+		"healthy/manifest.yaml": manifest("one"),
+		"healthy/objects.yaml":  cmYAML("one", "", "healthy", "1"),
+	}
+	want := map[string]string{
+		"nested-range":    "it used more than 2s of CPU time (render CPU limit, --render-cpu-limit)",
+		"string-doubling": "it needed more than 128 MiB of memory (render memory limit, --render-memory-limit)",
+		"self-map":        "it recursed too deep (stack limit 32 MiB",
+	}
+	for name := range want {
+		for p, content := range hostileFiles(t, name, name+"/") {
+			files[p] = content
+		}
+	}
+	commit, err := repo.Commit("main", "hostile", files)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	start := time.Now()
+	for name := range want {
+		newPackage(t, ns, name, name)
+	}
+	healthy := newPackage(t, ns, "healthy", "healthy")
+	expectAvailableAt(g, healthy, commit)
+	t.Logf("healthy package available after %s", time.Since(start).Round(time.Millisecond))
+	for name, limit := range want {
+		g.Eventually(func(g Gomega) {
+			pkg := getPackage(g, client.ObjectKey{Namespace: ns, Name: name})
+			g.Expect(pkg.Status.Conditions).To(haveCondition(convoyv1alpha1.StalledCondition, metav1.ConditionTrue,
+				"configmap.yaml.gotmpl: limit: rendering was stopped: "+limit))
+			g.Expect(conditionOf(pkg.Status.Conditions, convoyv1alpha1.ReadyCondition).Reason).To(Equal(convoyv1alpha1.RenderFailedReason))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		t.Logf("%s stalled after %s", name, time.Since(start).Round(time.Millisecond))
+	}
+	g.Expect(peakRSS()).To(BeNumerically("<", 1<<30), "the controller's peak RSS")
+	t.Logf("test process peak RSS %d MiB", peakRSS()>>20)
+}
+
+// peakRSS returns the test process's peak resident set (VmHWM), in bytes.
+func peakRSS() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
