@@ -76,11 +76,20 @@ func (e *Error) Error() string {
 // Errors is every problem a Load found, sorted by file and line.
 type Errors []*Error
 
-// Error lists the problems one per line.
+// MaxListedErrors is the number of problems Errors.Error lists; the rest are counted.
+const MaxListedErrors = 20
+
+// Error lists the problems one per line, the first MaxListedErrors of them, then "… and N
+// more problems" when there are more, so that it fits in a condition message. Range over the
+// Errors for every one.
 func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
+	n := min(len(es), MaxListedErrors)
+	lines := make([]string, n, n+1)
+	for i, e := range es[:n] {
 		lines[i] = e.Error()
+	}
+	if rest := len(es) - n; rest > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more problems", rest))
 	}
 	return strings.Join(lines, "\n")
 }

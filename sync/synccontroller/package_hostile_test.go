@@ -1,6 +1,7 @@
 package synccontroller
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -87,3 +88,31 @@ func peakRSS() int64 {
 	return 0
 }
 
+// TestPackageWithAThousandProblemsStalls commits a package with 1,000 broken objects: the status
+// patch must succeed, with a condition message that lists the first problems and counts the
+// rest (the full list would exceed the API's 32 KiB bound on a condition message).
+func TestPackageWithAThousandProblemsStalls(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ns := fleet.NewNamespaceIn(t, env.Client)
+	repo := newGitSource(t, ns)
+	var objects strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&objects, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%04d}\n", i)
+	}
+	commit, err := repo.Commit("main", "broken", map[string]string{
+		"pkg/manifest.yaml": manifest("one"),
+		"pkg/objects.yaml":  objects.String(),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	key := newPackage(t, ns, "broken", "pkg")
+	g.Eventually(func(g Gomega) {
+		pkg := getPackage(g, key)
+		g.Expect(pkg.Status.LastAttemptedRevision).To(Equal(commit))
+		g.Expect(pkg.Status.Conditions).To(haveCondition(convoyv1alpha1.StalledCondition, metav1.ConditionTrue,
+			"objects.yaml:4: missing-phase: ConfigMap \"cm-0000\" has no phase"))
+		stalled := conditionOf(pkg.Status.Conditions, convoyv1alpha1.StalledCondition)
+		g.Expect(stalled.Message).To(HaveSuffix("\n… and 980 more problems"))
+		g.Expect(len(stalled.Message)).To(BeNumerically("<", 8<<10))
+	}).Should(Succeed())
+}
