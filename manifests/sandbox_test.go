@@ -163,3 +163,14 @@ func BenchmarkRenderTemplates(b *testing.B) {
 		}
 	})
 }
+
+// TestQuadraticCELRulesAreRefused checks that a probe or a config rule of quadratic cost is
+// refused when the package loads, before it is ever evaluated.
+func TestQuadraticCELRulesAreRefused(t *testing.T) {
+	g := NewWithT(t)
+	errs, _, _ := loadHostile(t, "quadratic-probe", hostileBudget)
+	g.Expect(errs).To(haveProblem("manifest.yaml", RuleProbe, "is too expensive: its estimated worst-case cost"))
+	errs, _, _ = loadHostile(t, "quadratic-config-rule", hostileBudget)
+	g.Expect(errs).To(haveProblem("manifest.yaml", RuleConfigSchema,
+		"spec.config.openAPIV3Schema.properties[names].x-kubernetes-validations[0].rule: Forbidden: rule is too expensive: its estimated worst-case cost"))
+}
