@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -354,4 +355,27 @@ func TestCacheSingleFlightOfATemplatedPackage(t *testing.T) {
 func counts(s CacheStats) CacheStats {
 	s.Bytes = 0
 	return s
+}
+
+func TestCacheIsBoundedInBytes(t *testing.T) {
+	g := NewWithT(t)
+	fsys := pkgFS(map[string]string{"a.yaml": configMap("a", "one") + "data: {v: '" + strings.Repeat("x", 10_000) + "'}\n"})
+	one, err := Load(fsys, ".", TemplateData{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(one.size).To(BeNumerically(">", 10_000))
+
+	c := NewCacheWithOptions(CacheOptions{MaxEntries: 100, MaxBytes: 3*one.size + one.size/2})
+	var calls atomic.Int32
+	for i := range 5 {
+		_, err := c.Load(Key{Source: "s", Commit: fmt.Sprint(i), Dir: "."}, TemplateData{}, countingOpener(fsys, &calls))
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(c.Stats().Entries).To(Equal(3), "the least recently used renders are dropped beyond the byte bound")
+	g.Expect(c.Stats().Bytes).To(Equal(3 * one.size))
+
+	small := NewCacheWithOptions(CacheOptions{MaxBytes: one.size - 1})
+	r, err := small.Load(Key{Source: "s", Commit: "c", Dir: "."}, TemplateData{}, countingOpener(fsys, &calls))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Name).To(Equal("test"))
+	g.Expect(small.Stats().Entries).To(BeZero(), "a render larger than the bound is returned, not kept")
 }

@@ -207,16 +207,17 @@ func collectObjects(pf *packageFiles, rendered map[string][]byte, kustomized boo
 		return buildKustomization(files, rootKustomization(files), errs)
 	}
 	var objs []*object
+	dec := &decoder{errs: errs}
 	for _, p := range pf.paths {
 		switch {
 		case isRootFile(p, manifestFile, manifestFileAlt, pkoLockFile):
 		case isKustomization(p):
 			errs.add(p, 0, RuleKustomize, "a kustomization is only built at the package root")
 		case isObjectFile(p):
-			objs = append(objs, decodeFile(p, pf.data[p], errs)...)
+			objs = append(objs, dec.decodeFile(p, pf.data[p])...)
 		case isTemplate(p):
 			if out, ok := rendered[strings.TrimSuffix(p, templateExtension)]; ok {
-				objs = append(objs, decodeFile(p, out, errs)...)
+				objs = append(objs, dec.decodeFile(p, out)...)
 			}
 		}
 	}

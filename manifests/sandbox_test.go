@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,7 +33,7 @@ func loadHostile(t *testing.T, name string, b RenderBudget) (Errors, time.Durati
 	if !errors.As(err, &errs) || r != nil {
 		t.Fatalf("want Errors, got %v (%v)", err, r)
 	}
-	t.Logf("%s: %s in %s, heap +%d KiB, render process peak RSS so far %d MiB", name, errs, took.Round(time.Millisecond), grew>>10, childrenPeakRSS()>>20)
+	t.Logf("%s: %s in %s, test process heap +%d KiB", name, errs, took.Round(time.Millisecond), grew>>10)
 	return errs, took, grew
 }
 
@@ -46,18 +45,10 @@ func heapInUse() uint64 {
 	return ms.HeapInuse
 }
 
-// childrenPeakRSS returns the largest peak RSS of the test's finished child processes.
-func childrenPeakRSS() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		return 0
-	}
-	return ru.Maxrss << 10
-}
-
 // TestHostileTemplatesAreStopped runs each hostile template of testdata/hostile: each must be
 // stopped by its limit within seconds, blamed on its file, while the test process's own memory
-// stays put and the render process never outgrows the budget.
+// stays put. (The render process's peak RSS cannot be read here: the kernel reports the test
+// process's own peak for a child it started; the README's figures come from `convoy render`.)
 func TestHostileTemplatesAreStopped(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, want string
@@ -74,7 +65,6 @@ func TestHostileTemplatesAreStopped(t *testing.T) {
 			g.Expect(errs).To(HaveLen(1))
 			g.Expect(took).To(BeNumerically("<", 15*time.Second))
 			g.Expect(grew).To(BeNumerically("<", 16<<20), "the test process's heap grew")
-			g.Expect(childrenPeakRSS()).To(BeNumerically("<", 64<<20+96<<20), "a render process outgrew its budget")
 		})
 	}
 }
