@@ -40,6 +40,9 @@ const (
 	// RuleKustomizeOutside: the kustomization refers to something outside the package
 	// directory (a parent directory, an absolute path, a remote base or a URL).
 	RuleKustomizeOutside Rule = "kustomize-outside-package"
+	// RuleSymlinkOutside: a symlink leads outside the package directory (an absolute target,
+	// or one that climbs above the directory).
+	RuleSymlinkOutside Rule = "symlink-outside-package"
 	// RuleConfigSchema: spec.config.openAPIV3Schema is not a valid structural schema.
 	RuleConfigSchema Rule = "config-schema"
 	// RuleConfig: the config does not match the manifest's schema.

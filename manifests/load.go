@@ -127,6 +127,7 @@ func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered,
 	if dir == "" || dir == "/" {
 		dir = "."
 	}
+	fsys = confine(fsys, dir)
 	errs := &errorList{}
 	config, err := normalizeConfig(data.Config)
 	if err != nil {

@@ -109,3 +109,21 @@ func TestValidateAndRenderEnforceTheRenderBudget(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("string-doubling/configmap.yaml.gotmpl: limit: rendering was stopped: it needed more than 32 MiB of memory (render memory limit, --render-memory-limit)"))
 }
+
+// TestValidateRefusesASymlinkLeavingThePackage checks that a symlink out of the package
+// directory but inside the repository is refused, with the controller's message.
+func TestValidateRefusesASymlinkLeavingThePackage(t *testing.T) {
+	g := NewWithT(t)
+	repo := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(repo, "pkg"), 0o755)).To(Succeed())
+	g.Expect(os.MkdirAll(filepath.Join(repo, "shared"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(repo, "pkg", "manifest.yaml"),
+		[]byte("apiVersion: convoy.dev/v1alpha1\nkind: PackageManifest\nmetadata: {name: p}\nspec:\n  phases: [{name: deploy}]\n"), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(repo, "shared", "objects.yaml"),
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, annotations: {convoy.dev/phase: deploy}}\n"), 0o600)).To(Succeed())
+	g.Expect(os.Symlink("../shared/objects.yaml", filepath.Join(repo, "pkg", "objects.yaml"))).To(Succeed())
+
+	out, _, err := runCLI("validate", filepath.Join(repo, "pkg"))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("pkg/objects.yaml: symlink-outside-package: symlink objects.yaml -> ../shared/objects.yaml leads outside the package directory"))
+}

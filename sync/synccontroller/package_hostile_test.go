@@ -16,6 +16,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 // hostileFiles reads a package of manifests/testdata/hostile for gitserver.Repo.Commit, under
@@ -115,4 +116,27 @@ func TestPackageWithAThousandProblemsStalls(t *testing.T) {
 		g.Expect(stalled.Message).To(HaveSuffix("\n… and 980 more problems"))
 		g.Expect(len(stalled.Message)).To(BeNumerically("<", 8<<10))
 	}).Should(Succeed())
+}
+
+// TestPackageRefusesASymlinkLeavingItsDirectory commits a package whose objects file is a
+// symlink to a file of another directory of the same repository: the Package stalls, as
+// `convoy render` refuses it, and applies nothing.
+func TestPackageRefusesASymlinkLeavingItsDirectory(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ns := fleet.NewNamespaceIn(t, env.Client)
+	repo := newGitSource(t, ns)
+	commit, err := repo.CommitFiles("main", "escape",
+		gitserver.File{Path: "pkg/manifest.yaml", Content: manifest("one")},
+		gitserver.File{Path: "pkg/objects.yaml", Content: "../other/objects.yaml", Symlink: true},
+		gitserver.File{Path: "other/objects.yaml", Content: cmYAML("one", "", "borrowed", "1")})
+	g.Expect(err).NotTo(HaveOccurred())
+	key := newPackage(t, ns, "escape", "pkg")
+	g.Eventually(func(g Gomega) {
+		pkg := getPackage(g, key)
+		g.Expect(pkg.Status.LastAttemptedRevision).To(Equal(commit))
+		g.Expect(pkg.Status.Conditions).To(haveCondition(convoyv1alpha1.StalledCondition, metav1.ConditionTrue,
+			"objects.yaml: symlink-outside-package: symlink objects.yaml -> ../other/objects.yaml leads outside the package directory"))
+	}).Should(Succeed())
+	g.Expect(kubetest.Exists(g, env.Client, kubetest.ConfigMap(ns, "borrowed", nil))).To(BeFalse())
 }
