@@ -12,8 +12,9 @@ import (
 const (
 	// DefaultRenderCPU is the CPU time a render may use.
 	DefaultRenderCPU = 10 * time.Second
-	// DefaultRenderTimeout is the wall-clock time a render may take.
-	DefaultRenderTimeout = 10 * time.Second
+	// DefaultRenderTimeout is the wall-clock time a render may take: twice the CPU time, so
+	// that the CPU limit is what stops a runaway render unless the machine is starved.
+	DefaultRenderTimeout = 20 * time.Second
 	// DefaultRenderMemory is the memory a render may allocate beyond the render process's own.
 	DefaultRenderMemory = 256 << 20
 )
