@@ -78,8 +78,9 @@ func (r *renderResult) add(ev renderEvent) {
 }
 
 // renderIsolated executes req in a child process of the current binary under budget b. When
-// the child is stopped, by a limit or otherwise, the template it was executing is blamed with a
-// RuleLimit Error. It fails with a plain error only when the child cannot be started.
+// the child is stopped by a limit, the template it was executing is blamed with a RuleLimit
+// Error. It fails with a plain error, which is not a verdict on the package and is worth a
+// retry, when the child cannot be started or fails otherwise.
 func renderIsolated(req renderRequest, b RenderBudget) (*renderResult, error) {
 	b = b.withDefaults()
 	exe, err := os.Executable()
@@ -93,7 +94,8 @@ func renderIsolated(req renderRequest, b RenderBudget) (*renderResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(),
+	// The render process gets no environment of the controller's beyond its limits.
+	cmd.Env = append([]string{},
 		renderChildEnv+"="+strconv.FormatInt(b.Memory, 10),
 		"CONVOY_RENDER_CPU_SECONDS="+strconv.FormatUint(b.cpuSeconds(), 10),
 		"GOMEMLIMIT="+strconv.FormatInt(b.Memory, 10),
@@ -114,8 +116,11 @@ func renderIsolated(req renderRequest, b RenderBudget) (*renderResult, error) {
 	if waitErr == nil && readErr == nil {
 		return res, nil
 	}
-	res.errs = append(res.errs, &Error{File: res.running, Rule: RuleLimit,
-		Message: stopReason(ctx, cmd.ProcessState, stderr.String(), b, errors.Join(waitErr, readErr))})
+	reason, limit := stopReason(ctx, cmd.ProcessState, stderr.String(), b, errors.Join(waitErr, readErr))
+	if !limit {
+		return nil, errors.New(reason)
+	}
+	res.errs = append(res.errs, &Error{File: res.running, Rule: RuleLimit, Message: reason})
 	return res, nil
 }
 
@@ -136,18 +141,19 @@ func readEvents(r io.Reader, res *renderResult) error {
 	}
 }
 
-// stopReason explains why a render process did not finish: the limit it hit, or its failure.
-func stopReason(ctx context.Context, state *os.ProcessState, stderr string, b RenderBudget, err error) string {
+// stopReason explains why a render process did not finish, and reports whether it hit a limit
+// of the budget: the limit, or how it failed.
+func stopReason(ctx context.Context, state *os.ProcessState, stderr string, b RenderBudget, err error) (string, bool) {
 	const stopped = "rendering was stopped: "
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return stopped + fmt.Sprintf("it took longer than %s (render timeout, --render-timeout)", b.Timeout)
+		return stopped + fmt.Sprintf("it took longer than %s (render timeout, --render-timeout)", b.Timeout), true
 	case killedAtCPULimit(state, b):
-		return stopped + fmt.Sprintf("it used more than %s of CPU time (render CPU limit, --render-cpu-limit)", b.CPU)
+		return stopped + fmt.Sprintf("it used more than %s of CPU time (render CPU limit, --render-cpu-limit)", b.CPU), true
 	case strings.Contains(stderr, "stack exceeds") || strings.Contains(stderr, "stack overflow"):
-		return stopped + fmt.Sprintf("it recursed too deep (stack limit %s; a value that contains itself, or unbounded include)", formatBytes(maxStack(b.Memory)))
+		return stopped + fmt.Sprintf("it recursed too deep (stack limit %s; a value that contains itself, or unbounded include)", formatBytes(maxStack(b.Memory))), true
 	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory"):
-		return stopped + fmt.Sprintf("it needed more than %s of memory (render memory limit, --render-memory-limit)", formatBytes(b.Memory))
+		return stopped + fmt.Sprintf("it needed more than %s of memory (render memory limit, --render-memory-limit)", formatBytes(b.Memory)), true
 	}
 	msg := "the render process failed"
 	if state != nil {
@@ -158,7 +164,7 @@ func stopReason(ctx context.Context, state *os.ProcessState, stderr string, b Re
 	} else if err != nil {
 		msg += ": " + err.Error()
 	}
-	return msg
+	return msg, false
 }
 
 // killedAtCPULimit reports whether the kernel killed a process at its CPU limit: it was killed

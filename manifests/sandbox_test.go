@@ -1,10 +1,12 @@
 package manifests
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +165,13 @@ func TestQuadraticCELRulesAreRefused(t *testing.T) {
 	errs, _, _ = loadHostile(t, "quadratic-config-rule", hostileBudget)
 	g.Expect(errs).To(haveProblem("manifest.yaml", RuleConfigSchema,
 		"spec.config.openAPIV3Schema.properties[names].x-kubernetes-validations[0].rule: Forbidden: rule is too expensive: its estimated worst-case cost"))
+}
+
+// TestRenderChildRefusesABadRequest checks that a render process given something other than a
+// request fails, without rendering.
+func TestRenderChildRefusesABadRequest(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	g.Expect(runRenderChild(strings.NewReader("not a request"), &out, 64<<20, 1)).To(Equal(3))
+	g.Expect(out.Len()).To(BeZero())
 }

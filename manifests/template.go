@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"regexp"
 	"strconv"
@@ -42,7 +43,7 @@ func renderTemplates(pf *packageFiles, data map[string]any, b RenderBudget, errs
 	}
 	res, err := renderIsolated(req, b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rendering the templates: %w", err)
 	}
 	errs.errs = append(errs.errs, res.errs...)
 	for p, rendered := range res.outputs {
