@@ -76,7 +76,8 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Errors is every problem a Load found, sorted by file and line.
+// Errors is every problem a Load found: limits first (they say why the rest may be incomplete,
+// and stay visible when the list is cut short), then sorted by file and line.
 type Errors []*Error
 
 // MaxListedErrors is the number of problems Errors.Error lists; the rest are counted.
@@ -106,6 +107,14 @@ func (es Errors) Unwrap() []error {
 	return out
 }
 
+// rank orders limit problems before the others.
+func rank(e *Error) int {
+	if e.Rule == RuleLimit {
+		return 0
+	}
+	return 1
+}
+
 // errorList collects problems while loading.
 type errorList struct {
 	errs Errors
@@ -122,7 +131,7 @@ func (l *errorList) err() error {
 		return nil
 	}
 	slices.SortStableFunc(l.errs, func(a, b *Error) int {
-		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})
 	return l.errs
 }

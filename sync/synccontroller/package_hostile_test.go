@@ -29,10 +29,11 @@ func hostileFiles(t *testing.T, name, prefix string) map[string]string {
 }
 
 // TestPackageStallsOnARunawayTemplate commits templates that would loop for days, allocate
-// terabytes or recurse without end, next to a healthy package: each hostile Package stalls with
-// a condition naming its template and the limit it hit, the healthy Package becomes available
-// meanwhile, and the controller's memory stays bounded.
-func TestPackageStallsOnARunawayTemplate(t *testing.T) {
+// terabytes or recurse without end, an alias bomb, a quadratic probe and 400,000 tiny
+// documents, next to a healthy package: each hostile Package stalls with a condition naming its
+// file and the limit it hit, the healthy Package becomes available meanwhile, and the
+// controller's memory stays bounded.
+func TestPackageStallsOnAHostilePackage(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ns := fleet.NewNamespaceIn(t, env.Client)
@@ -41,16 +42,22 @@ func TestPackageStallsOnARunawayTemplate(t *testing.T) {
 		"healthy/manifest.yaml": manifest("one"),
 		"healthy/objects.yaml":  cmYAML("one", "", "healthy", "1"),
 	}
+	const stopped = "configmap.yaml.gotmpl: limit: rendering was stopped: "
 	want := map[string]string{
-		"nested-range":    "it used more than 2s of CPU time (render CPU limit, --render-cpu-limit)",
-		"string-doubling": "it needed more than 128 MiB of memory (render memory limit, --render-memory-limit)",
-		"self-map":        "it recursed too deep (stack limit 32 MiB",
+		"nested-range":    stopped + "it used more than 2s of CPU time (render CPU limit, --render-cpu-limit)",
+		"string-doubling": stopped + "it needed more than 128 MiB of memory (render memory limit, --render-memory-limit)",
+		"self-map":        stopped + "it recursed too deep (stack limit 32 MiB",
+		"alias-bomb":      "laughs.yaml:2: limit: document expands to more than 4194304 bytes through YAML aliases",
+		"quadratic-probe": "manifest.yaml:15: probe: spec.availabilityProbes[0].probes[0].cel.rule: Invalid value",
 	}
 	for name := range want {
 		for p, content := range hostileFiles(t, name, name+"/") {
 			files[p] = content
 		}
 	}
+	files["tiny-docs/manifest.yaml"] = manifest("one")
+	files["tiny-docs/tiny.yaml"] = strings.Repeat("a: 1\n---\n", 400_000)
+	want["tiny-docs"] = "tiny.yaml:20001: limit: the package has more than 10000 documents; the rest was not read"
 	commit, err := repo.Commit("main", "hostile", files)
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -61,11 +68,10 @@ func TestPackageStallsOnARunawayTemplate(t *testing.T) {
 	healthy := newPackage(t, ns, "healthy", "healthy")
 	expectAvailableAt(g, healthy, commit)
 	t.Logf("healthy package available after %s", time.Since(start).Round(time.Millisecond))
-	for name, limit := range want {
+	for name, message := range want {
 		g.Eventually(func(g Gomega) {
 			pkg := getPackage(g, client.ObjectKey{Namespace: ns, Name: name})
-			g.Expect(pkg.Status.Conditions).To(haveCondition(convoyv1alpha1.StalledCondition, metav1.ConditionTrue,
-				"configmap.yaml.gotmpl: limit: rendering was stopped: "+limit))
+			g.Expect(pkg.Status.Conditions).To(haveCondition(convoyv1alpha1.StalledCondition, metav1.ConditionTrue, message))
 			g.Expect(conditionOf(pkg.Status.Conditions, convoyv1alpha1.ReadyCondition).Reason).To(Equal(convoyv1alpha1.RenderFailedReason))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		t.Logf("%s stalled after %s", name, time.Since(start).Round(time.Millisecond))
