@@ -15,7 +15,7 @@ import (
 
 // hostileBudget is small, so that the hostile packages are stopped quickly; a real package
 // renders in a fraction of it.
-var hostileBudget = RenderBudget{CPU: 2 * time.Second, Timeout: 20 * time.Second, Memory: 64 << 20}
+var hostileBudget = RenderBudget{CPU: 2 * time.Second, Timeout: time.Minute, Memory: 64 << 20}
 
 // loadHostile loads a package of testdata/hostile under budget b and returns its problems, how
 // long it took and how much the test process's heap grew.
@@ -65,7 +65,7 @@ func TestHostileTemplatesAreStopped(t *testing.T) {
 			errs, took, grew := loadHostile(t, tc.name, hostileBudget)
 			g.Expect(errs).To(haveProblem(tc.file, RuleLimit, "rendering was stopped: "+tc.want))
 			g.Expect(errs).To(HaveLen(1))
-			g.Expect(took).To(BeNumerically("<", 15*time.Second))
+			g.Expect(took).To(BeNumerically("<", 30*time.Second), "a CPU second takes longer on a busy machine")
 			g.Expect(grew).To(BeNumerically("<", 16<<20), "the test process's heap grew")
 		})
 	}
@@ -96,7 +96,7 @@ func TestCacheRendersAHostilePackageOnce(t *testing.T) {
 	root, err := os.OpenRoot("testdata/hostile")
 	g.Expect(err).NotTo(HaveOccurred())
 	defer root.Close()
-	c := NewCacheWithOptions(CacheOptions{Budget: RenderBudget{CPU: time.Second, Timeout: 10 * time.Second, Memory: 64 << 20}})
+	c := NewCacheWithOptions(CacheOptions{Budget: RenderBudget{CPU: time.Second, Timeout: time.Minute, Memory: 64 << 20}})
 	key := Key{Source: "ns/hostile", Commit: "c1", Dir: "nested-range"}
 	for range 3 {
 		_, err := c.Load(key, TemplateData{Package: PackageRef{Name: "p"}}, func() (fs.FS, error) { return root.FS(), nil })

@@ -21,7 +21,7 @@ import (
 
 // testRenderBudget stops runaway templates sooner than the default, so that the hostile
 // package tests are quick; real packages render far within it.
-var testRenderBudget = manifests.RenderBudget{CPU: 2 * time.Second, Timeout: 20 * time.Second, Memory: 128 << 20}
+var testRenderBudget = manifests.RenderBudget{CPU: 2 * time.Second, Timeout: time.Minute, Memory: 128 << 20}
 
 // mgrClient is the manager's cached client; tests read through env.Client (uncached).
 var mgrClient client.Client
