@@ -83,7 +83,7 @@ func (r *renderResult) add(ev renderEvent) {
 // retry, when the child cannot be started or fails otherwise.
 func renderIsolated(req renderRequest, b RenderBudget) (*renderResult, error) {
 	b = b.withDefaults()
-	exe, err := os.Executable()
+	exe, err := selfExecutable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the executable to render templates with: %w", err)
 	}
@@ -122,6 +122,16 @@ func renderIsolated(req renderRequest, b RenderBudget) (*renderResult, error) {
 	}
 	res.errs = append(res.errs, &Error{File: res.running, Rule: RuleLimit, Message: reason})
 	return res, nil
+}
+
+// selfExecutable returns the path that starts the current binary again: /proc/self/exe where
+// there is one, which works even when the file was replaced on disk (an upgrade in place).
+func selfExecutable() (string, error) {
+	const procSelf = "/proc/self/exe"
+	if _, err := os.Stat(procSelf); err == nil {
+		return procSelf, nil
+	}
+	return os.Executable()
 }
 
 // readEvents decodes the child's events until the end of its output.
