@@ -79,9 +79,12 @@ func runRenderChild(in io.Reader, out io.Writer, memory int64, cpuSeconds uint64
 }
 
 // limitProcess sets the kernel limits of the render process: CPU time, and data segment (the
-// memory already mapped plus the budget), and bounds goroutine stacks.
+// memory already mapped plus the budget), bounds goroutine stacks, and makes the process the
+// first the kernel kills when memory runs out, before the controller.
 func limitProcess(memory int64, cpuSeconds uint64) error {
 	debug.SetMaxStack(int(maxStack(memory)))
+	// Best effort: there is no /proc outside Linux.
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 	if cpuSeconds > 0 {
 		if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: cpuSeconds, Max: cpuSeconds}); err != nil {
 			return fmt.Errorf("RLIMIT_CPU: %w", err)
