@@ -20,9 +20,9 @@ const (
 )
 
 // RenderBudget bounds the execution of a package's templates. Templates run in a child process
-// of the current binary (see RunRenderChildIfRequested) under these limits, enforced by the
-// kernel and by a deadline: a render that exceeds one is stopped, and Load fails with a
-// RuleLimit Error naming the template being executed and the limit it hit.
+// of the current binary (any binary that links this package serves as one) under these limits,
+// enforced by the kernel and by a deadline: a render that exceeds one is stopped, and Load
+// fails with a RuleLimit Error naming the template being executed and the limit it hit.
 type RenderBudget struct {
 	// CPU is the CPU time the render process may use (RLIMIT_CPU, rounded up to a second).
 	CPU time.Duration

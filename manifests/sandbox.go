@@ -15,9 +15,14 @@ import (
 	"time"
 )
 
-// renderChildEnv marks a process started to render templates (see RunRenderChildIfRequested);
-// its value is the render budget's memory limit in bytes.
-const renderChildEnv = "CONVOY_RENDER_CHILD"
+// Environment of a render process (see runRenderChildIfRequested).
+const (
+	// renderChildEnv marks a process started to render templates; its value is the render
+	// budget's memory limit in bytes.
+	renderChildEnv = "CONVOY_RENDER_CHILD"
+	// renderCPUEnv is the CPU limit of a render process, in seconds.
+	renderCPUEnv = "CONVOY_RENDER_CPU_SECONDS"
+)
 
 // maxChildStderr bounds what is kept of a render process's standard error.
 const maxChildStderr = 8 << 10
@@ -97,7 +102,7 @@ func renderIsolated(req renderRequest, b RenderBudget) (*renderResult, error) {
 	// The render process gets no environment of the controller's beyond its limits.
 	cmd.Env = append([]string{},
 		renderChildEnv+"="+strconv.FormatInt(b.Memory, 10),
-		"CONVOY_RENDER_CPU_SECONDS="+strconv.FormatUint(b.cpuSeconds(), 10),
+		renderCPUEnv+"="+strconv.FormatUint(b.cpuSeconds(), 10),
 		"GOMEMLIMIT="+strconv.FormatInt(b.Memory, 10),
 		"GOMAXPROCS=1", "GOTRACEBACK=none")
 	cmd.Stdin = bytes.NewReader(input)

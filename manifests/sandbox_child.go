@@ -27,13 +27,12 @@ func maxStack(memory int64) int64 {
 // one (renderIsolated sets renderChildEnv): the controller, the CLI and every test binary alike,
 // before their main or TestMain runs.
 func init() {
-	RunRenderChildIfRequested()
+	runRenderChildIfRequested()
 }
 
-// RunRenderChildIfRequested renders the request on standard input and exits when the process
-// was started as a render process, and returns otherwise. The package's init calls it; a
-// binary's main may call it earlier than its other initialization.
-func RunRenderChildIfRequested() {
+// runRenderChildIfRequested renders the request on standard input and exits when the process
+// was started as a render process, and returns otherwise.
+func runRenderChildIfRequested() {
 	limit, ok := os.LookupEnv(renderChildEnv)
 	if !ok {
 		return
@@ -43,7 +42,7 @@ func RunRenderChildIfRequested() {
 		fmt.Fprintf(os.Stderr, "bad %s: %v\n", renderChildEnv, err)
 		os.Exit(3)
 	}
-	cpu, _ := strconv.ParseUint(os.Getenv("CONVOY_RENDER_CPU_SECONDS"), 10, 64)
+	cpu, _ := strconv.ParseUint(os.Getenv(renderCPUEnv), 10, 64)
 	os.Exit(runRenderChild(os.Stdin, os.Stdout, memory, cpu))
 }
 
