@@ -195,13 +195,11 @@ func (r *Report) writeConditions(w io.Writer) {
 
 // writeFailures prints the sampled failures with their reasons.
 func (r *Report) writeFailures(w io.Writer) {
-	if len(r.Failures) == 0 {
-		return
+	rows := make([]sampledTarget, len(r.Failures))
+	for i, f := range r.Failures {
+		rows[i] = sampledTarget{f.HostedCluster, f.Reason, f.Message}
 	}
-	fmt.Fprintf(w, "  Failures (%d)\n", r.Packages.Failed)
-	for _, f := range r.Failures {
-		fmt.Fprintf(w, "    %s\t%s\t%s\n", f.HostedCluster, f.Reason, f.Message)
-	}
+	writeSampled(w, "Failures", r.Packages.Failed, rows)
 }
 
 // extraText adds the skipped targets and pending deletions to the counts, when there are any.
@@ -218,12 +216,24 @@ func (c Counts) extraText() string {
 
 // writeSkipped prints the sampled skipped targets with their reasons.
 func (r *Report) writeSkipped(w io.Writer) {
-	if len(r.Skipped) == 0 {
+	rows := make([]sampledTarget, len(r.Skipped))
+	for i, t := range r.Skipped {
+		rows[i] = sampledTarget{t.HostedCluster, t.Reason, t.Message}
+	}
+	writeSampled(w, "Skipped", r.Packages.Skipped, rows)
+}
+
+// sampledTarget is one HostedCluster of a sample that status keeps: failed or skipped.
+type sampledTarget struct{ hostedCluster, reason, message string }
+
+// writeSampled prints a titled sample of total targets; nothing when the sample is empty.
+func writeSampled(w io.Writer, title string, total int32, rows []sampledTarget) {
+	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "  Skipped (%d)\n", r.Packages.Skipped)
-	for _, t := range r.Skipped {
-		fmt.Fprintf(w, "    %s\t%s\t%s\n", t.HostedCluster, t.Reason, t.Message)
+	fmt.Fprintf(w, "  %s (%d)\n", title, total)
+	for _, t := range rows {
+		fmt.Fprintf(w, "    %s\t%s\t%s\n", t.hostedCluster, t.reason, t.message)
 	}
 }
 
