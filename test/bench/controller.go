@@ -106,6 +106,23 @@ func (c *Controller) Stop() error {
 	}
 }
 
+// PID is the process id of the controller.
+func (c *Controller) PID() int { return c.cmd.Process.Pid }
+
+// Exited reports whether the controller process has ended (crashed, or was stopped).
+func (c *Controller) Exited() bool {
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// LogPath is the file the controller's stdout and stderr go to.
+func (c *Controller) LogPath() string { return c.log.Name() }
+
 // Pause stops the process (SIGSTOP) without losing its state; Resume continues it.
 func (c *Controller) Pause() error { return c.cmd.Process.Signal(syscall.SIGSTOP) }
 

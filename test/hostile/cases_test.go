@@ -1,0 +1,143 @@
+package hostile
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
+)
+
+// answerBound is how fast a refusal must show: seconds, not a poll interval away.
+const answerBound = 10 * time.Second
+
+// corpus is the table of hostile inputs. A new one is one entry: the files of its commit (or a
+// change of objects), the reason and message substrings it must answer with, and its bound.
+func corpus() []hostileCase {
+	kubeconfigMessage := func(field, flag string) []string {
+		return []string{"Secret $NS/" + kubeconfigSecret, `key "kubeconfig"`, field, flag}
+	}
+	return []hostileCase{
+		{name: "kubeconfig Secret with an `exec` plugin", hosted: true,
+			attack: hostileKubeconfig(func(c *clientcmdapi.Config, r *run) {
+				c.AuthInfos[hostedName].Exec = &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1",
+					Command: "/bin/sh", Args: []string{"-c", "touch " + r.marker}, InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+			}),
+			reason: convoyv1alpha1.KubeconfigRefusedReason, within: answerBound,
+			message: kubeconfigMessage("users["+hostedName+"].exec", "--insecure-kubeconfig-exec")},
+		{name: "kubeconfig Secret with a `tokenFile` (the controller's own token)", hosted: true,
+			attack: hostileKubeconfig(func(c *clientcmdapi.Config, _ *run) {
+				c.AuthInfos[hostedName].TokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+			}),
+			reason: convoyv1alpha1.KubeconfigRefusedReason, within: answerBound,
+			message: kubeconfigMessage("users["+hostedName+"].tokenFile", "--insecure-kubeconfig-files")},
+		{name: "kubeconfig Secret with `insecure-skip-tls-verify`", hosted: true,
+			attack: hostileKubeconfig(func(c *clientcmdapi.Config, _ *run) {
+				c.Clusters[hostedName].InsecureSkipTLSVerify = true
+				c.Clusters[hostedName].CertificateAuthorityData = nil
+			}),
+			reason: convoyv1alpha1.KubeconfigRefusedReason, within: answerBound,
+			message: kubeconfigMessage("clusters["+hostedName+"].insecure-skip-tls-verify", "--insecure-kubeconfig-tls")},
+		{name: "kubeconfig Secret with a `proxy-url`", hosted: true,
+			attack: hostileKubeconfig(func(c *clientcmdapi.Config, _ *run) {
+				c.Clusters[hostedName].ProxyURL = "http://attacker.example:3128"
+			}),
+			reason: convoyv1alpha1.KubeconfigRefusedReason, within: answerBound,
+			message: kubeconfigMessage("clusters["+hostedName+"].proxy-url", "--insecure-kubeconfig-proxy")},
+		{name: "Package naming the GitSource of another namespace, which has no `accessFrom`",
+			attack: func(g Gomega, r *run, tn *tenant) {
+				patchPackage(g, r, tn, func(p *convoyv1alpha1.Package) { p.Spec.SourceRef.Namespace = r.healthy.ns })
+			},
+			reason: convoyv1alpha1.CrossNamespaceRefRefusedReason, within: answerBound,
+			message: []string{"GitSource $HEALTHY/" + gitSourceName, "namespace $NS", "spec.accessFrom.namespaceSelectors"}},
+		{name: "GitSource with a `file://` URL (another tenant's repository on the controller's disk)",
+			attack: func(g Gomega, r *run, tn *tenant) {
+				patchGitSource(g, r, tn, func(gs *convoyv1alpha1.GitSource) { gs.Spec.URL = r.git.FileURL(r.healthy.ns) })
+			},
+			onGitSource: true, reason: convoyv1alpha1.InsecureURLRefusedReason, within: answerBound,
+			message: []string{"file://", "--allow-file-urls"}},
+		{name: "GitSource sending a password over plain `http://`",
+			attack: func(g Gomega, r *run, tn *tenant) {
+				g.Expect(r.c.Create(r.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "creds"},
+					StringData: map[string]string{"username": "user", "password": planted}})).To(Succeed())
+				patchGitSource(g, r, tn, func(gs *convoyv1alpha1.GitSource) {
+					gs.Spec.SecretRef = &convoyv1alpha1.LocalObjectReference{Name: "creds"}
+				})
+			},
+			onGitSource: true, reason: convoyv1alpha1.InsecureURLRefusedReason, within: answerBound,
+			message: []string{"http://", "--allow-insecure-http"}},
+		{name: "RoleBinding to the controller's ClusterRole, under a locked-down `spec.serviceAccountName`",
+			serviceAccount: "deployer",
+			commit: []gitserver.File{{Path: packagePath + "/grab.yaml", Content: `apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: grab, annotations: {convoy.dev/phase: deploy}}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ` + controllerClusterRole + `}
+subjects: [{kind: ServiceAccount, name: default}]
+`}},
+			reason: convoyv1alpha1.ApplyFailedReason, within: answerBound,
+			message: []string{"grab", "system:serviceaccount:$NS:deployer", "forbidden"},
+			absent:  []objectRef{{"rbac.authorization.k8s.io/v1", "RoleBinding", "grab"}}},
+	}
+}
+
+// hostileKubeconfig returns an attack that writes the hosted cluster's kubeconfig, with the
+// planted token and edit applied, into the tenant's kubeconfig Secret.
+func hostileKubeconfig(edit func(c *clientcmdapi.Config, r *run)) func(Gomega, *run, *tenant) {
+	return func(g Gomega, r *run, tn *tenant) {
+		raw, err := devfleet.KubeConfigFor(r.hosted.Config, hostedName)
+		g.Expect(err).NotTo(HaveOccurred())
+		kc, err := clientcmd.Load(raw)
+		g.Expect(err).NotTo(HaveOccurred())
+		kc.AuthInfos[hostedName].Token = planted
+		edit(kc, r)
+		out, err := clientcmd.Write(*kc)
+		g.Expect(err).NotTo(HaveOccurred())
+		secret := &corev1.Secret{}
+		g.Expect(r.c.Get(r.ctx, client.ObjectKey{Namespace: tn.ns, Name: kubeconfigSecret}, secret)).To(Succeed())
+		secret.Data[convoyv1alpha1.KubeconfigSecretKey] = out
+		g.Expect(r.c.Update(r.ctx, secret)).To(Succeed())
+	}
+}
+
+// patchPackage changes the tenant's Package.
+func patchPackage(g Gomega, r *run, tn *tenant, change func(*convoyv1alpha1.Package)) {
+	pkg := &convoyv1alpha1.Package{}
+	g.Expect(r.c.Get(r.ctx, tn.pkg, pkg)).To(Succeed())
+	before := pkg.DeepCopy()
+	change(pkg)
+	g.Expect(r.c.Patch(r.ctx, pkg, client.MergeFrom(before))).To(Succeed())
+}
+
+// patchGitSource changes the tenant's GitSource.
+func patchGitSource(g Gomega, r *run, tn *tenant, change func(*convoyv1alpha1.GitSource)) {
+	gs := &convoyv1alpha1.GitSource{}
+	g.Expect(r.c.Get(r.ctx, client.ObjectKey{Namespace: tn.ns, Name: gitSourceName}, gs)).To(Succeed())
+	before := gs.DeepCopy()
+	change(gs)
+	g.Expect(r.c.Patch(r.ctx, gs, client.MergeFrom(before))).To(Succeed())
+}
+
+// TestHostileInputs runs the corpus through one controller process, case after case, and logs
+// the README's Reliability table.
+func TestHostileInputs(t *testing.T) {
+	env.Require(t)
+	r := startRun(t)
+	var answers []answer
+	for _, tc := range corpus() {
+		t.Run(tc.name, func(t *testing.T) {
+			a := r.runCase(t, tc)
+			t.Logf("%s: %s after %s, peak RSS %d MiB: %s", tc.name, a.reason, a.took.Round(time.Millisecond), a.peakRSS>>20, a.message)
+			answers = append(answers, a)
+		})
+	}
+	t.Run("no credential leaked", func(t *testing.T) { r.expectNoLeak(NewWithT(t)) })
+	t.Log("\n" + markdownTable(answers))
+}

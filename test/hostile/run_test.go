@@ -1,0 +1,192 @@
+package hostile
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/kubetest"
+)
+
+// peakRSSBound is the most resident memory (VmHWM) the controller may ever have used in a run.
+const peakRSSBound = 400 << 20
+
+// planted is the credential the hostile inputs carry; it must reach no surface.
+const planted = "Hostile-Planted-9c2e"
+
+// hostileCase is one input of the corpus: a tenant Ready at a good revision gets a hostile
+// commit and/or a hostile change of its objects, and must answer with a clear condition.
+type hostileCase struct {
+	// name says what was tried; it is the first column of the README's table.
+	name string
+	// hosted gives the tenant a hosted cluster, reached through the kubeconfig Secret "kc".
+	hosted bool
+	// serviceAccount locks the Package down to this ServiceAccount of the tenant's namespace,
+	// which may manage ConfigMaps and RoleBindings only.
+	serviceAccount string
+	// commit is the hostile commit, on top of the good revision; nil for none.
+	commit []gitserver.File
+	// attack makes a hostile change of the tenant's objects; nil for none.
+	attack func(g Gomega, r *run, tn *tenant)
+	// onGitSource says the condition is on the GitSource, not on the Package.
+	onGitSource bool
+	// reason is the expected reason of Stalled=True (and Ready=False).
+	reason string
+	// message holds substrings of the condition's message; $NS is the tenant's namespace and
+	// $HEALTHY the healthy tenant's.
+	message []string
+	// absent are objects of the tenant's namespace that must never be created.
+	absent []objectRef
+	// within bounds the time from the hostile change to the condition.
+	within time.Duration
+}
+
+// objectRef names an object of the tenant's namespace.
+type objectRef struct{ apiVersion, kind, name string }
+
+// answer is what convoy answered to one case.
+type answer struct {
+	name, reason, message string
+	took                  time.Duration
+	peakRSS               int64
+}
+
+// runCase runs one case and checks everything the corpus promises.
+func (r *run) runCase(t *testing.T, tc hostileCase) answer {
+	t.Helper()
+	g := NewWithT(t)
+	tn := r.newTenant(t, tc)
+	start := time.Now()
+	if tc.commit != nil {
+		_, err := tn.repo.CommitFiles("main", "hostile", tc.commit...)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	if tc.attack != nil {
+		tc.attack(g, r, tn)
+	}
+	stalled := r.expectStalled(g, tc, tn)
+	out := answer{name: tc.name, reason: stalled.Reason, message: stalled.Message, took: time.Since(start)}
+	out.peakRSS = r.expectControllerAlive(g)
+	r.expectNothingPruned(g, tn)
+	for _, ref := range tc.absent {
+		g.Expect(kubetest.Exists(g, r.c, kubetest.Object(ref.apiVersion, ref.kind, tn.ns, ref.name, nil))).
+			To(BeFalse(), "%s %s/%s was created", ref.kind, tn.ns, ref.name)
+	}
+	_, err := os.Stat(r.marker)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "an exec plugin ran in the controller")
+	r.expectHealthyProgress(g, tc.name)
+	return out
+}
+
+// expectStalled waits up to tc.within for Stalled=True with tc's reason and message, and
+// Ready=False, on the tenant's Package or GitSource; it returns the Stalled condition.
+func (r *run) expectStalled(g Gomega, tc hostileCase, tn *tenant) metav1.Condition {
+	vars := strings.NewReplacer("$NS", tn.ns, "$HEALTHY", r.healthy.ns)
+	var stalled metav1.Condition
+	g.Eventually(func(g Gomega) {
+		conds := r.conditions(g, tc, tn)
+		stalled = conditionOf(conds, convoyv1alpha1.StalledCondition)
+		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue), "Stalled")
+		g.Expect(stalled.Reason).To(Equal(tc.reason))
+		for _, part := range tc.message {
+			g.Expect(stalled.Message).To(ContainSubstring(vars.Replace(part)))
+		}
+		ready := conditionOf(conds, convoyv1alpha1.ReadyCondition)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready")
+		g.Expect(ready.Reason).To(Equal(tc.reason))
+	}).WithTimeout(tc.within).WithPolling(100 * time.Millisecond).Should(Succeed())
+	return stalled
+}
+
+// conditions reads the conditions of the object tc watches.
+func (r *run) conditions(g Gomega, tc hostileCase, tn *tenant) []metav1.Condition {
+	if tc.onGitSource {
+		gs := &convoyv1alpha1.GitSource{}
+		g.Expect(r.c.Get(r.ctx, client.ObjectKey{Namespace: tn.ns, Name: gitSourceName}, gs)).To(Succeed())
+		return gs.Status.Conditions
+	}
+	pkg := &convoyv1alpha1.Package{}
+	g.Expect(r.c.Get(r.ctx, tn.pkg, pkg)).To(Succeed())
+	return pkg.Status.Conditions
+}
+
+// expectControllerAlive checks that the controller is the process started for the run, still
+// running, and that its peak RSS is under the bound; it returns the peak.
+func (r *run) expectControllerAlive(g Gomega) int64 {
+	g.Expect(r.ctrl.Exited()).To(BeFalse(), "the controller exited (see %s)", r.ctrl.LogPath())
+	g.Expect(r.ctrl.PID()).To(Equal(r.pid), "the controller was restarted")
+	usage, err := r.ctrl.Usage()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(usage.PeakRSS).To(BeNumerically("<", peakRSSBound), "the controller's peak RSS")
+	return usage.PeakRSS
+}
+
+// expectNothingPruned checks that the objects of the tenant's good revision still exist.
+func (r *run) expectNothingPruned(g Gomega, tn *tenant) {
+	g.Expect(kubetest.Exists(g, r.c, kubetest.ConfigMap(tn.ns, keptName, nil))).To(BeTrue(), "the good revision was pruned")
+	if tn.hosted {
+		g.Expect(kubetest.Exists(g, r.hosted.Client, kubetest.ConfigMap("default", hostedKeptName(tn), nil))).
+			To(BeTrue(), "the good revision was pruned from the hosted cluster")
+	}
+}
+
+// expectHealthyProgress commits a new revision for the healthy tenant and waits until its
+// Package is Available at it.
+func (r *run) expectHealthyProgress(g Gomega, after string) {
+	r.healthyRevision++
+	commit, err := r.healthy.repo.Commit("main", "after "+after, map[string]string{
+		packagePath + "/kept.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, annotations: {convoy.dev/phase: deploy}}\ndata: {v: %q}\n",
+			keptName, fmt.Sprint(r.healthyRevision)),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	r.expectAvailableAt(g, r.healthy.pkg, commit, progressBound)
+}
+
+// expectNoLeak greps every status, every event and the controller's whole log for the
+// planted credential.
+func (r *run) expectNoLeak(g Gomega) {
+	surfaces := map[string]any{}
+	pkgs := &convoyv1alpha1.PackageList{}
+	g.Expect(r.c.List(r.ctx, pkgs)).To(Succeed())
+	surfaces["Package statuses"] = pkgs.Items
+	sources := &convoyv1alpha1.GitSourceList{}
+	g.Expect(r.c.List(r.ctx, sources)).To(Succeed())
+	surfaces["GitSource statuses"] = sources.Items
+	events := &eventsv1.EventList{}
+	g.Expect(r.c.List(r.ctx, events)).To(Succeed())
+	surfaces["events"] = events.Items
+	log, err := os.ReadFile(r.ctrl.LogPath())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(log)).To(ContainSubstring("Starting"), "the controller's log was captured")
+	for name, v := range surfaces {
+		raw, err := json.Marshal(v)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(raw)).NotTo(ContainSubstring(planted), "%s hold the planted credential", name)
+	}
+	g.Expect(string(log)).NotTo(ContainSubstring(planted), "the controller's log holds the planted credential")
+}
+
+// markdownTable renders the answers as the README's Reliability table.
+func markdownTable(answers []answer) string {
+	var b strings.Builder
+	b.WriteString("| Input tried | What convoy answers | Time to answer | Controller peak RSS |\n|---|---|---|---|\n")
+	for _, a := range answers {
+		message, _, cut := strings.Cut(a.message, "\n")
+		if cut {
+			message += " …"
+		}
+		fmt.Fprintf(&b, "| %s | `%s`: %s | %.2f s | %d MiB |\n", a.name, a.reason,
+			strings.ReplaceAll(message, "|", `\|`), a.took.Seconds(), a.peakRSS>>20)
+	}
+	return b.String()
+}
