@@ -1,6 +1,8 @@
 package hostile
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 // answerBound is how fast a refusal must show: seconds, not a poll interval away.
@@ -74,6 +77,48 @@ func corpus() []hostileCase {
 			},
 			onGitSource: true, reason: convoyv1alpha1.InsecureURLRefusedReason, within: answerBound,
 			message: []string{"http://", "--allow-insecure-http"}},
+		{name: "GitSource URL holding a password, that does not parse",
+			attack: func(g Gomega, r *run, tn *tenant) {
+				patchGitSource(g, r, tn, func(gs *convoyv1alpha1.GitSource) {
+					gs.Spec.URL = "http://user:" + planted + "%zz@127.0.0.1:1/repo.git"
+				})
+			},
+			onGitSource: true, reason: convoyv1alpha1.URLInvalidReason, within: answerBound,
+			message: []string{"URL"}},
+		{name: "template writing more than 4 MiB",
+			commit: files("big.yaml.gotmpl", configMapTemplate("big",
+				`{{range until 10000}}{{range until 10000}}0123456789abcdef0123456789abcdef{{end}}{{end}}`)),
+			reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"big.yaml.gotmpl:", "larger than 4194304 bytes"}},
+		{name: "template asking for a list of a billion items",
+			commit: files("long.yaml.gotmpl", configMapTemplate("long", `{{len (until 1000000000)}}`)),
+			reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"long.yaml.gotmpl:", "a list longer than"}},
+		{name: "template reading the controller's environment (`env`)",
+			commit: files("env.yaml.gotmpl", configMapTemplate("env", `{{env "KUBECONFIG"}}`)),
+			reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"env.yaml.gotmpl:", `function "env" is not allowed`}},
+		{name: "ClusterRoleBinding to `cluster-admin` in a management phase",
+			commit: files("admin.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: hostile-admin, annotations: {convoy.dev/phase: deploy}}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: default, namespace: default}]
+`),
+			reason: convoyv1alpha1.ForbiddenTargetReason, within: answerBound,
+			message: []string{"hostile-admin"}},
+		{name: "Secret written into another namespace (`kube-system`)",
+			commit: files("other.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: hostile, namespace: kube-system, annotations: {convoy.dev/phase: deploy}}\n"),
+			reason: convoyv1alpha1.ForbiddenTargetReason, within: answerBound,
+			message: []string{"kube-system", "hostile"}},
+		{name: "symlink to `/etc/passwd` (outside the repository)",
+			commit:      []gitserver.File{{Path: packagePath + "/passwd.yaml", Content: "/etc/passwd", Symlink: true}},
+			onGitSource: true, retried: true, reason: sources.UnsafeSymlinkReason, within: answerBound,
+			message: []string{packagePath + "/passwd.yaml", "outside of the tree"}},
+		{name: "10,001 objects in one file",
+			commit: files("many.yaml", manyConfigMaps(10001)),
+			reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"many.yaml:", "more than 10000 objects"}},
 		{name: "RoleBinding to the controller's ClusterRole, under a locked-down `spec.serviceAccountName`",
 			serviceAccount: "deployer",
 			commit: []gitserver.File{{Path: packagePath + "/grab.yaml", Content: `apiVersion: rbac.authorization.k8s.io/v1
@@ -86,6 +131,25 @@ subjects: [{kind: ServiceAccount, name: default}]
 			message: []string{"grab", "system:serviceaccount:$NS:deployer", "forbidden"},
 			absent:  []objectRef{{"rbac.authorization.k8s.io/v1", "RoleBinding", "grab"}}},
 	}
+}
+
+// files is a commit of one file of the package directory.
+func files(name, content string) []gitserver.File {
+	return []gitserver.File{{Path: packagePath + "/" + name, Content: content}}
+}
+
+// configMapTemplate is a template of a ConfigMap whose value is body.
+func configMapTemplate(name, body string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", annotations: {convoy.dev/phase: deploy}}\ndata:\n  v: \"" + body + "\"\n"
+}
+
+// manyConfigMaps is n ConfigMap documents.
+func manyConfigMaps(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: m%d, annotations: {convoy.dev/phase: deploy}}\n", i)
+	}
+	return b.String()
 }
 
 // hostileKubeconfig returns an attack that writes the hosted cluster's kubeconfig, with the
@@ -138,6 +202,6 @@ func TestHostileInputs(t *testing.T) {
 			answers = append(answers, a)
 		})
 	}
-	t.Run("no credential leaked", func(t *testing.T) { r.expectNoLeak(NewWithT(t)) })
+	t.Run("no credential leaked, no panic", func(t *testing.T) { r.expectNoLeak(NewWithT(t)) })
 	t.Log("\n" + markdownTable(answers))
 }

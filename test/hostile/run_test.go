@@ -42,6 +42,9 @@ type hostileCase struct {
 	onGitSource bool
 	// reason is the expected reason of Stalled=True (and Ready=False).
 	reason string
+	// retried says the refusal is retried rather than stalled: Ready=False with reason, and
+	// the message, and no Stalled=True.
+	retried bool
 	// message holds substrings of the condition's message; $NS is the tenant's namespace and
 	// $HEALTHY the healthy tenant's.
 	message []string
@@ -57,8 +60,10 @@ type objectRef struct{ apiVersion, kind, name string }
 // answer is what convoy answered to one case.
 type answer struct {
 	name, reason, message string
-	took                  time.Duration
-	peakRSS               int64
+	// retried says the condition is Ready=False only, not Stalled.
+	retried bool
+	took    time.Duration
+	peakRSS int64
 }
 
 // runCase runs one case and checks everything the corpus promises.
@@ -75,7 +80,7 @@ func (r *run) runCase(t *testing.T, tc hostileCase) answer {
 		tc.attack(g, r, tn)
 	}
 	stalled := r.expectStalled(g, tc, tn)
-	out := answer{name: tc.name, reason: stalled.Reason, message: stalled.Message, took: time.Since(start)}
+	out := answer{name: tc.name, reason: stalled.Reason, message: stalled.Message, retried: tc.retried, took: time.Since(start)}
 	out.peakRSS = r.expectControllerAlive(g)
 	r.expectNothingPruned(g, tn)
 	for _, ref := range tc.absent {
@@ -89,35 +94,60 @@ func (r *run) runCase(t *testing.T, tc hostileCase) answer {
 }
 
 // expectStalled waits up to tc.within for Stalled=True with tc's reason and message, and
-// Ready=False, on the tenant's Package or GitSource; it returns the Stalled condition.
+// Ready=False, on the tenant's Package or GitSource (only Ready=False when tc.retried); it
+// returns the condition holding the message.
 func (r *run) expectStalled(g Gomega, tc hostileCase, tn *tenant) metav1.Condition {
 	vars := strings.NewReplacer("$NS", tn.ns, "$HEALTHY", r.healthy.ns)
 	var stalled metav1.Condition
 	g.Eventually(func(g Gomega) {
 		conds := r.conditions(g, tc, tn)
-		stalled = conditionOf(conds, convoyv1alpha1.StalledCondition)
-		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue), "Stalled")
-		g.Expect(stalled.Reason).To(Equal(tc.reason))
-		for _, part := range tc.message {
-			g.Expect(stalled.Message).To(ContainSubstring(vars.Replace(part)))
-		}
 		ready := conditionOf(conds, convoyv1alpha1.ReadyCondition)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready")
 		g.Expect(ready.Reason).To(Equal(tc.reason))
-	}).WithTimeout(tc.within).WithPolling(100 * time.Millisecond).Should(Succeed())
+		stalled = conditionOf(conds, convoyv1alpha1.StalledCondition)
+		if tc.retried {
+			g.Expect(stalled.Status).NotTo(Equal(metav1.ConditionTrue), "Stalled")
+			stalled = ready
+		} else {
+			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue), "Stalled")
+			g.Expect(stalled.Reason).To(Equal(tc.reason))
+		}
+		for _, part := range tc.message {
+			g.Expect(stalled.Message).To(ContainSubstring(vars.Replace(part)))
+		}
+	}).WithTimeout(tc.within).WithPolling(100*time.Millisecond).Should(Succeed(), func() string {
+		return "the conditions: " + r.describeConditions(tc, tn)
+	})
 	return stalled
 }
 
 // conditions reads the conditions of the object tc watches.
 func (r *run) conditions(g Gomega, tc hostileCase, tn *tenant) []metav1.Condition {
+	conds, err := r.readConditions(tc, tn)
+	g.Expect(err).NotTo(HaveOccurred())
+	return conds
+}
+
+// readConditions reads the conditions of the tenant's GitSource or Package, as tc says.
+func (r *run) readConditions(tc hostileCase, tn *tenant) ([]metav1.Condition, error) {
 	if tc.onGitSource {
 		gs := &convoyv1alpha1.GitSource{}
-		g.Expect(r.c.Get(r.ctx, client.ObjectKey{Namespace: tn.ns, Name: gitSourceName}, gs)).To(Succeed())
-		return gs.Status.Conditions
+		err := r.c.Get(r.ctx, client.ObjectKey{Namespace: tn.ns, Name: gitSourceName}, gs)
+		return gs.Status.Conditions, err
 	}
 	pkg := &convoyv1alpha1.Package{}
-	g.Expect(r.c.Get(r.ctx, tn.pkg, pkg)).To(Succeed())
-	return pkg.Status.Conditions
+	err := r.c.Get(r.ctx, tn.pkg, pkg)
+	return pkg.Status.Conditions, err
+}
+
+// describeConditions returns the conditions of the object tc watches, for a failure message.
+func (r *run) describeConditions(tc hostileCase, tn *tenant) string {
+	conds, err := r.readConditions(tc, tn)
+	if err != nil {
+		return err.Error()
+	}
+	raw, _ := json.MarshalIndent(conds, "", "  ")
+	return string(raw)
 }
 
 // expectControllerAlive checks that the controller is the process started for the run, still
@@ -153,28 +183,37 @@ func (r *run) expectHealthyProgress(g Gomega, after string) {
 }
 
 // expectNoLeak greps every status, every event and the controller's whole log for the
-// planted credential.
+// planted credential, and the log for a panic.
 func (r *run) expectNoLeak(g Gomega) {
 	surfaces := map[string]any{}
 	pkgs := &convoyv1alpha1.PackageList{}
 	g.Expect(r.c.List(r.ctx, pkgs)).To(Succeed())
-	surfaces["Package statuses"] = pkgs.Items
+	for _, p := range pkgs.Items {
+		surfaces["status of Package "+p.Namespace+"/"+p.Name] = p.Status
+	}
 	sources := &convoyv1alpha1.GitSourceList{}
 	g.Expect(r.c.List(r.ctx, sources)).To(Succeed())
-	surfaces["GitSource statuses"] = sources.Items
+	// Note: a GitSource's spec.url is the user's own text; its status is convoy's.
+	for _, gs := range sources.Items {
+		surfaces["status of GitSource "+gs.Namespace+"/"+gs.Name] = gs.Status
+	}
 	events := &eventsv1.EventList{}
 	g.Expect(r.c.List(r.ctx, events)).To(Succeed())
 	surfaces["events"] = events.Items
 	log, err := os.ReadFile(r.ctrl.LogPath())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(log)).To(ContainSubstring("Starting"), "the controller's log was captured")
+	g.Expect(string(log)).NotTo(ContainSubstring("panic"), "the controller's log shows a panic (a reconciler's panic is recovered: no crash, but a bug)")
 	for name, v := range surfaces {
 		raw, err := json.Marshal(v)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(string(raw)).NotTo(ContainSubstring(planted), "%s hold the planted credential", name)
+		g.Expect(string(raw)).NotTo(ContainSubstring(planted), "the %s holds the planted credential", name)
 	}
 	g.Expect(string(log)).NotTo(ContainSubstring(planted), "the controller's log holds the planted credential")
 }
+
+// markdownEscape keeps a message's text as it is in a Markdown table cell.
+var markdownEscape = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;")
 
 // markdownTable renders the answers as the README's Reliability table.
 func markdownTable(answers []answer) string {
@@ -185,8 +224,12 @@ func markdownTable(answers []answer) string {
 		if cut {
 			message += " …"
 		}
-		fmt.Fprintf(&b, "| %s | `%s`: %s | %.2f s | %d MiB |\n", a.name, a.reason,
-			strings.ReplaceAll(message, "|", `\|`), a.took.Seconds(), a.peakRSS>>20)
+		condition := "`Stalled`, `" + a.reason + "`"
+		if a.retried {
+			condition = "`Ready=False`, `" + a.reason + "`, retried"
+		}
+		fmt.Fprintf(&b, "| %s | %s: %s | %.2f s | %d MiB |\n", a.name, condition,
+			markdownEscape.Replace(message), a.took.Seconds(), a.peakRSS>>20)
 	}
 	return b.String()
 }
