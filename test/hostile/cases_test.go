@@ -106,11 +106,13 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-
 subjects: [{kind: ServiceAccount, name: default, namespace: default}]
 `),
 			reason: convoyv1alpha1.ForbiddenTargetReason, within: answerBound,
-			message: []string{"hostile-admin"}},
+			message: []string{"ClusterRoleBinding hostile-admin", "cluster-scoped"},
+			absent:  []objectRef{{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "hostile-admin"}}},
 		{name: "Secret written into another namespace (`kube-system`)",
 			commit: files("other.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: hostile, namespace: kube-system, annotations: {convoy.dev/phase: deploy}}\n"),
 			reason: convoyv1alpha1.ForbiddenTargetReason, within: answerBound,
-			message: []string{"kube-system", "hostile"}},
+			message: []string{"Secret kube-system/hostile", "namespace $NS"},
+			absent:  []objectRef{{"v1", "Secret", "kube-system", "hostile"}}},
 		{name: "symlink to `/etc/passwd` (outside the repository)",
 			commit:      []gitserver.File{{Path: packagePath + "/passwd.yaml", Content: "/etc/passwd", Symlink: true}},
 			onGitSource: true, retried: true, reason: sources.UnsafeSymlinkReason, within: answerBound,
@@ -129,7 +131,7 @@ subjects: [{kind: ServiceAccount, name: default}]
 `}},
 			reason: convoyv1alpha1.ApplyFailedReason, within: answerBound,
 			message: []string{"grab", "system:serviceaccount:$NS:deployer", "forbidden"},
-			absent:  []objectRef{{"rbac.authorization.k8s.io/v1", "RoleBinding", "grab"}}},
+			absent:  []objectRef{{"rbac.authorization.k8s.io/v1", "RoleBinding", "$NS", "grab"}}},
 	}
 }
 

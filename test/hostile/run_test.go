@@ -48,14 +48,15 @@ type hostileCase struct {
 	// message holds substrings of the condition's message; $NS is the tenant's namespace and
 	// $HEALTHY the healthy tenant's.
 	message []string
-	// absent are objects of the tenant's namespace that must never be created.
+	// absent are objects that must never be created.
 	absent []objectRef
 	// within bounds the time from the hostile change to the condition.
 	within time.Duration
 }
 
-// objectRef names an object of the tenant's namespace.
-type objectRef struct{ apiVersion, kind, name string }
+// objectRef names an object of the management cluster; namespace "$NS" is the tenant's and ""
+// is for a cluster-scoped object.
+type objectRef struct{ apiVersion, kind, namespace, name string }
 
 // answer is what convoy answered to one case.
 type answer struct {
@@ -84,8 +85,9 @@ func (r *run) runCase(t *testing.T, tc hostileCase) answer {
 	out.peakRSS = r.expectControllerAlive(g)
 	r.expectNothingPruned(g, tn)
 	for _, ref := range tc.absent {
-		g.Expect(kubetest.Exists(g, r.c, kubetest.Object(ref.apiVersion, ref.kind, tn.ns, ref.name, nil))).
-			To(BeFalse(), "%s %s/%s was created", ref.kind, tn.ns, ref.name)
+		ns := strings.ReplaceAll(ref.namespace, "$NS", tn.ns)
+		g.Expect(kubetest.Exists(g, r.c, kubetest.Object(ref.apiVersion, ref.kind, ns, ref.name, nil))).
+			To(BeFalse(), "%s %s/%s was created", ref.kind, ns, ref.name)
 	}
 	_, err := os.Stat(r.marker)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "an exec plugin ran in the controller")
