@@ -17,6 +17,10 @@ import (
 // DefaultCacheSize is the number of entries a Cache keeps when NewCache is given zero.
 const DefaultCacheSize = 512
 
+// DefaultCacheBytes is the size a Cache keeps when CacheOptions.MaxBytes is zero, counted as
+// the bytes of the packages' files and template output (and of the text of cached errors).
+const DefaultCacheBytes = 256 << 20
+
 // Key names a package directory at one commit of one source.
 type Key struct {
 	// Source identifies the source, for example the GitSource's namespace/name.
@@ -45,14 +49,17 @@ type Key struct {
 // the objects they change) before mutating anything. Load errors (Errors) are cached as well,
 // keyed like a render, since rendering is pure; errors from opening the filesystem are not.
 type Cache struct {
-	max     int
-	mu      sync.Mutex
-	order   *list.List // of *cacheEntry, most recently used first
-	entries map[string]*list.Element
-	markers int // entries that mark a directory templated, not renders
-	flight  singleflight.Group
-	hits    atomic.Int64
-	misses  atomic.Int64
+	max      int
+	maxBytes int64
+	budget   RenderBudget
+	mu       sync.Mutex
+	bytes    int64      // the sizes of the entries held
+	order    *list.List // of *cacheEntry, most recently used first
+	entries  map[string]*list.Element
+	markers  int // entries that mark a directory templated, not renders
+	flight   singleflight.Group
+	hits     atomic.Int64
+	misses   atomic.Int64
 }
 
 // cacheEntry is one memoized render, or the mark that a directory at a commit has templates.
@@ -60,6 +67,8 @@ type cacheEntry struct {
 	key      string
 	rendered *Rendered
 	err      error
+	// size is what the entry counts against the cache's MaxBytes.
+	size int64
 	// marksTemplated is set on the mark, which holds no render.
 	marksTemplated bool
 }
@@ -72,15 +81,38 @@ type CacheStats struct {
 	Misses int64
 	// Entries is the number of renders held.
 	Entries int
+	// Bytes is the size of the renders held (see DefaultCacheBytes).
+	Bytes int64
+}
+
+// CacheOptions configure a Cache.
+type CacheOptions struct {
+	// MaxEntries bounds the entries: renders, and the marks of templated directories
+	// (DefaultCacheSize when zero or negative).
+	MaxEntries int
+	// MaxBytes bounds the size of the renders held (DefaultCacheBytes when zero or negative); a
+	// render larger than it is returned but not kept.
+	MaxBytes int64
+	// Budget bounds each render's templates (DefaultRenderBudget's limits where unset).
+	Budget RenderBudget
 }
 
 // NewCache returns a cache holding at most maxEntries entries: renders, and the marks of
 // templated directories. It holds DefaultCacheSize when maxEntries is zero or negative.
 func NewCache(maxEntries int) *Cache {
-	if maxEntries <= 0 {
-		maxEntries = DefaultCacheSize
+	return NewCacheWithOptions(CacheOptions{MaxEntries: maxEntries})
+}
+
+// NewCacheWithOptions returns a cache configured by o.
+func NewCacheWithOptions(o CacheOptions) *Cache {
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultCacheSize
 	}
-	return &Cache{max: maxEntries, order: list.New(), entries: map[string]*list.Element{}}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultCacheBytes
+	}
+	return &Cache{max: o.MaxEntries, maxBytes: o.MaxBytes, budget: o.Budget.withDefaults(),
+		order: list.New(), entries: map[string]*list.Element{}}
 }
 
 // cacheKeys are the cache keys one Load may use.
@@ -200,8 +232,8 @@ func (c *Cache) render(keys cacheKeys, key Key, data TemplateData, open func() (
 	if err != nil {
 		return nil, fmt.Errorf("opening %s at %s: %w", key.Source, key.Commit, err)
 	}
-	r, templated, err := load(fsys, key.Dir, data)
-	e := &cacheEntry{key: keys.byConfig, rendered: r, err: err}
+	r, templated, err := load(fsys, key.Dir, data, c.budget)
+	e := &cacheEntry{key: keys.byConfig, rendered: r, err: err, size: entrySize(r, err)}
 	if templated {
 		e.key = keys.byData
 	}
@@ -234,9 +266,9 @@ func (c *Cache) isTemplated(keys cacheKeys) bool {
 // Stats returns the cache's counters.
 func (c *Cache) Stats() CacheStats {
 	c.mu.Lock()
-	n := len(c.entries) - c.markers
+	n, size := len(c.entries)-c.markers, c.bytes
 	c.mu.Unlock()
-	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: n}
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: n, Bytes: size}
 }
 
 // get returns a cached entry and marks it most recently used.
@@ -251,26 +283,44 @@ func (c *Cache) get(k string) (*cacheEntry, bool) {
 	return el.Value.(*cacheEntry), true
 }
 
-// put stores an entry, dropping the least recently used beyond the bound.
+// put stores an entry, dropping the least recently used beyond the bounds; an entry larger
+// than the byte bound is not stored.
 func (c *Cache) put(e *cacheEntry) {
+	if e.size > c.maxBytes {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[e.key]; ok {
+		c.bytes += e.size - el.Value.(*cacheEntry).size
 		el.Value = e
 		c.order.MoveToFront(el)
-		return
+	} else {
+		c.entries[e.key] = c.order.PushFront(e)
+		c.bytes += e.size
+		if e.marksTemplated {
+			c.markers++
+		}
 	}
-	c.entries[e.key] = c.order.PushFront(e)
-	if e.marksTemplated {
-		c.markers++
-	}
-	for c.order.Len() > c.max {
+	for c.order.Len() > c.max || c.bytes > c.maxBytes {
 		last := c.order.Remove(c.order.Back()).(*cacheEntry)
 		delete(c.entries, last.key)
+		c.bytes -= last.size
 		if last.marksTemplated {
 			c.markers--
 		}
 	}
+}
+
+// entrySize is what a render, or its error, counts against the cache's byte bound.
+func entrySize(r *Rendered, err error) int64 {
+	if r != nil {
+		return r.size
+	}
+	if err != nil {
+		return int64(len(err.Error()))
+	}
+	return 0
 }
 
 // Hash returns a digest of the template data (SHA-256 of its canonical JSON, map keys sorted),

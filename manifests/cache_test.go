@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,7 +54,7 @@ func TestCacheRendersOncePerInput(t *testing.T) {
 	_, err = c.Load(Key{Source: "fleet/addons", Commit: "c2", Dir: "."}, data, countingOpener(fsys, &calls))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(calls.Load()).To(BeEquivalentTo(3))
-	g.Expect(c.Stats()).To(Equal(CacheStats{Hits: 1, Misses: 3, Entries: 3}))
+	g.Expect(counts(c.Stats())).To(Equal(CacheStats{Hits: 1, Misses: 3, Entries: 3}))
 }
 
 func TestCacheSingleFlight(t *testing.T) {
@@ -219,7 +220,7 @@ func TestCacheRendersATemplateFreePackageOncePerCommit(t *testing.T) {
 		g.Expect(results).To(HaveEach(BeIdenticalTo(results[0])))
 		g.Expect(results[0].Config).To(HaveKeyWithValue("replicas", int64(3)))
 		g.Expect(calls.Load()).To(BeEquivalentTo(1))
-		g.Expect(c.Stats()).To(Equal(CacheStats{Hits: followers - 1, Misses: 1, Entries: 1}))
+		g.Expect(counts(c.Stats())).To(Equal(CacheStats{Hits: followers - 1, Misses: 1, Entries: 1}))
 	})
 }
 
@@ -237,7 +238,7 @@ func TestCacheRendersATemplateFreePackageOncePerConfig(t *testing.T) {
 			countingOpener(templateFreePackage(), &calls), concurrent)
 
 		g.Expect(errs).To(HaveEach(Not(HaveOccurred())))
-		g.Expect(c.Stats()).To(Equal(CacheStats{Hits: followers - 2, Misses: 2, Entries: 2}))
+		g.Expect(counts(c.Stats())).To(Equal(CacheStats{Hits: followers - 2, Misses: 2, Entries: 2}))
 		g.Expect(results[0]).NotTo(BeIdenticalTo(results[1]))
 		for i, r := range results {
 			g.Expect(r).To(BeIdenticalTo(results[i%2]))
@@ -267,7 +268,7 @@ func TestCacheRendersATemplatedPackageOncePerData(t *testing.T) {
 			countingOpener(fsys, &calls), concurrent)
 
 		g.Expect(errs).To(HaveEach(Not(HaveOccurred())))
-		g.Expect(c.Stats()).To(Equal(CacheStats{Hits: distinct*repeats - distinct, Misses: distinct, Entries: distinct}))
+		g.Expect(counts(c.Stats())).To(Equal(CacheStats{Hits: distinct*repeats - distinct, Misses: distinct, Entries: distinct}))
 		for i, r := range results {
 			g.Expect(r).To(BeIdenticalTo(results[i%distinct]))
 			g.Expect(r.Phases[0].Objects[0].Object["data"]).To(Equal(map[string]any{
@@ -299,7 +300,7 @@ func TestCacheKeepsTheConfigErrorsOfATemplateFreePackage(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Config).To(HaveKeyWithValue("replicas", int64(5)))
 	g.Expect(calls.Load()).To(BeEquivalentTo(2))
-	g.Expect(c.Stats()).To(Equal(CacheStats{Hits: 1, Misses: 2, Entries: 2}))
+	g.Expect(counts(c.Stats())).To(Equal(CacheStats{Hits: 1, Misses: 2, Entries: 2}))
 }
 
 func TestCacheFindsATemplatedRenderWhoseMarkWasDropped(t *testing.T) {
@@ -315,7 +316,7 @@ func TestCacheFindsATemplatedRenderWhoseMarkWasDropped(t *testing.T) {
 	_, err = c.Load(Key{Source: "s", Commit: "c1"}, data, templated)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(calls.Load()).To(BeEquivalentTo(2))
-	g.Expect(c.Stats()).To(Equal(CacheStats{Hits: 1, Misses: 2, Entries: 2}))
+	g.Expect(counts(c.Stats())).To(Equal(CacheStats{Hits: 1, Misses: 2, Entries: 2}))
 }
 
 func TestCacheSingleFlightOfATemplatedPackage(t *testing.T) {
@@ -343,9 +344,38 @@ func TestCacheSingleFlightOfATemplatedPackage(t *testing.T) {
 
 	g.Expect(errs).To(HaveEach(Not(HaveOccurred())))
 	g.Expect(calls.Load()).To(BeEquivalentTo(3))
-	g.Expect(c.Stats()).To(Equal(CacheStats{Hits: n - 3, Misses: 3, Entries: 3}))
+	g.Expect(counts(c.Stats())).To(Equal(CacheStats{Hits: n - 3, Misses: 3, Entries: 3}))
 	for i, r := range results {
 		g.Expect(r).To(BeIdenticalTo(results[i%3]))
 		g.Expect(r.Phases[0].Objects[0].Object["data"]).To(Equal(map[string]any{"package": fmt.Sprintf("addon-%d", i%3)}))
 	}
+}
+
+// counts returns a cache's counters without its size, which depends on the packages' text.
+func counts(s CacheStats) CacheStats {
+	s.Bytes = 0
+	return s
+}
+
+func TestCacheIsBoundedInBytes(t *testing.T) {
+	g := NewWithT(t)
+	fsys := pkgFS(map[string]string{"a.yaml": configMap("a", "one") + "data: {v: '" + strings.Repeat("x", 10_000) + "'}\n"})
+	one, err := Load(fsys, ".", TemplateData{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(one.size).To(BeNumerically(">", 10_000))
+
+	c := NewCacheWithOptions(CacheOptions{MaxEntries: 100, MaxBytes: 3*one.size + one.size/2})
+	var calls atomic.Int32
+	for i := range 5 {
+		_, err := c.Load(Key{Source: "s", Commit: fmt.Sprint(i), Dir: "."}, TemplateData{}, countingOpener(fsys, &calls))
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(c.Stats().Entries).To(Equal(3), "the least recently used renders are dropped beyond the byte bound")
+	g.Expect(c.Stats().Bytes).To(Equal(3 * one.size))
+
+	small := NewCacheWithOptions(CacheOptions{MaxBytes: one.size - 1})
+	r, err := small.Load(Key{Source: "s", Commit: "c", Dir: "."}, TemplateData{}, countingOpener(fsys, &calls))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Name).To(Equal("test"))
+	g.Expect(small.Stats().Entries).To(BeZero(), "a render larger than the bound is returned, not kept")
 }

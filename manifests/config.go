@@ -9,12 +9,14 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	schemacel "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -52,6 +54,9 @@ func compileSchema(raw *runtime.RawExtension) (*configSchema, field.ErrorList) {
 		return nil, append(errs, field.Invalid(fldPath, "", err.Error()))
 	}
 	errs = append(errs, structuralschema.ValidateStructural(fldPath, s)...)
+	if len(errs) == 0 {
+		errs = append(errs, checkRuleCosts(fldPath, s, true)...)
+	}
 	validator, _, err := apiservervalidation.NewSchemaValidator(&internal)
 	if err != nil {
 		errs = append(errs, field.Invalid(fldPath, "", err.Error()))
@@ -61,6 +66,44 @@ func compileSchema(raw *runtime.RawExtension) (*configSchema, field.ErrorList) {
 	}
 	return &configSchema{structural: s, validator: validator, cel: schemacel.NewValidator(s, false, celconfig.PerCallLimit)}, nil
 }
+
+// checkRuleCosts compiles the x-kubernetes-validations rules of s and of every schema below it,
+// and refuses those that do not compile or whose estimated worst-case cost exceeds Kubernetes'
+// limit for a CRD's rule (the runtime cost is bounded too: per call and per validation).
+func checkRuleCosts(fldPath *field.Path, s *structuralschema.Structural, root bool) field.ErrorList {
+	var errs field.ErrorList
+	if len(s.XValidations) > 0 {
+		results, err := schemacel.Compile(s, model.SchemaDeclType(s, root), celconfig.PerCallLimit,
+			environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()), schemacel.NewExpressionsEnvLoader())
+		if err != nil {
+			return append(errs, field.Invalid(fldPath.Child("x-kubernetes-validations"), "", err.Error()))
+		}
+		for i, r := range results {
+			rulePath := fldPath.Child("x-kubernetes-validations").Index(i).Child("rule")
+			switch {
+			case r.Error != nil:
+				errs = append(errs, field.Invalid(rulePath, s.XValidations[i].Rule, r.Error.Detail))
+			case r.MaxCost > maxEstimatedRuleCost:
+				errs = append(errs, field.Forbidden(rulePath, fmt.Sprintf(
+					"rule is too expensive: its estimated worst-case cost %d exceeds the limit %d; bound the lists and strings it iterates with maxItems and maxLength",
+					r.MaxCost, maxEstimatedRuleCost)))
+			}
+		}
+	}
+	for name, prop := range s.Properties {
+		errs = append(errs, checkRuleCosts(fldPath.Child("properties").Key(name), &prop, false)...)
+	}
+	if s.Items != nil {
+		errs = append(errs, checkRuleCosts(fldPath.Child("items"), s.Items, false)...)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
+		errs = append(errs, checkRuleCosts(fldPath.Child("additionalProperties"), s.AdditionalProperties.Structural, false)...)
+	}
+	return errs
+}
+
+// maxEstimatedRuleCost is Kubernetes' limit on the estimated cost of one rule of a CRD schema.
+const maxEstimatedRuleCost = 10_000_000
 
 // apply defaults config in place and validates it: unknown fields (outside
 // x-kubernetes-preserve-unknown-fields), OpenAPI value validation and x-kubernetes-validations

@@ -40,6 +40,17 @@ type object struct {
 // splitDocuments splits a multi-document YAML stream at "---" (and "...") lines.
 func splitDocuments(file string, data []byte) []document {
 	var docs []document
+	forEachDocument(file, data, func(d document) bool {
+		docs = append(docs, d)
+		return true
+	})
+	return docs
+}
+
+// forEachDocument calls fn with each document of a multi-document YAML stream, split at "---"
+// (and "...") lines, as it finds them, until fn returns false. Documents that hold only blank
+// lines and comments are skipped.
+func forEachDocument(file string, data []byte, fn func(document) bool) {
 	start, startLine := 0, 1
 	line := 1
 	for pos := 0; pos < len(data); line++ {
@@ -48,7 +59,9 @@ func splitDocuments(file string, data []byte) []document {
 			next = pos + end + 1
 		}
 		if rest, ok := separatorRest(data[pos:next]); ok {
-			docs = appendDocument(docs, file, startLine, data[start:pos])
+			if d, ok := newDocument(file, startLine, data[start:pos]); ok && !fn(d) {
+				return
+			}
 			start, startLine = next, line+1
 			if rest >= 0 {
 				// Content on the separator line ("--- {a: b}") belongs to the new document.
@@ -57,7 +70,9 @@ func splitDocuments(file string, data []byte) []document {
 		}
 		pos = next
 	}
-	return appendDocument(docs, file, startLine, data[start:])
+	if d, ok := newDocument(file, startLine, data[start:]); ok {
+		fn(d)
+	}
 }
 
 // separatorRest reports whether a line is a document separator, and returns the offset in the
@@ -83,15 +98,21 @@ func separatorRest(line []byte) (int, bool) {
 	return len(trimmed) - len(rest), true
 }
 
-// appendDocument appends a document unless it holds only blank lines and comments.
-func appendDocument(docs []document, file string, line int, data []byte) []document {
-	for i, l := range bytes.Split(data, []byte("\n")) {
-		l = bytes.TrimSpace(l)
-		if len(l) > 0 && l[0] != '#' {
-			return append(docs, document{file: file, line: line, content: line + i, data: data})
+// newDocument returns the document of data, unless it holds only blank lines and comments.
+func newDocument(file string, line int, data []byte) (document, bool) {
+	rest := data
+	for i := 0; len(rest) > 0; i++ {
+		l := rest
+		if end := bytes.IndexByte(rest, '\n'); end >= 0 {
+			l, rest = rest[:end], rest[end+1:]
+		} else {
+			rest = nil
+		}
+		if l = bytes.TrimSpace(l); len(l) > 0 && l[0] != '#' {
+			return document{file: file, line: line, content: line + i, data: data}, true
 		}
 	}
-	return docs
+	return document{}, false
 }
 
 // yamlLineRE finds the line number in a YAML parser error.
@@ -100,6 +121,14 @@ var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 // decodeDocument decodes a document into objects: one, or the items of a v1 List. It returns
 // nil for a document that holds only null.
 func decodeDocument(doc document) ([]*object, *Error) {
+	if _, err := checkAliasExpansion(doc); err != nil {
+		return nil, err
+	}
+	return decodeChecked(doc)
+}
+
+// decodeChecked is decodeDocument once the document's alias expansion was checked.
+func decodeChecked(doc document) ([]*object, *Error) {
 	j, err := yaml.YAMLToJSONStrict(doc.data)
 	if err != nil {
 		return nil, yamlError(doc, err)
@@ -148,18 +177,50 @@ func yamlError(doc document, err error) *Error {
 	return &Error{File: doc.file, Line: line, Rule: RuleInvalidYAML, Message: msg}
 }
 
+// maxDecodedBytes bounds the size of all documents of a package once their aliases are
+// expanded (twice MaxPackageSize, so that the text of a package within it always fits).
+const maxDecodedBytes = 2 * MaxPackageSize
+
+// decoder decodes the documents of a package, counting them and their expanded size across
+// files: past MaxObjects documents or maxDecodedBytes it records one RuleLimit error and decodes
+// nothing more, so that a package of countless tiny documents, or of many alias-laden ones,
+// fails before it fills memory.
+type decoder struct {
+	errs      *errorList
+	documents int
+	bytes     int64
+	stopped   bool
+}
+
 // decodeFile splits and decodes a file, recording decode errors and continuing with the next
-// document.
-func decodeFile(file string, data []byte, errs *errorList) []*object {
+// document, until the document limit.
+func (d *decoder) decodeFile(file string, data []byte) []*object {
 	var objs []*object
-	for _, doc := range splitDocuments(file, data) {
-		decoded, err := decodeDocument(doc)
+	forEachDocument(file, data, func(doc document) bool {
+		if d.documents++; d.documents > MaxObjects {
+			d.errs.add(doc.file, doc.content, RuleLimit, "the package has more than %d documents; the rest was not read", MaxObjects)
+			d.stopped = true
+		}
+		if d.stopped {
+			return false
+		}
+		size, err := checkAliasExpansion(doc)
+		if d.bytes += size; d.bytes > maxDecodedBytes {
+			d.errs.add(doc.file, doc.content, RuleLimit, "the package's documents expand to more than %d bytes; the rest was not read", maxDecodedBytes)
+			d.stopped = true
+			return false
+		}
+		decoded := []*object(nil)
+		if err == nil {
+			decoded, err = decodeChecked(doc)
+		}
 		if err != nil {
-			errs.errs = append(errs.errs, err)
-			continue
+			d.errs.errs = append(d.errs.errs, err)
+			return true
 		}
 		objs = append(objs, decoded...)
-	}
+		return true
+	})
 	return objs
 }
 
@@ -168,7 +229,7 @@ func decodeFile(file string, data []byte, errs *errorList) []*object {
 // errors are Errors naming file and line.
 func DecodeObjects(file string, data []byte) ([]*unstructured.Unstructured, error) {
 	errs := &errorList{}
-	objs := decodeFile(file, data, errs)
+	objs := (&decoder{errs: errs}).decodeFile(file, data)
 	if err := errs.err(); err != nil {
 		return nil, err
 	}

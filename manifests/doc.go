@@ -14,6 +14,13 @@
 // a package without templates the template data that counts is only the config, so they render
 // once per distinct config.
 //
+// Whatever a commit holds, loading it is bounded. Templates execute in a child process of the
+// current binary under a RenderBudget of CPU time, memory and wall-clock time that the kernel
+// enforces (any binary linking this package serves as that child, from its init); decoding stops
+// past MaxObjects documents or an expanded size, and refuses YAML alias bombs; symlinks are
+// resolved by Load itself and may not leave the package directory, whatever the fs.FS; CEL
+// rules have a cost limit, estimated at load and enforced per evaluation.
+//
 // Errors are collected rather than returned at the first one: a failed Load returns Errors, one
 // Error per problem, each naming the file, the line where it is known and the rule broken, which
 // is what `convoy validate` prints for pull-request CI.

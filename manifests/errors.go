@@ -40,6 +40,9 @@ const (
 	// RuleKustomizeOutside: the kustomization refers to something outside the package
 	// directory (a parent directory, an absolute path, a remote base or a URL).
 	RuleKustomizeOutside Rule = "kustomize-outside-package"
+	// RuleSymlinkOutside: a symlink leads outside the package directory (an absolute target,
+	// or one that climbs above the directory).
+	RuleSymlinkOutside Rule = "symlink-outside-package"
 	// RuleConfigSchema: spec.config.openAPIV3Schema is not a valid structural schema.
 	RuleConfigSchema Rule = "config-schema"
 	// RuleConfig: the config does not match the manifest's schema.
@@ -73,14 +76,24 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Errors is every problem a Load found, sorted by file and line.
+// Errors is every problem a Load found: limits first (they say why the rest may be incomplete,
+// and stay visible when the list is cut short), then sorted by file and line.
 type Errors []*Error
 
-// Error lists the problems one per line.
+// MaxListedErrors is the number of problems Errors.Error lists; the rest are counted.
+const MaxListedErrors = 20
+
+// Error lists the problems one per line, the first MaxListedErrors of them, then "… and N
+// more problems" when there are more, so that it fits in a condition message. Range over the
+// Errors for every one.
 func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
+	n := min(len(es), MaxListedErrors)
+	lines := make([]string, n, n+1)
+	for i, e := range es[:n] {
 		lines[i] = e.Error()
+	}
+	if rest := len(es) - n; rest > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more problems", rest))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -92,6 +105,14 @@ func (es Errors) Unwrap() []error {
 		out[i] = e
 	}
 	return out
+}
+
+// rank orders limit problems before the others.
+func rank(e *Error) int {
+	if e.Rule == RuleLimit {
+		return 0
+	}
+	return 1
 }
 
 // errorList collects problems while loading.
@@ -110,7 +131,7 @@ func (l *errorList) err() error {
 		return nil
 	}
 	slices.SortStableFunc(l.errs, func(a, b *Error) int {
-		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})
 	return l.errs
 }

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -240,4 +241,19 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+func TestErrorsListsTheFirstProblemsAndCountsTheRest(t *testing.T) {
+	g := NewWithT(t)
+	var b strings.Builder
+	for i := range 1000 {
+		b.WriteString(configMap(fmt.Sprintf("cm-%04d", i), ""))
+		b.WriteString("---\n")
+	}
+	errs := loadErrors(t, pkgFS(map[string]string{"objects.yaml": b.String()}), TemplateData{})
+	g.Expect(errs).To(HaveLen(1000))
+	lines := strings.Split(errs.Error(), "\n")
+	g.Expect(lines).To(HaveLen(MaxListedErrors + 1))
+	g.Expect(lines[0]).To(HavePrefix("objects.yaml:3: missing-phase: ConfigMap \"cm-0000\""))
+	g.Expect(lines[MaxListedErrors]).To(Equal("… and 980 more problems"))
 }

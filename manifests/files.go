@@ -97,7 +97,12 @@ func (pf *packageFiles) read(fsys fs.FS, p, rel string, d fs.DirEntry, errs *err
 		return nil
 	}
 	data, err := fs.ReadFile(fsys, p)
-	if err != nil {
+	var escape *SymlinkEscapeError
+	switch {
+	case errors.As(err, &escape):
+		errs.add(rel, 0, RuleSymlinkOutside, "%v", escape)
+		return nil
+	case err != nil:
 		errs.add(rel, 0, RuleInvalidYAML, "cannot read: %v", err)
 		return nil
 	}

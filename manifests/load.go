@@ -62,6 +62,9 @@ type Rendered struct {
 	Probes []probe.Rule
 	// Config is the config after defaulting and validation; never nil.
 	Config map[string]any
+
+	// size is the size of the files read and the templates' output, what a Cache counts.
+	size int64
 }
 
 // Phase is a named, ordered group of objects that land in one cluster.
@@ -77,7 +80,7 @@ type Phase struct {
 
 // DeepCopy copies the phases and the config; the compiled probes are immutable and shared.
 func (r *Rendered) DeepCopy() *Rendered {
-	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config)}
+	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config), size: r.size}
 	out.Phases = make([]Phase, len(r.Phases))
 	for i, ph := range r.Phases {
 		objs := make([]*unstructured.Unstructured, len(ph.Objects))
@@ -102,8 +105,16 @@ func (r *Rendered) NeedsHostedCluster() bool {
 // Load reads the package directory dir of fsys and renders it for data. It is pure: it reads
 // only fsys, and the same inputs give the same result. On failure it returns Errors, every
 // problem found.
+// Templates are executed under DefaultRenderBudget; LoadWithBudget sets another.
 func Load(fsys fs.FS, dir string, data TemplateData) (*Rendered, error) {
-	r, _, err := load(fsys, dir, data)
+	return LoadWithBudget(fsys, dir, data, DefaultRenderBudget)
+}
+
+// LoadWithBudget is Load executing the package's templates under budget b. A render stopped by
+// the budget fails with a RuleLimit Error naming the template and the limit; an error other
+// than Errors means the render process could not be started.
+func LoadWithBudget(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered, error) {
+	r, _, err := load(fsys, dir, data, b)
 	return r, err
 }
 
@@ -111,11 +122,12 @@ func Load(fsys fs.FS, dir string, data TemplateData) (*Rendered, error) {
 // isTemplate). A package without templates depends on data only through data.Config, so Cache
 // shares its render (or its errors) among all data with the same config. When load fails before
 // the package's files are read it reports true, the answer that never over-shares.
-func load(fsys fs.FS, dir string, data TemplateData) (*Rendered, bool, error) {
+func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered, bool, error) {
 	dir = path.Clean(dir)
 	if dir == "" || dir == "/" {
 		dir = "."
 	}
+	fsys = confine(fsys, dir)
 	errs := &errorList{}
 	config, err := normalizeConfig(data.Config)
 	if err != nil {
@@ -136,7 +148,10 @@ func load(fsys fs.FS, dir string, data TemplateData) (*Rendered, bool, error) {
 	var objs []*object
 	switch {
 	case configOK:
-		rendered := renderTemplates(pf, templateContext(data, config, m), errs)
+		rendered, err := renderTemplates(pf, templateContext(data, config, m), b, errs)
+		if err != nil {
+			return nil, templated, err
+		}
 		objs = collectObjects(pf, rendered, kustomized, errs)
 	case !kustomized:
 		// Templates cannot be rendered with an invalid config; still check the plain files.
@@ -146,7 +161,7 @@ func load(fsys fs.FS, dir string, data TemplateData) (*Rendered, bool, error) {
 	if err := errs.err(); err != nil {
 		return nil, templated, err
 	}
-	return &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config}, templated, nil
+	return &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config, size: int64(pf.size)}, templated, nil
 }
 
 // readManifest finds and parses manifest.yaml at the package root.
@@ -193,16 +208,17 @@ func collectObjects(pf *packageFiles, rendered map[string][]byte, kustomized boo
 		return buildKustomization(files, rootKustomization(files), errs)
 	}
 	var objs []*object
+	dec := &decoder{errs: errs}
 	for _, p := range pf.paths {
 		switch {
 		case isRootFile(p, manifestFile, manifestFileAlt, pkoLockFile):
 		case isKustomization(p):
 			errs.add(p, 0, RuleKustomize, "a kustomization is only built at the package root")
 		case isObjectFile(p):
-			objs = append(objs, decodeFile(p, pf.data[p], errs)...)
+			objs = append(objs, dec.decodeFile(p, pf.data[p])...)
 		case isTemplate(p):
 			if out, ok := rendered[strings.TrimSuffix(p, templateExtension)]; ok {
-				objs = append(objs, decodeFile(p, out, errs)...)
+				objs = append(objs, dec.decodeFile(p, out)...)
 			}
 		}
 	}

@@ -1,13 +1,12 @@
 package manifests
 
 import (
-	"bytes"
 	"errors"
+	"fmt"
 	"path"
 	"regexp"
 	"strconv"
 	"strings"
-	"text/template"
 )
 
 // templateErrorRE splits text/template's "template: NAME:LINE[:COL]: MESSAGE" errors.
@@ -16,25 +15,19 @@ var templateErrorRE = regexp.MustCompile(`^template: ([^:]+):(\d+):(?:\d+:)? ?(.
 // undefinedFunctionRE finds the function a parse error is about.
 var undefinedFunctionRE = regexp.MustCompile(`function "([^"]+)" not defined`)
 
-// renderTemplates parses every template of the package as one set, so that define and include
-// work across files, and executes each one whose base name does not start with "_" (those are
-// helpers). It returns the outputs keyed by path without the .gotmpl suffix.
-func renderTemplates(pf *packageFiles, data map[string]any, errs *errorList) map[string][]byte {
-	var root *template.Template
-	root = template.New("").Option("missingkey=error").Funcs(templateFuncs(&root))
-	var parsed []string
+// renderTemplates renders the package's templates in a render process under budget b (see
+// executeTemplates): every template is parsed as one set, so that define and include work across
+// files, and each one whose base name does not start with "_" (those are helpers) is executed.
+// It returns the outputs keyed by path without the .gotmpl suffix; it fails only when the render
+// process cannot be started.
+func renderTemplates(pf *packageFiles, data map[string]any, b RenderBudget, errs *errorList) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	req := renderRequest{Data: data, Size: pf.size}
 	for _, p := range pf.paths {
 		if !isTemplate(p) {
 			continue
 		}
-		if _, err := root.New(p).Parse(string(pf.data[p])); err != nil {
-			errs.errs = append(errs.errs, templateError(p, err))
-			continue
-		}
-		parsed = append(parsed, p)
-	}
-	out := map[string][]byte{}
-	for _, p := range parsed {
+		req.Templates = append(req.Templates, templateFile{Path: p, Text: string(pf.data[p])})
 		if strings.HasPrefix(path.Base(p), "_") {
 			continue
 		}
@@ -43,23 +36,21 @@ func renderTemplates(pf *packageFiles, data map[string]any, errs *errorList) map
 			errs.add(p, 0, RuleTemplate, "renders to %s, which the package also holds", target)
 			continue
 		}
-		if rendered, ok := executeTemplate(root, p, data, pf, errs); ok {
-			out[target] = rendered
-		}
+		req.Execute = append(req.Execute, p)
 	}
-	return out
-}
-
-// executeTemplate executes one template within the package's size budget.
-func executeTemplate(root *template.Template, p string, data map[string]any, pf *packageFiles, errs *errorList) ([]byte, bool) {
-	var buf bytes.Buffer
-	budget := min(MaxFileSize, MaxPackageSize-pf.size)
-	if err := root.ExecuteTemplate(&limitedWriter{w: &buf, n: budget}, p, data); err != nil {
-		errs.errs = append(errs.errs, templateError(p, err))
-		return nil, false
+	if len(req.Templates) == 0 {
+		return out, nil
 	}
-	pf.grow(buf.Len())
-	return buf.Bytes(), true
+	res, err := renderIsolated(req, b)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the templates: %w", err)
+	}
+	errs.errs = append(errs.errs, res.errs...)
+	for p, rendered := range res.outputs {
+		pf.grow(len(rendered))
+		out[strings.TrimSuffix(p, templateExtension)] = rendered
+	}
+	return out, nil
 }
 
 // templateError turns a text/template error into an Error at the file and line it names.

@@ -74,17 +74,32 @@ func templateFuncs(root **template.Template) template.FuncMap {
 	depth := 0
 	funcs["include"] = func(name string, data any) (string, error) {
 		if depth >= maxIncludeDepth {
-			return "", fmt.Errorf("include %q: nested more than %d deep", name, maxIncludeDepth)
+			return "", &includeDepthError{name: name}
 		}
 		depth++
 		defer func() { depth-- }()
 		var buf bytes.Buffer
 		if err := (*root).ExecuteTemplate(&limitedWriter{w: &buf, n: MaxFileSize}, name, data); err != nil {
+			// Report runaway recursion once, not wrapped by every level of it.
+			var deep *includeDepthError
+			if errors.As(err, &deep) {
+				return "", deep
+			}
 			return "", err
 		}
 		return buf.String(), nil
 	}
 	return funcs
+}
+
+// includeDepthError is include's error when calls nest more than maxIncludeDepth deep.
+type includeDepthError struct {
+	name string
+}
+
+// Error names the template.
+func (e *includeDepthError) Error() string {
+	return fmt.Sprintf("include %q: nested more than %d deep", e.name, maxIncludeDepth)
 }
 
 // toYAML renders a value as YAML without the trailing newline, for use with nindent.

@@ -158,6 +158,19 @@ func (t *treeFS) blobSize(h plumbing.Hash) (int64, error) {
 // symlinkTarget reads the target of the symlink at p and returns it joined to p's directory,
 // refusing targets outside of the tree. Caller holds h.mu.
 func (t *treeFS) symlinkTarget(p string, h plumbing.Hash) (string, error) {
+	target, err := t.readSymlink(p, h)
+	if err != nil {
+		return "", err
+	}
+	joined := path.Join(path.Dir(p), target)
+	if path.IsAbs(target) || joined == ".." || len(joined) > 2 && joined[:3] == "../" {
+		return "", &UnsafePathError{Path: p, Target: target}
+	}
+	return joined, nil
+}
+
+// readSymlink reads the target of the symlink at p, as written. Caller holds h.mu.
+func (t *treeFS) readSymlink(p string, h plumbing.Hash) (string, error) {
 	blob, err := t.h.repo.BlobObject(h)
 	if err != nil {
 		return "", fmt.Errorf("reading symlink %q: %w", p, err)
@@ -174,10 +187,5 @@ func (t *treeFS) symlinkTarget(p string, h plumbing.Hash) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading symlink %q: %w", p, err)
 	}
-	target := string(b)
-	joined := path.Join(path.Dir(p), target)
-	if path.IsAbs(target) || joined == ".." || len(joined) > 2 && joined[:3] == "../" {
-		return "", &UnsafePathError{Path: p, Target: target}
-	}
-	return joined, nil
+	return string(b), nil
 }

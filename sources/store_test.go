@@ -270,3 +270,34 @@ func TestDeleteRemovesTheRepository(t *testing.T) {
 func staticResolver(r Remote) RemoteResolver {
 	return func(_ context.Context, _ Key) (Remote, error) { return r, nil }
 }
+
+func TestOpenReportsSymlinksWithoutFollowingThem(t *testing.T) {
+	g := NewWithT(t)
+	srv, repo := gittest.NewServer(t)
+	c, err := repo.CommitFiles("main", "tree",
+		gitserver.File{Path: "pkg/sub/b.yaml", Content: "b: 2\n"},
+		gitserver.File{Path: "pkg/link.yaml", Content: "../shared/c.yaml", Symlink: true},
+		gitserver.File{Path: "shared/c.yaml", Content: "c: 3\n"})
+	g.Expect(err).NotTo(HaveOccurred())
+	s := newStore(t, Limits{})
+	key := KeyFor("ns", "src")
+	_, err = s.Poll(testCtx(t), key, Remote{URL: srv.FileURL("repo")}, convoyv1alpha1.GitRef{Branch: "main"})
+	g.Expect(err).NotTo(HaveOccurred())
+	fsys, err := s.Open(testCtx(t), key, c)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(fs.ReadLink(fsys, "pkg/link.yaml")).To(Equal("../shared/c.yaml"))
+	info, err := fs.Lstat(fsys, "pkg/link.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Mode() & fs.ModeSymlink).NotTo(BeZero())
+	info, err = fs.Lstat(fsys, "pkg/sub")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.IsDir()).To(BeTrue())
+	info, err = fs.Lstat(fsys, "pkg/sub/b.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Size()).To(BeEquivalentTo(5))
+	_, err = fs.ReadLink(fsys, "pkg/sub/b.yaml")
+	g.Expect(err).To(MatchError(fs.ErrInvalid))
+	_, err = fs.Lstat(fsys, "pkg/missing")
+	g.Expect(err).To(MatchError(fs.ErrNotExist))
+}

@@ -32,6 +32,7 @@ type treeFS struct {
 var (
 	_ fs.ReadFileFS = (*treeFS)(nil)
 	_ fs.ReadDirFS  = (*treeFS)(nil)
+	_ fs.ReadLinkFS = (*treeFS)(nil)
 )
 
 func newTreeFS(h *handle, root *object.Tree, limits Limits) *treeFS {
@@ -96,6 +97,61 @@ func (t *treeFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: errors.New("not a directory")}
 	}
 	return d.ReadDir(-1)
+}
+
+// Lstat implements fs.ReadLinkFS: it describes name without following it when it is a
+// symlink (the directories leading to it are followed).
+func (t *treeFS) Lstat(name string) (fs.FileInfo, error) {
+	e, err := t.entry("lstat", name)
+	if err != nil {
+		return nil, err
+	}
+	info := fileInfo{name: e.Name, mode: fileMode(e.Mode)}
+	if e.Mode != filemode.Dir {
+		t.h.mu.Lock()
+		info.size, err = t.blobSize(e.Hash)
+		t.h.mu.Unlock()
+	}
+	return info, err
+}
+
+// ReadLink implements fs.ReadLinkFS: it returns the target of the symlink name as written.
+func (t *treeFS) ReadLink(name string) (string, error) {
+	e, err := t.entry("readlink", name)
+	if err != nil {
+		return "", err
+	}
+	if e.Mode != filemode.Symlink {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: fs.ErrInvalid}
+	}
+	t.h.mu.Lock()
+	defer t.h.mu.Unlock()
+	target, err := t.readSymlink(name, e.Hash)
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: err}
+	}
+	return target, nil
+}
+
+// entry returns the tree entry of name, without following it when it is a symlink.
+func (t *treeFS) entry(op, name string) (*object.TreeEntry, error) {
+	if !fs.ValidPath(name) || name == "." {
+		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	t.h.mu.Lock()
+	defer t.h.mu.Unlock()
+	dir, err := t.lookup(path.Dir(name))
+	if err == nil && dir.tree == nil {
+		err = fs.ErrNotExist
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	e, err := dir.tree.FindEntry(path.Base(name))
+	if err != nil || e.Mode == filemode.Submodule {
+		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+	}
+	return e, nil
 }
 
 // lookup resolves name, following symlinks lexically from the root of the tree. Caller holds

@@ -87,7 +87,7 @@ func renderLocal(dir string, f *templateDataFlags) (*manifests.Rendered, error) 
 	if err != nil {
 		return nil, err
 	}
-	return manifests.Load(fsys, ".", data)
+	return manifests.LoadWithBudget(fsys, ".", data, f.budget)
 }
 
 // renderRemote loads a package from a Git repository through the sources store: the ref is
@@ -119,7 +119,7 @@ func renderRemote(ctx context.Context, o *renderOptions) (*manifests.Rendered, e
 	if err != nil {
 		return nil, err
 	}
-	return manifests.Load(fsys, strings.Trim(path.Clean(o.path), "/"), data)
+	return manifests.LoadWithBudget(fsys, strings.Trim(path.Clean(o.path), "/"), data, o.data.budget)
 }
 
 // pollRef fetches ref: a full commit hash, else a branch, else a tag of that name; an empty ref
@@ -170,9 +170,10 @@ func reportLoadError(w io.Writer, label string, err error) error {
 	return fmt.Errorf("%s: %d problem(s)", label, len(errs))
 }
 
-// templateDataFlags are the flags that build manifests.TemplateData, shared by render and
-// validate.
+// templateDataFlags are the flags that build manifests.TemplateData, and the render budget,
+// shared by render and validate.
 type templateDataFlags struct {
+	budget           manifests.RenderBudget
 	configFile       string
 	packageName      string
 	packageNamespace string
@@ -189,6 +190,7 @@ func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of the HostedCluster (.hostedCluster; default: none)")
 	fl.StringToStringVar(&f.hcLabels, "hosted-cluster-labels", nil, "labels of the HostedCluster, key=value,...")
 	fl.StringVar(&f.revision, "revision", "", "revision (.revision; default: the commit, or \"local\" for a directory)")
+	f.budget.BindFlags(fl)
 }
 
 // templateData builds the template data from the flags.

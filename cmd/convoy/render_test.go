@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -91,4 +92,38 @@ func TestValidateListsEveryProblemAsFileLineMessage(t *testing.T) {
 	g.Expect(problems[0][0]).To(ContainSubstring("no-phase"))
 	g.Expect(problems[1][0]).To(And(ContainSubstring("wrong-phase"), ContainSubstring("nowhere")))
 	g.Expect(problems[1][1]).To(Equal("9"), "the line of the phase annotation in the second document")
+}
+
+// TestValidateAndRenderEnforceTheRenderBudget checks that the CLI stops a runaway template with
+// the controller's budget flags, so that CI refuses what the controller would.
+func TestValidateAndRenderEnforceTheRenderBudget(t *testing.T) {
+	g := NewWithT(t)
+	hostile := "../../manifests/testdata/hostile/"
+	start := time.Now()
+	out, _, err := runCLI("validate", "--render-cpu-limit", "1s", "--render-timeout", "1m", hostile+"nested-range")
+	g.Expect(err).To(MatchError(ContainSubstring("1 of 1 package(s) invalid")))
+	g.Expect(out).To(ContainSubstring("nested-range/configmap.yaml.gotmpl: limit: rendering was stopped: it used more than 1s of CPU time (render CPU limit, --render-cpu-limit)"))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 30*time.Second))
+
+	_, stderr, err := runCLI("render", "--render-memory-limit", "33554432", hostile+"string-doubling")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("string-doubling/configmap.yaml.gotmpl: limit: rendering was stopped: it needed more than 32 MiB of memory (render memory limit, --render-memory-limit)"))
+}
+
+// TestValidateRefusesASymlinkLeavingThePackage checks that a symlink out of the package
+// directory but inside the repository is refused, with the controller's message.
+func TestValidateRefusesASymlinkLeavingThePackage(t *testing.T) {
+	g := NewWithT(t)
+	repo := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(repo, "pkg"), 0o755)).To(Succeed())
+	g.Expect(os.MkdirAll(filepath.Join(repo, "shared"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(repo, "pkg", "manifest.yaml"),
+		[]byte("apiVersion: convoy.dev/v1alpha1\nkind: PackageManifest\nmetadata: {name: p}\nspec:\n  phases: [{name: deploy}]\n"), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(repo, "shared", "objects.yaml"),
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, annotations: {convoy.dev/phase: deploy}}\n"), 0o600)).To(Succeed())
+	g.Expect(os.Symlink("../shared/objects.yaml", filepath.Join(repo, "pkg", "objects.yaml"))).To(Succeed())
+
+	out, _, err := runCLI("validate", filepath.Join(repo, "pkg"))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("pkg/objects.yaml: symlink-outside-package: symlink objects.yaml -> ../shared/objects.yaml leads outside the package directory"))
 }

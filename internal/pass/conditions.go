@@ -2,6 +2,8 @@ package pass
 
 import (
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,19 +25,42 @@ type Object interface {
 	Conditioned
 }
 
+// MaxMessageLength bounds a condition's message, in bytes: well under the API's 32 KiB, so that
+// a status with several long conditions still fits in one patch.
+const MaxMessageLength = 8 << 10
+
 // Set sets a condition stamped with the object's generation and reports whether it changed.
-// LastTransitionTime moves only when the status changes.
+// LastTransitionTime moves only when the status changes. The message is bounded by
+// BoundMessage.
 func Set(obj Conditioned, condType string, status metav1.ConditionStatus, reason, message string) bool {
 	conds := obj.GetConditions()
 	changed := apimeta.SetStatusCondition(&conds, metav1.Condition{
 		Type:               condType,
 		Status:             status,
 		Reason:             reason,
-		Message:            message,
+		Message:            BoundMessage(message),
 		ObservedGeneration: obj.GetGeneration(),
 	})
 	obj.SetConditions(conds)
 	return changed
+}
+
+// BoundMessage returns msg cut to at most MaxMessageLength bytes: whole lines followed by "… and
+// N more lines", or, when the first line alone is too long, its beginning followed by "… and N
+// more bytes". The cut never splits a UTF-8 sequence.
+func BoundMessage(msg string) string {
+	if len(msg) <= MaxMessageLength {
+		return msg
+	}
+	const room = MaxMessageLength - 64 // for the note
+	if cut := strings.LastIndexByte(msg[:room], '\n'); cut > 0 {
+		return msg[:cut] + fmt.Sprintf("\n… and %d more lines", strings.Count(msg[cut:], "\n"))
+	}
+	cut := room
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + fmt.Sprintf("… and %d more bytes", len(msg)-cut)
 }
 
 // MarkTrue sets condType to True with a formatted message.

@@ -2,16 +2,37 @@ package probe
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"k8s.io/apimachinery/pkg/util/version"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/library"
 )
 
 // CELVariable is the name the object is bound to in a CEL rule.
 const CELVariable = "self"
+
+// Cost limits of probe rules, in CEL's cost units (Kubernetes' per-call limit of a validation
+// rule, about a tenth of a second of CPU).
+const (
+	// MaxCELCost bounds one evaluation of a rule: an evaluation that exceeds it is stopped and
+	// fails.
+	MaxCELCost = celconfig.PerCallLimit
+	// MaxEstimatedCELCost bounds a rule's worst-case cost as estimated when it is compiled,
+	// with every list, map and string of the object assumed to hold up to
+	// estimatedCollectionSize elements: a rule over it, such as a comprehension nested in
+	// another over the object, is refused before it is ever evaluated.
+	MaxEstimatedCELCost = celconfig.PerCallLimit
+	// estimatedCollectionSize is the size assumed of every list, map and string of the object
+	// when estimating a rule's cost.
+	estimatedCollectionSize = 1024
+)
 
 // CEL is a compiled CEL rule. Its program is safe for concurrent use.
 type CEL struct {
@@ -28,6 +49,9 @@ type CEL struct {
 func (c *CEL) Eval(obj map[string]any) (bool, error) {
 	out, _, err := c.Program.Eval(map[string]any{CELVariable: obj})
 	if err != nil {
+		if strings.Contains(err.Error(), "cost limit exceeded") {
+			return false, fmt.Errorf("evaluating %q: stopped at the cost limit of %d per evaluation: %w", c.Rule, MaxCELCost, err)
+		}
 		return false, fmt.Errorf("evaluating %q: %w", c.Rule, err)
 	}
 	b, ok := out.Value().(bool)
@@ -75,11 +99,50 @@ func CompileCEL(rule, message string) (*CEL, error) {
 	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
 		return nil, fmt.Errorf("must return a bool, returns %s", t)
 	}
-	prog, err := e.Program(ast)
+	if err := checkEstimatedCost(e, ast); err != nil {
+		return nil, err
+	}
+	prog, err := e.Program(ast, cel.CostLimit(MaxCELCost), cel.CostTracking(&library.CostEstimator{}))
 	if err != nil {
 		return nil, fmt.Errorf("does not compile: %w", err)
 	}
 	return &CEL{Rule: rule, Message: message, Program: prog}, nil
+}
+
+// checkEstimatedCost refuses a rule whose worst-case cost exceeds MaxEstimatedCELCost.
+func checkEstimatedCost(e *cel.Env, ast *cel.Ast) error {
+	est, err := e.EstimateCost(ast, &library.CostEstimator{SizeEstimator: objectSizeEstimator{}})
+	if err != nil {
+		return fmt.Errorf("estimating its cost: %w", err)
+	}
+	if est.Max > MaxEstimatedCELCost {
+		return fmt.Errorf("is too expensive: its estimated worst-case cost %s exceeds the limit %d "+
+			"(lists, maps and strings of the object assumed to hold up to %d elements); avoid comprehensions nested in comprehensions",
+			costText(est.Max), MaxEstimatedCELCost, estimatedCollectionSize)
+	}
+	return nil
+}
+
+// costText formats a cost, which may be CEL's "unbounded".
+func costText(c uint64) string {
+	if c == math.MaxUint64 {
+		return "(unbounded)"
+	}
+	return strconv.FormatUint(c, 10)
+}
+
+// objectSizeEstimator assumes every list, map and string of the object has at most
+// estimatedCollectionSize elements.
+type objectSizeEstimator struct{}
+
+// EstimateSize implements checker.CostEstimator.
+func (objectSizeEstimator) EstimateSize(checker.AstNode) *checker.SizeEstimate {
+	return &checker.SizeEstimate{Min: 0, Max: estimatedCollectionSize}
+}
+
+// EstimateCallCost implements checker.CostEstimator, leaving calls to CEL's own estimate.
+func (objectSizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 // issueText formats compile issues on one line: "column C: message; ...".

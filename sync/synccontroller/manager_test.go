@@ -12,11 +12,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
+
+// testRenderBudget stops runaway templates sooner than the default, so that the hostile
+// package tests are quick; real packages render far within it.
+var testRenderBudget = manifests.RenderBudget{CPU: 2 * time.Second, Timeout: time.Minute, Memory: 128 << 20}
 
 // mgrClient is the manager's cached client; tests read through env.Client (uncached).
 var mgrClient client.Client
@@ -46,7 +51,7 @@ func startManager(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	err = Setup(mgr, store, SetupOptions{Concurrency: 4, ProbeInterval: time.Second,
-		Hosted: hosted.Options{Timeout: 5 * time.Second}})
+		Hosted: hosted.Options{Timeout: 5 * time.Second}, RenderBudget: testRenderBudget})
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,11 @@ type SetupOptions struct {
 	Hosted hosted.Options
 	// RenderCacheSize is the number of renders kept (--render-cache-size).
 	RenderCacheSize int
+	// RenderCacheBytes bounds the size of the renders kept (--render-cache-bytes).
+	RenderCacheBytes int64
+	// RenderBudget bounds each render of a package's templates (--render-cpu-limit,
+	// --render-timeout, --render-memory-limit).
+	RenderBudget manifests.RenderBudget
 	// ProbeInterval is how often a Package whose probes do not pass yet is looked at again
 	// (--probe-interval).
 	ProbeInterval time.Duration
@@ -59,6 +64,8 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&k.AllowInsecureTLS, strings.TrimPrefix(hosted.InsecureKubeconfigTLSFlag, "--"), false, "Honour insecure-skip-tls-verify in kubeconfig Secrets.")
 	fs.BoolVar(&k.AllowFiles, strings.TrimPrefix(hosted.InsecureKubeconfigFilesFlag, "--"), false, "Honour tokenFile and certificate, key and CA file paths in kubeconfig Secrets (files of the controller).")
 	fs.BoolVar(&k.AllowProxy, strings.TrimPrefix(hosted.InsecureKubeconfigProxyFlag, "--"), false, "Honour proxy-url in kubeconfig Secrets.")
+	fs.Int64Var(&o.RenderCacheBytes, "render-cache-bytes", manifests.DefaultCacheBytes, "Bytes of package text (files and template output) of the rendered packages kept in memory.")
+	o.RenderBudget.BindFlags(fs)
 }
 
 // Setup registers the Package and ObjectDeployment controllers on mgr, sharing one engine,
@@ -79,7 +86,8 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	if err := common.setupShared(mgr); err != nil {
 		return err
 	}
-	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCache(o.RenderCacheSize)}
+	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCacheWithOptions(manifests.CacheOptions{
+		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget})}
 	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval})
 	pkg.Recorder = mgr.GetEventRecorder("convoy-package")
 	if err := pkg.SetupWithManager(mgr, PackageReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
