@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +23,13 @@ import (
 // answerBound is how fast a refusal must show: seconds, not a poll interval away.
 const answerBound = 10 * time.Second
 
+// renderBound is how fast a render stopped by the budget must show: the CPU limit, and the
+// time to start the render process, on a busy machine.
+const renderBound = 20 * time.Second
+
 // corpus is the table of hostile inputs. A new one is one entry: the files of its commit (or a
 // change of objects), the reason and message substrings it must answer with, and its bound.
-func corpus() []hostileCase {
+func corpus(t *testing.T) []hostileCase {
 	kubeconfigMessage := func(field, flag string) []string {
 		return []string{"Secret $NS/" + kubeconfigSecret, `key "kubeconfig"`, field, flag}
 	}
@@ -113,14 +118,47 @@ subjects: [{kind: ServiceAccount, name: default, namespace: default}]
 			reason: convoyv1alpha1.ForbiddenTargetReason, within: answerBound,
 			message: []string{"Secret kube-system/hostile", "namespace $NS"},
 			absent:  []objectRef{{"v1", "Secret", "kube-system", "hostile"}}},
+		{name: "template looping for ever (three nested `range until 10000`)",
+			commit: testdataPackage(t, "nested-range"), reason: convoyv1alpha1.RenderFailedReason, within: renderBound,
+			message: []string{"configmap.yaml.gotmpl: limit: rendering was stopped: it used more than 2s of CPU time", "--render-cpu-limit"}},
+		{name: "template including itself 2^40 times",
+			commit: testdataPackage(t, "include-fanout"), reason: convoyv1alpha1.RenderFailedReason, within: renderBound,
+			message: []string{"configmap.yaml.gotmpl: limit: rendering was stopped: it used more than 2s of CPU time"}},
+		{name: "template doubling a string 40 times",
+			commit: testdataPackage(t, "string-doubling"), reason: convoyv1alpha1.RenderFailedReason, within: renderBound,
+			message: []string{"configmap.yaml.gotmpl: limit: rendering was stopped: it needed more than 128 MiB of memory", "--render-memory-limit"}},
+		{name: "template printing a map that contains itself",
+			commit: testdataPackage(t, "self-map"), reason: convoyv1alpha1.RenderFailedReason, within: renderBound,
+			message: []string{"configmap.yaml.gotmpl: limit: rendering was stopped: it recursed too deep"}},
+		{name: "template including itself without end",
+			commit: testdataPackage(t, "include-recursion"), reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"configmap.yaml.gotmpl", `include "again": nested more than 100 deep`}},
+		{name: "YAML alias bomb (a billion strings from nine levels of aliases)",
+			commit: testdataPackage(t, "alias-bomb"), reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"laughs.yaml:2: limit: document expands to more than 4194304 bytes through YAML aliases"}},
+		{name: "400,000 tiny documents in one file",
+			commit: files("tiny.yaml", strings.Repeat("a: 1\n---\n", 400_000)), reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"tiny.yaml:", "limit: the package has more than 10000 documents; the rest was not read"}},
+		{name: "CEL probe of quadratic cost",
+			commit: testdataPackage(t, "quadratic-probe"), reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"manifest.yaml:15: probe:", "is too expensive: its estimated worst-case cost"}},
+		{name: "CEL config rule of quadratic cost",
+			commit: testdataPackage(t, "quadratic-config-rule"), reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"manifest.yaml", "rule is too expensive: its estimated worst-case cost"}},
+		{name: "1,000 objects without a phase (1,000 errors)",
+			commit: files("broken.yaml", phaselessConfigMaps(1000)), reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{`broken.yaml:4: missing-phase: ConfigMap "cm-0000" has no phase`, "… and 980 more problems"}},
+		{name: "symlink out of the package directory, to another file of the repository",
+			commit: []gitserver.File{
+				{Path: "other/objects.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: borrowed, annotations: {convoy.dev/phase: deploy}}\n"},
+				{Path: packagePath + "/escape.yaml", Content: "../other/objects.yaml", Symlink: true}},
+			reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
+			message: []string{"escape.yaml: symlink-outside-package: symlink escape.yaml -> ../other/objects.yaml leads outside the package directory"},
+			absent:  []objectRef{{"v1", "ConfigMap", "$NS", "borrowed"}}},
 		{name: "symlink to `/etc/passwd` (outside the repository)",
 			commit:      []gitserver.File{{Path: packagePath + "/passwd.yaml", Content: "/etc/passwd", Symlink: true}},
 			onGitSource: true, retried: true, reason: sources.UnsafeSymlinkReason, within: answerBound,
 			message: []string{packagePath + "/passwd.yaml", "outside of the tree"}},
-		{name: "10,001 objects in one file",
-			commit: files("many.yaml", manyConfigMaps(10001)),
-			reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
-			message: []string{"many.yaml:", "more than 10000 objects"}},
 		{name: "RoleBinding to the controller's ClusterRole, under a locked-down `spec.serviceAccountName`",
 			serviceAccount: "deployer",
 			commit: []gitserver.File{{Path: packagePath + "/grab.yaml", Content: `apiVersion: rbac.authorization.k8s.io/v1
@@ -145,11 +183,22 @@ func configMapTemplate(name, body string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", annotations: {convoy.dev/phase: deploy}}\ndata:\n  v: \"" + body + "\"\n"
 }
 
-// manyConfigMaps is n ConfigMap documents.
-func manyConfigMaps(n int) string {
+// testdataPackage is a commit of the package manifests/testdata/hostile/<name> as the
+// tenant's package directory (its manifest has the tenant's phase, deploy).
+func testdataPackage(t *testing.T, name string) []gitserver.File {
+	t.Helper()
+	root, err := devfleet.RepositoryRoot()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	tree, err := gitserver.ReadTree(filepath.Join(root, "manifests", "testdata", "hostile", name), packagePath+"/")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return gitserver.Files(tree)
+}
+
+// phaselessConfigMaps is n ConfigMap documents without a phase: n problems.
+func phaselessConfigMaps(n int) string {
 	var b strings.Builder
 	for i := range n {
-		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: m%d, annotations: {convoy.dev/phase: deploy}}\n", i)
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%04d}\n", i)
 	}
 	return b.String()
 }
@@ -197,7 +246,7 @@ func TestHostileInputs(t *testing.T) {
 	env.Require(t)
 	r := startRun(t)
 	var answers []answer
-	for _, tc := range corpus() {
+	for _, tc := range corpus(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := r.runCase(t, tc)
 			t.Logf("%s: %s after %s, peak RSS %d MiB: %s", tc.name, a.reason, a.took.Round(time.Millisecond), a.peakRSS>>20, a.message)

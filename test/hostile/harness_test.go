@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -105,8 +106,16 @@ func buildConvoy(t *testing.T) string {
 	return convoy
 }
 
-// startController runs `convoy controller` against the management cluster with its defaults:
-// no file:// URLs, no clear-text credentials, no insecure kubeconfigs.
+// The render budget of the run: smaller than the defaults (10 s, 256 MiB), so that a runaway
+// template is stopped sooner and the run stays short; real packages render far within it.
+const (
+	renderCPULimit    = 2 * time.Second
+	renderMemoryLimit = 128 << 20
+)
+
+// startController runs `convoy controller` against the management cluster with its defaults
+// (no file:// URLs, no clear-text credentials, no insecure kubeconfigs) but a smaller render
+// budget.
 func startController(t *testing.T, binary string) *bench.Controller {
 	t.Helper()
 	g := NewWithT(t)
@@ -116,7 +125,8 @@ func startController(t *testing.T, binary string) *bench.Controller {
 	path := filepath.Join(dir, "kubeconfig")
 	g.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
 	ctrl, err := bench.StartController(context.Background(), bench.ControllerInput{
-		Binary: binary, Kubeconfig: path, Dir: dir, Concurrency: 4})
+		Binary: binary, Kubeconfig: path, Dir: dir, Concurrency: 4,
+		Args: []string{"--render-cpu-limit", renderCPULimit.String(), "--render-memory-limit", strconv.Itoa(renderMemoryLimit)}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = ctrl.Stop() })
 	return ctrl
