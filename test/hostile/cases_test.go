@@ -30,6 +30,8 @@ const renderBound = 20 * time.Second
 // corpus is the table of hostile inputs. A new one is one entry: the files of its commit (or a
 // change of objects), the reason and message substrings it must answer with, and its bound.
 func corpus(t *testing.T) []hostileCase {
+	const stopped = "configmap.yaml.gotmpl: limit: rendering was stopped:"
+	stoppedAfterCPULimit := fmt.Sprintf("%s it used more than %s of CPU time", stopped, renderCPULimit)
 	kubeconfigMessage := func(field, flag string) []string {
 		return []string{"Secret $NS/" + kubeconfigSecret, `key "kubeconfig"`, field, flag}
 	}
@@ -120,16 +122,16 @@ subjects: [{kind: ServiceAccount, name: default, namespace: default}]
 			absent:  []objectRef{{"v1", "Secret", "kube-system", "hostile"}}},
 		{name: "template looping for ever (three nested `range until 10000`)",
 			commit: testdataPackage(t, "nested-range"), reason: convoyv1alpha1.RenderFailedReason, within: renderBound,
-			message: []string{"configmap.yaml.gotmpl: limit: rendering was stopped: it used more than 2s of CPU time", "--render-cpu-limit"}},
+			message: []string{stoppedAfterCPULimit, "--render-cpu-limit"}},
 		{name: "template including itself 2^40 times",
 			commit: testdataPackage(t, "include-fanout"), reason: convoyv1alpha1.RenderFailedReason, within: renderBound,
-			message: []string{"configmap.yaml.gotmpl: limit: rendering was stopped: it used more than 2s of CPU time"}},
+			message: []string{stoppedAfterCPULimit}},
 		{name: "template doubling a string 40 times",
 			commit: testdataPackage(t, "string-doubling"), reason: convoyv1alpha1.RenderFailedReason, within: renderBound,
-			message: []string{"configmap.yaml.gotmpl: limit: rendering was stopped: it needed more than 128 MiB of memory", "--render-memory-limit"}},
+			message: []string{fmt.Sprintf("%s it needed more than %d MiB of memory", stopped, renderMemoryLimit>>20), "--render-memory-limit"}},
 		{name: "template printing a map that contains itself",
 			commit: testdataPackage(t, "self-map"), reason: convoyv1alpha1.RenderFailedReason, within: renderBound,
-			message: []string{"configmap.yaml.gotmpl: limit: rendering was stopped: it recursed too deep"}},
+			message: []string{stopped + " it recursed too deep"}},
 		{name: "template including itself without end",
 			commit: testdataPackage(t, "include-recursion"), reason: convoyv1alpha1.RenderFailedReason, within: answerBound,
 			message: []string{"configmap.yaml.gotmpl", `include "again": nested more than 100 deep`}},
