@@ -40,6 +40,8 @@ type ControllerInput struct {
 	Dir string
 	// Concurrency is --concurrency.
 	Concurrency int
+	// Args are more flags of `convoy controller`.
+	Args []string
 }
 
 // StartController starts the controller and waits until its health endpoint answers.
@@ -53,10 +55,11 @@ func StartController(ctx context.Context, in ControllerInput) (*Controller, erro
 		return nil, err
 	}
 	c := &Controller{metricsAddr: ports[0], pprofAddr: ports[2], log: logFile, done: make(chan error, 1)}
-	c.cmd = exec.Command(in.Binary, "controller", "--kubeconfig", in.Kubeconfig,
+	args := []string{"controller", "--kubeconfig", in.Kubeconfig,
 		"--leader-elect=false", "--metrics-bind-address", ports[0], "--metrics-secure=false", "--health-probe-bind-address", ports[1],
 		"--webhook-addr=", "--storage-path", filepath.Join(in.Dir, "sources"),
-		"--concurrency", strconv.Itoa(in.Concurrency), "--pprof-bind-address", ports[2])
+		"--concurrency", strconv.Itoa(in.Concurrency), "--pprof-bind-address", ports[2]}
+	c.cmd = exec.Command(in.Binary, append(args, in.Args...)...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
@@ -105,6 +108,23 @@ func (c *Controller) Stop() error {
 		return c.cmd.Process.Kill()
 	}
 }
+
+// PID is the process id of the controller.
+func (c *Controller) PID() int { return c.cmd.Process.Pid }
+
+// Exited reports whether the controller process has ended (crashed, or was stopped).
+func (c *Controller) Exited() bool {
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// LogPath is the file the controller's stdout and stderr go to.
+func (c *Controller) LogPath() string { return c.log.Name() }
 
 // Pause stops the process (SIGSTOP) without losing its state; Resume continues it.
 func (c *Controller) Pause() error { return c.cmd.Process.Signal(syscall.SIGSTOP) }

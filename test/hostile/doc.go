@@ -1,0 +1,19 @@
+// Package hostile runs a corpus of hostile inputs (Git commits, custom resources and Secrets
+// an attacker or a tired author could write) through the real controller: `convoy controller`
+// built from ./cmd/convoy and run as a process of its own, against a real API server
+// (internal/devfleet) and real Git (internal/gitserver).
+//
+// Each case starts from a tenant whose Package is Ready at a good revision, then makes one
+// hostile change (a commit, or objects to create or update), and asserts that within its bound
+// the object carries a clear condition (the expected reason, and a message naming the object,
+// the file or the rule); that the controller process is the same one and still running, with
+// a peak resident set (VmHWM) under a stated bound; that a healthy Package of the same run
+// still reaches a new commit; that the objects of the good revision were not pruned; and, once
+// every case has run, that the credential planted in the hostile inputs appears in no status,
+// event or line of the controller's log.
+//
+// A case is one row of the table in cases_test.go: its name, the files of the hostile commit or
+// the change to make, the expected reason and message, and the bound on time. The test logs a
+// Markdown table of what convoy answered, how fast and at what peak RSS (the README's
+// Reliability section). Under go test -short, fleet.Main starts nothing and the test skips.
+package hostile
