@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
@@ -24,11 +25,28 @@ type CommitNotFoundError struct {
 	Key Key
 	// Commit asked for.
 	Commit string
+	// Attempts counts the fetches that looked for it on the remote; zero when none did.
+	Attempts int
+	// RetryAt is when the store will look for it on the remote again; zero when unknown.
+	RetryAt time.Time
 }
 
 // Error implements error.
 func (e *CommitNotFoundError) Error() string {
-	return fmt.Sprintf("commit %s not found in source %s", e.Commit, e.Key)
+	msg := fmt.Sprintf("commit %s not found in source %s", e.Commit, e.Key)
+	if e.Attempts > 0 {
+		msg += fmt.Sprintf(" nor on its remote (looked %d %s; next look at %s)", e.Attempts,
+			pluralTimes(e.Attempts), e.RetryAt.UTC().Format(time.RFC3339))
+	}
+	return msg
+}
+
+// pluralTimes returns "time" or "times".
+func pluralTimes(n int) string {
+	if n == 1 {
+		return "time"
+	}
+	return "times"
 }
 
 // IsCommitNotFound reports whether err is or wraps a *CommitNotFoundError.

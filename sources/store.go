@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,6 +58,40 @@ type StoreOptions struct {
 	// Resolver finds the remote of a source for on-demand fetches; may be set later with
 	// SetResolver.
 	Resolver RemoteResolver
+	// FetchTimeout bounds an on-demand fetch whose Remote has no Timeout, including the wait
+	// for another fetch of the same repository; default DefaultFetchTimeout.
+	FetchTimeout time.Duration
+	// MissingCommitBackoff is how long the store answers CommitNotFoundError without fetching
+	// after the remote did not have a commit; it doubles with every failed look up to
+	// MaxMissingCommitBackoff. A poll that fetches new objects clears it. Default
+	// DefaultMissingCommitBackoff.
+	MissingCommitBackoff time.Duration
+	// MaxMissingCommitBackoff caps MissingCommitBackoff; default DefaultMaxMissingCommitBackoff.
+	MaxMissingCommitBackoff time.Duration
+}
+
+// withDefaults fills in the zero fields of o.
+func (o StoreOptions) withDefaults() StoreOptions {
+	def := DefaultLimits()
+	if o.Limits.MaxFiles <= 0 {
+		o.Limits.MaxFiles = def.MaxFiles
+	}
+	if o.Limits.MaxFileSize <= 0 {
+		o.Limits.MaxFileSize = def.MaxFileSize
+	}
+	if o.Limits.MaxTotalBytes <= 0 {
+		o.Limits.MaxTotalBytes = def.MaxTotalBytes
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = DefaultFetchTimeout
+	}
+	if o.MissingCommitBackoff <= 0 {
+		o.MissingCommitBackoff = DefaultMissingCommitBackoff
+	}
+	if o.MaxMissingCommitBackoff < o.MissingCommitBackoff {
+		o.MaxMissingCommitBackoff = max(DefaultMaxMissingCommitBackoff, o.MissingCommitBackoff)
+	}
+	return o
 }
 
 // Store keeps one bare repository per source under a root directory. It is safe for
@@ -66,6 +101,8 @@ type StoreOptions struct {
 type Store struct {
 	root   string
 	limits Limits
+	opts   StoreOptions
+	now    func() time.Time
 
 	mu       sync.Mutex
 	entries  map[Key]*entry
@@ -75,11 +112,13 @@ type Store struct {
 // entry is the in-memory state of one source.
 type entry struct {
 	// write serializes fetches, re-initialization and deletion of the repository.
-	write sync.Mutex
+	write writeLock
 
 	mu     sync.Mutex
 	handle *handle
 	remote *Remote
+	// missing remembers the commits the remote did not have, by hash.
+	missing map[string]*missingCommit
 }
 
 // handle is an open repository; mu serializes every read of its object storage.
@@ -96,18 +135,9 @@ func NewStore(root string, opts StoreOptions) (*Store, error) {
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return nil, fmt.Errorf("creating storage path: %w", err)
 	}
-	l := opts.Limits
-	def := DefaultLimits()
-	if l.MaxFiles <= 0 {
-		l.MaxFiles = def.MaxFiles
-	}
-	if l.MaxFileSize <= 0 {
-		l.MaxFileSize = def.MaxFileSize
-	}
-	if l.MaxTotalBytes <= 0 {
-		l.MaxTotalBytes = def.MaxTotalBytes
-	}
-	return &Store{root: root, limits: l, entries: map[Key]*entry{}, resolver: opts.Resolver}, nil
+	opts = opts.withDefaults()
+	return &Store{root: root, limits: opts.Limits, opts: opts, now: time.Now, entries: map[Key]*entry{},
+		resolver: opts.Resolver}, nil
 }
 
 // Limits returns the store's limits.
@@ -123,8 +153,10 @@ func (s *Store) SetResolver(r RemoteResolver) {
 // Delete removes the repository of key from disk (on GitSource deletion).
 func (s *Store) Delete(key Key) error {
 	e := s.entry(key)
-	e.write.Lock()
-	defer e.write.Unlock()
+	if err := e.write.lock(context.Background()); err != nil {
+		return err
+	}
+	defer e.write.unlock()
 	s.mu.Lock()
 	delete(s.entries, key)
 	s.mu.Unlock()
@@ -145,7 +177,7 @@ func (s *Store) entry(key Key) *entry {
 	defer s.mu.Unlock()
 	e, ok := s.entries[key]
 	if !ok {
-		e = &entry{}
+		e = &entry{write: newWriteLock()}
 		s.entries[key] = e
 	}
 	return e

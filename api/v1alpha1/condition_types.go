@@ -83,6 +83,10 @@ const (
 	// RevisionAvailableReason: every phase of the desired revision is applied and available.
 	RevisionAvailableReason = "RevisionAvailable"
 
+	// CommitNotFoundReason: the revision to apply is neither in the store nor on the remote of
+	// the GitSource; the store looks again with a growing backoff.
+	CommitNotFoundReason = "CommitNotFound"
+
 	// RenderFailedReason: the package directory could not be loaded or rendered.
 	RenderFailedReason = "RenderFailed"
 

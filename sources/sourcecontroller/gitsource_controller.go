@@ -119,7 +119,7 @@ func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *convoyv1alpha1.
 			return sources.Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason,
 				"an SSH URL needs spec.secretRef with keys %q and %q", sources.IdentityKey, sources.KnownHostsKey)
 		}
-		return sources.Remote{URL: url}, nil
+		return sources.Remote{URL: url, Timeout: obj.GetTimeout()}, nil
 	}
 	secret := &corev1.Secret{}
 	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Spec.SecretRef.Name}
@@ -133,7 +133,7 @@ func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *convoyv1alpha1.
 	if err != nil {
 		return sources.Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
-	return sources.Remote{URL: url, Auth: auth}, nil
+	return sources.Remote{URL: url, Auth: auth, Timeout: obj.GetTimeout()}, nil
 }
 
 // reconcileSource lists the remote refs, resolves spec.ref and fetches the commit if it is

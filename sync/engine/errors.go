@@ -37,7 +37,7 @@ func (c *cluster) classify(err error) error {
 			"%s cluster has no API for %w", c.name, err)
 	case isUnreachable(err):
 		if c.hosted() {
-			return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, UnreachableInterval,
+			return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, unreachableDelay(err),
 				"hosted cluster of namespace %s is unreachable: %w", c.target.Namespace, err)
 		}
 		return err
@@ -49,6 +49,19 @@ func (c *cluster) classify(err error) error {
 		return pass.Stallf(convoyv1alpha1.ApplyFailedReason, "%w", err)
 	}
 	return &pass.Generic{Reason: convoyv1alpha1.ApplyFailedReason, Err: err}
+}
+
+// retryAfter is an error that knows when to try again (hosted.UnreachableError).
+type retryAfter interface{ RetryAfter() time.Duration }
+
+// unreachableDelay is when to look again at an unreachable cluster: when its circuit lets a
+// request try again, else UnreachableInterval.
+func unreachableDelay(err error) time.Duration {
+	var ra retryAfter
+	if errors.As(err, &ra) {
+		return min(ra.RetryAfter(), UnreachableInterval)
+	}
+	return UnreachableInterval
 }
 
 // immutableHint tells how to get past an immutable field.
