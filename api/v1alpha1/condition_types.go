@@ -93,6 +93,14 @@ const (
 	// ApplyFailedReason: the API server refused an object.
 	ApplyFailedReason = "ApplyFailed"
 
+	// DeleteFailedReason: the API server refused to delete an object of a prune or teardown
+	// (Forbidden); retried with backoff.
+	DeleteFailedReason = "DeleteFailed"
+
+	// EmptyRevisionReason: the revision renders no objects; convoy refuses to apply it, since
+	// applying it would prune everything.
+	EmptyRevisionReason = "EmptyRevision"
+
 	// CollisionReason: an object exists and belongs to someone else.
 	CollisionReason = "Collision"
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -49,6 +50,18 @@ func (c *cluster) classify(err error) error {
 		return pass.Stallf(convoyv1alpha1.ApplyFailedReason, "%w", err)
 	}
 	return &pass.Generic{Reason: convoyv1alpha1.ApplyFailedReason, Err: err}
+}
+
+// classifyDelete classifies an error of a prune or teardown. A refusal (Forbidden: convoy may
+// lack the delete verb, or an admission webhook refuses) is not a stall: the finalizer must
+// go once the permission or the webhook is fixed, without an edit of the owner, so it is
+// retried with backoff, and the condition says what was refused.
+func (c *cluster) classifyDelete(err error) error {
+	if apierrors.IsForbidden(err) {
+		return &pass.Generic{Reason: convoyv1alpha1.DeleteFailedReason,
+			Err: fmt.Errorf("%s cluster refused a delete (retried with backoff): %w", c.name, err)}
+	}
+	return c.classify(err)
 }
 
 // retryAfter is an error that knows when to try again (hosted.UnreachableError).

@@ -67,8 +67,8 @@ type circuit struct {
 }
 
 // admit lets a request through, or fails it. The release function records the request's
-// outcome: nil for an answer.
-func (c *circuit) admit() (func(error), error) {
+// outcome (nil for an answer) and returns the error to give the caller.
+func (c *circuit) admit() (func(error) error, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.failures == 0 {
@@ -83,12 +83,12 @@ func (c *circuit) admit() (func(error), error) {
 		return nil, c.errorLocked(true)
 	}
 	c.trying = true
-	return func(err error) {
+	return func(err error) error {
 		<-c.probes
 		c.mu.Lock()
 		c.trying = false
 		c.mu.Unlock()
-		c.record(err)
+		return c.record(err)
 	}, nil
 }
 
@@ -102,13 +102,13 @@ func (c *circuit) errorLocked(deferred bool) error {
 }
 
 // record notes the outcome of a request: nil closes the circuit, an error opens it for the
-// next backoff.
-func (c *circuit) record(err error) {
+// next backoff and comes back as an *UnreachableError that says so.
+func (c *circuit) record(err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {
 		c.failures, c.lastErr = 0, nil
-		return
+		return nil
 	}
 	c.failures++
 	c.lastErr = err
@@ -117,6 +117,7 @@ func (c *circuit) record(err error) {
 		d *= 2
 	}
 	c.retryAt = c.now().Add(min(d, c.cap))
+	return c.errorLocked(false)
 }
 
 // RoundTrip sends req unless the circuit refuses it, and feeds the outcome back. A request
@@ -128,7 +129,9 @@ func (c *circuit) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := c.next.RoundTrip(req)
 	if err != nil {
-		done(outcome(req, err))
+		if failure := done(outcome(req, err)); failure != nil {
+			return nil, failure
+		}
 		return nil, err
 	}
 	resp.Body = &watchedBody{ReadCloser: resp.Body, req: req, done: done}
@@ -149,7 +152,7 @@ type watchedBody struct {
 	io.ReadCloser
 	req  *http.Request
 	once sync.Once
-	done func(error)
+	done func(error) error
 }
 
 // Read implements io.Reader.
@@ -170,4 +173,4 @@ func (b *watchedBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
-func (b *watchedBody) finish(err error) { b.once.Do(func() { b.done(err) }) }
+func (b *watchedBody) finish(err error) { b.once.Do(func() { _ = b.done(err) }) }

@@ -102,8 +102,8 @@ func TestCircuitsShareTheProbeSlots(t *testing.T) {
 		return &circuit{host: "h", probes: probes, base: time.Second, cap: time.Minute, now: func() time.Time { return now }}
 	}
 	a, b := newCircuit(), newCircuit()
-	a.record(errors.New("refused"))
-	b.record(errors.New("refused"))
+	_ = a.record(errors.New("refused"))
+	_ = b.record(errors.New("refused"))
 	_, err := a.admit()
 	g.Expect(err).To(MatchError(ContainSubstring("next try after")), "open")
 
@@ -118,12 +118,12 @@ func TestCircuitsShareTheProbeSlots(t *testing.T) {
 	g.Expect(ue.Deferred).To(BeTrue(), "every probe slot is taken")
 	g.Expect(ue.RetryAfter()).To(BeNumerically(">=", time.Second))
 
-	doneA(errors.New("still refused"))
+	g.Expect(doneA(errors.New("still refused"))).To(MatchError(ContainSubstring("is not answering (2 failures in a row, last: still refused)")))
 	g.Expect(a.failures).To(Equal(2))
 	g.Expect(a.retryAt).To(Equal(now.Add(2*time.Second)), "the backoff doubled")
 	doneB, err := b.admit()
 	g.Expect(err).NotTo(HaveOccurred(), "the slot is free again")
-	doneB(nil)
+	g.Expect(doneB(nil)).To(Succeed())
 	g.Expect(b.failures).To(BeZero(), "an answer closes the circuit")
 	_, err = b.admit()
 	g.Expect(err).NotTo(HaveOccurred())

@@ -45,7 +45,8 @@ func startManager(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	err = Setup(mgr, store, SetupOptions{Concurrency: 4, ProbeInterval: time.Second,
-		Hosted: hosted.Options{Timeout: 5 * time.Second}})
+		Hosted: hosted.Options{Timeout: 5 * time.Second, ConnectTimeout: time.Second,
+			UnreachableBackoff: time.Second, MaxUnreachableBackoff: 5 * time.Second}})
 	if err != nil {
 		return nil, err
 	}
