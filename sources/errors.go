@@ -113,10 +113,13 @@ func ClassifyGitError(op string, err error) error {
 		rnf *RefNotFoundError
 		lim *LimitError
 		up  *UnsafePathError
+		rs  *RepoSizeError
 	)
 	switch {
 	case errors.As(err, &rnf):
 		return pass.Waitf(convoyv1alpha1.RefNotFoundReason, 0, "%s", msg)
+	case errors.As(err, &rs):
+		return pass.Waitf(convoyv1alpha1.StorageLimitExceededReason, 0, "%s", msg)
 	case errors.As(err, &lim):
 		return pass.Waitf(convoyv1alpha1.StorageLimitExceededReason, 0, "%s", msg)
 	case errors.As(err, &up):

@@ -68,6 +68,15 @@ type StoreOptions struct {
 	MissingCommitBackoff time.Duration
 	// MaxMissingCommitBackoff caps MissingCommitBackoff; default DefaultMaxMissingCommitBackoff.
 	MaxMissingCommitBackoff time.Duration
+	// MaxRepoBytes bounds the size of one repository after garbage collection (Collect);
+	// default DefaultMaxRepoBytes.
+	MaxRepoBytes int64
+	// CollectPackLimit is the number of packs past which Collect repacks a repository (every
+	// fetch adds one); default DefaultCollectPackLimit.
+	CollectPackLimit int
+	// PackGrace is how long a pack superseded by a repack stays on disk for the readers that
+	// still use it; default DefaultPackGrace.
+	PackGrace time.Duration
 }
 
 // withDefaults fills in the zero fields of o.
@@ -91,13 +100,22 @@ func (o StoreOptions) withDefaults() StoreOptions {
 	if o.MaxMissingCommitBackoff < o.MissingCommitBackoff {
 		o.MaxMissingCommitBackoff = max(DefaultMaxMissingCommitBackoff, o.MissingCommitBackoff)
 	}
+	if o.MaxRepoBytes <= 0 {
+		o.MaxRepoBytes = DefaultMaxRepoBytes
+	}
+	if o.CollectPackLimit <= 0 {
+		o.CollectPackLimit = DefaultCollectPackLimit
+	}
+	if o.PackGrace <= 0 {
+		o.PackGrace = DefaultPackGrace
+	}
 	return o
 }
 
 // Store keeps one bare repository per source under a root directory. It is safe for
 // concurrent use: fetches of one source are serialized, readers never block each other for
-// long, and every commit once fetched stays readable (nothing is ever garbage-collected while
-// the source exists).
+// long, and every commit once fetched stays readable until a collection (Collect) that was
+// not told to keep it.
 type Store struct {
 	root   string
 	limits Limits
@@ -119,6 +137,9 @@ type entry struct {
 	remote *Remote
 	// missing remembers the commits the remote did not have, by hash.
 	missing map[string]*missingCommit
+	// superseded are the packs (paths without .pack) that a collection replaced, with the time
+	// it did; they wait for PackGrace before they are deleted.
+	superseded map[string]time.Time
 }
 
 // handle is an open repository; mu serializes every read of its object storage.

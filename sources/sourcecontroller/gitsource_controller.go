@@ -54,7 +54,7 @@ type scope struct {
 	message, event string
 }
 
-// Reconcile runs the steps auth → source → verify → artifact, then the deferred status
+// Reconcile runs the steps auth → source → verify → storage → artifact, then the deferred status
 // finalizer summarizes the conditions and patches status if it changed.
 func (r *GitSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	obj := &convoyv1alpha1.GitSource{}
@@ -80,7 +80,7 @@ func (r *GitSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	defer func() {
 		res, retErr = fin.Finalize(ctx, s.summary(retErr))
 	}()
-	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileAuth, r.reconcileSource, r.reconcileVerify, r.reconcileArtifact)
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileAuth, r.reconcileSource, r.reconcileVerify, r.reconcileStorage, r.reconcileArtifact)
 }
 
 // summary hands the pass to the status finalizer, with a jittered poll interval.

@@ -23,6 +23,9 @@ type Options struct {
 	Limits sources.Limits
 	// Concurrency is the number of GitSources polled in parallel (--gitsource-concurrency).
 	Concurrency int
+	// MaxRepoBytes bounds the size of one GitSource's repository after garbage collection
+	// (--storage-max-repo-size).
+	MaxRepoBytes int64
 }
 
 // BindFlags registers the flags of o on fs, with defaults.
@@ -35,13 +38,14 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.Limits.MaxFileSize, "git-max-file-size", def.MaxFileSize, "Largest file in a source tree, in bytes.")
 	fs.Int64Var(&o.Limits.MaxTotalBytes, "git-max-total-size", def.MaxTotalBytes, "Largest total size of a source tree, in bytes.")
 	fs.IntVar(&o.Concurrency, "gitsource-concurrency", 4, "Number of GitSources polled in parallel.")
+	fs.Int64Var(&o.MaxRepoBytes, "storage-max-repo-size", sources.DefaultMaxRepoBytes, "Largest size of the repository of one GitSource after garbage collection, in bytes.")
 }
 
 // Setup creates the store, registers the GitSource controller and, when WebhookAddr is set,
 // the webhook receiver on mgr. It returns the store, which the Package controller reads
 // through Open.
 func Setup(mgr ctrl.Manager, o Options) (*sources.Store, error) {
-	store, err := sources.NewStore(o.StoragePath, sources.StoreOptions{Limits: o.Limits})
+	store, err := sources.NewStore(o.StoragePath, sources.StoreOptions{Limits: o.Limits, MaxRepoBytes: o.MaxRepoBytes})
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if testStore, err = sources.NewStore(storageDir, sources.StoreOptions{Limits: suiteLimits}); err != nil {
+	if testStore, err = sources.NewStore(storageDir, sources.StoreOptions{Limits: suiteLimits, PackGrace: time.Second}); err != nil {
 		return nil, err
 	}
 	testReconciler = &GitSourceReconciler{Client: mgr.GetClient(), Store: testStore}
