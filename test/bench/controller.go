@@ -40,6 +40,9 @@ type ControllerInput struct {
 	Dir string
 	// Concurrency is --concurrency.
 	Concurrency int
+	// Restart numbers a restart of the controller, whose log goes to controller-<n>.log; zero
+	// for the first start (controller.log).
+	Restart int
 }
 
 // StartController starts the controller and waits until its health endpoint answers.
@@ -48,7 +51,11 @@ func StartController(ctx context.Context, in ControllerInput) (*Controller, erro
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(in.Dir, "controller.log"))
+	logName := "controller.log"
+	if in.Restart > 0 {
+		logName = fmt.Sprintf("controller-%d.log", in.Restart)
+	}
+	logFile, err := os.Create(filepath.Join(in.Dir, logName))
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +111,18 @@ func (c *Controller) Stop() error {
 	case <-time.After(20 * time.Second):
 		return c.cmd.Process.Kill()
 	}
+}
+
+// Kill sends SIGKILL, as the kernel's OOM killer or a node failure would, and waits for the
+// process to exit.
+func (c *Controller) Kill() error {
+	defer func() { _ = c.log.Close() }()
+	if err := c.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	err := <-c.done
+	_ = err // Note: the exit status of a killed process says nothing.
+	return nil
 }
 
 // Pause stops the process (SIGSTOP) without losing its state; Resume continues it.
