@@ -43,6 +43,8 @@ type ControllerInput struct {
 	// Restart numbers a restart of the controller, whose log goes to controller-<n>.log; zero
 	// for the first start (controller.log).
 	Restart int
+	// LeaseNamespace turns leader election on, with the lease in that namespace.
+	LeaseNamespace string
 }
 
 // StartController starts the controller and waits until its health endpoint answers.
@@ -60,10 +62,14 @@ func StartController(ctx context.Context, in ControllerInput) (*Controller, erro
 		return nil, err
 	}
 	c := &Controller{metricsAddr: ports[0], pprofAddr: ports[2], log: logFile, done: make(chan error, 1)}
-	c.cmd = exec.Command(in.Binary, "controller", "--kubeconfig", in.Kubeconfig,
-		"--leader-elect=false", "--metrics-bind-address", ports[0], "--health-probe-bind-address", ports[1],
+	election := []string{"--leader-elect=false"}
+	if in.LeaseNamespace != "" {
+		election = []string{"--leader-elect=true", "--leader-election-namespace", in.LeaseNamespace}
+	}
+	c.cmd = exec.Command(in.Binary, append([]string{"controller", "--kubeconfig", in.Kubeconfig,
+		"--metrics-bind-address", ports[0], "--health-probe-bind-address", ports[1],
 		"--webhook-addr=", "--storage-path", filepath.Join(in.Dir, "sources"),
-		"--concurrency", strconv.Itoa(in.Concurrency), "--pprof-bind-address", ports[2])
+		"--concurrency", strconv.Itoa(in.Concurrency), "--pprof-bind-address", ports[2]}, election...)...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
@@ -239,6 +245,21 @@ func (c *Controller) Counter(ctx context.Context, name string) (float64, error) 
 		}
 	}
 	return 0, nil
+}
+
+// IsLeader reports whether the controller holds the leader election lease, from its
+// leader_election_master_status metric.
+func (c *Controller) IsLeader(ctx context.Context) (bool, error) {
+	raw, err := c.metrics(ctx)
+	if err != nil {
+		return false, err
+	}
+	for line := range strings.Lines(raw) {
+		if strings.HasPrefix(line, "leader_election_master_status{") {
+			return strings.HasSuffix(strings.TrimSpace(line), " 1"), nil
+		}
+	}
+	return false, nil
 }
 
 // metricsClient reads the controller's metrics; a stopped controller fails it, not hangs it.

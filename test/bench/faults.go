@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"text/tabwriter"
@@ -40,10 +41,17 @@ const (
 	FaultKill = "controller-killed"
 	// FaultKillTwice SIGKILLs the controller mid-rollout, then again soon after its restart.
 	FaultKillTwice = "controller-killed-twice"
+	// FaultFreshStore SIGKILLs the controller mid-rollout and starts it on an empty Git store,
+	// as a new pod with an emptyDir would.
+	FaultFreshStore = "controller-restarted-empty-store"
+	// FaultLeaderKilled runs two replicas with leader election and SIGKILLs the leader
+	// mid-rollout; the standby, with its own empty store, takes over. It leaves the two-replica
+	// setup in place, so it runs last.
+	FaultLeaderKilled = "leader-killed"
 )
 
 // AllFaults lists every fault in the order they run.
-var AllFaults = []string{FaultKill, FaultKillTwice}
+var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultLeaderKilled}
 
 // FaultResult is one row of the fault table, with the invariants it checked.
 type FaultResult struct {
@@ -65,6 +73,11 @@ type FaultResult struct {
 	Rollout time.Duration `json:"rollout"`
 	// Restarts counts the controller's restarts.
 	Restarts int `json:"restarts"`
+	// GitFetches counts the fetches (upload-pack negotiations) the Git server served during
+	// the rollout, the new commit's included.
+	GitFetches int64 `json:"gitFetches"`
+	// Note says more, e.g. how long a standby took to take over.
+	Note string `json:"note,omitempty"`
 	// Samples is the number of fleet samples taken.
 	Samples int `json:"samples"`
 	// Passed says whether every invariant held.
@@ -154,20 +167,43 @@ func installForFaults(ctx context.Context, e *env) error {
 	return err
 }
 
-// injector injects a fault into the rollout of commit, which has just started; it returns
-// the number of controller restarts and when the last one happened.
-type injector func(ctx context.Context, e *env, commit string) (restarts int, restartedAt time.Time, err error)
+// injector injects a fault into the rollout of commit, which has just started; it records the
+// controller restarts and a note in row, and returns when the controller was back.
+type injector func(ctx context.Context, e *env, commit string, row *FaultResult) (back time.Time, err error)
 
 // faultInjectors maps fault names to their injectors.
 var faultInjectors = map[string]injector{
-	FaultKill:      killing(1),
-	FaultKillTwice: killing(2),
+	FaultKill:         killing(1),
+	FaultKillTwice:    killing(2),
+	FaultFreshStore:   restartWithEmptyStore,
+	FaultLeaderKilled: killLeader,
+}
+
+// restartWithEmptyStore kills the controller mid-rollout, deletes its Git store and starts it
+// again.
+func restartWithEmptyStore(ctx context.Context, e *env, commit string, row *FaultResult) (time.Time, error) {
+	if err := waitUpdated(ctx, e, commit, 2); err != nil {
+		return time.Time{}, err
+	}
+	if err := e.ctrl.Kill(); err != nil {
+		return time.Time{}, err
+	}
+	if err := os.RemoveAll(filepath.Join(e.dir, "sources")); err != nil {
+		return time.Time{}, err
+	}
+	if err := e.restartController(ctx); err != nil {
+		return time.Time{}, err
+	}
+	row.Restarts = 1
+	return time.Now(), nil
 }
 
 // killing returns an injector that kills the controller times times in a row.
 func killing(times int) injector {
-	return func(ctx context.Context, e *env, commit string) (int, time.Time, error) {
-		return killMidRollout(ctx, e, commit, times)
+	return func(ctx context.Context, e *env, commit string, row *FaultResult) (time.Time, error) {
+		restarts, back, err := killMidRollout(ctx, e, commit, times)
+		row.Restarts = restarts
+		return back, err
 	}
 }
 
@@ -176,6 +212,7 @@ func killing(times int) injector {
 func runFault(ctx context.Context, e *env, name string, inject injector) FaultResult {
 	n := len(e.namespaces)
 	row := FaultResult{Fault: name, Clusters: n, Budget: max(1, n/10)}
+	gitBefore := e.git.Stats()
 	commit, err := e.commitNext()
 	if err == nil {
 		err = e.requestPoll(ctx)
@@ -186,14 +223,14 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 	}
 	start := time.Now()
 	s := startSampler(ctx, e, commit)
-	restarts, restartedAt, err := inject(ctx, e, commit)
-	row.Restarts = restarts
+	restartedAt, err := inject(ctx, e, commit, &row)
 	if err == nil {
 		var end time.Time
 		end, err = e.watch.waitAll(ctx, e.namespaces, progressedAt(commit), rolloutTimeout)
 		row.Rollout, row.Recovery = end.Sub(start), end.Sub(restartedAt)
 	}
 	row.MaxUnavailable, row.Samples = s.stop()
+	row.GitFetches = e.git.Stats().Sub(gitBefore).UploadPacks
 	if err != nil {
 		row.Error = err.Error()
 	}
@@ -337,14 +374,14 @@ func countLost(ctx context.Context, e *env) (int, error) {
 // PrintFaultsTable writes the fault table.
 func PrintFaultsTable(w io.Writer, res *FaultResults) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAULT\tCLUSTERS\tMAX UNAVAILABLE+UPDATING / BUDGET\tOBJECTS LOST\tWRONG REVISION\tTIME TO RECOVER\tROLLOUT\tRESTARTS\tPASSED")
+	fmt.Fprintln(tw, "FAULT\tCLUSTERS\tMAX UNAVAILABLE+UPDATING / BUDGET\tOBJECTS LOST\tWRONG REVISION\tTIME TO RECOVER\tROLLOUT\tRESTARTS\tGIT FETCHES\tPASSED\tNOTE")
 	for _, r := range res.Rows {
 		passed := map[bool]string{true: "yes", false: "NO"}[r.Passed]
 		if r.Error != "" {
 			passed += " (" + r.Error + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%d\t%d\t%.1f s\t%.1f s\t%d\t%s\n", r.Fault, r.Clusters, r.MaxUnavailable, r.Budget,
-			r.ObjectsLost, r.WrongRevision, r.Recovery.Seconds(), r.Rollout.Seconds(), r.Restarts, passed)
+		fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%d\t%d\t%.1f s\t%.1f s\t%d\t%d\t%s\t%s\n", r.Fault, r.Clusters, r.MaxUnavailable, r.Budget,
+			r.ObjectsLost, r.WrongRevision, r.Recovery.Seconds(), r.Rollout.Seconds(), r.Restarts, r.GitFetches, passed, r.Note)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nrun: %s, %d CPUs, %s\n", res.Duration, res.CPUs, res.Started.UTC().Format(time.RFC3339))
