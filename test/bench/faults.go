@@ -27,6 +27,8 @@ type FaultsConfig struct {
 	Faults []string `json:"faults"`
 	// Concurrency is the controller's --concurrency; default 4.
 	Concurrency int `json:"concurrency"`
+	// GitDownFor is how long the git-down fault keeps the Git server stalled; default 2m.
+	GitDownFor time.Duration `json:"gitDownFor"`
 	// ConvoyBinary is bin/convoy.
 	ConvoyBinary string `json:"-"`
 	// KeepWorkDir keeps the controller logs and Git storage after the run.
@@ -44,6 +46,8 @@ const (
 	// FaultFreshStore SIGKILLs the controller mid-rollout and starts it on an empty Git store,
 	// as a new pod with an emptyDir would.
 	FaultFreshStore = "controller-restarted-empty-store"
+	// FaultGitDown stalls the Git server mid-rollout for FaultsConfig.GitDownFor.
+	FaultGitDown = "git-down"
 	// FaultLeaderKilled runs two replicas with leader election and SIGKILLs the leader
 	// mid-rollout; the standby, with its own empty store, takes over. It leaves the two-replica
 	// setup in place, so it runs last.
@@ -51,7 +55,7 @@ const (
 )
 
 // AllFaults lists every fault in the order they run.
-var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultLeaderKilled}
+var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultGitDown, FaultLeaderKilled}
 
 // FaultResult is one row of the fault table, with the invariants it checked.
 type FaultResult struct {
@@ -116,6 +120,9 @@ func (r *FaultResults) Passed() bool {
 func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 	cfg.Clusters = cmp(cfg.Clusters, 200)
 	cfg.Concurrency = cmp(cfg.Concurrency, 4)
+	if cfg.GitDownFor <= 0 {
+		cfg.GitDownFor = 2 * time.Minute
+	}
 	if len(cfg.Faults) == 0 {
 		cfg.Faults = AllFaults
 	}
@@ -140,7 +147,7 @@ func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 		return res, err
 	}
 	for _, name := range cfg.Faults {
-		inject, ok := faultInjectors[name]
+		inject, ok := faultInjectors(cfg)[name]
 		if !ok {
 			return res, fmt.Errorf("unknown fault %q (known: %v)", name, AllFaults)
 		}
@@ -172,11 +179,14 @@ func installForFaults(ctx context.Context, e *env) error {
 type injector func(ctx context.Context, e *env, commit string, row *FaultResult) (back time.Time, err error)
 
 // faultInjectors maps fault names to their injectors.
-var faultInjectors = map[string]injector{
-	FaultKill:         killing(1),
-	FaultKillTwice:    killing(2),
-	FaultFreshStore:   restartWithEmptyStore,
-	FaultLeaderKilled: killLeader,
+func faultInjectors(cfg FaultsConfig) map[string]injector {
+	return map[string]injector{
+		FaultKill:         killing(1),
+		FaultKillTwice:    killing(2),
+		FaultFreshStore:   restartWithEmptyStore,
+		FaultGitDown:      gitDown(cfg.GitDownFor),
+		FaultLeaderKilled: killLeader,
+	}
 }
 
 // restartWithEmptyStore kills the controller mid-rollout, deletes its Git store and starts it
@@ -225,11 +235,15 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 	s := startSampler(ctx, e, commit)
 	restartedAt, err := inject(ctx, e, commit, &row)
 	if err == nil {
-		var end time.Time
-		end, err = e.watch.waitAll(ctx, e.namespaces, progressedAt(commit), rolloutTimeout)
-		row.Rollout, row.Recovery = end.Sub(start), end.Sub(restartedAt)
+		_, err = e.watch.waitAll(ctx, e.namespaces, progressedAt(commit), rolloutTimeout)
+		time.Sleep(200 * time.Millisecond) // one more sample
 	}
-	row.MaxUnavailable, row.Samples = s.stop()
+	var end time.Time
+	row.MaxUnavailable, row.Samples, end = s.stop()
+	if !end.IsZero() {
+		// Note: a rollout that finished before the controller or Git was back recovered at once.
+		row.Rollout, row.Recovery = end.Sub(start), max(0, end.Sub(restartedAt))
+	}
 	row.GitFetches = e.git.Stats().Sub(gitBefore).UploadPacks
 	if err != nil {
 		row.Error = err.Error()
@@ -287,13 +301,15 @@ func waitUpdated(ctx context.Context, e *env, commit string, n int) error {
 	return fmt.Errorf("fewer than %d Packages updated to %s after %s", n, commit, rolloutTimeout)
 }
 
-// sampler counts, every 100 ms, the Packages that are unavailable or updating.
+// sampler counts, every 100 ms, the Packages that are unavailable or updating, and notes when
+// every Package first progressed at the new commit.
 type sampler struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	mu      sync.Mutex
 	max     int
 	samples int
+	allDone time.Time
 }
 
 // startSampler samples the fleet until stop.
@@ -306,8 +322,12 @@ func startSampler(ctx context.Context, e *env, commit string) *sampler {
 		defer t.Stop()
 		for {
 			busy, _ := e.watch.count(e.namespaces, unavailableOrUpdating(commit))
+			progressed, total := e.watch.count(e.namespaces, progressedAt(commit))
 			s.mu.Lock()
 			s.max, s.samples = max(s.max, busy), s.samples+1
+			if s.allDone.IsZero() && total >= len(e.namespaces) && progressed == total {
+				s.allDone = time.Now()
+			}
 			s.mu.Unlock()
 			select {
 			case <-ctx.Done():
@@ -319,13 +339,14 @@ func startSampler(ctx context.Context, e *env, commit string) *sampler {
 	return s
 }
 
-// stop ends the sampling and returns the highest count and the number of samples.
-func (s *sampler) stop() (int, int) {
+// stop ends the sampling and returns the highest count, the number of samples and when every
+// Package first progressed (zero if never).
+func (s *sampler) stop() (int, int, time.Time) {
 	s.cancel()
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.max, s.samples
+	return s.max, s.samples, s.allDone
 }
 
 // unavailableOrUpdating is the budget's definition: a Package not Available at its

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -25,7 +26,7 @@ func TestFaultsShort(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
 
 	var log bytes.Buffer
-	res, err := RunFaults(context.Background(), FaultsConfig{Clusters: 20, ConvoyBinary: convoy, Log: &log})
+	res, err := RunFaults(context.Background(), FaultsConfig{Clusters: 20, ConvoyBinary: convoy, Log: &log, GitDownFor: 5 * time.Second})
 	g.Expect(err).NotTo(HaveOccurred(), log.String())
 	var table bytes.Buffer
 	PrintFaultsTable(&table, res)
@@ -36,7 +37,7 @@ func TestFaultsShort(t *testing.T) {
 		g.Expect(row.MaxUnavailable).To(BeNumerically("<=", row.Budget), row.Fault)
 		g.Expect(row.ObjectsLost).To(BeZero(), row.Fault)
 		g.Expect(row.WrongRevision).To(BeZero(), row.Fault)
-		if row.Fault != FaultLeaderKilled {
+		if row.Fault != FaultLeaderKilled && row.Fault != FaultGitDown {
 			g.Expect(row.Restarts).To(BeNumerically(">=", 1), row.Fault)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -27,6 +28,7 @@ func main() {
 	flag.IntVar(&cfg.Clusters, "clusters", 200, "number of HostedClusters")
 	flag.StringVar(&faults, "faults", strings.Join(bench.AllFaults, ","), "comma-separated faults to inject")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 4, "controller --concurrency")
+	flag.DurationVar(&cfg.GitDownFor, "git-down-for", 2*time.Minute, "how long the git-down fault keeps the Git server stalled")
 	flag.StringVar(&cfg.ConvoyBinary, "convoy", "bin/convoy", "the convoy binary to run as the controller")
 	flag.BoolVar(&cfg.KeepWorkDir, "keep", false, "keep the work folder (controller logs, Git storage)")
 	flag.StringVar(&out, "out", "faults-results.json", "where to write the results as JSON")
