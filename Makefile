@@ -20,6 +20,7 @@ GO_TEST_TIMEOUT ?= 40m
 RACE_PACKAGES := ./internal/controlplane/... ./internal/gitserver/... ./manifests/... ./sources/... \
 	./sync/... ./rollout/rolloutcontroller/...
 BENCH_ARGS ?=
+FAULTS_ARGS ?=
 DEMO_ARGS ?=
 
 export CONVOY_TEST_BINARIES := $(BIN)
@@ -102,6 +103,10 @@ test: ## Build what the tests need, verify, lint and run every test (RACE_PACKAG
 .PHONY: demo
 demo: tools build ## Run convoy dev: a local fleet of hosted clusters and a live rollout.
 	$(BIN)/convoy dev $(DEMO_ARGS)
+
+.PHONY: faults
+faults: tools build ## Run the fault harness (test/bench/cmd/faults): faults injected mid-rollout at 200 HostedClusters; writes faults-results.json (FAULTS_ARGS=-clusters 50 for a quick run).
+	go run ./test/bench/cmd/faults -convoy $(BIN)/convoy -out $(CURDIR)/faults-results.json $(FAULTS_ARGS)
 
 .PHONY: bench
 bench: tools build ## Run test/bench: rollout, steady state, Git, hosted phases; writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -83,6 +84,9 @@ type Remote struct {
 	URL string
 	// Auth are its credentials; nil means anonymous.
 	Auth *Auth
+	// Timeout bounds one on-demand fetch from it (the GitSource's spec.timeout); zero means
+	// the store's FetchTimeout.
+	Timeout time.Duration
 }
 
 // AuthFromSecret reads the credentials for url from a Secret. A missing or malformed key is an

@@ -6,7 +6,10 @@
 //   - The Store: one bare repository per GitSource under a storage path, fetched
 //     incrementally with go-git. A poll lists the remote refs first and fetches nothing when
 //     the resolved commit is already stored. [Store.Open] returns an fs.FS of any stored
-//     commit, read straight from the object store, and fetches a missing commit on demand.
+//     commit, read straight from the object store, and fetches a missing commit on demand
+//     within a timeout, remembering for a growing backoff a commit the remote does not have.
+//     [Store.Collect] garbage-collects a repository, keeping the commits its caller still
+//     needs, and enforces a size bound per repository.
 //   - Revisions: [FormatRevision] is the one function that formats "<ref>@sha1:<commit>",
 //     [ParseRevision] its inverse.
 //   - Credentials: [AuthFromSecret] reads HTTP basic, bearer token or SSH credentials from a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
@@ -22,11 +23,28 @@ type CommitNotFoundError struct {
 	Key Key
 	// Commit asked for.
 	Commit string
+	// Attempts counts the fetches that looked for it on the remote; zero when none did.
+	Attempts int
+	// RetryAt is when the store will look for it on the remote again; zero when unknown.
+	RetryAt time.Time
 }
 
 // Error implements error.
 func (e *CommitNotFoundError) Error() string {
-	return fmt.Sprintf("commit %s not found in source %s", e.Commit, e.Key)
+	msg := fmt.Sprintf("commit %s not found in source %s", e.Commit, e.Key)
+	if e.Attempts > 0 {
+		msg += fmt.Sprintf(" nor on its remote (looked %d %s; next look at %s)", e.Attempts,
+			pluralTimes(e.Attempts), e.RetryAt.UTC().Format(time.RFC3339))
+	}
+	return msg
+}
+
+// pluralTimes returns "time" or "times".
+func pluralTimes(n int) string {
+	if n == 1 {
+		return "time"
+	}
+	return "times"
 }
 
 // IsCommitNotFound reports whether err is or wraps a *CommitNotFoundError.
@@ -93,10 +111,13 @@ func ClassifyGitError(op string, err error) error {
 		rnf *RefNotFoundError
 		lim *LimitError
 		up  *UnsafePathError
+		rs  *RepoSizeError
 	)
 	switch {
 	case errors.As(err, &rnf):
 		return pass.Waitf(convoyv1alpha1.RefNotFoundReason, 0, "%s", msg)
+	case errors.As(err, &rs):
+		return pass.Waitf(convoyv1alpha1.StorageLimitExceededReason, 0, "%s", msg)
 	case errors.As(err, &lim):
 		return pass.Waitf(convoyv1alpha1.StorageLimitExceededReason, 0, "%s", msg)
 	case errors.As(err, &up):

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,15 +58,69 @@ type StoreOptions struct {
 	// Resolver finds the remote of a source for on-demand fetches; may be set later with
 	// SetResolver.
 	Resolver RemoteResolver
+	// FetchTimeout bounds an on-demand fetch whose Remote has no Timeout, including the wait
+	// for another fetch of the same repository; default DefaultFetchTimeout.
+	FetchTimeout time.Duration
+	// MissingCommitBackoff is how long the store answers CommitNotFoundError without fetching
+	// after the remote did not have a commit; it doubles with every failed look up to
+	// MaxMissingCommitBackoff. A poll that fetches new objects clears it. Default
+	// DefaultMissingCommitBackoff.
+	MissingCommitBackoff time.Duration
+	// MaxMissingCommitBackoff caps MissingCommitBackoff; default DefaultMaxMissingCommitBackoff.
+	MaxMissingCommitBackoff time.Duration
+	// MaxRepoBytes bounds the size of one repository after garbage collection (Collect);
+	// default DefaultMaxRepoBytes.
+	MaxRepoBytes int64
+	// CollectPackLimit is the number of packs past which Collect repacks a repository (every
+	// fetch adds one); default DefaultCollectPackLimit.
+	CollectPackLimit int
+	// PackGrace is how long a pack superseded by a repack stays on disk for the readers that
+	// still use it; default DefaultPackGrace.
+	PackGrace time.Duration
+}
+
+// withDefaults fills in the zero fields of o.
+func (o StoreOptions) withDefaults() StoreOptions {
+	def := DefaultLimits()
+	if o.Limits.MaxFiles <= 0 {
+		o.Limits.MaxFiles = def.MaxFiles
+	}
+	if o.Limits.MaxFileSize <= 0 {
+		o.Limits.MaxFileSize = def.MaxFileSize
+	}
+	if o.Limits.MaxTotalBytes <= 0 {
+		o.Limits.MaxTotalBytes = def.MaxTotalBytes
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = DefaultFetchTimeout
+	}
+	if o.MissingCommitBackoff <= 0 {
+		o.MissingCommitBackoff = DefaultMissingCommitBackoff
+	}
+	if o.MaxMissingCommitBackoff < o.MissingCommitBackoff {
+		o.MaxMissingCommitBackoff = max(DefaultMaxMissingCommitBackoff, o.MissingCommitBackoff)
+	}
+	if o.MaxRepoBytes <= 0 {
+		o.MaxRepoBytes = DefaultMaxRepoBytes
+	}
+	if o.CollectPackLimit <= 0 {
+		o.CollectPackLimit = DefaultCollectPackLimit
+	}
+	if o.PackGrace <= 0 {
+		o.PackGrace = DefaultPackGrace
+	}
+	return o
 }
 
 // Store keeps one bare repository per source under a root directory. It is safe for
 // concurrent use: fetches of one source are serialized, readers never block each other for
-// long, and every commit once fetched stays readable (nothing is ever garbage-collected while
-// the source exists).
+// long, and every commit once fetched stays readable until a collection (Collect) that was
+// not told to keep it.
 type Store struct {
 	root   string
 	limits Limits
+	opts   StoreOptions
+	now    func() time.Time
 
 	mu       sync.Mutex
 	entries  map[Key]*entry
@@ -75,11 +130,16 @@ type Store struct {
 // entry is the in-memory state of one source.
 type entry struct {
 	// write serializes fetches, re-initialization and deletion of the repository.
-	write sync.Mutex
+	write writeLock
 
 	mu     sync.Mutex
 	handle *handle
 	remote *Remote
+	// missing remembers the commits the remote did not have, by hash.
+	missing map[string]*missingCommit
+	// superseded are the packs (paths without .pack) that a collection replaced, with the time
+	// it did; they wait for PackGrace before they are deleted.
+	superseded map[string]time.Time
 }
 
 // handle is an open repository; mu serializes every read of its object storage.
@@ -96,18 +156,9 @@ func NewStore(root string, opts StoreOptions) (*Store, error) {
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return nil, fmt.Errorf("creating storage path: %w", err)
 	}
-	l := opts.Limits
-	def := DefaultLimits()
-	if l.MaxFiles <= 0 {
-		l.MaxFiles = def.MaxFiles
-	}
-	if l.MaxFileSize <= 0 {
-		l.MaxFileSize = def.MaxFileSize
-	}
-	if l.MaxTotalBytes <= 0 {
-		l.MaxTotalBytes = def.MaxTotalBytes
-	}
-	return &Store{root: root, limits: l, entries: map[Key]*entry{}, resolver: opts.Resolver}, nil
+	opts = opts.withDefaults()
+	return &Store{root: root, limits: opts.Limits, opts: opts, now: time.Now, entries: map[Key]*entry{},
+		resolver: opts.Resolver}, nil
 }
 
 // Limits returns the store's limits.
@@ -123,8 +174,10 @@ func (s *Store) SetResolver(r RemoteResolver) {
 // Delete removes the repository of key from disk (on GitSource deletion).
 func (s *Store) Delete(key Key) error {
 	e := s.entry(key)
-	e.write.Lock()
-	defer e.write.Unlock()
+	if err := e.write.lock(context.Background()); err != nil {
+		return err
+	}
+	defer e.write.unlock()
 	s.mu.Lock()
 	delete(s.entries, key)
 	s.mu.Unlock()
@@ -145,7 +198,7 @@ func (s *Store) entry(key Key) *entry {
 	defer s.mu.Unlock()
 	e, ok := s.entries[key]
 	if !ok {
-		e = &entry{}
+		e = &entry{write: newWriteLock()}
 		s.entries[key] = e
 	}
 	return e

@@ -45,8 +45,10 @@ func (s *Store) Poll(ctx context.Context, key Key, remote Remote, ref convoyv1al
 // poll is Poll without the redaction of errors.
 func (s *Store) poll(ctx context.Context, key Key, remote Remote, ref convoyv1alpha1.GitRef) (PollResult, error) {
 	e := s.entry(key)
-	e.write.Lock()
-	defer e.write.Unlock()
+	if err := e.write.lock(ctx); err != nil {
+		return PollResult{}, err
+	}
+	defer e.write.unlock()
 	repo, err := s.ensureRepo(key, remote.URL)
 	if err != nil {
 		return PollResult{}, err
@@ -66,6 +68,7 @@ func (s *Store) poll(ctx context.Context, key Key, remote Remote, ref convoyv1al
 	if err := fetchCommit(ctx, repo, remote, tgt); err != nil {
 		return PollResult{}, err
 	}
+	e.forgetMissing()
 	return PollResult{Revision: tgt.rev, Fetched: true}, nil
 }
 

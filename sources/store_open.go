@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -20,8 +21,10 @@ const maxSymlinkHops = 40
 const maxSymlinkTarget = 4096
 
 // Open returns the tree of commit as an fs.FS, read straight from the object store of key
-// (nothing is checked out). A commit that is not stored is fetched on demand; one the remote
-// does not have either gives a *CommitNotFoundError. The FS is safe for concurrent use,
+// (nothing is checked out). A commit that is not stored is fetched on demand, within the
+// remote's Timeout (the store's FetchTimeout when it has none); one the remote does not have
+// either gives a *CommitNotFoundError, and the store does not look for it again until its
+// backoff has passed (StoreOptions.MissingCommitBackoff). The FS is safe for concurrent use,
 // follows symlinks only inside the tree, and enforces the store's limits on what is read
 // through it.
 func (s *Store) Open(ctx context.Context, key Key, commit string) (fs.FS, error) {
@@ -61,14 +64,22 @@ func (s *Store) openStored(key Key, e *entry, commit string) (fs.FS, error) {
 	return newTreeFS(h, tree, s.limits), nil
 }
 
-// fetchMissing fetches commit into the repository of key from its remote.
+// fetchMissing fetches commit into the repository of key from its remote, within the
+// remote's timeout; the wait for another fetch of the repository counts against it.
 func (s *Store) fetchMissing(ctx context.Context, key Key, e *entry, commit string) error {
-	e.write.Lock()
-	defer e.write.Unlock()
+	if err := s.knownMissing(key, e, commit); err != nil {
+		return err
+	}
 	remote, err := s.remoteFor(ctx, key, e)
 	if err != nil {
 		return fmt.Errorf("fetching commit %s of %s: %w", commit, key, err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.fetchTimeout(remote))
+	defer cancel()
+	if err := e.write.lock(ctx); err != nil {
+		return fmt.Errorf("fetching commit %s of %s: %w", commit, key, err)
+	}
+	defer e.write.unlock()
 	repo, err := s.ensureRepo(key, remote.URL)
 	if err != nil {
 		return err
@@ -79,9 +90,20 @@ func (s *Store) fetchMissing(ctx context.Context, key Key, e *entry, commit stri
 	}
 	err = fetchCommit(ctx, repo, remote, target{rev: Revision{Commit: commit}})
 	if errors.Is(err, errCommitNotOnRemote) {
-		return &CommitNotFoundError{Key: key, Commit: commit}
+		return s.recordMissing(key, e, commit)
 	}
-	return remote.Redact(err)
+	if err != nil {
+		return remote.Redact(fmt.Errorf("fetching commit %s of %s (timeout %s): %w", commit, key, s.fetchTimeout(remote), err))
+	}
+	return nil
+}
+
+// fetchTimeout returns the bound of one on-demand fetch from remote.
+func (s *Store) fetchTimeout(remote Remote) time.Duration {
+	if remote.Timeout > 0 {
+		return remote.Timeout
+	}
+	return s.opts.FetchTimeout
 }
 
 // Verify checks the whole tree of a stored commit against the store's limits and refuses

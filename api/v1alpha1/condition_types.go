@@ -87,11 +87,23 @@ const (
 	// RevisionAvailableReason: every phase of the desired revision is applied and available.
 	RevisionAvailableReason = "RevisionAvailable"
 
+	// CommitNotFoundReason: the revision to apply is neither in the store nor on the remote of
+	// the GitSource; the store looks again with a growing backoff.
+	CommitNotFoundReason = "CommitNotFound"
+
 	// RenderFailedReason: the package directory could not be loaded or rendered.
 	RenderFailedReason = "RenderFailed"
 
 	// ApplyFailedReason: the API server refused an object.
 	ApplyFailedReason = "ApplyFailed"
+
+	// DeleteFailedReason: the API server refused to delete an object of a prune or teardown
+	// (Forbidden); retried with backoff.
+	DeleteFailedReason = "DeleteFailed"
+
+	// EmptyRevisionReason: the revision renders no objects; convoy refuses to apply it, since
+	// applying it would prune everything.
+	EmptyRevisionReason = "EmptyRevision"
 
 	// CollisionReason: an object exists and belongs to someone else.
 	CollisionReason = "Collision"

@@ -36,7 +36,7 @@ func (s *Server) StartHTTP() (string, error) {
 			"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
 	}
 	hs := &httpServer{
-		srv: &http.Server{Handler: s.authenticate(s.count(h)), ReadHeaderTimeout: 10 * time.Second},
+		srv: &http.Server{Handler: s.stall(s.authenticate(s.count(h))), ReadHeaderTimeout: 10 * time.Second},
 		url: "http://" + ln.Addr().String(),
 	}
 	go func() { _ = hs.srv.Serve(ln) }()
@@ -69,6 +69,48 @@ func httpBackendPath() (string, error) {
 		return "", fmt.Errorf("git-http-backend not found: %w", err)
 	}
 	return p, nil
+}
+
+// SetStalled makes the HTTP front stall (true) or serve again (false). A stalled server
+// accepts every request, sends the status line and headers of a successful answer, then sends
+// nothing more until the client goes away or the stall is lifted: the failure a client
+// without a timeout hangs on for ever.
+func (s *Server) SetStalled(stalled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case stalled && s.release == nil:
+		s.release = make(chan struct{})
+	case !stalled && s.release != nil:
+		close(s.release)
+		s.release = nil
+	}
+}
+
+// Stalled returns the number of requests that hit a stall since the server started.
+func (s *Server) Stalled() int64 { return s.stalls.Load() }
+
+// stall holds requests while the server is stalled.
+func (s *Server) stall(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		release := s.release
+		s.mu.Unlock()
+		if release == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.stalls.Add(1)
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		w.WriteHeader(http.StatusOK)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
 }
 
 // authenticate enforces basic auth when it is configured.

@@ -45,6 +45,9 @@ type Server struct {
 	advertise atomic.Int64
 	uploads   atomic.Int64
 	bytes     atomic.Int64
+	// release is non-nil while the HTTP front is stalled; closing it lets stalled requests go.
+	release chan struct{}
+	stalls  atomic.Int64
 }
 
 // New returns a server keeping its repositories under dir (created if needed). Start

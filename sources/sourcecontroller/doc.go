@@ -1,12 +1,13 @@
 // Package sourcecontroller runs the GitSource controller and the webhook receiver on the Git
 // store of package sources.
 //
-// The GitSourceReconciler runs the steps auth → source → verify → artifact (pass.RunSteps):
-// it reads the credentials of spec.secretRef, resolves spec.ref on the remote, fetches only
-// when the remote moved, checks the commit's tree against the store's limits and records
-// status.artifact, with one deferred status patch written only when the status changed; a URL
-// the URL policy refuses stalls the source. The WebhookReceiver turns a signed push
-// notification into an immediate poll, authenticating the call from caches before anything
-// else and answering every unauthenticated call the same way. Setup wires both, and the store
-// they share, on a manager.
+// The GitSourceReconciler runs the steps auth → source → verify → storage → artifact
+// (pass.RunSteps): it reads the credentials of spec.secretRef, resolves spec.ref on the
+// remote, fetches only when the remote moved, checks the commit's tree against the store's
+// limits, garbage-collects the repository keeping what Packages and ControllerRevisions refer
+// to, and records status.artifact, with one deferred status patch written only when the status
+// changed; a URL the URL policy refuses stalls the source. The WebhookReceiver turns a signed
+// push notification into an immediate poll, authenticating the call from caches before
+// anything else and answering every unauthenticated call the same way. Setup wires both, and
+// the store they share, on a manager.
 package sourcecontroller

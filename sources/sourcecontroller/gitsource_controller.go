@@ -56,7 +56,7 @@ type scope struct {
 	message, event string
 }
 
-// Reconcile runs the steps auth → source → verify → artifact, then the deferred status
+// Reconcile runs the steps auth → source → verify → storage → artifact, then the deferred status
 // finalizer summarizes the conditions and patches status if it changed.
 func (r *GitSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	obj := &convoyv1alpha1.GitSource{}
@@ -82,7 +82,7 @@ func (r *GitSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	defer func() {
 		res, retErr = fin.Finalize(ctx, s.summary(retErr))
 	}()
-	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileAuth, r.reconcileSource, r.reconcileVerify, r.reconcileArtifact)
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileAuth, r.reconcileSource, r.reconcileVerify, r.reconcileStorage, r.reconcileArtifact)
 }
 
 // summary hands the pass to the status finalizer, with a jittered poll interval.
@@ -122,7 +122,7 @@ func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *convoyv1alpha1.
 			return sources.Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason,
 				"an SSH URL needs spec.secretRef with keys %q and %q", sources.IdentityKey, sources.KnownHostsKey)
 		}
-		return r.checkURL(sources.Remote{URL: url})
+		return r.checkURL(sources.Remote{URL: url, Timeout: obj.GetTimeout()})
 	}
 	secret := &corev1.Secret{}
 	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Spec.SecretRef.Name}
@@ -136,7 +136,7 @@ func (r *GitSourceReconciler) remoteOf(ctx context.Context, obj *convoyv1alpha1.
 	if err != nil {
 		return sources.Remote{}, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
-	return r.checkURL(sources.Remote{URL: url, Auth: auth})
+	return r.checkURL(sources.Remote{URL: url, Auth: auth, Timeout: obj.GetTimeout()})
 }
 
 // checkURL stalls a remote that the URL policy refuses (file://, credentials over http://).

@@ -27,6 +27,9 @@ type Options struct {
 	// URLPolicy allows file:// remotes and credentials over http:// (--allow-file-urls,
 	// --allow-insecure-http); both are refused by default.
 	URLPolicy sources.URLPolicy
+	// MaxRepoBytes bounds the size of one GitSource's repository after garbage collection
+	// (--storage-max-repo-size).
+	MaxRepoBytes int64
 }
 
 // BindFlags registers the flags of o on fs, with defaults.
@@ -41,13 +44,14 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "gitsource-concurrency", 4, "Number of GitSources polled in parallel.")
 	fs.BoolVar(&o.URLPolicy.AllowFileURLs, strings.TrimPrefix(sources.AllowFileURLsFlag, "--"), false, "Allow GitSources with file:// URLs (they read the controller's disk).")
 	fs.BoolVar(&o.URLPolicy.AllowInsecureHTTP, strings.TrimPrefix(sources.AllowInsecureHTTPFlag, "--"), false, "Allow GitSources to send credentials over plain http://.")
+	fs.Int64Var(&o.MaxRepoBytes, "storage-max-repo-size", sources.DefaultMaxRepoBytes, "Largest size of the repository of one GitSource after garbage collection, in bytes.")
 }
 
 // Setup creates the store, registers the GitSource controller and, when WebhookAddr is set,
 // the webhook receiver on mgr. It returns the store, which the Package controller reads
 // through Open.
 func Setup(mgr ctrl.Manager, o Options) (*sources.Store, error) {
-	store, err := sources.NewStore(o.StoragePath, sources.StoreOptions{Limits: o.Limits})
+	store, err := sources.NewStore(o.StoragePath, sources.StoreOptions{Limits: o.Limits, MaxRepoBytes: o.MaxRepoBytes})
 	if err != nil {
 		return nil, err
 	}

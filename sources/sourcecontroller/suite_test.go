@@ -61,7 +61,7 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if testStore, err = sources.NewStore(storageDir, sources.StoreOptions{Limits: suiteLimits}); err != nil {
+	if testStore, err = sources.NewStore(storageDir, sources.StoreOptions{Limits: suiteLimits, PackGrace: time.Second}); err != nil {
 		return nil, err
 	}
 	// Note: the test Git server speaks plain HTTP with basic auth.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -16,14 +17,51 @@ import (
 type deletion int
 
 const (
-	// deletionGone: the object does not exist (any more).
+	// deletionGone: the object does not exist (any more), or its kind no longer does.
 	deletionGone deletion = iota
-	// deletionReleased: the object is no longer this owner's or is kept by
-	// convoy.dev/prune: disabled; it leaves the inventory untouched.
+	// deletionReleased: the object is no longer this owner's, or is kept (convoy.dev/prune:
+	// disabled, or a definition without convoy.dev/prune: enabled); it leaves the inventory
+	// untouched.
 	deletionReleased
 	// deletionPending: the object is being deleted (finalizers) or could not be confirmed gone.
 	deletionPending
 )
+
+// Left is an inventory entry that a prune or teardown dropped without deleting its object,
+// and why: the user hears of every object convoy stops managing without deleting it.
+type Left struct {
+	// ID is the inventory entry's ID.
+	ID string
+	// Cluster is the entry's cluster.
+	Cluster string
+	// Why says why, e.g. "its kind no longer exists".
+	Why string
+}
+
+// String returns "<id> in the <cluster> cluster: <why>".
+func (l Left) String() string { return fmt.Sprintf("%s in the %s cluster: %s", l.ID, l.Cluster, l.Why) }
+
+// Reasons an object is left in place or dropped from the inventory.
+const (
+	// leftKindGone: the API of the entry's kind or version no longer exists.
+	leftKindGone = "its kind or version no longer exists on the API server (treated as gone)"
+	// leftDefinition: a CRD or Namespace without the opt-in annotation.
+	leftDefinition = "a " + "CustomResourceDefinition or Namespace is deleted only when annotated " +
+		convoyv1alpha1.PruneAnnotation + ": " + PruneEnabled + " (left in place)"
+)
+
+// PruneEnabled is the value of convoy.dev/prune that lets a prune or teardown delete a
+// CustomResourceDefinition or a Namespace, whose deletion takes every custom resource of the
+// kind, or everything in the namespace, along.
+const PruneEnabled = "enabled"
+
+// deleteOutcome is what happened to one entry.
+type deleteOutcome struct {
+	state  deletion
+	issued bool
+	// left is set when the entry leaves the inventory without its object being deleted.
+	left string
+}
 
 // deleteResult is the outcome of deleting a group.
 type deleteResult struct {
@@ -31,36 +69,40 @@ type deleteResult struct {
 	remaining []convoyv1alpha1.InventoryEntry
 	// deleted counts the delete requests that succeeded.
 	deleted int
+	// left are the entries dropped without a delete, with a reason to report.
+	left []Left
 }
 
 // deleteGroup deletes the objects of entries that still carry the owner's labels and are not
-// annotated convoy.dev/prune: disabled. With confirm, an object is read again after its delete
-// to tell whether it is gone or still terminating.
+// kept by an annotation. With confirm, an object is read again after its delete to tell
+// whether it is gone or still terminating.
 func (e *Engine) deleteGroup(ctx context.Context, c *cluster, entries []convoyv1alpha1.InventoryEntry, confirm bool) (deleteResult, error) {
 	e.forgetAll(c, entries)
-	states := make([]deletion, len(entries))
-	issued := make([]bool, len(entries))
+	outs := make([]deleteOutcome, len(entries))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.opts.Concurrency)
 	for i, entry := range entries {
 		g.Go(func() error {
 			var err error
-			states[i], issued[i], err = c.deleteOne(gctx, entry, confirm)
+			outs[i], err = c.deleteOne(gctx, entry, confirm)
 			return err
 		})
 	}
 	err := g.Wait()
 	var res deleteResult
 	for i, entry := range entries {
-		if issued[i] {
+		if outs[i].issued {
 			res.deleted++
 			appliedObjects.WithLabelValues(e.opts.Controller, c.name, "deleted").Inc()
 		}
-		if err != nil || states[i] == deletionPending {
+		if outs[i].left != "" {
+			res.left = append(res.left, Left{ID: entry.ID, Cluster: entry.Cluster, Why: outs[i].left})
+		}
+		if err != nil || outs[i].state == deletionPending {
 			res.remaining = append(res.remaining, entry)
 		}
 	}
-	return res, c.classify(err)
+	return res, c.classifyDelete(err)
 }
 
 // forgetAll drops the ledger's entries of objects about to be deleted or released.
@@ -72,42 +114,54 @@ func (e *Engine) forgetAll(c *cluster, entries []convoyv1alpha1.InventoryEntry) 
 	}
 }
 
-// deleteOne deletes the object of one entry if it is still this owner's. It reports the
-// object's state and whether a delete request was sent.
-func (c *cluster) deleteOne(ctx context.Context, entry convoyv1alpha1.InventoryEntry, confirm bool) (deletion, bool, error) {
+// deleteOne deletes the object of one entry if it is still this owner's and not kept. An
+// entry whose kind or version the API server no longer serves is gone: its objects went with
+// the CustomResourceDefinition, or are served under another version by an entry that the
+// current revision applied.
+func (c *cluster) deleteOne(ctx context.Context, entry convoyv1alpha1.InventoryEntry, confirm bool) (deleteOutcome, error) {
 	obj, err := metadataFor(entry)
 	if err != nil {
-		return deletionGone, false, nil // an entry that names nothing has nothing to delete
+		return deleteOutcome{state: deletionGone}, nil // an entry that names nothing has nothing to delete
 	}
 	if err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		return deletionGone, false, client.IgnoreNotFound(err)
+		if isNoMatch(err) {
+			return deleteOutcome{state: deletionGone, left: leftKindGone}, nil
+		}
+		return deleteOutcome{state: deletionGone}, client.IgnoreNotFound(err)
 	}
 	switch {
 	case !c.owns(obj) || pruneDisabled(obj):
-		return deletionReleased, false, nil
+		return deleteOutcome{state: deletionReleased}, nil
+	case isDefinitionKind(obj.GroupVersionKind().GroupKind()) && !pruneEnabled(obj):
+		return deleteOutcome{state: deletionReleased, left: leftDefinition}, nil
 	case obj.DeletionTimestamp != nil:
-		return deletionPending, false, nil
+		return deleteOutcome{state: deletionPending}, nil
 	}
 	uid := obj.UID
 	err = c.client.Delete(ctx, obj, client.Preconditions{UID: &uid},
 		client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
 	case apierrors.IsNotFound(err):
-		return deletionGone, false, nil
+		return deleteOutcome{state: deletionGone}, nil
 	case apierrors.IsConflict(err):
-		return deletionPending, false, nil // replaced meanwhile: look again next pass
+		return deleteOutcome{state: deletionPending}, nil // replaced meanwhile: look again next pass
 	case err != nil:
-		return deletionPending, false, err
+		return deleteOutcome{state: deletionPending}, fmt.Errorf("deleting %s: %w", entry.ID, err)
 	case !confirm:
-		return deletionGone, true, nil
+		return deleteOutcome{state: deletionGone, issued: true}, nil
 	}
 	if err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); apierrors.IsNotFound(err) {
-		return deletionGone, true, nil
+		return deleteOutcome{state: deletionGone, issued: true}, nil
 	}
-	return deletionPending, true, nil
+	return deleteOutcome{state: deletionPending, issued: true}, nil
 }
 
 // pruneDisabled reports convoy.dev/prune: disabled.
 func pruneDisabled(obj client.Object) bool {
 	return strings.EqualFold(obj.GetAnnotations()[convoyv1alpha1.PruneAnnotation], "disabled")
+}
+
+// pruneEnabled reports convoy.dev/prune: enabled.
+func pruneEnabled(obj client.Object) bool {
+	return strings.EqualFold(obj.GetAnnotations()[convoyv1alpha1.PruneAnnotation], PruneEnabled)
 }

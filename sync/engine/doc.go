@@ -24,7 +24,11 @@
 // requeues instead of blocking a worker. Once every phase is available, objects of the previous
 // inventory that left the revision are pruned in reverse phase order, only while they still
 // carry the owner's labels and are not annotated convoy.dev/prune: disabled. Teardown deletes
-// an inventory in reverse phase order, phase by phase.
+// an inventory in reverse phase order, phase by phase. Both leave a CustomResourceDefinition or
+// a Namespace in place unless it is annotated convoy.dev/prune: enabled, treat an entry whose
+// kind no longer exists as gone, and report both (Result.Left, TeardownResult.Left); a
+// revision without objects is refused rather than pruning everything, and a Forbidden delete is
+// retried with backoff.
 //
 // Errors are the classified errors of internal/pass: Stalling for what only the user can fix
 // (collisions, forbidden targets, invalid objects), Waiting for what clears by itself (probes,

@@ -85,6 +85,8 @@ type Result struct {
 	Changes Changes
 	// Pruned counts the objects deleted because they left the revision.
 	Pruned int
+	// Left are the entries the prune dropped without deleting their object, with the reason.
+	Left []Left
 
 	previous []convoyv1alpha1.InventoryEntry
 	applied  []convoyv1alpha1.InventoryEntry
@@ -114,6 +116,9 @@ func (c Changes) String() string {
 func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
 	res := newResult(rev, previous)
 	defer res.mergeInventory()
+	if err := checkNotEmpty(rev, previous); err != nil {
+		return res, err
+	}
 	if err := checkRevision(t, rev); err != nil {
 		return res, err
 	}
@@ -150,6 +155,20 @@ func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int,
 		markWaiting(res.Phases[i+1:], ph.Name)
 	}
 	return available, nil
+}
+
+// checkNotEmpty refuses a revision without objects: applying it would prune every object of
+// the previous one, which is what a mistaken commit (a moved directory, a broken template
+// guard) looks like. Removing everything a Package applied is done by deleting the Package.
+func checkNotEmpty(rev *Revision, previous []convoyv1alpha1.InventoryEntry) error {
+	for _, ph := range rev.Phases {
+		if len(ph.Objects) > 0 {
+			return nil
+		}
+	}
+	return pass.Stallf(convoyv1alpha1.EmptyRevisionReason,
+		"revision %s renders no objects: refusing to apply it, as it would prune all %d %s of the inventory; delete the owner to remove them",
+		rev.ID, len(previous), plural(len(previous), "object", "objects"))
 }
 
 // checkRevision refuses, before anything is applied, what no pass could apply: an owner name

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ func (c *cluster) classify(err error) error {
 			"%s cluster has no API for %w", c.name, err)
 	case isUnreachable(err):
 		if c.hosted() {
-			return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, UnreachableInterval,
+			return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, unreachableDelay(err),
 				"hosted cluster of namespace %s is unreachable: %w", c.target.Namespace, err)
 		}
 		return err
@@ -49,6 +50,31 @@ func (c *cluster) classify(err error) error {
 		return pass.Stallf(convoyv1alpha1.ApplyFailedReason, "%w", err)
 	}
 	return &pass.Generic{Reason: convoyv1alpha1.ApplyFailedReason, Err: err}
+}
+
+// classifyDelete classifies an error of a prune or teardown. A refusal (Forbidden: convoy may
+// lack the delete verb, or an admission webhook refuses) is not a stall: the finalizer must
+// go once the permission or the webhook is fixed, without an edit of the owner, so it is
+// retried with backoff, and the condition says what was refused.
+func (c *cluster) classifyDelete(err error) error {
+	if apierrors.IsForbidden(err) {
+		return &pass.Generic{Reason: convoyv1alpha1.DeleteFailedReason,
+			Err: fmt.Errorf("%s cluster refused a delete (retried with backoff): %w", c.name, err)}
+	}
+	return c.classify(err)
+}
+
+// retryAfter is an error that knows when to try again (hosted.UnreachableError).
+type retryAfter interface{ RetryAfter() time.Duration }
+
+// unreachableDelay is when to look again at an unreachable cluster: when its circuit lets a
+// request try again, else UnreachableInterval.
+func unreachableDelay(err error) time.Duration {
+	var ra retryAfter
+	if errors.As(err, &ra) {
+		return min(ra.RetryAfter(), UnreachableInterval)
+	}
+	return UnreachableInterval
 }
 
 // immutableHint tells how to get past an immutable field.

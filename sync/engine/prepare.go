@@ -3,6 +3,7 @@ package engine
 import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -24,7 +25,13 @@ func splitStages(objs []*unstructured.Unstructured) (defs, rest []*unstructured.
 
 // isDefinition reports a CustomResourceDefinition or a Namespace.
 func isDefinition(o *unstructured.Unstructured) bool {
-	gk := o.GroupVersionKind().GroupKind()
+	return isDefinitionKind(o.GroupVersionKind().GroupKind())
+}
+
+// isDefinitionKind reports the kinds whose deletion deletes other objects: a
+// CustomResourceDefinition (every custom resource of its kind) or a Namespace (everything in
+// it).
+func isDefinitionKind(gk schema.GroupKind) bool {
 	return (gk.Group == "apiextensions.k8s.io" && gk.Kind == "CustomResourceDefinition") ||
 		(gk.Group == "" && gk.Kind == "Namespace")
 }

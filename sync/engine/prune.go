@@ -21,6 +21,7 @@ func (e *Engine) prune(ctx context.Context, t *Target, res *Result) error {
 		var dr deleteResult
 		dr, err = e.deleteGroup(ctx, c, groups[i].entries, false)
 		res.Pruned += dr.deleted
+		res.Left = append(res.Left, dr.left...)
 		groups[i].entries = dr.remaining
 	}
 	res.Inventory = mergeInventories(res.applied, flatten(groups))
@@ -44,11 +45,22 @@ func (o TeardownOptions) abandons(c *cluster) bool {
 	return o.AbandonManagement
 }
 
+// TeardownResult is what one Teardown pass did.
+type TeardownResult struct {
+	// Inventory is what is left of the inventory; nil when the teardown is done.
+	Inventory []convoyv1alpha1.InventoryEntry
+	// Left are the entries dropped without deleting their object, with the reason: kinds that
+	// no longer exist, CustomResourceDefinitions and Namespaces without the opt-in.
+	Left []Left
+}
+
 // Teardown deletes the objects of inv in reverse phase order, waiting for each phase to be
-// gone before the next. It returns what is left of the inventory (nil when done) and, while
-// objects are still going away, a Waiting error. Objects that are no longer the owner's, or
-// are annotated convoy.dev/prune: disabled, are left in place.
-func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.InventoryEntry, opts TeardownOptions) ([]convoyv1alpha1.InventoryEntry, error) {
+// gone before the next. It returns what is left of the inventory and, while objects are
+// still going away, a Waiting error. Objects that are no longer the owner's, or are annotated
+// convoy.dev/prune: disabled, are left in place; so are CustomResourceDefinitions and
+// Namespaces not annotated convoy.dev/prune: enabled, and reported in the result's Left.
+func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.InventoryEntry, opts TeardownOptions) (*TeardownResult, error) {
+	res := &TeardownResult{}
 	groups := groupByPhase(inv)
 	for i := len(groups) - 1; i >= 0; i-- {
 		c := t.clusterNamed(groups[i].cluster)
@@ -56,19 +68,23 @@ func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.I
 			continue
 		}
 		if c.client == nil {
-			return flatten(groups[:i+1]), hostedUnavailable(t)
+			res.Inventory = flatten(groups[:i+1])
+			return res, hostedUnavailable(t)
 		}
 		dr, err := e.deleteGroup(ctx, c, groups[i].entries, true)
 		groups[i].entries = dr.remaining
+		res.Left = append(res.Left, dr.left...)
 		if err != nil {
-			return flatten(groups[:i+1]), err
+			res.Inventory = flatten(groups[:i+1])
+			return res, err
 		}
 		if n := len(dr.remaining); n > 0 {
-			return flatten(groups[:i+1]), pass.Waitf(convoyv1alpha1.ProgressingReason, e.opts.DeleteInterval,
+			res.Inventory = flatten(groups[:i+1])
+			return res, pass.Waitf(convoyv1alpha1.ProgressingReason, e.opts.DeleteInterval,
 				"waiting for %d %s of phase %q to be deleted", n, plural(n, "object", "objects"), groups[i].phase)
 		}
 	}
-	return nil, nil
+	return res, nil
 }
 
 // hostedUnavailable is the error of a target without the hosted cluster it needs.

@@ -30,7 +30,8 @@ func TestTeardownDeletesPhasesInReverseOrder(t *testing.T) {
 	res, err := engine.Sync(ctx, tgt, rev, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	inv, err := engine.Teardown(ctx, tgt, res.Inventory, TeardownOptions{})
+	td, err := engine.Teardown(ctx, tgt, res.Inventory, TeardownOptions{})
+	inv := td.Inventory
 	g.Expect(isWaiting(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`waiting for 1 object of phase "second" to be deleted`))
 	g.Expect(kubetest.Exists(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "m1", nil))).To(BeFalse())
@@ -40,7 +41,8 @@ func TestTeardownDeletesPhasesInReverseOrder(t *testing.T) {
 	live := kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "held", nil))
 	live.SetFinalizers(nil)
 	g.Expect(env.Client.Update(ctx, live)).To(Succeed())
-	inv, err = engine.Teardown(ctx, tgt, inv, TeardownOptions{})
+	td, err = engine.Teardown(ctx, tgt, inv, TeardownOptions{})
+	inv = td.Inventory
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(inv).To(BeEmpty())
 	g.Expect(kubetest.Exists(g, blue.Client, kubetest.ConfigMap(hostedNS, "h1", nil))).To(BeFalse())
@@ -64,7 +66,8 @@ func TestTeardownAbandonsAndKeeps(t *testing.T) {
 
 	gone := *tgt
 	gone.Hosted = nil
-	inv, err := engine.Teardown(ctx, &gone, res.Inventory, TeardownOptions{AbandonHosted: true})
+	td, err := engine.Teardown(ctx, &gone, res.Inventory, TeardownOptions{AbandonHosted: true})
+	inv := td.Inventory
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(inv).To(BeEmpty())
 	g.Expect(kubetest.Exists(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "m1", nil))).To(BeFalse())

@@ -28,6 +28,14 @@ const (
 	DefaultTimeout = 15 * time.Second
 	// DefaultIdleTimeout is the default of Options.IdleTimeout.
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultConnectTimeout is the default of Options.ConnectTimeout.
+	DefaultConnectTimeout = 5 * time.Second
+	// DefaultUnreachableBackoff is the default of Options.UnreachableBackoff.
+	DefaultUnreachableBackoff = 5 * time.Second
+	// DefaultMaxUnreachableBackoff is the default of Options.MaxUnreachableBackoff.
+	DefaultMaxUnreachableBackoff = 2 * time.Minute
+	// DefaultMaxProbes is the default of Options.MaxProbes.
+	DefaultMaxProbes = 1
 )
 
 // ErrNoKubeconfig is returned (wrapped) when the kubeconfig Secret or its key is missing.
@@ -39,8 +47,19 @@ type Options struct {
 	QPS float32
 	// Burst is the burst of each hosted client; default 100.
 	Burst int
-	// Timeout bounds each request to a hosted API server; default 15s.
+	// Timeout bounds each request to a hosted API server, from dialling to the end of the
+	// body; default 15s.
 	Timeout time.Duration
+	// ConnectTimeout bounds the TCP connect and the TLS handshake; default 5s.
+	ConnectTimeout time.Duration
+	// UnreachableBackoff is how long requests to a hosted cluster fail at once after one got
+	// no answer; it doubles with each failure in a row up to MaxUnreachableBackoff. Default 5s.
+	UnreachableBackoff time.Duration
+	// MaxUnreachableBackoff caps UnreachableBackoff; default 2m.
+	MaxUnreachableBackoff time.Duration
+	// MaxProbes is the number of requests that may try unreachable hosted clusters at once,
+	// across all of them: the workers that dead clusters can hold. Default 1.
+	MaxProbes int
 	// IdleTimeout drops a client unused that long; default 10m.
 	IdleTimeout time.Duration
 	// Scheme of the clients; default client-go's.
@@ -63,6 +82,18 @@ func (o Options) withDefaults() Options {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.UnreachableBackoff <= 0 {
+		o.UnreachableBackoff = DefaultUnreachableBackoff
+	}
+	if o.MaxUnreachableBackoff < o.UnreachableBackoff {
+		o.MaxUnreachableBackoff = max(DefaultMaxUnreachableBackoff, o.UnreachableBackoff)
+	}
+	if o.MaxProbes <= 0 {
+		o.MaxProbes = DefaultMaxProbes
+	}
 	if o.Scheme == nil {
 		o.Scheme = clientgoscheme.Scheme
 	}
@@ -71,12 +102,16 @@ func (o Options) withDefaults() Options {
 
 // Clients hands out clients of hosted clusters, built from kubeconfig Secrets on the
 // management cluster and cached per Secret until its resourceVersion changes or the client has
-// been idle for Options.IdleTimeout. It is safe for concurrent use.
+// been idle for Options.IdleTimeout. Every client has a circuit: once a request to its
+// cluster gets no answer, its requests fail at once with an *UnreachableError until a backoff
+// has passed, and then only Options.MaxProbes requests across all clusters may try again at
+// a time. It is safe for concurrent use.
 type Clients struct {
 	reader    client.Reader
 	apiReader client.Reader
 	opts      Options
 	now       func() time.Time
+	probes    chan struct{}
 
 	mu      sync.Mutex
 	entries map[secretKey]*entry
@@ -97,8 +132,9 @@ type entry struct {
 // with a metadata-only Secret informer is ideal); apiReader reads the Secret's data, only when
 // its resourceVersion changed.
 func NewClients(reader, apiReader client.Reader, opts Options) *Clients {
-	return &Clients{reader: reader, apiReader: apiReader, opts: opts.withDefaults(), now: time.Now,
-		entries: map[secretKey]*entry{}}
+	opts = opts.withDefaults()
+	return &Clients{reader: reader, apiReader: apiReader, opts: opts, now: time.Now,
+		probes: make(chan struct{}, opts.MaxProbes), entries: map[secretKey]*entry{}}
 }
 
 // Client returns a client of the hosted cluster whose kubeconfig is in the Secret ref of

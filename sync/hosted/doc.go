@@ -18,4 +18,10 @@
 // the Secret's data only when it changed. Clients unused for Options.IdleTimeout are dropped.
 // They are plain uncached clients: a thousand hosted clusters must not mean a thousand watch
 // caches.
+//
+// Faults: every request is bounded by Options.Timeout, the connect and TLS handshake by
+// Options.ConnectTimeout. Each client has a circuit: once a request gets no answer, requests
+// to that cluster fail at once with an *UnreachableError until a doubling backoff has passed;
+// then one request at a time may try again, holding one of Options.MaxProbes slots shared by
+// every cluster, so that dead clusters never hold more than that many workers.
 package hosted

@@ -3,6 +3,7 @@ package synccontroller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,10 +129,34 @@ func (c *Common) reconcileApply(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.reason, s.message = convoyv1alpha1.RevisionAvailableReason, fmt.Sprintf("Revision %s is available", s.revision.ID)
-	if res.Changes.Written() || res.Pruned > 0 {
-		s.event = fmt.Sprintf("Applied revision %s: %s, %d pruned", s.revision.ID, res.Changes, res.Pruned)
+	if res.Changes.Written() || res.Pruned > 0 || len(res.Left) > 0 {
+		s.event = fmt.Sprintf("Applied revision %s: %s, %d pruned%s", s.revision.ID, res.Changes, res.Pruned, leftNote(res.Left))
 	}
 	return nil
+}
+
+// maxLeftListed bounds the entries named in one event (an event note holds 1 KiB).
+const maxLeftListed = 3
+
+// leftNote lists the entries a prune dropped without deleting them.
+func leftNote(left []engine.Left) string {
+	if len(left) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d dropped from the inventory without a delete: %s", len(left), describeLeft(left))
+}
+
+// describeLeft names the first entries of left and counts the others.
+func describeLeft(left []engine.Left) string {
+	parts := make([]string, 0, maxLeftListed+1)
+	for i, l := range left {
+		if i == maxLeftListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(left)-i))
+			break
+		}
+		parts = append(parts, l.String())
+	}
+	return strings.Join(parts, "; ")
 }
 
 // patchFinalizers adds or removes convoy's finalizer with convoy's status field owner,

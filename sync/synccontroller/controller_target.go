@@ -18,6 +18,11 @@ import (
 // namespace that is going away.
 const AbandonedReason = "Abandoned"
 
+// LeftInPlaceReason is the reason of the event of an inventory entry that a prune or teardown
+// dropped without deleting its object: a kind that no longer exists, or a
+// CustomResourceDefinition or Namespace without the opt-in annotation.
+const LeftInPlaceReason = "LeftInPlace"
+
 // reconcileHostedCluster discovers the HostedCluster of the namespace into s.hostedCluster;
 // a namespace without one is not an error here (reconcileTarget decides whether one is needed).
 func (c *Common) reconcileHostedCluster(ctx context.Context, s *scope) error {
@@ -116,8 +121,11 @@ func (c *Common) reconcileDelete(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	inv, err := c.Engine.Teardown(ctx, t, s.status.Inventory, opts)
-	s.status.Inventory = inv
+	res, err := c.Engine.Teardown(ctx, t, s.status.Inventory, opts)
+	s.status.Inventory = res.Inventory
+	if len(res.Left) > 0 {
+		c.emit(s.obj, LeftInPlaceReason, "Teardown dropped %d inventory entries without a delete: %s", len(res.Left), describeLeft(res.Left))
+	}
 	if err != nil {
 		return err
 	}

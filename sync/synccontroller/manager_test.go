@@ -51,7 +51,8 @@ func startManager(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	err = Setup(mgr, store, SetupOptions{Concurrency: 4, ProbeInterval: time.Second,
-		Hosted: hosted.Options{Timeout: 5 * time.Second}, RenderBudget: testRenderBudget})
+		Hosted: hosted.Options{Timeout: 5 * time.Second, ConnectTimeout: time.Second,
+			UnreachableBackoff: time.Second, MaxUnreachableBackoff: 5 * time.Second}, RenderBudget: testRenderBudget})
 	if err != nil {
 		return nil, err
 	}

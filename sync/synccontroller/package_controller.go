@@ -3,6 +3,7 @@ package synccontroller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 	"github.com/convoy-gitops/convoy/sources"
 )
 
-// commitNotFoundInterval is how long a Package waits for a commit its GitSource does not have.
+// commitNotFoundInterval is how long a Package waits for a commit its GitSource does not have,
+// when the store does not say when it looks again.
 const commitNotFoundInterval = time.Minute
 
 // Opener opens the tree of a commit of a GitSource; *sources.Store is one.
@@ -116,10 +118,10 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 	}
 	key := sourceKey(obj)
 	rendered, err := r.Renders.Load(manifests.Key{Source: key.String(), Commit: s.desiredID, Dir: obj.Spec.Path}, data,
-		func() (fs.FS, error) { return r.Store.Open(ctx, key, s.desiredID) })
+		func() (fs.FS, error) { return r.open(ctx, key, s.desiredID) })
 	if err != nil {
 		s.status.LastAttemptedRevision = s.desiredID
-		return openError(renderError(err), key, s.desiredID)
+		return renderError(err)
 	}
 	s.revision = revisionOf(s.desiredID, rendered)
 	return nil
@@ -143,13 +145,23 @@ func templateData(obj *convoyv1alpha1.Package, s *scope) (manifests.TemplateData
 	return data, nil
 }
 
-// openError makes a commit missing from the store a Waiting error.
-func openError(err error, key sources.Key, commit string) error {
-	if sources.IsCommitNotFound(err) {
-		return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, commitNotFoundInterval,
-			"commit %s is not in GitSource %s: %w", commit, key, err)
+// open opens commit of the GitSource key and classifies the error: a commit that neither the
+// store nor the remote has makes the pass wait until the store looks again; a failed or timed
+// out fetch is a Git error, retried with backoff.
+func (r *PackageReconciler) open(ctx context.Context, key sources.Key, commit string) (fs.FS, error) {
+	fsys, err := r.Store.Open(ctx, key, commit)
+	if err == nil {
+		return fsys, nil
 	}
-	return err
+	var nf *sources.CommitNotFoundError
+	if errors.As(err, &nf) {
+		after := commitNotFoundInterval
+		if !nf.RetryAt.IsZero() {
+			after = max(time.Until(nf.RetryAt), time.Second)
+		}
+		return nil, pass.Waitf(convoyv1alpha1.CommitNotFoundReason, after, "%w", err)
+	}
+	return nil, sources.ClassifyGitError("fetching commit "+commit+" of GitSource "+key.String(), err)
 }
 
 // sourceKey names the GitSource of a Package.

@@ -21,7 +21,8 @@ type SetupOptions struct {
 	// ApplyConcurrency bounds the parallel reads and dry-runs of one phase (--apply-concurrency).
 	ApplyConcurrency int
 	// Hosted tunes the clients of hosted clusters (--hosted-qps, --hosted-burst,
-	// --hosted-timeout, --hosted-idle-timeout).
+	// --hosted-timeout, --hosted-connect-timeout, --hosted-idle-timeout,
+	// --hosted-unreachable-backoff, --hosted-max-unreachable-backoff, --hosted-max-probes).
 	Hosted hosted.Options
 	// RenderCacheSize is the number of renders kept (--render-cache-size).
 	RenderCacheSize int
@@ -53,6 +54,10 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.Hosted.QPS, "hosted-qps", hosted.DefaultQPS, "Queries per second of the client of each hosted cluster.")
 	fs.IntVar(&o.Hosted.Burst, "hosted-burst", hosted.DefaultBurst, "Burst of the client of each hosted cluster.")
 	fs.DurationVar(&o.Hosted.Timeout, "hosted-timeout", hosted.DefaultTimeout, "Timeout of each request to a hosted cluster.")
+	fs.DurationVar(&o.Hosted.ConnectTimeout, "hosted-connect-timeout", hosted.DefaultConnectTimeout, "Timeout of the TCP connect and TLS handshake to a hosted cluster.")
+	fs.DurationVar(&o.Hosted.UnreachableBackoff, "hosted-unreachable-backoff", hosted.DefaultUnreachableBackoff, "How long requests to a hosted cluster fail at once after one got no answer; doubles with each failure in a row.")
+	fs.DurationVar(&o.Hosted.MaxUnreachableBackoff, "hosted-max-unreachable-backoff", hosted.DefaultMaxUnreachableBackoff, "Cap of --hosted-unreachable-backoff.")
+	fs.IntVar(&o.Hosted.MaxProbes, "hosted-max-probes", hosted.DefaultMaxProbes, "Requests that may try unreachable hosted clusters at once, across all of them.")
 	fs.DurationVar(&o.Hosted.IdleTimeout, "hosted-idle-timeout", hosted.DefaultIdleTimeout, "Drop the client of a hosted cluster unused this long.")
 	fs.DurationVar(&o.ProbeInterval, "probe-interval", engine.DefaultProbeInterval, "Requeue delay of a Package whose phase is not available yet.")
 	fs.DurationVar(&o.HealthCheckInterval, "health-check-interval", DefaultHealthCheckInterval,

@@ -42,6 +42,11 @@ type ControllerInput struct {
 	Concurrency int
 	// Args are more flags of `convoy controller`.
 	Args []string
+	// Restart numbers a restart of the controller, whose log goes to controller-<n>.log; zero
+	// for the first start (controller.log).
+	Restart int
+	// LeaseNamespace turns leader election on, with the lease in that namespace.
+	LeaseNamespace string
 }
 
 // StartController starts the controller and waits until its health endpoint answers.
@@ -50,15 +55,23 @@ func StartController(ctx context.Context, in ControllerInput) (*Controller, erro
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(in.Dir, "controller.log"))
+	logName := "controller.log"
+	if in.Restart > 0 {
+		logName = fmt.Sprintf("controller-%d.log", in.Restart)
+	}
+	logFile, err := os.Create(filepath.Join(in.Dir, logName))
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{metricsAddr: ports[0], pprofAddr: ports[2], log: logFile, done: make(chan error, 1)}
-	args := []string{"controller", "--kubeconfig", in.Kubeconfig,
-		"--leader-elect=false", "--metrics-bind-address", ports[0], "--metrics-secure=false", "--health-probe-bind-address", ports[1],
+	election := []string{"--leader-elect=false"}
+	if in.LeaseNamespace != "" {
+		election = []string{"--leader-elect=true", "--leader-election-namespace", in.LeaseNamespace}
+	}
+	args := append([]string{"controller", "--kubeconfig", in.Kubeconfig,
+		"--metrics-bind-address", ports[0], "--metrics-secure=false", "--health-probe-bind-address", ports[1],
 		"--webhook-addr=", "--storage-path", filepath.Join(in.Dir, "sources"),
-		"--concurrency", strconv.Itoa(in.Concurrency), "--pprof-bind-address", ports[2]}
+		"--concurrency", strconv.Itoa(in.Concurrency), "--pprof-bind-address", ports[2]}, election...)
 	c.cmd = exec.Command(in.Binary, append(args, in.Args...)...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -125,6 +138,18 @@ func (c *Controller) Exited() bool {
 
 // LogPath is the file the controller's stdout and stderr go to.
 func (c *Controller) LogPath() string { return c.log.Name() }
+
+// Kill sends SIGKILL, as the kernel's OOM killer or a node failure would, and waits for the
+// process to exit.
+func (c *Controller) Kill() error {
+	defer func() { _ = c.log.Close() }()
+	if err := c.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	err := <-c.done
+	_ = err // Note: the exit status of a killed process says nothing.
+	return nil
+}
 
 // Pause stops the process (SIGSTOP) without losing its state; Resume continues it.
 func (c *Controller) Pause() error { return c.cmd.Process.Signal(syscall.SIGSTOP) }
@@ -240,6 +265,21 @@ func (c *Controller) Counter(ctx context.Context, name string) (float64, error) 
 		}
 	}
 	return 0, nil
+}
+
+// IsLeader reports whether the controller holds the leader election lease, from its
+// leader_election_master_status metric.
+func (c *Controller) IsLeader(ctx context.Context) (bool, error) {
+	raw, err := c.metrics(ctx)
+	if err != nil {
+		return false, err
+	}
+	for line := range strings.Lines(raw) {
+		if strings.HasPrefix(line, "leader_election_master_status{") {
+			return strings.HasSuffix(strings.TrimSpace(line), " 1"), nil
+		}
+	}
+	return false, nil
 }
 
 // metricsClient reads the controller's metrics; a stopped controller fails it, not hangs it.

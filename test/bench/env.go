@@ -45,6 +45,8 @@ type env struct {
 	namespaces map[string]bool
 	ctrl       *Controller
 	watch      *packageWatch
+	// restarts counts the controller's restarts.
+	restarts int
 }
 
 // envInput says what to start.
@@ -175,6 +177,15 @@ func (e *env) startController(ctx context.Context) error {
 		return err
 	}
 	e.watch, err = watchPackages(ctx, e.admin)
+	return err
+}
+
+// restartController starts the controller again after it died, on the same storage.
+func (e *env) restartController(ctx context.Context) error {
+	e.restarts++
+	var err error
+	e.ctrl, err = StartController(ctx, ControllerInput{Binary: e.cfg.ConvoyBinary, Kubeconfig: filepath.Join(e.dir, "kubeconfig"),
+		Dir: e.dir, Concurrency: e.cfg.Concurrency, Restart: e.restarts})
 	return err
 }
 

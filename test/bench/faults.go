@@ -1,0 +1,418 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// FaultsConfig is one run of the fault harness (`make faults`).
+type FaultsConfig struct {
+	// Clusters is the number of HostedClusters; default 200.
+	Clusters int `json:"clusters"`
+	// Faults to inject, by name; default all (AllFaults).
+	Faults []string `json:"faults"`
+	// Concurrency is the controller's --concurrency; default 4.
+	Concurrency int `json:"concurrency"`
+	// GitDownFor is how long the git-down fault keeps the Git server stalled; default 2m.
+	GitDownFor time.Duration `json:"gitDownFor"`
+	// ConvoyBinary is bin/convoy.
+	ConvoyBinary string `json:"-"`
+	// KeepWorkDir keeps the controller logs and Git storage after the run.
+	KeepWorkDir bool `json:"-"`
+	// Log receives progress lines; nil is quiet.
+	Log io.Writer `json:"-"`
+}
+
+// Fault names, for FaultsConfig.Faults.
+const (
+	// FaultKill SIGKILLs the controller mid-rollout and starts it again.
+	FaultKill = "controller-killed"
+	// FaultKillTwice SIGKILLs the controller mid-rollout, then again soon after its restart.
+	FaultKillTwice = "controller-killed-twice"
+	// FaultFreshStore SIGKILLs the controller mid-rollout and starts it on an empty Git store,
+	// as a new pod with an emptyDir would.
+	FaultFreshStore = "controller-restarted-empty-store"
+	// FaultGitDown stalls the Git server mid-rollout for FaultsConfig.GitDownFor.
+	FaultGitDown = "git-down"
+	// FaultLeaderKilled runs two replicas with leader election and SIGKILLs the leader
+	// mid-rollout; the standby, with its own empty store, takes over. It leaves the two-replica
+	// setup in place, so it runs last.
+	FaultLeaderKilled = "leader-killed"
+)
+
+// AllFaults lists every fault in the order they run.
+var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultGitDown, FaultLeaderKilled}
+
+// FaultResult is one row of the fault table, with the invariants it checked.
+type FaultResult struct {
+	// Fault is the fault's name.
+	Fault string `json:"fault"`
+	// Clusters is the number of HostedClusters (and Packages).
+	Clusters int `json:"clusters"`
+	// MaxUnavailable is the highest number of unavailable plus updating Packages sampled.
+	MaxUnavailable int `json:"maxUnavailable"`
+	// Budget is the rollout's maxUnavailable.
+	Budget int `json:"budget"`
+	// ObjectsLost counts the package's objects missing at the end.
+	ObjectsLost int `json:"objectsLost"`
+	// WrongRevision counts the Packages that did not end at the new revision.
+	WrongRevision int `json:"wrongRevision"`
+	// Recovery is the time from the (last) restart to the end of the rollout.
+	Recovery time.Duration `json:"recovery"`
+	// Rollout is the time from the new commit to the end of the rollout.
+	Rollout time.Duration `json:"rollout"`
+	// Restarts counts the controller's restarts.
+	Restarts int `json:"restarts"`
+	// GitFetches counts the fetches (upload-pack negotiations) the Git server served during
+	// the rollout, the new commit's included.
+	GitFetches int64 `json:"gitFetches"`
+	// Note says more, e.g. how long a standby took to take over.
+	Note string `json:"note,omitempty"`
+	// Samples is the number of fleet samples taken.
+	Samples int `json:"samples"`
+	// Passed says whether every invariant held.
+	Passed bool `json:"passed"`
+	// Error is set when the fault could not be run to its end.
+	Error string `json:"error,omitempty"`
+}
+
+// FaultResults is the output of one run of the harness.
+type FaultResults struct {
+	// Started is when the run began.
+	Started time.Time `json:"started"`
+	// Duration of the whole run.
+	Duration string `json:"duration"`
+	// CPUs is the number of CPUs of the machine.
+	CPUs int `json:"cpus"`
+	// Config is the run's configuration.
+	Config FaultsConfig `json:"config"`
+	// Rows are the faults in order.
+	Rows []FaultResult `json:"rows"`
+}
+
+// Passed reports whether every fault ran and kept every invariant.
+func (r *FaultResults) Passed() bool {
+	for _, row := range r.Rows {
+		if !row.Passed {
+			return false
+		}
+	}
+	return len(r.Rows) > 0
+}
+
+// RunFaults starts one fleet (management server, HostedClusters, Git, the controller as a
+// process), installs the package with a rollingUpgrade of 10%, then for each fault rolls out
+// a new revision while injecting it, sampling the fleet continuously.
+func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
+	cfg.Clusters = cmp(cfg.Clusters, 200)
+	cfg.Concurrency = cmp(cfg.Concurrency, 4)
+	if cfg.GitDownFor <= 0 {
+		cfg.GitDownFor = 2 * time.Minute
+	}
+	if len(cfg.Faults) == 0 {
+		cfg.Faults = AllFaults
+	}
+	res := &FaultResults{Started: time.Now(), CPUs: runtime.NumCPU(), Config: cfg}
+	defer func() { res.Duration = time.Since(res.Started).Round(time.Second).String() }()
+	work, err := os.MkdirTemp("", "convoy-faults-")
+	if err != nil {
+		return res, err
+	}
+	if !cfg.KeepWorkDir {
+		defer os.RemoveAll(work)
+	}
+	bcfg := Config{ConvoyBinary: cfg.ConvoyBinary, WorkDir: work, KeepWorkDir: cfg.KeepWorkDir, Log: cfg.Log,
+		Concurrency: cfg.Concurrency}
+	logf(bcfg, "faults: starting the management server and %d HostedClusters", cfg.Clusters)
+	e, err := newEnv(ctx, bcfg, envInput{Clusters: cfg.Clusters})
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = e.close() }()
+	if err := installForFaults(ctx, e); err != nil {
+		return res, err
+	}
+	for _, name := range cfg.Faults {
+		inject, ok := faultInjectors(cfg)[name]
+		if !ok {
+			return res, fmt.Errorf("unknown fault %q (known: %v)", name, AllFaults)
+		}
+		logf(bcfg, "faults: %s", name)
+		row := runFault(ctx, e, name, inject)
+		res.Rows = append(res.Rows, row)
+	}
+	return res, nil
+}
+
+// installForFaults starts the controller, creates the HostedClusterPackage with a
+// rollingUpgrade of 10% and waits until every Package progressed at the first revision.
+func installForFaults(ctx context.Context, e *env) error {
+	if err := e.startController(ctx); err != nil {
+		return err
+	}
+	if err := e.createHostedClusterPackage(ctx); err != nil {
+		return err
+	}
+	if err := e.setHostedClusterPackageStrategy(ctx, true); err != nil {
+		return err
+	}
+	_, err := e.watch.waitAll(ctx, e.namespaces, progressedAt(e.commit), rolloutTimeout)
+	return err
+}
+
+// injector injects a fault into the rollout of commit, which has just started; it records the
+// controller restarts and a note in row, and returns when the controller was back.
+type injector func(ctx context.Context, e *env, commit string, row *FaultResult) (back time.Time, err error)
+
+// faultInjectors maps fault names to their injectors.
+func faultInjectors(cfg FaultsConfig) map[string]injector {
+	return map[string]injector{
+		FaultKill:         killing(1),
+		FaultKillTwice:    killing(2),
+		FaultFreshStore:   restartWithEmptyStore,
+		FaultGitDown:      gitDown(cfg.GitDownFor),
+		FaultLeaderKilled: killLeader,
+	}
+}
+
+// restartWithEmptyStore kills the controller mid-rollout, deletes its Git store and starts it
+// again.
+func restartWithEmptyStore(ctx context.Context, e *env, commit string, row *FaultResult) (time.Time, error) {
+	if err := waitUpdated(ctx, e, commit, 2); err != nil {
+		return time.Time{}, err
+	}
+	if err := e.ctrl.Kill(); err != nil {
+		return time.Time{}, err
+	}
+	if err := os.RemoveAll(filepath.Join(e.dir, "sources")); err != nil {
+		return time.Time{}, err
+	}
+	if err := e.restartController(ctx); err != nil {
+		return time.Time{}, err
+	}
+	row.Restarts = 1
+	return time.Now(), nil
+}
+
+// killing returns an injector that kills the controller times times in a row.
+func killing(times int) injector {
+	return func(ctx context.Context, e *env, commit string, row *FaultResult) (time.Time, error) {
+		restarts, back, err := killMidRollout(ctx, e, commit, times)
+		row.Restarts = restarts
+		return back, err
+	}
+}
+
+// runFault commits a new revision, injects the fault while a sampler watches the fleet,
+// waits for the rollout to finish and checks the invariants.
+func runFault(ctx context.Context, e *env, name string, inject injector) FaultResult {
+	n := len(e.namespaces)
+	row := FaultResult{Fault: name, Clusters: n, Budget: max(1, n/10)}
+	gitBefore := e.git.Stats()
+	commit, err := e.commitNext()
+	if err == nil {
+		err = e.requestPoll(ctx)
+	}
+	if err != nil {
+		row.Error = err.Error()
+		return row
+	}
+	start := time.Now()
+	s := startSampler(ctx, e, commit)
+	restartedAt, err := inject(ctx, e, commit, &row)
+	if err == nil {
+		_, err = e.watch.waitAll(ctx, e.namespaces, progressedAt(commit), rolloutTimeout)
+		time.Sleep(200 * time.Millisecond) // one more sample
+	}
+	var end time.Time
+	row.MaxUnavailable, row.Samples, end = s.stop()
+	if !end.IsZero() {
+		// Note: a rollout that finished before the controller or Git was back recovered at once.
+		row.Rollout, row.Recovery = end.Sub(start), max(0, end.Sub(restartedAt))
+	}
+	row.GitFetches = e.git.Stats().Sub(gitBefore).UploadPacks
+	if err != nil {
+		row.Error = err.Error()
+	}
+	row.WrongRevision = n - countProgressed(e, commit)
+	row.ObjectsLost, err = countLost(ctx, e)
+	if err != nil && row.Error == "" {
+		row.Error = err.Error()
+	}
+	row.Passed = row.Error == "" && row.MaxUnavailable <= row.Budget && row.ObjectsLost == 0 && row.WrongRevision == 0
+	return row
+}
+
+// killMidRollout waits until the rollout of commit has updated a few Packages, then kills the
+// controller and starts it again, times times in a row (the next kill comes as soon as the
+// restarted controller updated one more Package).
+func killMidRollout(ctx context.Context, e *env, commit string, times int) (int, time.Time, error) {
+	var restartedAt time.Time
+	target := 2
+	for i := range times {
+		if err := waitUpdated(ctx, e, commit, target); err != nil {
+			return i, restartedAt, err
+		}
+		target = updatedTo(e, commit) + 1
+		if err := e.ctrl.Kill(); err != nil {
+			return i, restartedAt, err
+		}
+		if err := e.restartController(ctx); err != nil {
+			return i, restartedAt, err
+		}
+		restartedAt = time.Now()
+	}
+	return times, restartedAt, nil
+}
+
+// updatedTo returns the number of Packages whose spec.revision is commit.
+func updatedTo(e *env, commit string) int {
+	ok, _ := e.watch.count(e.namespaces, func(p *convoyv1alpha1.Package) bool { return p.Spec.Revision == commit })
+	return ok
+}
+
+// waitUpdated waits until at least n Packages have spec.revision commit.
+func waitUpdated(ctx context.Context, e *env, commit string, n int) error {
+	deadline := time.Now().Add(rolloutTimeout)
+	for time.Now().Before(deadline) {
+		if updatedTo(e, commit) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("fewer than %d Packages updated to %s after %s", n, commit, rolloutTimeout)
+}
+
+// sampler counts, every 100 ms, the Packages that are unavailable or updating, and notes when
+// every Package first progressed at the new commit.
+type sampler struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	max     int
+	samples int
+	allDone time.Time
+}
+
+// startSampler samples the fleet until stop.
+func startSampler(ctx context.Context, e *env, commit string) *sampler {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &sampler{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			busy, _ := e.watch.count(e.namespaces, unavailableOrUpdating(commit))
+			progressed, total := e.watch.count(e.namespaces, progressedAt(commit))
+			s.mu.Lock()
+			s.max, s.samples = max(s.max, busy), s.samples+1
+			if s.allDone.IsZero() && total >= len(e.namespaces) && progressed == total {
+				s.allDone = time.Now()
+			}
+			s.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the highest count, the number of samples and when every
+// Package first progressed (zero if never).
+func (s *sampler) stop() (int, int, time.Time) {
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.max, s.samples, s.allDone
+}
+
+// unavailableOrUpdating is the budget's definition: a Package not Available at its
+// generation, or updated to commit and not progressed at it yet.
+func unavailableOrUpdating(commit string) func(*convoyv1alpha1.Package) bool {
+	progressed := progressedAt(commit)
+	return func(p *convoyv1alpha1.Package) bool {
+		avail := apimeta.FindStatusCondition(p.Status.Conditions, convoyv1alpha1.AvailableCondition)
+		if avail == nil || avail.Status != metav1.ConditionTrue || avail.ObservedGeneration != p.Generation {
+			return true
+		}
+		return p.Spec.Revision == commit && !progressed(p)
+	}
+}
+
+// countProgressed returns the number of Packages progressed at commit.
+func countProgressed(e *env, commit string) int {
+	ok, _ := e.watch.count(e.namespaces, progressedAt(commit))
+	return ok
+}
+
+// countLost returns how many objects of the management package are missing in the HCP
+// namespaces.
+func countLost(ctx context.Context, e *env) (int, error) {
+	var mu sync.Mutex
+	lost := 0
+	err := e.forEachNamespace(ctx, func(ns string) error {
+		for _, o := range managementObjects(ns, "", e.rev) {
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(o.GroupVersionKind())
+			err := e.admin.Get(ctx, client.ObjectKeyFromObject(o), m)
+			if client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			if err != nil {
+				mu.Lock()
+				lost++
+				mu.Unlock()
+			}
+		}
+		return nil
+	})
+	return lost, err
+}
+
+// PrintFaultsTable writes the fault table.
+func PrintFaultsTable(w io.Writer, res *FaultResults) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAULT\tCLUSTERS\tMAX UNAVAILABLE+UPDATING / BUDGET\tOBJECTS LOST\tWRONG REVISION\tTIME TO RECOVER\tROLLOUT\tRESTARTS\tGIT FETCHES\tPASSED\tNOTE")
+	for _, r := range res.Rows {
+		passed := map[bool]string{true: "yes", false: "NO"}[r.Passed]
+		if r.Error != "" {
+			passed += " (" + r.Error + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%d\t%d\t%.1f s\t%.1f s\t%d\t%d\t%s\t%s\n", r.Fault, r.Clusters, r.MaxUnavailable, r.Budget,
+			r.ObjectsLost, r.WrongRevision, r.Recovery.Seconds(), r.Rollout.Seconds(), r.Restarts, r.GitFetches, passed, r.Note)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nrun: %s, %d CPUs, %s\n", res.Duration, res.CPUs, res.Started.UTC().Format(time.RFC3339))
+}
+
+// WriteFaultsJSON writes the results to path.
+func WriteFaultsJSON(path string, res *FaultResults) error {
+	raw, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(raw, '\n'), 0o644)
+}
