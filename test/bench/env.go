@@ -37,9 +37,11 @@ type env struct {
 	counter *countingTransport
 	git     *gitserver.Server
 	repo    *gitserver.Repo
-	// rev and commit are the last committed revision of the packages.
-	rev    int
-	commit string
+	// rev and commit are the last committed revision of the packages; previous is the commit
+	// before it.
+	rev      int
+	commit   string
+	previous string
 	// clusters and namespaces are the HostedClusters and their HCP namespaces.
 	clusters   []*devfleet.HostedCluster
 	namespaces map[string]bool
@@ -122,7 +124,7 @@ func (e *env) commitNext() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	e.rev, e.commit = e.rev+1, commit
+	e.rev, e.commit, e.previous = e.rev+1, commit, e.commit
 	return commit, nil
 }
 

@@ -48,6 +48,9 @@ const (
 	FaultFreshStore = "controller-restarted-empty-store"
 	// FaultGitDown stalls the Git server mid-rollout for FaultsConfig.GitDownFor.
 	FaultGitDown = "git-down"
+	// FaultForcePush force-pushes the followed branch back to the previous commit mid-rollout,
+	// dropping the commit being rolled out.
+	FaultForcePush = "force-push-back"
 	// FaultLeaderKilled runs two replicas with leader election and SIGKILLs the leader
 	// mid-rollout; the standby, with its own empty store, takes over. It leaves the two-replica
 	// setup in place, so it runs last.
@@ -55,7 +58,7 @@ const (
 )
 
 // AllFaults lists every fault in the order they run.
-var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultGitDown, FaultLeaderKilled}
+var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultGitDown, FaultForcePush, FaultLeaderKilled}
 
 // FaultResult is one row of the fault table, with the invariants it checked.
 type FaultResult struct {
@@ -174,9 +177,30 @@ func installForFaults(ctx context.Context, e *env) error {
 	return err
 }
 
-// injector injects a fault into the rollout of commit, which has just started; it records the
-// controller restarts and a note in row, and returns when the controller was back.
-type injector func(ctx context.Context, e *env, commit string, row *FaultResult) (back time.Time, err error)
+// injector injects a fault into the rollout of tgt's commit, which has just started; it
+// records the controller restarts and a note in row, and returns when the controller was back.
+// A fault that changes what the fleet must end on (a force-push) sets tgt.
+type injector func(ctx context.Context, e *env, tgt *target, row *FaultResult) (back time.Time, err error)
+
+// target is the commit every Package must end on.
+type target struct {
+	mu     sync.Mutex
+	commit string
+}
+
+// get returns the commit.
+func (t *target) get() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.commit
+}
+
+// set changes the commit.
+func (t *target) set(commit string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.commit = commit
+}
 
 // faultInjectors maps fault names to their injectors.
 func faultInjectors(cfg FaultsConfig) map[string]injector {
@@ -185,14 +209,15 @@ func faultInjectors(cfg FaultsConfig) map[string]injector {
 		FaultKillTwice:    killing(2),
 		FaultFreshStore:   restartWithEmptyStore,
 		FaultGitDown:      gitDown(cfg.GitDownFor),
+		FaultForcePush:    forcePushBack,
 		FaultLeaderKilled: killLeader,
 	}
 }
 
 // restartWithEmptyStore kills the controller mid-rollout, deletes its Git store and starts it
 // again.
-func restartWithEmptyStore(ctx context.Context, e *env, commit string, row *FaultResult) (time.Time, error) {
-	if err := waitUpdated(ctx, e, commit, 2); err != nil {
+func restartWithEmptyStore(ctx context.Context, e *env, tgt *target, row *FaultResult) (time.Time, error) {
+	if err := waitUpdated(ctx, e, tgt.get(), 2); err != nil {
 		return time.Time{}, err
 	}
 	if err := e.ctrl.Kill(); err != nil {
@@ -210,8 +235,8 @@ func restartWithEmptyStore(ctx context.Context, e *env, commit string, row *Faul
 
 // killing returns an injector that kills the controller times times in a row.
 func killing(times int) injector {
-	return func(ctx context.Context, e *env, commit string, row *FaultResult) (time.Time, error) {
-		restarts, back, err := killMidRollout(ctx, e, commit, times)
+	return func(ctx context.Context, e *env, tgt *target, row *FaultResult) (time.Time, error) {
+		restarts, back, err := killMidRollout(ctx, e, tgt.get(), times)
 		row.Restarts = restarts
 		return back, err
 	}
@@ -232,11 +257,12 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 		return row
 	}
 	start := time.Now()
-	s := startSampler(ctx, e, commit)
-	restartedAt, err := inject(ctx, e, commit, &row)
+	tgt := &target{commit: commit}
+	s := startSampler(ctx, e, tgt)
+	restartedAt, err := inject(ctx, e, tgt, &row)
+	commit = tgt.get()
 	if err == nil {
-		_, err = e.watch.waitAll(ctx, e.namespaces, progressedAt(commit), rolloutTimeout)
-		time.Sleep(200 * time.Millisecond) // one more sample
+		err = waitSettled(ctx, e, commit)
 	}
 	var end time.Time
 	row.MaxUnavailable, row.Samples, end = s.stop()
@@ -249,12 +275,38 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 		row.Error = err.Error()
 	}
 	row.WrongRevision = n - countProgressed(e, commit)
+	if row.WrongRevision > 0 {
+		row.Note += describeWrong(e, commit)
+	}
 	row.ObjectsLost, err = countLost(ctx, e)
 	if err != nil && row.Error == "" {
 		row.Error = err.Error()
 	}
 	row.Passed = row.Error == "" && row.MaxUnavailable <= row.Budget && row.ObjectsLost == 0 && row.WrongRevision == 0
 	return row
+}
+
+// settleTime is how long every Package must stay progressed for the rollout to count as
+// ended: right after a force-push, a controller may still act on its stale view for a moment.
+const settleTime = 2 * time.Second
+
+// waitSettled waits until every Package progressed at commit and still is settleTime later.
+func waitSettled(ctx context.Context, e *env, commit string) error {
+	deadline := time.Now().Add(rolloutTimeout)
+	for time.Now().Before(deadline) {
+		if _, err := e.watch.waitAll(ctx, e.namespaces, progressedAt(commit), time.Until(deadline)); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(settleTime):
+		}
+		if countProgressed(e, commit) == len(e.namespaces) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the Packages did not settle at %.8s within %s", commit, rolloutTimeout)
 }
 
 // killMidRollout waits until the rollout of commit has updated a few Packages, then kills the
@@ -301,7 +353,7 @@ func waitUpdated(ctx context.Context, e *env, commit string, n int) error {
 	return fmt.Errorf("fewer than %d Packages updated to %s after %s", n, commit, rolloutTimeout)
 }
 
-// sampler counts, every 100 ms, the Packages that are unavailable or updating, and notes when
+// sampler counts, every 50 ms, the Packages that are unavailable or updating, and notes when
 // every Package first progressed at the new commit.
 type sampler struct {
 	cancel  context.CancelFunc
@@ -313,20 +365,24 @@ type sampler struct {
 }
 
 // startSampler samples the fleet until stop.
-func startSampler(ctx context.Context, e *env, commit string) *sampler {
+func startSampler(ctx context.Context, e *env, tgt *target) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
+			commit := tgt.get()
 			busy, _ := e.watch.count(e.namespaces, unavailableOrUpdating(commit))
 			progressed, total := e.watch.count(e.namespaces, progressedAt(commit))
 			s.mu.Lock()
 			s.max, s.samples = max(s.max, busy), s.samples+1
-			if s.allDone.IsZero() && total >= len(e.namespaces) && progressed == total {
+			switch done := total >= len(e.namespaces) && progressed == total; {
+			case done && s.allDone.IsZero():
 				s.allDone = time.Now()
+			case !done:
+				s.allDone = time.Time{} // not settled yet: a controller may still act on a stale view
 			}
 			s.mu.Unlock()
 			select {
@@ -366,6 +422,18 @@ func unavailableOrUpdating(commit string) func(*convoyv1alpha1.Package) bool {
 func countProgressed(e *env, commit string) int {
 	ok, _ := e.watch.count(e.namespaces, progressedAt(commit))
 	return ok
+}
+
+// describeWrong describes the first Package not progressed at commit.
+func describeWrong(e *env, commit string) string {
+	e.watch.mu.Lock()
+	defer e.watch.mu.Unlock()
+	for key, p := range e.watch.pkgs {
+		if e.namespaces[key.Namespace] && !progressedAt(commit)(p) {
+			return fmt.Sprintf("; e.g. %s: spec.revision %.8s, status.revision %.8s, want %.8s", key, p.Spec.Revision, p.Status.Revision, commit)
+		}
+	}
+	return ""
 }
 
 // countLost returns how many objects of the management package are missing in the HCP

@@ -17,8 +17,8 @@ import (
 // client without a timeout. The GitSource is asked to poll meanwhile. After downFor the server
 // answers again; the controller is back when a new poll makes the GitSource Ready.
 func gitDown(downFor time.Duration) injector {
-	return func(ctx context.Context, e *env, commit string, row *FaultResult) (time.Time, error) {
-		if err := waitUpdated(ctx, e, commit, 2); err != nil {
+	return func(ctx context.Context, e *env, tgt *target, row *FaultResult) (time.Time, error) {
+		if err := waitUpdated(ctx, e, tgt.get(), 2); err != nil {
 			return time.Time{}, err
 		}
 		e.git.SetStalled(true)
@@ -43,6 +43,26 @@ func gitDown(downFor time.Duration) injector {
 			downFor, e.git.Stalled(), time.Since(back).Seconds())
 		return back, nil
 	}
+}
+
+// forcePushBack waits until the rollout of the new commit has updated a few Packages, then
+// force-pushes the branch back to the previous commit, dropping the one being rolled out, and
+// asks for a poll: the fleet must end on the previous commit.
+func forcePushBack(ctx context.Context, e *env, tgt *target, row *FaultResult) (time.Time, error) {
+	if err := waitUpdated(ctx, e, tgt.get(), 2); err != nil {
+		return time.Time{}, err
+	}
+	dropped := tgt.get()
+	if err := e.repo.ResetBranch("main", e.previous); err != nil {
+		return time.Time{}, err
+	}
+	e.rev, e.commit = e.rev-1, e.previous
+	tgt.set(e.commit)
+	if err := e.requestPoll(ctx); err != nil {
+		return time.Time{}, err
+	}
+	row.Note = fmt.Sprintf("%d Packages had been updated to the dropped commit", updatedTo(e, dropped))
+	return time.Now(), nil
 }
 
 // requestPollToken asks the GitSource to poll now and returns the request's token.

@@ -22,7 +22,7 @@ const (
 // empty store of its own, as a second pod would have), waits until the rollout of commit has
 // updated a few Packages under the leader, then SIGKILLs it. The controller is back when the
 // standby holds the lease; the row's note says how long that took.
-func killLeader(ctx context.Context, e *env, commit string, row *FaultResult) (time.Time, error) {
+func killLeader(ctx context.Context, e *env, tgt *target, row *FaultResult) (time.Time, error) {
 	if err := e.ctrl.Stop(); err != nil {
 		return time.Time{}, err
 	}
@@ -42,7 +42,7 @@ func killLeader(ctx context.Context, e *env, commit string, row *FaultResult) (t
 	if err != nil {
 		return time.Time{}, err
 	}
-	if err := waitUpdated(ctx, e, commit, updatedTo(e, commit)+2); err != nil {
+	if err := waitUpdated(ctx, e, tgt.get(), updatedTo(e, tgt.get())+2); err != nil {
 		return time.Time{}, err
 	}
 	killed := time.Now()

@@ -37,7 +37,7 @@ func TestFaultsShort(t *testing.T) {
 		g.Expect(row.MaxUnavailable).To(BeNumerically("<=", row.Budget), row.Fault)
 		g.Expect(row.ObjectsLost).To(BeZero(), row.Fault)
 		g.Expect(row.WrongRevision).To(BeZero(), row.Fault)
-		if row.Fault != FaultLeaderKilled && row.Fault != FaultGitDown {
+		if row.Fault == FaultKill || row.Fault == FaultKillTwice || row.Fault == FaultFreshStore {
 			g.Expect(row.Restarts).To(BeNumerically(">=", 1), row.Fault)
 		}
 	}
