@@ -1,6 +1,0 @@
-//go:build !race
-
-package manifests
-
-// raceEnabled: the race detector is off (see race_on_test.go).
-const raceEnabled = false
