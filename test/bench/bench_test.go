@@ -20,11 +20,7 @@ import (
 func TestRunTiny(t *testing.T) {
 	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
-	root, err := devfleet.RepositoryRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	convoy := filepath.Join(t.TempDir(), "convoy")
-	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	convoy := buildConvoy(t)
 
 	scenarios := AllScenarios
 	var log bytes.Buffer
@@ -79,4 +75,16 @@ func TestRequestsSplitWritesAndObjects(t *testing.T) {
 		"PUT/leases": 5, "WATCH/packages": 1}
 	g.Expect(r.Writes()).To(Equal(14.0), "applies, status patches and events; no dry-runs, no Lease renewals")
 	g.Expect(r.OnObjects()).To(Equal(16.0), "applies, reads and dry-runs of the objects")
+}
+
+// buildConvoy builds ./cmd/convoy into a temporary folder and returns the binary's path.
+func buildConvoy(t *testing.T) string {
+	t.Helper()
+	g := NewWithT(t)
+	root, err := devfleet.RepositoryRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	convoy := filepath.Join(t.TempDir(), "convoy")
+	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	return convoy
 }

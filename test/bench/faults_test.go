@@ -3,14 +3,11 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
-	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -19,11 +16,7 @@ import (
 func TestFaultsShort(t *testing.T) {
 	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
-	root, err := devfleet.RepositoryRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	convoy := filepath.Join(t.TempDir(), "convoy")
-	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	convoy := buildConvoy(t)
 
 	var log bytes.Buffer
 	res, err := RunFaults(context.Background(), FaultsConfig{Clusters: 20, ConvoyBinary: convoy, Log: &log, GitDownFor: 5 * time.Second})
