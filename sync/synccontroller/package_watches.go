@@ -58,6 +58,9 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 			func() client.ObjectList { return &convoyv1alpha1.PackageList{} }, sourceIndex)),
 			builder.WithPredicates(accessFromChanged())).
 		WatchesMetadata(secretObject(), r.requestsForSecret(&convoyv1alpha1.PackageList{})).
+		WatchesMetadata(namespaceObject(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.requestsInNamespace(ctx, &convoyv1alpha1.PackageList{}, o.GetName())
+		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Named("package")
 	r.watchHostedClusters(mgr, b, &convoyv1alpha1.PackageList{})
@@ -66,6 +69,15 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 		return err
 	}
 	return r.watchApplied(mgr, c, &convoyv1alpha1.Package{})
+}
+
+// namespaceObject is the metadata of a Namespace, for watches: a Package's access to a
+// GitSource of another namespace depends on its namespace's labels. The watch also keeps the
+// Namespaces' metadata in the cache from the start, so that the access check reads it there.
+func namespaceObject() client.Object {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(namespaceGVK)
+	return ns
 }
 
 // indexUnpinnedSource returns the GitSource key of a Package without spec.revision.
