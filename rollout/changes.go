@@ -111,7 +111,7 @@ func (p *planner) advanceWithinBudget(plan *Plan) {
 // paused by hand, being deleted, of a HostedCluster being deleted, or at an unknown revision
 // are left alone.
 func (p *planner) relabel(plan *Plan) {
-	want := TemplateMetadataHash(p.in.HostedClusterPackage.Spec.Template.Metadata)
+	want := plan.TemplateMetadataHash
 	for _, t := range p.targets {
 		if t.planned || t.pkg == nil || t.state.deleting || t.state.revision == nil {
 			continue

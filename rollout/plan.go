@@ -64,6 +64,10 @@ type Plan struct {
 	// UpdateRevision names the revision being rolled out.
 	UpdateRevision string
 
+	// TemplateMetadataHash is TemplateMetadataHash of the template's metadata, for the
+	// TemplateMetadataAnnotation of every Package the plan applies.
+	TemplateMetadataHash string
+
 	// RevisionsInUse names, sorted, every known revision some Package's spec still matches;
 	// revision pruning keeps them.
 	RevisionsInUse []string
@@ -202,7 +206,8 @@ func Compute(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := &Plan{UpdateRevision: in.UpdateRevision.Name, MaxUnavailable: p.maxUnavailable}
+	plan := &Plan{UpdateRevision: in.UpdateRevision.Name, MaxUnavailable: p.maxUnavailable,
+		TemplateMetadataHash: TemplateMetadataHash(in.HostedClusterPackage.Spec.Template.Metadata)}
 	if p.instant {
 		plan.MaxUnavailable = 0
 	}

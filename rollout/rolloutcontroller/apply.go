@@ -18,11 +18,17 @@ import (
 	"github.com/convoy-gitops/convoy/rollout"
 )
 
+// stamp is what packageFor writes besides the revision: the time the spec was set
+// (SpecUpdatedAtAnnotation, left out when empty) and the hash of the template metadata
+// (TemplateMetadataAnnotation, computed once per pass: Plan.TemplateMetadataHash).
+type stamp struct {
+	specUpdatedAt, metadataHash string
+}
+
 // packageFor returns the apply configuration that pins the Package of change to its revision:
-// the revision's template and commit, the HostedClusterPackage's template metadata with its
-// hash (TemplateMetadataAnnotation), its label, its controller reference and
-// SpecUpdatedAtAnnotation at specUpdatedAt (left out when empty).
-func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Change, specUpdatedAt string) (*unstructured.Unstructured, error) {
+// the revision's template and commit, the HostedClusterPackage's template metadata, its label,
+// its controller reference and st.
+func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Change, st stamp) (*unstructured.Unstructured, error) {
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&convoyv1alpha1.PackageSpec{
 		PackageTemplateSpec: change.Revision.Template, Revision: change.Revision.Commit})
 	if err != nil {
@@ -37,9 +43,11 @@ func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Chang
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[rollout.TemplateMetadataAnnotation] = rollout.TemplateMetadataHash(hcpkg.Spec.Template.Metadata)
-	if specUpdatedAt != "" {
-		annotations[rollout.SpecUpdatedAtAnnotation] = specUpdatedAt
+	if st.metadataHash != "" {
+		annotations[rollout.TemplateMetadataAnnotation] = st.metadataHash
+	}
+	if st.specUpdatedAt != "" {
+		annotations[rollout.SpecUpdatedAtAnnotation] = st.specUpdatedAt
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	u.SetGroupVersionKind(convoyv1alpha1.GroupVersion.WithKind("Package"))
@@ -70,11 +78,11 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	eg.SetLimit(r.applyConcurrency())
 	for _, change := range changes {
 		eg.Go(func() error {
-			specUpdatedAt := now
+			st := stamp{specUpdatedAt: now, metadataHash: s.plan.TemplateMetadataHash}
 			if change.Reason == rollout.RelabelReason {
-				specUpdatedAt = s.packages[change.Package].Annotations[rollout.SpecUpdatedAtAnnotation]
+				st.specUpdatedAt = s.packages[change.Package].Annotations[rollout.SpecUpdatedAtAnnotation]
 			}
-			u, err := packageFor(s.obj, change, specUpdatedAt)
+			u, err := packageFor(s.obj, change, st)
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ func TestPackageForCarriesTheTemplateServiceAccount(t *testing.T) {
 	tmpl := convoyv1alpha1.PackageTemplateSpec{SourceRef: convoyv1alpha1.SourceReference{Namespace: "fleet", Name: "addons"},
 		Path: "p", ServiceAccountName: "addon-deployer"}
 	u, err := packageFor(hcpkg, rollout.Change{Package: types.NamespacedName{Namespace: "clusters-a", Name: "addon"},
-		Revision: rollout.Revision{Commit: "0123456789abcdef0123456789abcdef01234567", Template: tmpl}}, "now")
+		Revision: rollout.Revision{Commit: "0123456789abcdef0123456789abcdef01234567", Template: tmpl}}, stamp{specUpdatedAt: "now"})
 	g.Expect(err).NotTo(HaveOccurred())
 	sa, _, err := unstructured.NestedString(u.Object, "spec", "serviceAccountName")
 	g.Expect(err).NotTo(HaveOccurred())
