@@ -1,8 +1,10 @@
 package rollout
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -191,4 +193,18 @@ func TestDeselectedUnavailableClusterWaitsAndAStuckDeletionIsReported(t *testing
 	g.Expect(plan.Failed).To(HaveLen(1))
 	g.Expect(plan.Failed[0].Message).To(ContainSubstring("has been deleting for 10m0s"))
 	g.Expect(plan.Counts.Failed).To(Equal(int32(1)))
+}
+
+func TestSampledMessagesAreBounded(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(1, "early").progressedAll(revision(1))
+	w.find("early-1").Available = false
+	w.find("early-1").AvailableMessage = strings.Repeat("é", 100_000)
+
+	var status convoyv1alpha1.HostedClusterPackageStatus
+	compute(g, w).WriteStatus(&status)
+	g.Expect(status.Skipped).To(HaveLen(1))
+	g.Expect(len(status.Skipped[0].Message)).To(BeNumerically("<=", MaxSampleMessage))
+	g.Expect(utf8.ValidString(status.Skipped[0].Message)).To(BeTrue())
+	g.Expect(status.Skipped[0].Message).To(HaveSuffix(" …"))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,11 +187,15 @@ func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus)
 	status.ProgressedPackages, status.PausedPackages, status.FailedPackages = c.Progressed, c.Paused, c.Failed
 	status.Partitions = plan.Partitions
 	status.SkippedPackages, status.PendingDeletions = c.Skipped, int32(plan.DeletionsWaiting)
-	status.Failures = plan.Failed[:min(len(plan.Failed), convoyv1alpha1.MaxFailureSamples)]
+	status.Failures = nil
+	for _, f := range plan.Failed[:min(len(plan.Failed), convoyv1alpha1.MaxFailureSamples)] {
+		f.Message = boundSample(f.Message)
+		status.Failures = append(status.Failures, f)
+	}
 	status.Skipped = nil
 	for _, t := range plan.Ineligible[:min(len(plan.Ineligible), convoyv1alpha1.MaxSkippedSamples)] {
 		status.Skipped = append(status.Skipped, convoyv1alpha1.SkippedTarget{
-			HostedCluster: t.HostedCluster, Partition: t.Partition, Reason: t.Reason, Message: t.Message})
+			HostedCluster: t.HostedCluster, Partition: t.Partition, Reason: t.Reason, Message: boundSample(t.Message)})
 	}
 	for _, cond := range plan.Conditions {
 		apimeta.SetStatusCondition(&status.Conditions, cond)
@@ -199,4 +204,22 @@ func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus)
 	if plan.Completed {
 		status.CurrentRevision = plan.UpdateRevision
 	}
+}
+
+// MaxSampleMessage bounds, in bytes, the message of each failed or skipped target in status.
+// The messages quote a Package's or a HostedCluster's conditions, which others write; ten
+// samples of each stay far below the size of an object.
+const MaxSampleMessage = 1 << 10
+
+// boundSample cuts msg to MaxSampleMessage bytes, on a UTF-8 boundary, marking the cut.
+func boundSample(msg string) string {
+	if len(msg) <= MaxSampleMessage {
+		return msg
+	}
+	const mark = " …"
+	cut := MaxSampleMessage - len(mark)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + mark
 }
