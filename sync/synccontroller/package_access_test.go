@@ -3,6 +3,7 @@ package synccontroller
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,10 @@ func TestPackageCrossNamespaceSourceIsOptIn(t *testing.T) {
 			Name: "forged", UID: types.UID("00000000-0000-0000-0000-000000000000"), Controller: ptrTo(true)}}
 	})
 	expectRefused(g, forged, sourceNS, tenant)
+	// The forged Package goes, so that once the namespace is allowed only the tenant's Package
+	// applies the ConfigMap (two Packages applying one object collide).
+	g.Expect(env.Client.Delete(ctx, &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: forged.Namespace, Name: forged.Name}})).To(Succeed())
+	expectGone(g, forged, 30*time.Second)
 
 	t.Run("owned by a HostedClusterPackage", func(t *testing.T) {
 		g := NewWithT(t)
