@@ -25,6 +25,13 @@ DEMO_ARGS ?=
 
 export CONVOY_TEST_BINARIES := $(BIN)
 
+# What `convoy version` and the convoy_build_info metric say: set at link time.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+BUILDINFO := github.com/convoy-gitops/convoy/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION) -X $(BUILDINFO).buildDate=$(BUILD_DATE)
+
 ##@ General
 
 .PHONY: help
@@ -85,8 +92,8 @@ $(GOLANGCI_LINT):
 	ln -sf $(notdir $@) $(BIN)/golangci-lint
 
 .PHONY: build
-build: ## Build bin/convoy.
-	go build -o $(BIN)/convoy ./cmd/convoy
+build: ## Build bin/convoy, stamped with VERSION, REVISION and BUILD_DATE (`convoy version`).
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/convoy ./cmd/convoy
 
 ##@ Test and run
 
