@@ -31,6 +31,11 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git d
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 BUILDINFO := github.com/convoy-gitops/convoy/internal/buildinfo
 LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION) -X $(BUILDINFO).buildDate=$(BUILD_DATE)
+# The platforms of `make image`, and where it and `make release` write.
+PLATFORMS ?= linux/amd64 linux/arm64
+DIST := $(CURDIR)/dist
+# IMAGE=registry/name:tag pushes the image `make image` builds; `make release` pins its repository.
+IMAGE ?=
 
 ##@ General
 
@@ -118,3 +123,16 @@ faults: tools build ## Run the fault harness (test/bench/cmd/faults): faults inj
 .PHONY: bench
 bench: tools build ## Run test/bench: rollout, steady state, Git, hosted phases; writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).
 	go run ./test/bench/cmd -convoy $(BIN)/convoy -out $(CURDIR)/bench-results.json $(BENCH_ARGS)
+
+##@ Release
+
+.PHONY: image
+image: ## Build the OCI image of a static convoy for PLATFORMS into dist/oci, without a container runtime; IMAGE=registry/name:tag pushes it.
+	@for p in $(PLATFORMS); do \
+		echo "building dist/bin/$$p/convoy"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags '$(LDFLAGS) -s -w' \
+			-o $(DIST)/bin/$$p/convoy ./cmd/convoy; \
+	done
+	go run ./hack/image -out $(DIST)/oci -version $(VERSION) -revision $(REVISION) -created $(BUILD_DATE) \
+		$(foreach p,$(PLATFORMS),-binary $(p)=$(DIST)/bin/$(p)/convoy) $(if $(IMAGE),-push $(IMAGE))
+	CONVOY_IMAGE_PLATFORMS='$(PLATFORMS)' go test ./hack/image -run TestMakeImageLayout -count=1 -v
