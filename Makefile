@@ -136,3 +136,11 @@ image: ## Build the OCI image of a static convoy for PLATFORMS into dist/oci, wi
 	go run ./hack/image -out $(DIST)/oci -version $(VERSION) -revision $(REVISION) -created $(BUILD_DATE) \
 		$(foreach p,$(PLATFORMS),-binary $(p)=$(DIST)/bin/$(p)/convoy) $(if $(IMAGE),-push $(IMAGE))
 	CONVOY_IMAGE_PLATFORMS='$(PLATFORMS)' go test ./hack/image -run TestMakeImageLayout -count=1 -v
+
+.PHONY: release
+release: ## Build the image of VERSION=v0.x.y (pushed with IMAGE=registry/name:tag) and write dist/install.yaml, pinned to its digest.
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || { echo "make release needs VERSION=v0.x.y, not '$(VERSION)'"; exit 1; }
+	$(MAKE) image VERSION=$(VERSION)
+	go run ./hack/release -version $(VERSION) -layout $(DIST)/oci -deploy deploy -out $(DIST)/install.yaml \
+		-previous-crds hack/release/testdata/previous-crds \
+		-image $(or $(IMAGE),ghcr.io/convoy-gitops/convoy:$(VERSION))

@@ -282,6 +282,9 @@ func (c *Controller) IsLeader(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// Metrics returns the controller's Prometheus metrics, as text.
+func (c *Controller) Metrics(ctx context.Context) (string, error) { return c.metrics(ctx) }
+
 // metricsClient reads the controller's metrics; a stopped controller fails it, not hangs it.
 var metricsClient = &http.Client{Timeout: 10 * time.Second}
 
