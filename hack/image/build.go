@@ -83,9 +83,9 @@ func (s imageSpec) labels() map[string]string {
 
 // buildIndex builds one image per platform and the OCI image index of them all.
 func buildIndex(spec imageSpec) (v1.ImageIndex, error) {
-	ca, err := os.ReadFile(spec.CABundle)
+	ca, _, err := caBundle(spec.CABundle)
 	if err != nil {
-		return nil, fmt.Errorf("reading the CA certificates: %w (give a PEM bundle with -ca-bundle)", err)
+		return nil, err
 	}
 	base, err := filesLayer(spec.Created, baseFiles(ca))
 	if err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -138,14 +140,25 @@ func buildTestIndex(g Gomega, dir string) v1.ImageIndex {
 	return idx
 }
 
-// testCABundle returns Debian's CA bundle when the machine has it, else a file of one PEM block.
-func testCABundle(g Gomega, dir string) string {
-	if _, err := os.Stat(caPath); err == nil {
-		return caPath
-	}
-	path := filepath.Join(dir, "ca.crt")
-	g.Expect(os.WriteFile(path, []byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"), 0o600)).To(Succeed())
-	return path
+// testCABundle returns Debian's CA bundle, which the machine has or not: without it, the image
+// gets Go's fallback roots.
+func testCABundle(_ Gomega, _ string) string {
+	return caPath
+}
+
+// TestCABundleFallsBackToGosRoots builds the CA certificates on a machine without a bundle
+// file: Go's fallback roots, every one a certificate x509 parses.
+func TestCABundleFallsBackToGosRoots(t *testing.T) {
+	g := NewWithT(t)
+	raw, source, err := caBundle(filepath.Join(t.TempDir(), "absent.crt"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(source).To(Equal(fallbackBundleSource))
+	pool := x509.NewCertPool()
+	g.Expect(pool.AppendCertsFromPEM(raw)).To(BeTrue())
+	g.Expect(bytes.Count(raw, []byte("-----BEGIN CERTIFICATE-----"))).To(BeNumerically(">", 100))
+
+	_, _, err = caBundle(t.TempDir())
+	g.Expect(err).To(MatchError(ContainSubstring("reading the CA certificates")), "a folder is not a bundle")
 }
 
 // layoutIndex returns the one image index of the OCI layout in dir.

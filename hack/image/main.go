@@ -57,7 +57,7 @@ func parseFlags(args []string) (spec imageSpec, out, push string, err error) {
 	fs.StringVar(&spec.Revision, "revision", "", "Git commit label (org.opencontainers.image.revision).")
 	fs.StringVar(&spec.Source, "source", "https://github.com/convoy-gitops/convoy", "Source repository label (org.opencontainers.image.source).")
 	fs.StringVar(&created, "created", "", "Creation time, RFC 3339 (org.opencontainers.image.created); also the time of every file, for a reproducible image.")
-	fs.StringVar(&spec.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM file of the CA certificates to put in the image.")
+	fs.StringVar(&spec.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM file of the CA certificates to put in the image; when it does not exist, the roots of "+fallbackBundleSource+".")
 	if err := fs.Parse(args); err != nil {
 		return spec, "", "", err
 	}
