@@ -63,3 +63,35 @@ func TestReleaseRefusesWhatItCannotPin(t *testing.T) {
 	_, err = layoutDigest(dir)
 	g.Expect(err).To(MatchError(ContainSubstring("holds 0 manifests, want the one image index make image writes")))
 }
+
+// TestReleaseChecksThenRefreshesThePreviousCRDs runs the release as make release does: it
+// refuses CRDs that drop a version the previous release served, and otherwise writes the
+// install file and makes this release's CRDs the previous ones of the next.
+func TestReleaseChecksThenRefreshesThePreviousCRDs(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	layoutDir := writeRandomLayout(g, dir)
+	previous := filepath.Join(dir, "previous-crds")
+	g.Expect(os.CopyFS(previous, os.DirFS(previousCRDs))).To(Succeed())
+	args := []string{"-version", "v0.2.0", "-layout", layoutDir, "-image", testRepository, "-deploy", deployDir,
+		"-out", filepath.Join(dir, "install.yaml"), "-previous-crds", previous}
+
+	crd := filepath.Join(previous, "convoy.dev_packages.yaml")
+	raw, err := os.ReadFile(crd)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(crd, []byte(strings.Replace(string(raw), "name: v1alpha1", "name: v1alpha0", 1)), 0o600)).To(Succeed())
+	g.Expect(run(args)).To(MatchError(ContainSubstring("CRD packages.convoy.dev version v1alpha0: no longer served; clients of it would break")))
+	g.Expect(filepath.Join(dir, "install.yaml")).NotTo(BeAnExistingFile())
+
+	g.Expect(os.WriteFile(crd, raw, 0o600)).To(Succeed())
+	g.Expect(run(args)).To(Succeed())
+	g.Expect(filepath.Join(dir, "install.yaml")).To(BeAnExistingFile())
+	g.Expect(os.ReadFile(filepath.Join(previous, "RELEASE"))).To(Equal([]byte("v0.2.0\n")))
+	current, err := filepath.Glob(filepath.Join(deployDir, "crds", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range current {
+		want, err := os.ReadFile(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(os.ReadFile(filepath.Join(previous, filepath.Base(f)))).To(Equal(want), filepath.Base(f))
+	}
+}

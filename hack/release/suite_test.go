@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,20 +55,12 @@ func releaseObjects() ([]*unstructured.Unstructured, string, error) {
 		return nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	img, err := random.Image(256, 1)
+	layoutDir, err := randomLayout(dir)
 	if err != nil {
-		return nil, "", err
-	}
-	idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: img})
-	p, err := layout.Write(filepath.Join(dir, "oci"), empty.Index)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := p.AppendIndex(idx); err != nil {
 		return nil, "", err
 	}
 	out := filepath.Join(dir, "install.yaml")
-	if err := run([]string{"-version", releaseTag, "-layout", filepath.Join(dir, "oci"),
+	if err := run([]string{"-version", releaseTag, "-layout", layoutDir,
 		"-image", testRepository, "-deploy", deployDir, "-out", out}); err != nil {
 		return nil, "", err
 	}
@@ -79,8 +72,31 @@ func releaseObjects() ([]*unstructured.Unstructured, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	digest, err := idx.Digest()
-	return objs, digest.String(), err
+	digest, err := layoutDigest(layoutDir)
+	return objs, digest, err
+}
+
+// randomLayout writes to dir/oci an OCI layout as make image does, of an image index of one
+// random image, and returns its path.
+func randomLayout(dir string) (string, error) {
+	img, err := random.Image(256, 1)
+	if err != nil {
+		return "", err
+	}
+	idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: img})
+	path := filepath.Join(dir, "oci")
+	p, err := layout.Write(path, empty.Index)
+	if err != nil {
+		return "", err
+	}
+	return path, p.AppendIndex(idx)
+}
+
+// writeRandomLayout is randomLayout in a test.
+func writeRandomLayout(g Gomega, dir string) string {
+	path, err := randomLayout(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	return path
 }
 
 // applyAll applies objs in order with server-side apply, as kubectl apply --server-side does.
