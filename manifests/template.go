@@ -70,25 +70,30 @@ func templateError(p string, err error) *Error {
 	return e
 }
 
-// templateContext builds what templates see: .config, .package, .hostedCluster and .revision,
-// plus, for Package Operator packages, .package.metadata, .environment.hyperShift and .images
-// in Package Operator's shape.
+// templateContext builds what templates see. For Package Operator packages it is Package
+// Operator's context (.package.metadata with labels and annotations always present,
+// .package.image, .config, .images, .dependencies, .environment with kubernetes always present
+// and openShift, proxy and hyperShift only when known), plus convoy's .package.name,
+// .package.namespace, .hostedCluster and .revision. convoy's own format sees the same, except
+// that .environment.hyperShift is present (nil) without a HostedCluster, as it always was.
 func templateContext(data TemplateData, config map[string]any, m *manifest) map[string]any {
-	pkgMeta := map[string]any{"name": data.Package.Name, "namespace": data.Package.Namespace}
-	pkg := map[string]any{"name": data.Package.Name, "namespace": data.Package.Namespace, "metadata": pkgMeta}
-	var hostedCluster, hyperShift any
-	if hc := data.HostedCluster; hc != nil {
-		meta := map[string]any{
-			"name":        hc.Name,
-			"namespace":   hc.Namespace,
-			"labels":      stringMap(hc.Labels),
-			"annotations": stringMap(hc.Annotations),
+	meta := ObjectMeta{Name: data.Package.Name, Namespace: data.Package.Namespace,
+		Labels: nonNil(data.Package.Labels), Annotations: nonNil(data.Package.Annotations)}
+	pkg := map[string]any{
+		"name":      data.Package.Name,
+		"namespace": data.Package.Namespace,
+		"metadata":  toJSONMap(meta),
+		"image":     data.packageImage,
+	}
+	env := toJSONMap(environmentFor(data))
+	if _, ok := env["hyperShift"]; !ok && !m.pko {
+		env["hyperShift"] = nil
+	}
+	var hostedCluster any
+	if hs, ok := env["hyperShift"].(map[string]any); ok {
+		if hc, ok := hs["hostedCluster"].(map[string]any); ok {
+			hostedCluster = hc["metadata"]
 		}
-		hostedCluster = meta
-		hyperShift = map[string]any{"hostedCluster": map[string]any{
-			"metadata":               meta,
-			"hostedClusterNamespace": data.Package.Namespace,
-		}}
 	}
 	images := m.images
 	if images == nil {
@@ -99,16 +104,8 @@ func templateContext(data TemplateData, config map[string]any, m *manifest) map[
 		"package":       pkg,
 		"hostedCluster": hostedCluster,
 		"revision":      data.Revision,
-		"environment":   map[string]any{"hyperShift": hyperShift},
+		"environment":   env,
 		"images":        images,
+		"dependencies":  map[string]any{},
 	}
-}
-
-// stringMap converts labels or annotations into a map sprig's dict functions accept.
-func stringMap(in map[string]string) map[string]any {
-	out := make(map[string]any, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }
