@@ -35,6 +35,8 @@ type TemplateData struct {
 	// testCase renders a test.template case: every image resolves to staticImage and the
 	// rendered files are kept for the fixtures.
 	testCase bool
+	// staticOnly reads only the plain YAML files, without config or templates (LoadStatic).
+	staticOnly bool
 }
 
 // PackageRef names a Package; templates see it as .package.name and .package.namespace, and
@@ -143,10 +145,7 @@ func LoadWithBudget(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (
 // shares its render (or its errors) among all data with the same config. When load fails before
 // the package's files are read it reports true, the answer that never over-shares.
 func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered, bool, error) {
-	dir = path.Clean(dir)
-	if dir == "" || dir == "/" {
-		dir = "."
-	}
+	dir = cleanDir(dir)
 	fsys = confine(fsys, dir)
 	errs := &errorList{}
 	config, err := normalizeConfig(data.Config)
@@ -167,7 +166,7 @@ func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered,
 	if m.pko {
 		m.resolveImages(pf, data.testCase, errs)
 	}
-	configOK := applyConfig(m, config, errs)
+	configOK := !data.staticOnly && applyConfig(m, config, errs)
 	var (
 		objs     []*object
 		rendered map[string][]byte

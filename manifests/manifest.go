@@ -35,7 +35,7 @@ type manifest struct {
 	scopes    []string
 	pkoImages []pkoImage
 	testCases []TestCase
-	spec   convoyv1alpha1.PackageManifestSpec
+	spec      convoyv1alpha1.PackageManifestSpec
 	// phases maps a phase name to its index in spec.phases.
 	phases map[string]int
 	probes []probe.Rule

@@ -81,6 +81,7 @@ func (m *manifest) decodePKO(j []byte, errs *errorList) {
 		seen[img.Name] = true
 	}
 	m.checkScopes(errs)
+	m.checkTestCaseNames(errs)
 }
 
 // checkScopes requires spec.scopes, and Namespaced among them: convoy's Package and
@@ -108,15 +109,17 @@ func (m *manifest) checkScopes(errs *errorList) {
 }
 
 // resolveImages sets .images: each spec.images name resolved through manifest.lock.yaml to its
-// digest-pinned reference, or to the static test image for a test case. A package with images
+// digest-pinned reference, or (static, for a test case) to the static test image; the lock
+// file is checked either way. A package with images
 // needs a lock file with an entry for each, naming the same image, and no other entries.
 func (m *manifest) resolveImages(pf *packageFiles, static bool, errs *errorList) {
 	m.images = map[string]any{}
 	if static {
-		for _, img := range m.pkoImages {
-			m.images[img.Name] = staticImage
-		}
-		return
+		defer func() {
+			for _, img := range m.pkoImages {
+				m.images[img.Name] = staticImage
+			}
+		}()
 	}
 	lock, ok := readLock(pf, errs)
 	if !ok {

@@ -122,6 +122,7 @@ func dataSize() (int64, error) {
 func executeTemplates(req renderRequest, emit func(renderEvent)) {
 	var root *template.Template
 	root = template.New("").Option("missingkey=error").Funcs(templateFuncs(&root))
+	typeEmptyPackageMetadata(req.Data)
 	failed := map[string]bool{}
 	for _, t := range req.Templates {
 		if _, err := root.New(t.Path).Parse(t.Text); err != nil {

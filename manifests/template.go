@@ -109,3 +109,20 @@ func templateContext(data TemplateData, config map[string]any, m *manifest) map[
 		"dependencies":  map[string]any{},
 	}
 }
+
+// typeEmptyPackageMetadata makes empty .package.metadata.labels and .annotations
+// map[string]string, as Package Operator does, so that {{index .package.metadata.annotations
+// "key"}} gives "" rather than "<no value>" when the Package has none. The context crosses to
+// the render process as JSON, which loses that type; this restores it there.
+func typeEmptyPackageMetadata(data map[string]any) {
+	pkg, _ := data["package"].(map[string]any)
+	meta, _ := pkg["metadata"].(map[string]any)
+	if meta == nil {
+		return
+	}
+	for _, k := range []string{"labels", "annotations"} {
+		if m, _ := meta[k].(map[string]any); len(m) == 0 {
+			meta[k] = map[string]string{}
+		}
+	}
+}
