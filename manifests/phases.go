@@ -113,7 +113,7 @@ func assignPhases(m *manifest, objs []*object, errs *errorList) []Phase {
 			continue
 		}
 		key, ok := checkIdentity(o, errs)
-		if !ok {
+		if !ok || !checkMetadata(o, errs) {
 			continue
 		}
 		if phase, ok := objectPhase(m, o, errs); ok {
@@ -138,8 +138,12 @@ func objectPhase(m *manifest, o *object, errs *errorList) (string, bool) {
 			phase, convoyv1alpha1.PhaseAnnotation, pkoPhase, convoyv1alpha1.PKOPhaseAnnotation)
 		return "", false
 	case !hasConvoy && !hasPKO:
+		want := convoyv1alpha1.PhaseAnnotation
+		if m.pko {
+			want = convoyv1alpha1.PKOPhaseAnnotation
+		}
 		errs.add(o.file, o.fieldLine("metadata"), RuleMissingPhase, "%s has no phase: set annotation %s to one of: %s",
-			describe(o.u), convoyv1alpha1.PhaseAnnotation, m.phaseNames())
+			describe(o.u), want, m.phaseNames())
 		return "", false
 	case !hasConvoy:
 		phase, annotation = pkoPhase, convoyv1alpha1.PKOPhaseAnnotation

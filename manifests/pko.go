@@ -222,7 +222,7 @@ func testCaseData(tc TestCase) (TemplateData, error) {
 	meta := tc.Context.Package.Metadata
 	data := TemplateData{
 		Config:       tc.Context.Config,
-		Package:      PackageRef{Name: meta.Name, Namespace: meta.Namespace, Labels: meta.Labels, Annotations: meta.Annotations},
+		Package:      PackageRef(meta),
 		Environment:  &env,
 		packageImage: tc.Context.Package.Image,
 		testCase:     true,

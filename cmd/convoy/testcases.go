@@ -11,12 +11,10 @@ import (
 	"github.com/convoy-gitops/convoy/manifests"
 )
 
-// testCaseFlags are the flags of validate and render about Package Operator test.template cases.
+// testCaseFlags are the flags of validate about Package Operator test.template cases.
 type testCaseFlags struct {
-	// updateFixtures rewrites every case's .test-fixtures (validate).
+	// updateFixtures rewrites every case's .test-fixtures.
 	updateFixtures bool
-	// testCase renders one case instead of the flags' template data (render).
-	testCase string
 }
 
 // validateTestCases runs every test.template case of the package at dir: it renders the case
