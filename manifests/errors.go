@@ -56,6 +56,9 @@ const (
 	RuleObjectMetadata Rule = "object-metadata"
 	// RuleTestFixture: a test.template case renders differently from its .test-fixtures.
 	RuleTestFixture Rule = "test-fixture"
+	// RuleComponent: a multi-component package is malformed, or the selected component does
+	// not exist.
+	RuleComponent Rule = "component"
 	// RuleDuplicateKey: a mapping repeats a key (a warning for Package Operator packages,
 	// whose last value wins as in Package Operator).
 	RuleDuplicateKey Rule = "duplicate-key"

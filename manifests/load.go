@@ -26,6 +26,9 @@ type TemplateData struct {
 	HostedCluster *HostedClusterRef `json:"hostedCluster,omitempty"`
 	// Revision is the commit being rendered.
 	Revision string `json:"revision,omitempty"`
+	// Component selects a component of a multi-component Package Operator package (the
+	// package in components/NAME/); empty selects the root package.
+	Component string `json:"component,omitempty"`
 	// Environment is .environment, the clusters the package is rendered for; nil is an
 	// environment with an unknown Kubernetes version and no OpenShift or proxy.
 	Environment *Environment `json:"environment,omitempty"`
@@ -35,6 +38,8 @@ type TemplateData struct {
 	// testCase renders a test.template case: every image resolves to staticImage and the
 	// rendered files are kept for the fixtures.
 	testCase bool
+	// componentOf is the name of the component being loaded, set by loadComponent.
+	componentOf string
 	// staticOnly reads only the plain YAML files, without config or templates (LoadStatic).
 	staticOnly bool
 }
@@ -146,6 +151,9 @@ func LoadWithBudget(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (
 // the package's files are read it reports true, the answer that never over-shares.
 func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered, bool, error) {
 	dir = cleanDir(dir)
+	if data.Component != "" {
+		return loadComponent(fsys, dir, data, b)
+	}
 	fsys = confine(fsys, dir)
 	errs := &errorList{}
 	config, err := normalizeConfig(data.Config)
@@ -164,6 +172,7 @@ func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered,
 		return nil, templated, errs.err()
 	}
 	if m.pko {
+		m.splitComponents(pf, data.componentOf, errs)
 		m.resolveImages(pf, data.testCase, errs)
 	}
 	configOK := !data.staticOnly && applyConfig(m, config, errs)

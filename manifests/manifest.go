@@ -18,7 +18,7 @@ const maxPhaseNameLength = 63
 
 // pkoUnsupportedFields are Package Operator manifest features that would change what is applied
 // and that convoy does not implement; a manifest using them is refused rather than half-applied.
-var pkoUnsupportedFields = []string{"components", "filter", "dependencies"}
+var pkoUnsupportedFields = []string{"filter", "dependencies"}
 
 // manifest is a parsed and checked manifest.yaml.
 type manifest struct {
@@ -35,7 +35,9 @@ type manifest struct {
 	scopes    []string
 	pkoImages []pkoImage
 	testCases []TestCase
-	spec      convoyv1alpha1.PackageManifestSpec
+	// components is set when spec.components enables components.
+	components bool
+	spec       convoyv1alpha1.PackageManifestSpec
 	// phases maps a phase name to its index in spec.phases.
 	phases map[string]int
 	probes []probe.Rule

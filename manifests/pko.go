@@ -18,8 +18,9 @@ const (
 // pkoManifest is what convoy reads of a Package Operator manifest beyond convoy's own fields.
 type pkoManifest struct {
 	Spec struct {
-		Scopes []string   `json:"scopes"`
-		Images []pkoImage `json:"images"`
+		Scopes     []string   `json:"scopes"`
+		Images     []pkoImage `json:"images"`
+		Components *struct{}  `json:"components"`
 	} `json:"spec"`
 	Test struct {
 		Template []TestCase `json:"template"`
@@ -67,6 +68,7 @@ func (m *manifest) decodePKO(j []byte, errs *errorList) {
 	m.scopes = pm.Spec.Scopes
 	m.pkoImages = pm.Spec.Images
 	m.testCases = pm.Test.Template
+	m.components = pm.Spec.Components != nil
 	seen := map[string]bool{}
 	for i, img := range pm.Spec.Images {
 		at := m.lines.line(fmt.Sprintf("spec.images[%d]", i))

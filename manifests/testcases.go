@@ -16,39 +16,24 @@ import (
 // test.template case: FixturesDir/NAME/ holds one file per rendered YAML file with objects.
 const FixturesDir = ".test-fixtures"
 
-// ReadTestCases reads the manifest of the package at dir of fsys and returns its
-// test.template cases in manifest order, and whether it is a Package Operator package (convoy's
-// format has no test cases). It fails only when the manifest cannot be read.
-func ReadTestCases(fsys fs.FS, dir string) ([]TestCase, bool, error) {
-	dir = cleanDir(dir)
-	errs := &errorList{}
-	pf, ok := readPackage(confine(fsys, dir), dir, false, errs)
-	if !ok {
-		return nil, false, errs.err()
-	}
-	m := readManifest(pf, errs)
-	if m == nil {
-		return nil, false, errs.err()
-	}
-	return m.testCases, m.pko, nil
-}
-
-// LoadStatic checks the package at dir as `kubectl package validate` checks a Package Operator
+// LoadStatic checks the package at dir (or its component, when not empty) as `kubectl package validate` checks a Package Operator
 // package without test cases: the manifest, the lock file and the objects of its plain YAML
 // files, without rendering its templates or checking a config.
-func LoadStatic(fsys fs.FS, dir string) (*Rendered, error) {
-	r, _, err := load(fsys, dir, TemplateData{staticOnly: true}, DefaultRenderBudget)
+func LoadStatic(fsys fs.FS, dir, component string) (*Rendered, error) {
+	r, _, err := load(fsys, dir, TemplateData{Component: component, staticOnly: true}, DefaultRenderBudget)
 	return r, err
 }
 
-// LoadTestCase renders the package at dir for the test case tc: tc's package metadata, config
+// LoadTestCase renders the package at dir (or its component, when not empty) for the test case
+// tc: tc's package metadata, config
 // and environment, every image resolved to Package Operator's static test image. The returned
 // Rendered's Files are what the case's fixtures must hold.
-func LoadTestCase(fsys fs.FS, dir string, tc TestCase, b RenderBudget) (*Rendered, error) {
+func LoadTestCase(fsys fs.FS, dir, component string, tc TestCase, b RenderBudget) (*Rendered, error) {
 	data, err := testCaseData(tc)
 	if err != nil {
 		return nil, err
 	}
+	data.Component = component
 	r, _, err := load(fsys, dir, data, b)
 	return r, err
 }

@@ -194,6 +194,7 @@ type templateDataFlags struct {
 	packageNamespace string
 	hostedCluster    string
 	hcLabels         map[string]string
+	component        string
 	revision         string
 }
 
@@ -203,6 +204,7 @@ func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.packageName, "package-name", "", "name of the Package (.package.name; default: the directory name)")
 	fl.StringVar(&f.packageNamespace, "package-namespace", "default", "namespace of the Package (.package.namespace)")
 	fl.StringVar(&f.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of the HostedCluster (.hostedCluster; default: none)")
+	fl.StringVar(&f.component, "component", "", "component of a multi-component Package Operator package (Package spec.component)")
 	fl.StringToStringVar(&f.hcLabels, "hosted-cluster-labels", nil, "labels of the HostedCluster, key=value,...")
 	fl.StringVar(&f.revision, "revision", "", "revision (.revision; default: the commit, or \"local\" for a directory)")
 	f.budget.BindFlags(fl)
@@ -211,8 +213,9 @@ func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
 // templateData builds the template data from the flags.
 func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (manifests.TemplateData, error) {
 	data := manifests.TemplateData{
-		Package:  manifests.PackageRef{Name: f.packageName, Namespace: f.packageNamespace},
-		Revision: f.revision,
+		Package:   manifests.PackageRef{Name: f.packageName, Namespace: f.packageNamespace},
+		Revision:  f.revision,
+		Component: f.component,
 	}
 	if data.Package.Name == "" {
 		data.Package.Name = defaultName

@@ -21,16 +21,16 @@ type testCaseFlags struct {
 // and compares the result with .test-fixtures/NAME/, writing the fixtures when they do not exist
 // (as Package Operator does) or when update is set. It prints one line per case and returns the
 // number of cases that failed; problems are printed as validate prints them.
-func validateTestCases(w io.Writer, dir string, cases []manifests.TestCase, f *templateDataFlags, update bool) int {
-	fsys, err := openDir(dir)
+func validateTestCases(w io.Writer, p pkgDir, cases []manifests.TestCase, f *templateDataFlags, update bool) int {
+	fsys, err := openDir(p.root)
 	if err != nil {
-		fmt.Fprintf(w, "%s: %v\n", dir, err)
+		fmt.Fprintf(w, "%s: %v\n", p.root, err)
 		return len(cases)
 	}
-	label := filepath.ToSlash(filepath.Clean(dir))
+	label := filepath.ToSlash(filepath.Clean(p.dir()))
 	failed := 0
 	for _, tc := range cases {
-		if err := validateTestCase(w, dir, fsys, tc, f, update); err != nil {
+		if err := validateTestCase(w, p, fsys, tc, f, update); err != nil {
 			failed++
 			if reportErr := reportLoadError(w, label, err); reportErr != nil {
 				fmt.Fprintln(w, reportErr)
@@ -41,11 +41,12 @@ func validateTestCases(w io.Writer, dir string, cases []manifests.TestCase, f *t
 }
 
 // validateTestCase renders one case and checks or writes its fixtures.
-func validateTestCase(w io.Writer, dir string, fsys fs.FS, tc manifests.TestCase, f *templateDataFlags, update bool) error {
-	rendered, err := manifests.LoadTestCase(fsys, ".", tc, f.budget)
+func validateTestCase(w io.Writer, p pkgDir, fsys fs.FS, tc manifests.TestCase, f *templateDataFlags, update bool) error {
+	rendered, err := manifests.LoadTestCase(fsys, ".", p.component, tc, f.budget)
 	if err != nil {
 		return err
 	}
+	dir := p.dir()
 	printWarnings(w, dir, rendered)
 	fixtures := filepath.Join(dir, manifests.FixturesDir, tc.Name)
 	existing, err := readFixtures(fixtures)
@@ -110,13 +111,14 @@ func renderTestCase(dir, name string, f *templateDataFlags) (*manifests.Rendered
 	if err != nil {
 		return nil, err
 	}
-	cases, _, err := manifests.ReadTestCases(fsys, ".")
+	info, err := manifests.Inspect(fsys, ".", f.component)
 	if err != nil {
 		return nil, err
 	}
+	cases := info.TestCases
 	for _, tc := range cases {
 		if tc.Name == name {
-			return manifests.LoadTestCase(fsys, ".", tc, f.budget)
+			return manifests.LoadTestCase(fsys, ".", f.component, tc, f.budget)
 		}
 	}
 	names := make([]string, len(cases))
@@ -133,4 +135,20 @@ func printWarnings(w io.Writer, dir string, r *manifests.Rendered) {
 		loc.File = filepath.ToSlash(filepath.Join(dir, e.File))
 		fmt.Fprintf(w, "warning: %s\n", loc.Error())
 	}
+}
+
+// pkgDir is a package directory given to validate, or one of its components.
+type pkgDir struct {
+	// root is the directory given.
+	root string
+	// component is empty for the root package.
+	component string
+}
+
+// dir is the directory of the package or component.
+func (p pkgDir) dir() string {
+	if p.component == "" {
+		return p.root
+	}
+	return filepath.Join(p.root, "components", p.component)
 }

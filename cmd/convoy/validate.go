@@ -51,10 +51,25 @@ func runValidate(w io.Writer, dirs []string, f *templateDataFlags, updateFixture
 	return nil
 }
 
-// validateDir validates one package directory and reports whether it is valid.
+// validateDir validates one package directory, and each component of a multi-component
+// Package Operator package, as `kubectl package validate` does; it reports whether all are valid.
 func validateDir(w io.Writer, dir string, f *templateDataFlags, updateFixtures bool) bool {
-	cases, pko := testCasesOf(dir)
-	if len(cases) > 0 && validateTestCases(w, dir, cases, f, updateFixtures) > 0 {
+	info, err := inspectLocal(dir, "")
+	if err != nil {
+		return validatePackage(w, pkgDir{root: dir}, manifests.PackageInfo{}, f, updateFixtures)
+	}
+	ok := validatePackage(w, pkgDir{root: dir}, info, f, updateFixtures)
+	for _, name := range info.Components {
+		p := pkgDir{root: dir, component: name}
+		cinfo, err := inspectLocal(dir, name)
+		ok = validatePackage(w, p, cinfo, f, updateFixtures) && err == nil && ok
+	}
+	return ok
+}
+
+// validatePackage validates the root package or one component and reports whether it is valid.
+func validatePackage(w io.Writer, p pkgDir, info manifests.PackageInfo, f *templateDataFlags, updateFixtures bool) bool {
+	if len(info.TestCases) > 0 && validateTestCases(w, p, info.TestCases, f, updateFixtures) > 0 {
 		return false
 	}
 	var (
@@ -63,48 +78,44 @@ func validateDir(w io.Writer, dir string, f *templateDataFlags, updateFixtures b
 		what     string
 	)
 	switch {
-	case pko && f.configFile == "" && len(cases) > 0:
+	case info.PKO && (f.configFile == "" || p.component != "") && len(info.TestCases) > 0:
 		return true
-	case pko && f.configFile == "":
+	case info.PKO && (f.configFile == "" || p.component != ""):
 		what = " in plain files (no test.template case and no --config: templates not rendered)"
-		rendered, err = staticLocal(dir)
+		rendered, err = staticLocal(p)
 	default:
-		rendered, err = renderLocal(dir, f)
+		rendered, err = renderLocal(p.root, f)
 	}
 	if err != nil {
-		if reportErr := reportLoadError(w, filepath.ToSlash(filepath.Clean(dir)), err); reportErr != nil {
+		if reportErr := reportLoadError(w, filepath.ToSlash(filepath.Clean(p.dir())), err); reportErr != nil {
 			fmt.Fprintln(w, reportErr)
 		}
 		return false
 	}
-	printWarnings(w, dir, rendered)
+	printWarnings(w, p.dir(), rendered)
 	objects := 0
 	for _, ph := range rendered.Phases {
 		objects += len(ph.Objects)
 	}
-	fmt.Fprintf(w, "ok %s: %d phases, %d objects%s\n", dir, len(rendered.Phases), objects, what)
+	fmt.Fprintf(w, "ok %s: %d phases, %d objects%s\n", p.dir(), len(rendered.Phases), objects, what)
 	return true
 }
 
-// staticLocal checks a local Package Operator package without rendering its templates.
-func staticLocal(dir string) (*manifests.Rendered, error) {
-	fsys, err := openDir(dir)
+// staticLocal checks a local Package Operator package, or one of its components, without
+// rendering its templates.
+func staticLocal(p pkgDir) (*manifests.Rendered, error) {
+	fsys, err := openDir(p.root)
 	if err != nil {
 		return nil, err
 	}
-	return manifests.LoadStatic(fsys, ".")
+	return manifests.LoadStatic(fsys, ".", p.component)
 }
 
-// testCasesOf returns the test.template cases of the package at dir and whether it is a
-// Package Operator package; none when it cannot be read (the render that follows says why).
-func testCasesOf(dir string) ([]manifests.TestCase, bool) {
+// inspectLocal reads what the manifest of a local package, or of one of its components, declares.
+func inspectLocal(dir, component string) (manifests.PackageInfo, error) {
 	fsys, err := openDir(dir)
 	if err != nil {
-		return nil, false
+		return manifests.PackageInfo{}, err
 	}
-	cases, pko, err := manifests.ReadTestCases(fsys, ".")
-	if err != nil {
-		return nil, false
-	}
-	return cases, pko
+	return manifests.Inspect(fsys, ".", component)
 }
