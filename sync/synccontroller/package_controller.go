@@ -130,8 +130,10 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 // templateData returns what the package is rendered for.
 func templateData(obj *convoyv1alpha1.Package, s *scope) (manifests.TemplateData, error) {
 	data := manifests.TemplateData{
-		Package:  manifests.PackageRef{Name: obj.Name, Namespace: obj.Namespace},
-		Revision: s.desiredID,
+		Package: manifests.PackageRef{Name: obj.Name, Namespace: obj.Namespace,
+			Labels: obj.Labels, Annotations: obj.Annotations},
+		Revision:  s.desiredID,
+		Component: obj.Spec.Component,
 	}
 	if obj.Spec.Config != nil && len(obj.Spec.Config.Raw) > 0 {
 		if err := json.Unmarshal(obj.Spec.Config.Raw, &data.Config); err != nil {
