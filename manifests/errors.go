@@ -56,6 +56,9 @@ const (
 	RuleObjectMetadata Rule = "object-metadata"
 	// RuleTestFixture: a test.template case renders differently from its .test-fixtures.
 	RuleTestFixture Rule = "test-fixture"
+	// RuleFilter: a Package Operator filter (spec.filter or the package-operator.run/condition
+	// annotation) is malformed or its CEL expression fails.
+	RuleFilter Rule = "filter"
 	// RuleComponent: a multi-component package is malformed, or the selected component does
 	// not exist.
 	RuleComponent Rule = "component"

@@ -200,8 +200,6 @@ func TestLoadErrorUnsupported(t *testing.T) {
 	cases := []errorCase{
 		{name: "pko dependencies", files: map[string]string{"manifest.yaml": pko + "  dependencies: []\n"},
 			file: "manifest.yaml", line: 10, fragment: "spec.dependencies"},
-		{name: "pko condition annotation", files: map[string]string{"a.yaml": configMap("a", "one") + "    package-operator.run/condition: 'true'\n"},
-			file: "a.yaml", line: 7, fragment: "package-operator.run/condition"},
 		{name: "negated ignore pattern", files: map[string]string{".convoyignore": "docs/\n!docs/keep.yaml\n"},
 			file: ".convoyignore", line: 2, fragment: "negated"},
 	}

@@ -180,14 +180,21 @@ func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered,
 		objs     []*object
 		rendered map[string][]byte
 	)
+	var dropped map[*object]bool
 	switch {
 	case configOK:
+		tctx := templateContext(data, config, m)
+		conds := m.evalConditions(tctx, errs)
+		if conds == nil {
+			break
+		}
 		var err error
-		rendered, err = renderTemplates(pf, templateContext(data, config, m), b, errs)
+		rendered, err = renderTemplates(pf, tctx, conds, b, errs)
 		if err != nil {
 			return nil, templated, err
 		}
 		objs = collectObjects(pf, rendered, kustomized, m.pko, errs)
+		objs, dropped = filterObjects(m, tctx, conds, objs, errs)
 	case !kustomized:
 		// Templates cannot be rendered with an invalid config; still check the plain files.
 		objs = collectObjects(pf, nil, false, m.pko, errs)
@@ -198,7 +205,7 @@ func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered,
 	}
 	r := &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config, Warnings: errs.warnings, size: int64(pf.size)}
 	if data.testCase {
-		r.files = fileTexts(pf, rendered, objs)
+		r.files = fileTexts(pf, rendered, objs, dropped)
 	}
 	return r, templated, nil
 }

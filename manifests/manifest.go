@@ -18,7 +18,7 @@ const maxPhaseNameLength = 63
 
 // pkoUnsupportedFields are Package Operator manifest features that would change what is applied
 // and that convoy does not implement; a manifest using them is refused rather than half-applied.
-var pkoUnsupportedFields = []string{"filter", "dependencies"}
+var pkoUnsupportedFields = []string{"dependencies"}
 
 // manifest is a parsed and checked manifest.yaml.
 type manifest struct {
@@ -37,7 +37,9 @@ type manifest struct {
 	testCases []TestCase
 	// components is set when spec.components enables components.
 	components bool
-	spec       convoyv1alpha1.PackageManifestSpec
+	// filter is Package Operator's spec.filter.
+	filter pkoFilter
+	spec   convoyv1alpha1.PackageManifestSpec
 	// phases maps a phase name to its index in spec.phases.
 	phases map[string]int
 	probes []probe.Rule

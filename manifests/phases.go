@@ -10,10 +10,6 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
-// pkoConditionAnnotation is Package Operator's per-object CEL filter, which convoy does not
-// evaluate; an object carrying it is refused rather than applied unconditionally.
-const pkoConditionAnnotation = "package-operator.run/condition"
-
 // objectKey identifies an object in a package.
 type objectKey struct {
 	gk        schema.GroupKind
@@ -105,11 +101,6 @@ func assignPhases(m *manifest, objs []*object, errs *errorList) []Phase {
 	for _, o := range objs {
 		if isManifestKind(o.u) {
 			errs.add(o.file, o.line, RuleInvalidManifest, "a PackageManifest is only read from %s at the package root", manifestFile)
-			continue
-		}
-		if _, ok := o.u.GetAnnotations()[pkoConditionAnnotation]; ok {
-			errs.add(o.file, o.fieldLine("metadata.annotations."+pkoConditionAnnotation), RuleUnsupported,
-				"annotation %s (Package Operator's object filter) is not supported by convoy", pkoConditionAnnotation)
 			continue
 		}
 		key, ok := checkIdentity(o, errs)

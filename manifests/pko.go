@@ -1,8 +1,10 @@
 package manifests
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sigsjson "sigs.k8s.io/json"
@@ -21,6 +23,7 @@ type pkoManifest struct {
 		Scopes     []string   `json:"scopes"`
 		Images     []pkoImage `json:"images"`
 		Components *struct{}  `json:"components"`
+		Filter     pkoFilter  `json:"filter"`
 	} `json:"spec"`
 	Test struct {
 		Template []TestCase `json:"template"`
@@ -69,6 +72,7 @@ func (m *manifest) decodePKO(j []byte, errs *errorList) {
 	m.pkoImages = pm.Spec.Images
 	m.testCases = pm.Test.Template
 	m.components = pm.Spec.Components != nil
+	m.filter = pm.Spec.Filter
 	seen := map[string]bool{}
 	for i, img := range pm.Spec.Images {
 		at := m.lines.line(fmt.Sprintf("spec.images[%d]", i))
@@ -236,19 +240,38 @@ func testCaseData(tc TestCase) (TemplateData, error) {
 }
 
 // fileTexts returns the text of each YAML file that holds objects, templates rendered and keyed
-// without their suffix, for comparison with a test case's fixtures.
-func fileTexts(pf *packageFiles, rendered map[string][]byte, objs []*object) map[string][]byte {
-	out := map[string][]byte{}
+// without their suffix, for comparison with a test case's fixtures: files left out by a path
+// filter are absent, documents left out by a condition are removed, and a file left empty is
+// absent, as in Package Operator's fixtures.
+func fileTexts(pf *packageFiles, rendered map[string][]byte, objs []*object, dropped map[*object]bool) map[string][]byte {
+	byFile := map[string][]*object{}
 	for _, o := range objs {
-		p := o.file
-		if _, done := out[strings.TrimSuffix(p, templateExtension)]; done {
+		byFile[o.file] = append(byFile[o.file], o)
+	}
+	for o := range dropped {
+		byFile[o.file] = append(byFile[o.file], o)
+	}
+	out := map[string][]byte{}
+	for p, list := range byFile {
+		// Number the file's objects in file order, the kept and the dropped alike.
+		slices.SortStableFunc(list, func(a, b *object) int { return cmp.Compare(a.line, b.line) })
+		drop := map[int]bool{}
+		for i, o := range list {
+			if dropped[o] {
+				drop[i] = true
+			}
+		}
+		if len(drop) == len(list) {
 			continue
 		}
+		text := pf.data[p]
 		if isTemplate(p) {
-			out[strings.TrimSuffix(p, templateExtension)] = rendered[strings.TrimSuffix(p, templateExtension)]
-		} else if d, ok := pf.data[p]; ok {
-			out[p] = d
+			text = rendered[renderedPath(p)]
 		}
+		if len(drop) > 0 {
+			text = withoutDocuments(text, drop)
+		}
+		out[renderedPath(p)] = text
 	}
 	return out
 }

@@ -15,14 +15,15 @@ var templateErrorRE = regexp.MustCompile(`^template: ([^:]+):(\d+):(?:\d+:)? ?(.
 // undefinedFunctionRE finds the function a parse error is about.
 var undefinedFunctionRE = regexp.MustCompile(`function "([^"]+)" not defined`)
 
-// renderTemplates renders the package's templates in a render process under budget b (see
+// renderTemplates renders the package's templates for data, with conds the results of the
+// named filter conditions (for the cel function), in a render process under budget b (see
 // executeTemplates): every template is parsed as one set, so that define and include work across
 // files, and each one whose base name does not start with "_" (those are helpers) is executed.
 // It returns the outputs keyed by path without the .gotmpl suffix; it fails only when the render
 // process cannot be started.
-func renderTemplates(pf *packageFiles, data map[string]any, b RenderBudget, errs *errorList) (map[string][]byte, error) {
+func renderTemplates(pf *packageFiles, data map[string]any, conds map[string]bool, b RenderBudget, errs *errorList) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	req := renderRequest{Data: data, Size: pf.size}
+	req := renderRequest{Data: data, Conditions: conds, Size: pf.size}
 	for _, p := range pf.paths {
 		if !isTemplate(p) {
 			continue
