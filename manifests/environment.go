@@ -84,7 +84,9 @@ type ObjectMeta struct {
 const staticImage = "registry.package-operator.run/static-image"
 
 // environmentFor returns the environment of data with .hyperShift derived from the
-// HostedCluster when the caller gave none.
+// HostedCluster when the caller gave none (its labels and annotations then always maps). A
+// hyperShift given, as by a test case, is used as it is: labels and annotations it leaves out
+// are null, as in Package Operator.
 func environmentFor(data TemplateData) Environment {
 	env := Environment{}
 	if data.Environment != nil {
@@ -97,12 +99,6 @@ func environmentFor(data TemplateData) Environment {
 				Labels: nonNil(hc.Labels), Annotations: nonNil(hc.Annotations)},
 			HostedClusterNamespace: data.Package.Namespace,
 		}}
-	}
-	if hs := env.HyperShift; hs != nil && hs.HostedCluster != nil {
-		hcCopy := *hs.HostedCluster
-		hcCopy.Metadata.Labels = nonNil(hcCopy.Metadata.Labels)
-		hcCopy.Metadata.Annotations = nonNil(hcCopy.Metadata.Annotations)
-		env.HyperShift = &HyperShiftEnvironment{HostedCluster: &hcCopy}
 	}
 	return env
 }
