@@ -58,6 +58,9 @@ type PackageReconciler struct {
 	Store Opener
 	// Renders memoizes renders; nil makes a cache of the default size.
 	Renders *manifests.Cache
+	// Environment is the management cluster's environment packages are rendered for
+	// (.environment); nil renders with an empty one.
+	Environment *ClusterEnvironment
 }
 
 // PackageReconcilerOptions tune the Package controller.
@@ -115,6 +118,11 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 	data, err := templateData(obj, s)
 	if err != nil {
 		return err
+	}
+	if r.Environment != nil {
+		if data.Environment, err = r.Environment.Get(ctx); err != nil {
+			return err
+		}
 	}
 	key := sourceKey(obj)
 	rendered, err := r.Renders.Load(manifests.Key{Source: key.String(), Commit: s.desiredID, Dir: obj.Spec.Path}, data,
