@@ -14,6 +14,10 @@ import (
 // for which it is false is left out of the package.
 const pkoConditionAnnotation = "package-operator.run/condition"
 
+// pkoConditionMapAnnotation is Package Operator's mapping of an object's conditions onto its
+// Package's, which convoy does not evaluate.
+const pkoConditionMapAnnotation = "package-operator.run/condition-map"
+
 // conditionNameRE is what a spec.filter.conditions name must look like (a CEL identifier).
 var conditionNameRE = regexp.MustCompile(`^[_a-zA-Z][_a-zA-Z0-9]*$`)
 

@@ -110,11 +110,21 @@ func (m *manifest) decode(j []byte, spec map[string]any, errs *errorList) bool {
 	return true
 }
 
-// checkPKOFields refuses Package Operator features convoy does not implement.
+// pkoIgnoredFields are Package Operator manifest features that do not change what is applied
+// and that convoy does not evaluate; a manifest using them gets a warning.
+var pkoIgnoredFields = []string{"constraints", "repositories"}
+
+// checkPKOFields refuses Package Operator features convoy does not implement, and warns about
+// those it ignores.
 func (m *manifest) checkPKOFields(spec map[string]any, errs *errorList) {
 	for _, f := range pkoUnsupportedFields {
 		if _, ok := spec[f]; ok {
 			errs.add(m.file, m.lines.line("spec."+f), RuleUnsupported, "spec.%s (a Package Operator feature) is not supported by convoy", f)
+		}
+	}
+	for _, f := range pkoIgnoredFields {
+		if _, ok := spec[f]; ok {
+			errs.warn(m.file, m.lines.line("spec."+f), RuleUnsupported, "spec.%s (a Package Operator feature) is not evaluated by convoy: ignored", f)
 		}
 	}
 }

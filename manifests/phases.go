@@ -107,6 +107,10 @@ func assignPhases(m *manifest, objs []*object, errs *errorList) []Phase {
 		if !ok || !checkMetadata(o, errs) {
 			continue
 		}
+		if _, ok := o.u.GetAnnotations()[pkoConditionMapAnnotation]; ok && m.pko {
+			errs.warn(o.file, o.line, RuleUnsupported, "%s: annotation %s (Package Operator's condition mapping) is not evaluated by convoy: ignored",
+				describe(o.u), pkoConditionMapAnnotation)
+		}
 		if phase, ok := objectPhase(m, o, errs); ok {
 			ps.add(o, key, phase, errs)
 		}

@@ -26,7 +26,8 @@ type pkoManifest struct {
 		Filter     pkoFilter  `json:"filter"`
 	} `json:"spec"`
 	Test struct {
-		Template []TestCase `json:"template"`
+		Template    []TestCase `json:"template"`
+		Kubeconform any        `json:"kubeconform"`
 	} `json:"test"`
 }
 
@@ -73,6 +74,10 @@ func (m *manifest) decodePKO(j []byte, errs *errorList) {
 	m.testCases = pm.Test.Template
 	m.components = pm.Spec.Components != nil
 	m.filter = pm.Spec.Filter
+	if pm.Test.Kubeconform != nil {
+		errs.warn(m.file, m.lines.line("test.kubeconform"), RuleUnsupported,
+			"test.kubeconform (Package Operator's schema check against downloaded schemas) is not run by convoy: ignored")
+	}
 	seen := map[string]bool{}
 	for i, img := range pm.Spec.Images {
 		at := m.lines.line(fmt.Sprintf("spec.images[%d]", i))
