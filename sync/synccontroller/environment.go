@@ -7,7 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,7 +87,7 @@ func (c *ClusterEnvironment) getOpenShift(ctx context.Context, kind, name string
 	u.SetKind(kind)
 	err := c.Reader.Get(ctx, client.ObjectKey{Name: name}, u)
 	switch {
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || discovery.IsGroupDiscoveryFailedError(err):
+	case apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) || discovery.IsGroupDiscoveryFailedError(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading the %s %q of the management cluster: %w", kind, name, err)
