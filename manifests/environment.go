@@ -15,8 +15,9 @@ type Environment struct {
 	OpenShift *OpenShiftEnvironment `json:"openShift,omitempty"`
 	// Proxy is set when the cluster has a cluster-wide proxy configured.
 	Proxy *ProxyEnvironment `json:"proxy,omitempty"`
-	// HyperShift is set when the package is rendered for a HostedCluster. When nil, Load
-	// derives it from TemplateData.HostedCluster.
+	// HyperShift is set on a HyperShift management cluster; its HostedCluster is set when the
+	// package is rendered for one. When either is nil, Load derives it from
+	// TemplateData.HostedCluster.
 	HyperShift *HyperShiftEnvironment `json:"hyperShift,omitempty"`
 }
 
@@ -52,7 +53,7 @@ type ProxyEnvironment struct {
 
 // HyperShiftEnvironment is .environment.hyperShift.
 type HyperShiftEnvironment struct {
-	// HostedCluster the package is rendered for.
+	// HostedCluster the package is rendered for; nil (null) when none.
 	HostedCluster *HyperShiftHostedCluster `json:"hostedCluster"`
 }
 
@@ -92,7 +93,7 @@ func environmentFor(data TemplateData) Environment {
 	if data.Environment != nil {
 		env = *data.Environment
 	}
-	if env.HyperShift == nil && data.HostedCluster != nil {
+	if data.HostedCluster != nil && (env.HyperShift == nil || env.HyperShift.HostedCluster == nil) {
 		hc := data.HostedCluster
 		env.HyperShift = &HyperShiftEnvironment{HostedCluster: &HyperShiftHostedCluster{
 			Metadata: ObjectMeta{Name: hc.Name, Namespace: hc.Namespace,

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sync/hosted"
 )
 
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions;proxies,verbs=get
@@ -21,15 +23,26 @@ import (
 // again: versions and the proxy change rarely, and every Package renders with it.
 const environmentTTL = time.Minute
 
+// Where managed OpenShift (OSD, ROSA) keeps the data of .environment.openShift.managed.
+const (
+	managedOpenShiftNamespace = "openshift-config"
+	managedOpenShiftConfigMap = "osd-cluster-metadata"
+)
+
 // ClusterEnvironment reads the environment Package Operator packages are rendered for from the
-// management cluster: the Kubernetes version from discovery, and, on OpenShift, the
-// ClusterVersion's version and the cluster-wide Proxy. It caches the answer for environmentTTL
-// and is safe for concurrent use.
+// management cluster, as Package Operator does: the Kubernetes version from discovery; on
+// OpenShift, the version of the ClusterVersion's latest completed update, the managed-OpenShift
+// metadata and the cluster-wide Proxy; on a HyperShift management cluster (one that serves
+// HostedClusters), .hyperShift, whose hostedCluster the Package's own HostedCluster fills. It
+// caches the answer for environmentTTL and is safe for concurrent use.
 type ClusterEnvironment struct {
 	// Discovery reads the API server's version.
 	Discovery discovery.ServerVersionInterface
-	// Reader reads ClusterVersion and Proxy (uncached: they are read once a minute at most).
+	// Reader reads ClusterVersion, Proxy and the managed-OpenShift ConfigMap (uncached: they
+	// are read once a minute at most).
 	Reader client.Reader
+	// Mapper tells whether the cluster serves HostedClusters.
+	Mapper apimeta.RESTMapper
 
 	mu   sync.Mutex
 	env  *manifests.Environment
@@ -59,12 +72,17 @@ func (c *ClusterEnvironment) readEnvironment(ctx context.Context) (*manifests.En
 		return nil, fmt.Errorf("reading the Kubernetes version of the management cluster: %w", err)
 	}
 	env := &manifests.Environment{Kubernetes: manifests.KubernetesEnvironment{Version: v.GitVersion}}
+	if _, err := c.Mapper.RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version); err == nil {
+		env.HyperShift = &manifests.HyperShiftEnvironment{}
+	}
 	cv, err := c.getOpenShift(ctx, "ClusterVersion", "version")
 	if err != nil || cv == nil {
 		return env, err
 	}
-	version, _, _ := unstructured.NestedString(cv.Object, "status", "desired", "version")
-	env.OpenShift = &manifests.OpenShiftEnvironment{Version: version}
+	env.OpenShift = &manifests.OpenShiftEnvironment{Version: completedVersion(cv)}
+	if env.OpenShift.Managed, err = c.managedOpenShift(ctx); err != nil {
+		return nil, err
+	}
 	proxy, err := c.getOpenShift(ctx, "Proxy", "cluster")
 	if err != nil || proxy == nil {
 		return env, err
@@ -93,4 +111,30 @@ func (c *ClusterEnvironment) getOpenShift(ctx context.Context, kind, name string
 		return nil, fmt.Errorf("reading the %s %q of the management cluster: %w", kind, name, err)
 	}
 	return u, nil
+}
+
+// completedVersion returns the version of a ClusterVersion's latest completed update (its
+// status.history is newest first), or "".
+func completedVersion(cv *unstructured.Unstructured) string {
+	history, _, _ := unstructured.NestedSlice(cv.Object, "status", "history")
+	for _, h := range history {
+		if m, ok := h.(map[string]any); ok && m["state"] == "Completed" {
+			v, _ := m["version"].(string)
+			return v
+		}
+	}
+	return ""
+}
+
+// managedOpenShift returns the managed-OpenShift metadata; nil on a cluster that has none.
+func (c *ClusterEnvironment) managedOpenShift(ctx context.Context) (*manifests.ManagedOpenShiftEnvironment, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.Reader.Get(ctx, client.ObjectKey{Namespace: managedOpenShiftNamespace, Name: managedOpenShiftConfigMap}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the ConfigMap %s/%s: %w", managedOpenShiftNamespace, managedOpenShiftConfigMap, err)
+	}
+	return &manifests.ManagedOpenShiftEnvironment{Data: cm.Data}, nil
 }

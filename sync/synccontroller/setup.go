@@ -98,7 +98,7 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	}
 	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCacheWithOptions(manifests.CacheOptions{
 		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget}),
-		Environment: &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader()}}
+		Environment: &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()}}
 	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval})
 	pkg.Recorder = mgr.GetEventRecorder("convoy-package")
 	if err := pkg.SetupWithManager(mgr, PackageReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
