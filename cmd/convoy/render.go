@@ -195,6 +195,7 @@ type templateDataFlags struct {
 	hostedCluster    string
 	hcLabels         map[string]string
 	component        string
+	environmentFile  string
 	revision         string
 }
 
@@ -204,6 +205,7 @@ func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.packageName, "package-name", "", "name of the Package (.package.name; default: the directory name)")
 	fl.StringVar(&f.packageNamespace, "package-namespace", "default", "namespace of the Package (.package.namespace)")
 	fl.StringVar(&f.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of the HostedCluster (.hostedCluster; default: none)")
+	fl.StringVar(&f.environmentFile, "environment", "", "YAML file with the environment (.environment: kubernetes.version, openShift, proxy, hyperShift), as in a PKO test case")
 	fl.StringVar(&f.component, "component", "", "component of a multi-component Package Operator package (Package spec.component)")
 	fl.StringToStringVar(&f.hcLabels, "hosted-cluster-labels", nil, "labels of the HostedCluster, key=value,...")
 	fl.StringVar(&f.revision, "revision", "", "revision (.revision; default: the commit, or \"local\" for a directory)")
@@ -229,6 +231,13 @@ func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (m
 			return data, fmt.Errorf("--hosted-cluster %q: want NAMESPACE/NAME", f.hostedCluster)
 		}
 		data.HostedCluster = &manifests.HostedClusterRef{Name: name, Namespace: ns, Labels: f.hcLabels}
+	}
+	if f.environmentFile != "" {
+		env, err := readEnvironmentFile(f.environmentFile)
+		if err != nil {
+			return data, err
+		}
+		data.Environment = env
 	}
 	if f.configFile != "" {
 		config, err := readConfigFile(f.configFile)

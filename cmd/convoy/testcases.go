@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/convoy-gitops/convoy/manifests"
 )
 
@@ -151,4 +153,17 @@ func (p pkgDir) dir() string {
 		return p.root
 	}
 	return filepath.Join(p.root, "components", p.component)
+}
+
+// readEnvironmentFile reads a YAML (or JSON) environment, strictly.
+func readEnvironmentFile(p string) (*manifests.Environment, error) {
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	env := &manifests.Environment{}
+	if err := yaml.UnmarshalStrict(raw, env); err != nil {
+		return nil, fmt.Errorf("--environment %s: %w", p, err)
+	}
+	return env, nil
 }

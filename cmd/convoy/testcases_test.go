@@ -86,3 +86,16 @@ func TestRenderATestCaseOrAComponent(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("name: x-agent"))
 }
+
+func TestRenderForAGivenEnvironment(t *testing.T) {
+	g := NewWithT(t)
+	envFile := filepath.Join(t.TempDir(), "env.yaml")
+	g.Expect(os.WriteFile(envFile, []byte("kubernetes: {version: v1.29.0}\nopenShift: {version: 4.16.2}\n"), 0o600)).To(Succeed())
+	out, _, err := runCLI("render", filepath.Join(pkoCorpus, "valid/conditional"), "--environment", envFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(And(ContainSubstring("platform: openshift"), ContainSubstring("name: openshift-only")))
+
+	g.Expect(os.WriteFile(envFile, []byte("kubernets: {}\n"), 0o600)).To(Succeed())
+	_, _, err = runCLI("render", filepath.Join(pkoCorpus, "valid/conditional"), "--environment", envFile)
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown field "kubernets"`)))
+}
