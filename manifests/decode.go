@@ -124,12 +124,17 @@ func decodeDocument(doc document) ([]*object, *Error) {
 	if _, err := checkAliasExpansion(doc); err != nil {
 		return nil, err
 	}
-	return decodeChecked(doc)
+	return decodeChecked(doc, false)
 }
 
-// decodeChecked is decodeDocument once the document's alias expansion was checked.
-func decodeChecked(doc document) ([]*object, *Error) {
-	j, err := yaml.YAMLToJSONStrict(doc.data)
+// decodeChecked is decodeDocument once the document's alias expansion was checked; dupKeys
+// accepts a mapping that repeats a key, the last value winning.
+func decodeChecked(doc document, dupKeys bool) ([]*object, *Error) {
+	convert := yaml.YAMLToJSONStrict
+	if dupKeys {
+		convert = yaml.YAMLToJSON
+	}
+	j, err := convert(doc.data)
 	if err != nil {
 		return nil, yamlError(doc, err)
 	}
@@ -190,6 +195,9 @@ type decoder struct {
 	documents int
 	bytes     int64
 	stopped   bool
+	// lenient accepts a mapping that repeats a key (the last value wins), with a warning, as
+	// Package Operator does; otherwise it is an error.
+	lenient bool
 }
 
 // decodeFile splits and decodes a file, recording decode errors and continuing with the next
@@ -212,7 +220,7 @@ func (d *decoder) decodeFile(file string, data []byte) []*object {
 		}
 		decoded := []*object(nil)
 		if err == nil {
-			decoded, err = decodeChecked(doc)
+			decoded, err = d.decode(doc)
 		}
 		if err != nil {
 			d.errs.errs = append(d.errs.errs, err)
@@ -222,6 +230,17 @@ func (d *decoder) decodeFile(file string, data []byte) []*object {
 		return true
 	})
 	return objs
+}
+
+// decode decodes a document whose alias expansion was checked; a lenient decoder accepts a
+// repeated key with a warning.
+func (d *decoder) decode(doc document) ([]*object, *Error) {
+	objs, err := decodeChecked(doc, false)
+	if err == nil || !d.lenient || !strings.Contains(err.Message, "already set in map") {
+		return objs, err
+	}
+	d.errs.warn(err.File, err.Line, RuleDuplicateKey, "%s; the last value is used, as Package Operator does", err.Message)
+	return decodeChecked(doc, true)
 }
 
 // DecodeObjects decodes a multi-document YAML (or JSON) stream into objects, as Load reads the

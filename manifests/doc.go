@@ -21,6 +21,14 @@
 // resolved by Load itself and may not leave the package directory, whatever the fs.FS; CEL
 // rules have a cost limit, estimated at load and enforced per evaluation.
 //
+// Package Operator packages are read as Package Operator reads them: its template context
+// (.package.metadata, .config, .images resolved through manifest.lock.yaml, .environment), its
+// spec.scopes, multi-component packages (TemplateData.Component selects components/NAME/),
+// conditional objects (spec.filter and the package-operator.run/condition annotation,
+// evaluated with cost-limited CEL) and repeated keys (a warning). Its test.template cases are
+// rendered by LoadTestCase and compared with their .test-fixtures by CompareFixtures; LoadStatic
+// checks a package without cases as kubectl package validate does.
+//
 // Errors are collected rather than returned at the first one: a failed Load returns Errors, one
 // Error per problem, each naming the file, the line where it is known and the rule broken, which
 // is what `convoy validate` prints for pull-request CI.

@@ -49,6 +49,22 @@ const (
 	RuleConfig Rule = "config"
 	// RuleProbe: an availability probe is malformed or its CEL rule does not compile.
 	RuleProbe Rule = "probe"
+	// RuleLockFile: Package Operator's manifest.lock.yaml is missing, malformed or disagrees
+	// with spec.images.
+	RuleLockFile Rule = "lock-file"
+	// RuleObjectMetadata: an object's metadata (labels, annotations, name) is not valid.
+	RuleObjectMetadata Rule = "object-metadata"
+	// RuleTestFixture: a test.template case renders differently from its .test-fixtures.
+	RuleTestFixture Rule = "test-fixture"
+	// RuleFilter: a Package Operator filter (spec.filter or the package-operator.run/condition
+	// annotation) is malformed or its CEL expression fails.
+	RuleFilter Rule = "filter"
+	// RuleComponent: a multi-component package is malformed, or the selected component does
+	// not exist.
+	RuleComponent Rule = "component"
+	// RuleDuplicateKey: a mapping repeats a key (a warning for Package Operator packages,
+	// whose last value wins as in Package Operator).
+	RuleDuplicateKey Rule = "duplicate-key"
 )
 
 // Error is one problem found in a package directory.
@@ -118,6 +134,13 @@ func rank(e *Error) int {
 // errorList collects problems while loading.
 type errorList struct {
 	errs Errors
+	// warnings are problems that do not fail the load.
+	warnings Errors
+}
+
+// warn records a problem that does not fail the load.
+func (l *errorList) warn(file string, line int, rule Rule, format string, args ...any) {
+	l.warnings = append(l.warnings, &Error{File: file, Line: line, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
 // add records a problem.

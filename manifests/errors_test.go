@@ -198,10 +198,8 @@ func TestLoadErrorLimit(t *testing.T) {
 func TestLoadErrorUnsupported(t *testing.T) {
 	pko := strings.Replace(testManifest, "convoy.dev/v1alpha1", "manifests.package-operator.run/v1alpha1", 1)
 	cases := []errorCase{
-		{name: "pko components", files: map[string]string{"manifest.yaml": pko + "  components: {}\n"},
-			file: "manifest.yaml", line: 10, fragment: "spec.components"},
-		{name: "pko condition annotation", files: map[string]string{"a.yaml": configMap("a", "one") + "    package-operator.run/condition: 'true'\n"},
-			file: "a.yaml", line: 7, fragment: "package-operator.run/condition"},
+		{name: "pko dependencies", files: map[string]string{"manifest.yaml": pko + "  dependencies: []\n"},
+			file: "manifest.yaml", line: 10, fragment: "spec.dependencies"},
 		{name: "negated ignore pattern", files: map[string]string{".convoyignore": "docs/\n!docs/keep.yaml\n"},
 			file: ".convoyignore", line: 2, fragment: "negated"},
 	}

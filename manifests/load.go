@@ -26,14 +26,35 @@ type TemplateData struct {
 	HostedCluster *HostedClusterRef `json:"hostedCluster,omitempty"`
 	// Revision is the commit being rendered.
 	Revision string `json:"revision,omitempty"`
+	// Component selects a component of a multi-component Package Operator package (the
+	// package in components/NAME/); empty selects the root package.
+	Component string `json:"component,omitempty"`
+	// Environment is .environment, the clusters the package is rendered for; nil is an
+	// environment with an unknown Kubernetes version and no OpenShift or proxy.
+	Environment *Environment `json:"environment,omitempty"`
+
+	// packageImage is .package.image, set by a test case.
+	packageImage string
+	// testCase renders a test.template case: every image resolves to staticImage and the
+	// rendered files are kept for the fixtures.
+	testCase bool
+	// componentOf is the name of the component being loaded, set by loadComponent.
+	componentOf string
+	// staticOnly reads only the plain YAML files, without config or templates (LoadStatic).
+	staticOnly bool
 }
 
-// PackageRef names a Package; templates see it as .package.name and .package.namespace.
+// PackageRef names a Package; templates see it as .package.name and .package.namespace, and
+// as .package.metadata (with its labels and annotations).
 type PackageRef struct {
 	// Name of the Package.
 	Name string `json:"name"`
 	// Namespace of the Package.
 	Namespace string `json:"namespace"`
+	// Labels of the Package.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations of the Package.
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // HostedClusterRef describes a HostedCluster; templates see it as .hostedCluster.
@@ -62,9 +83,15 @@ type Rendered struct {
 	Probes []probe.Rule
 	// Config is the config after defaulting and validation; never nil.
 	Config map[string]any
+	// Warnings are problems that did not fail the load (a repeated key in a Package Operator
+	// package).
+	Warnings Errors
 
 	// size is the size of the files read and the templates' output, what a Cache counts.
 	size int64
+	// files holds, for a test case, the text of each YAML file with objects (templates
+	// rendered, filtered documents removed), keyed by path without the template suffix.
+	files map[string][]byte
 }
 
 // Phase is a named, ordered group of objects that land in one cluster.
@@ -80,7 +107,7 @@ type Phase struct {
 
 // DeepCopy copies the phases and the config; the compiled probes are immutable and shared.
 func (r *Rendered) DeepCopy() *Rendered {
-	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config), size: r.size}
+	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config), Warnings: r.Warnings, size: r.size, files: r.files}
 	out.Phases = make([]Phase, len(r.Phases))
 	for i, ph := range r.Phases {
 		objs := make([]*unstructured.Unstructured, len(ph.Objects))
@@ -123,9 +150,9 @@ func LoadWithBudget(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (
 // shares its render (or its errors) among all data with the same config. When load fails before
 // the package's files are read it reports true, the answer that never over-shares.
 func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered, bool, error) {
-	dir = path.Clean(dir)
-	if dir == "" || dir == "/" {
-		dir = "."
+	dir = cleanDir(dir)
+	if data.Component != "" {
+		return loadComponent(fsys, dir, data, b)
 	}
 	fsys = confine(fsys, dir)
 	errs := &errorList{}
@@ -144,24 +171,43 @@ func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered,
 	if m == nil {
 		return nil, templated, errs.err()
 	}
-	configOK := applyConfig(m, config, errs)
-	var objs []*object
+	if m.pko {
+		m.splitComponents(pf, data.componentOf, errs)
+		m.resolveImages(pf, data.testCase, errs)
+	}
+	configOK := !data.staticOnly && applyConfig(m, config, errs)
+	var (
+		objs     []*object
+		rendered map[string][]byte
+	)
+	var dropped map[*object]bool
 	switch {
 	case configOK:
-		rendered, err := renderTemplates(pf, templateContext(data, config, m), b, errs)
+		tctx := templateContext(data, config, m)
+		conds := m.evalConditions(tctx, errs)
+		if conds == nil {
+			break
+		}
+		var err error
+		rendered, err = renderTemplates(pf, tctx, conds, b, errs)
 		if err != nil {
 			return nil, templated, err
 		}
-		objs = collectObjects(pf, rendered, kustomized, errs)
+		objs = collectObjects(pf, rendered, kustomized, m.pko, errs)
+		objs, dropped = filterObjects(m, tctx, conds, objs, errs)
 	case !kustomized:
 		// Templates cannot be rendered with an invalid config; still check the plain files.
-		objs = collectObjects(pf, nil, false, errs)
+		objs = collectObjects(pf, nil, false, m.pko, errs)
 	}
 	phases := assignPhases(m, objs, errs)
 	if err := errs.err(); err != nil {
 		return nil, templated, err
 	}
-	return &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config, size: int64(pf.size)}, templated, nil
+	r := &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config, Warnings: errs.warnings, size: int64(pf.size)}
+	if data.testCase {
+		r.files = fileTexts(pf, rendered, objs, dropped)
+	}
+	return r, templated, nil
 }
 
 // readManifest finds and parses manifest.yaml at the package root.
@@ -193,8 +239,9 @@ func applyConfig(m *manifest, config map[string]any, errs *errorList) bool {
 }
 
 // collectObjects decodes the package's objects: the kustomize build of the root kustomization,
-// or every YAML file and rendered template.
-func collectObjects(pf *packageFiles, rendered map[string][]byte, kustomized bool, errs *errorList) []*object {
+// or every YAML file and rendered template. Package Operator packages (pko) accept repeated
+// keys with a warning, and skip files whose name starts with "_", as Package Operator does.
+func collectObjects(pf *packageFiles, rendered map[string][]byte, kustomized, pko bool, errs *errorList) []*object {
 	if kustomized {
 		files := make(map[string][]byte, len(pf.data)+len(rendered))
 		for p, d := range pf.data {
@@ -208,10 +255,11 @@ func collectObjects(pf *packageFiles, rendered map[string][]byte, kustomized boo
 		return buildKustomization(files, rootKustomization(files), errs)
 	}
 	var objs []*object
-	dec := &decoder{errs: errs}
+	dec := &decoder{errs: errs, lenient: pko}
 	for _, p := range pf.paths {
 		switch {
 		case isRootFile(p, manifestFile, manifestFileAlt, pkoLockFile):
+		case pko && strings.HasPrefix(path.Base(p), "_"):
 		case isKustomization(p):
 			errs.add(p, 0, RuleKustomize, "a kustomization is only built at the package root")
 		case isObjectFile(p):

@@ -18,7 +18,7 @@ const maxPhaseNameLength = 63
 
 // pkoUnsupportedFields are Package Operator manifest features that would change what is applied
 // and that convoy does not implement; a manifest using them is refused rather than half-applied.
-var pkoUnsupportedFields = []string{"components", "filter", "dependencies"}
+var pkoUnsupportedFields = []string{"dependencies"}
 
 // manifest is a parsed and checked manifest.yaml.
 type manifest struct {
@@ -28,8 +28,17 @@ type manifest struct {
 	name string
 	// pko is set for Package Operator's manifest format.
 	pko bool
-	// images is Package Operator's spec.images as name: image, exposed to templates as .images.
+	// images is .images: Package Operator's spec.images resolved through manifest.lock.yaml.
 	images map[string]any
+	// scopes, pkoImages and testCases are Package Operator's spec.scopes, spec.images and
+	// test.template.
+	scopes    []string
+	pkoImages []pkoImage
+	testCases []TestCase
+	// components is set when spec.components enables components.
+	components bool
+	// filter is Package Operator's spec.filter.
+	filter pkoFilter
 	spec   convoyv1alpha1.PackageManifestSpec
 	// phases maps a phase name to its index in spec.phases.
 	phases map[string]int
@@ -80,6 +89,7 @@ func (m *manifest) decode(j []byte, spec map[string]any, errs *errorList) bool {
 			errs.add(m.file, 1, RuleInvalidManifest, "%v", err)
 			return false
 		}
+		m.decodePKO(j, errs)
 	} else {
 		strict, err := sigsjson.UnmarshalStrict(j, &pm)
 		if err != nil {
@@ -100,21 +110,21 @@ func (m *manifest) decode(j []byte, spec map[string]any, errs *errorList) bool {
 	return true
 }
 
-// checkPKOFields refuses Package Operator features convoy does not implement and collects
-// spec.images.
+// pkoIgnoredFields are Package Operator manifest features that do not change what is applied
+// and that convoy does not evaluate; a manifest using them gets a warning.
+var pkoIgnoredFields = []string{"constraints", "repositories"}
+
+// checkPKOFields refuses Package Operator features convoy does not implement, and warns about
+// those it ignores.
 func (m *manifest) checkPKOFields(spec map[string]any, errs *errorList) {
 	for _, f := range pkoUnsupportedFields {
 		if _, ok := spec[f]; ok {
 			errs.add(m.file, m.lines.line("spec."+f), RuleUnsupported, "spec.%s (a Package Operator feature) is not supported by convoy", f)
 		}
 	}
-	m.images = map[string]any{}
-	images, _ := spec["images"].([]any)
-	for _, img := range images {
-		if im, ok := img.(map[string]any); ok {
-			if name, ok := im["name"].(string); ok {
-				m.images[name] = im["image"]
-			}
+	for _, f := range pkoIgnoredFields {
+		if _, ok := spec[f]; ok {
+			errs.warn(m.file, m.lines.line("spec."+f), RuleUnsupported, "spec.%s (a Package Operator feature) is not evaluated by convoy: ignored", f)
 		}
 	}
 }

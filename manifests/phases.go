@@ -10,10 +10,6 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
-// pkoConditionAnnotation is Package Operator's per-object CEL filter, which convoy does not
-// evaluate; an object carrying it is refused rather than applied unconditionally.
-const pkoConditionAnnotation = "package-operator.run/condition"
-
 // objectKey identifies an object in a package.
 type objectKey struct {
 	gk        schema.GroupKind
@@ -107,14 +103,13 @@ func assignPhases(m *manifest, objs []*object, errs *errorList) []Phase {
 			errs.add(o.file, o.line, RuleInvalidManifest, "a PackageManifest is only read from %s at the package root", manifestFile)
 			continue
 		}
-		if _, ok := o.u.GetAnnotations()[pkoConditionAnnotation]; ok {
-			errs.add(o.file, o.fieldLine("metadata.annotations."+pkoConditionAnnotation), RuleUnsupported,
-				"annotation %s (Package Operator's object filter) is not supported by convoy", pkoConditionAnnotation)
+		key, ok := checkIdentity(o, errs)
+		if !ok || !checkMetadata(o, errs) {
 			continue
 		}
-		key, ok := checkIdentity(o, errs)
-		if !ok {
-			continue
+		if _, ok := o.u.GetAnnotations()[pkoConditionMapAnnotation]; ok && m.pko {
+			errs.warn(o.file, o.line, RuleUnsupported, "%s: annotation %s (Package Operator's condition mapping) is not evaluated by convoy: ignored",
+				describe(o.u), pkoConditionMapAnnotation)
 		}
 		if phase, ok := objectPhase(m, o, errs); ok {
 			ps.add(o, key, phase, errs)
@@ -138,8 +133,12 @@ func objectPhase(m *manifest, o *object, errs *errorList) (string, bool) {
 			phase, convoyv1alpha1.PhaseAnnotation, pkoPhase, convoyv1alpha1.PKOPhaseAnnotation)
 		return "", false
 	case !hasConvoy && !hasPKO:
+		want := convoyv1alpha1.PhaseAnnotation
+		if m.pko {
+			want = convoyv1alpha1.PKOPhaseAnnotation
+		}
 		errs.add(o.file, o.fieldLine("metadata"), RuleMissingPhase, "%s has no phase: set annotation %s to one of: %s",
-			describe(o.u), convoyv1alpha1.PhaseAnnotation, m.phaseNames())
+			describe(o.u), want, m.phaseNames())
 		return "", false
 	case !hasConvoy:
 		phase, annotation = pkoPhase, convoyv1alpha1.PKOPhaseAnnotation

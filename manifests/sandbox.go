@@ -36,6 +36,8 @@ type renderRequest struct {
 	Execute []string `json:"execute"`
 	// Data is the template context.
 	Data map[string]any `json:"data"`
+	// Conditions are the results of spec.filter.conditions, cond in the cel function.
+	Conditions map[string]bool `json:"conditions,omitempty"`
 	// Size is the package's size before the templates' output, counted against MaxPackageSize.
 	Size int `json:"size"`
 }

@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // maxStack bounds a goroutine's stack in a render process with the given memory budget, so
@@ -122,6 +124,10 @@ func dataSize() (int64, error) {
 func executeTemplates(req renderRequest, emit func(renderEvent)) {
 	var root *template.Template
 	root = template.New("").Option("missingkey=error").Funcs(templateFuncs(&root))
+	typeEmptyPackageMetadata(req.Data)
+	root.Funcs(template.FuncMap{"cel": func(expr string) (bool, error) {
+		return probe.EvalFilter(expr, req.Data, req.Conditions)
+	}})
 	failed := map[string]bool{}
 	for _, t := range req.Templates {
 		if _, err := root.New(t.Path).Parse(t.Text); err != nil {

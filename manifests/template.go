@@ -15,14 +15,15 @@ var templateErrorRE = regexp.MustCompile(`^template: ([^:]+):(\d+):(?:\d+:)? ?(.
 // undefinedFunctionRE finds the function a parse error is about.
 var undefinedFunctionRE = regexp.MustCompile(`function "([^"]+)" not defined`)
 
-// renderTemplates renders the package's templates in a render process under budget b (see
+// renderTemplates renders the package's templates for data, with conds the results of the
+// named filter conditions (for the cel function), in a render process under budget b (see
 // executeTemplates): every template is parsed as one set, so that define and include work across
 // files, and each one whose base name does not start with "_" (those are helpers) is executed.
 // It returns the outputs keyed by path without the .gotmpl suffix; it fails only when the render
 // process cannot be started.
-func renderTemplates(pf *packageFiles, data map[string]any, b RenderBudget, errs *errorList) (map[string][]byte, error) {
+func renderTemplates(pf *packageFiles, data map[string]any, conds map[string]bool, b RenderBudget, errs *errorList) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	req := renderRequest{Data: data, Size: pf.size}
+	req := renderRequest{Data: data, Conditions: conds, Size: pf.size}
 	for _, p := range pf.paths {
 		if !isTemplate(p) {
 			continue
@@ -70,25 +71,30 @@ func templateError(p string, err error) *Error {
 	return e
 }
 
-// templateContext builds what templates see: .config, .package, .hostedCluster and .revision,
-// plus, for Package Operator packages, .package.metadata, .environment.hyperShift and .images
-// in Package Operator's shape.
+// templateContext builds what templates see. For Package Operator packages it is Package
+// Operator's context (.package.metadata with labels and annotations always present,
+// .package.image, .config, .images, .dependencies, .environment with kubernetes always present
+// and openShift, proxy and hyperShift only when known), plus convoy's .package.name,
+// .package.namespace, .hostedCluster and .revision. convoy's own format sees the same, except
+// that .environment.hyperShift is present (nil) without a HostedCluster, as it always was.
 func templateContext(data TemplateData, config map[string]any, m *manifest) map[string]any {
-	pkgMeta := map[string]any{"name": data.Package.Name, "namespace": data.Package.Namespace}
-	pkg := map[string]any{"name": data.Package.Name, "namespace": data.Package.Namespace, "metadata": pkgMeta}
-	var hostedCluster, hyperShift any
-	if hc := data.HostedCluster; hc != nil {
-		meta := map[string]any{
-			"name":        hc.Name,
-			"namespace":   hc.Namespace,
-			"labels":      stringMap(hc.Labels),
-			"annotations": stringMap(hc.Annotations),
+	meta := ObjectMeta{Name: data.Package.Name, Namespace: data.Package.Namespace,
+		Labels: nonNil(data.Package.Labels), Annotations: nonNil(data.Package.Annotations)}
+	pkg := map[string]any{
+		"name":      data.Package.Name,
+		"namespace": data.Package.Namespace,
+		"metadata":  toJSONMap(meta),
+		"image":     data.packageImage,
+	}
+	env := toJSONMap(environmentFor(data))
+	if _, ok := env["hyperShift"]; !ok && !m.pko {
+		env["hyperShift"] = nil
+	}
+	var hostedCluster any
+	if hs, ok := env["hyperShift"].(map[string]any); ok {
+		if hc, ok := hs["hostedCluster"].(map[string]any); ok {
+			hostedCluster = hc["metadata"]
 		}
-		hostedCluster = meta
-		hyperShift = map[string]any{"hostedCluster": map[string]any{
-			"metadata":               meta,
-			"hostedClusterNamespace": data.Package.Namespace,
-		}}
 	}
 	images := m.images
 	if images == nil {
@@ -99,16 +105,25 @@ func templateContext(data TemplateData, config map[string]any, m *manifest) map[
 		"package":       pkg,
 		"hostedCluster": hostedCluster,
 		"revision":      data.Revision,
-		"environment":   map[string]any{"hyperShift": hyperShift},
+		"environment":   env,
 		"images":        images,
+		"dependencies":  map[string]any{},
 	}
 }
 
-// stringMap converts labels or annotations into a map sprig's dict functions accept.
-func stringMap(in map[string]string) map[string]any {
-	out := make(map[string]any, len(in))
-	for k, v := range in {
-		out[k] = v
+// typeEmptyPackageMetadata makes empty .package.metadata.labels and .annotations
+// map[string]string, as Package Operator does, so that {{index .package.metadata.annotations
+// "key"}} gives "" rather than "<no value>" when the Package has none. The context crosses to
+// the render process as JSON, which loses that type; this restores it there.
+func typeEmptyPackageMetadata(data map[string]any) {
+	pkg, _ := data["package"].(map[string]any)
+	meta, _ := pkg["metadata"].(map[string]any)
+	if meta == nil {
+		return
 	}
-	return out
+	for _, k := range []string{"labels", "annotations"} {
+		if m, _ := meta[k].(map[string]any); len(m) == 0 {
+			meta[k] = map[string]string{}
+		}
+	}
 }

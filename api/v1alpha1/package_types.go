@@ -24,6 +24,14 @@ type PackageTemplateSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="path must be relative and must not contain '..'"
 	Path string `json:"path"`
 
+	// component selects a component of a multi-component Package Operator package: the package
+	// in components/COMPONENT/ of path, whose manifest enables spec.components. Empty selects
+	// the root package.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
+	Component string `json:"component,omitempty"`
+
 	// config holds values for the package's templates, validated and defaulted by the schema in
 	// its manifest.
 	// +optional

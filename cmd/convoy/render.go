@@ -24,9 +24,11 @@ import (
 // renderOptions are the flags of `convoy render`.
 type renderOptions struct {
 	data templateDataFlags
-	url  string
-	ref  string
-	path string
+	// testCase renders a Package Operator test.template case of a local package.
+	testCase string
+	url      string
+	ref      string
+	path     string
 }
 
 // newRenderCmd builds `convoy render`, which prints a package's phases and objects as YAML,
@@ -49,6 +51,7 @@ func newRenderCmd() *cobra.Command {
 	cmd.Flags().StringVar(&o.url, "url", "", "Git repository URL to render from instead of a local directory")
 	cmd.Flags().StringVar(&o.ref, "ref", "main", "branch, tag or full commit hash to render with --url")
 	cmd.Flags().StringVar(&o.path, "path", ".", "package directory inside the repository, with --url")
+	cmd.Flags().StringVar(&o.testCase, "test-case", "", "render the named test.template case of a Package Operator package (a local DIR) instead of the flags' data")
 	return cmd
 }
 
@@ -56,6 +59,9 @@ func newRenderCmd() *cobra.Command {
 func runRender(ctx context.Context, stdout, stderr io.Writer, args []string, o *renderOptions) error {
 	if (o.url == "") == (len(args) == 0) {
 		return errors.New("give either a package directory or --url")
+	}
+	if o.testCase != "" && o.url != "" {
+		return errors.New("--test-case renders a local package directory, not --url")
 	}
 	var (
 		rendered *manifests.Rendered
@@ -69,12 +75,21 @@ func runRender(ctx context.Context, stdout, stderr io.Writer, args []string, o *
 		err = sources.Remote{URL: o.url}.Redact(err)
 	} else {
 		label = args[0]
-		rendered, err = renderLocal(args[0], &o.data)
+		rendered, err = renderLocalOrTestCase(args[0], o)
 	}
 	if err != nil {
 		return reportLoadError(stderr, label, err)
 	}
+	printWarnings(stderr, label, rendered)
 	return rendered.WriteYAML(stdout)
+}
+
+// renderLocalOrTestCase renders a local package for the flags, or for --test-case.
+func renderLocalOrTestCase(dir string, o *renderOptions) (*manifests.Rendered, error) {
+	if o.testCase != "" {
+		return renderTestCase(dir, o.testCase, &o.data)
+	}
+	return renderLocal(dir, &o.data)
 }
 
 // renderLocal loads a package from a local directory; symlinks may not leave it.
@@ -179,6 +194,8 @@ type templateDataFlags struct {
 	packageNamespace string
 	hostedCluster    string
 	hcLabels         map[string]string
+	component        string
+	environmentFile  string
 	revision         string
 }
 
@@ -188,6 +205,8 @@ func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.packageName, "package-name", "", "name of the Package (.package.name; default: the directory name)")
 	fl.StringVar(&f.packageNamespace, "package-namespace", "default", "namespace of the Package (.package.namespace)")
 	fl.StringVar(&f.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of the HostedCluster (.hostedCluster; default: none)")
+	fl.StringVar(&f.environmentFile, "environment", "", "YAML file with the environment (.environment: kubernetes.version, openShift, proxy, hyperShift), as in a PKO test case")
+	fl.StringVar(&f.component, "component", "", "component of a multi-component Package Operator package (Package spec.component)")
 	fl.StringToStringVar(&f.hcLabels, "hosted-cluster-labels", nil, "labels of the HostedCluster, key=value,...")
 	fl.StringVar(&f.revision, "revision", "", "revision (.revision; default: the commit, or \"local\" for a directory)")
 	f.budget.BindFlags(fl)
@@ -196,8 +215,9 @@ func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
 // templateData builds the template data from the flags.
 func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (manifests.TemplateData, error) {
 	data := manifests.TemplateData{
-		Package:  manifests.PackageRef{Name: f.packageName, Namespace: f.packageNamespace},
-		Revision: f.revision,
+		Package:   manifests.PackageRef{Name: f.packageName, Namespace: f.packageNamespace},
+		Revision:  f.revision,
+		Component: f.component,
 	}
 	if data.Package.Name == "" {
 		data.Package.Name = defaultName
@@ -211,6 +231,13 @@ func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (m
 			return data, fmt.Errorf("--hosted-cluster %q: want NAMESPACE/NAME", f.hostedCluster)
 		}
 		data.HostedCluster = &manifests.HostedClusterRef{Name: name, Namespace: ns, Labels: f.hcLabels}
+	}
+	if f.environmentFile != "" {
+		env, err := readEnvironmentFile(f.environmentFile)
+		if err != nil {
+			return data, err
+		}
+		data.Environment = env
 	}
 	if f.configFile != "" {
 		config, err := readConfigFile(f.configFile)

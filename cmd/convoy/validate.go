@@ -6,13 +6,18 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/convoy-gitops/convoy/manifests"
 )
 
 // newValidateCmd builds `convoy validate`, which loads package directories offline and lists
 // every problem as "file:line: rule: message", exiting non-zero when there is any; it is meant
 // for pull-request CI.
 func newValidateCmd() *cobra.Command {
-	var f templateDataFlags
+	var (
+		f  templateDataFlags
+		tf testCaseFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "validate DIR...",
 		Short: "Check package directories offline and list every problem, one per line",
@@ -20,33 +25,97 @@ func newValidateCmd() *cobra.Command {
 			"  convoy validate packages/extra-component --config ci/values.yaml --hosted-cluster clusters/ci",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runValidate(cmd.OutOrStdout(), args, &f)
+			return runValidate(cmd.OutOrStdout(), args, &f, tf.updateFixtures)
 		},
 	}
 	f.bind(cmd.Flags())
+	cmd.Flags().BoolVar(&tf.updateFixtures, "update-fixtures", false,
+		"rewrite the .test-fixtures of every test.template case of Package Operator packages (missing ones are always written)")
 	return cmd
 }
 
-// runValidate validates each directory, printing problems as they are found.
-func runValidate(w io.Writer, dirs []string, f *templateDataFlags) error {
+// runValidate validates each directory, printing problems as they are found. A Package
+// Operator package is validated as `kubectl package validate` does when no --config is given:
+// by running its test.template cases (see validateTestCases), or, without any, by checking its
+// manifest and plain files only; with --config it is also rendered for the flags.
+func runValidate(w io.Writer, dirs []string, f *templateDataFlags, updateFixtures bool) error {
 	failed := 0
 	for _, dir := range dirs {
-		rendered, err := renderLocal(dir, f)
-		if err != nil {
+		if !validateDir(w, dir, f, updateFixtures) {
 			failed++
-			if reportErr := reportLoadError(w, filepath.ToSlash(filepath.Clean(dir)), err); reportErr != nil {
-				fmt.Fprintln(w, reportErr)
-			}
-			continue
 		}
-		objects := 0
-		for _, ph := range rendered.Phases {
-			objects += len(ph.Objects)
-		}
-		fmt.Fprintf(w, "ok %s: %d phases, %d objects\n", dir, len(rendered.Phases), objects)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d package(s) invalid", failed, len(dirs))
 	}
 	return nil
+}
+
+// validateDir validates one package directory, and each component of a multi-component
+// Package Operator package, as `kubectl package validate` does; it reports whether all are valid.
+func validateDir(w io.Writer, dir string, f *templateDataFlags, updateFixtures bool) bool {
+	info, err := inspectLocal(dir, "")
+	if err != nil {
+		return validatePackage(w, pkgDir{root: dir}, manifests.PackageInfo{}, f, updateFixtures)
+	}
+	ok := validatePackage(w, pkgDir{root: dir}, info, f, updateFixtures)
+	for _, name := range info.Components {
+		p := pkgDir{root: dir, component: name}
+		cinfo, err := inspectLocal(dir, name)
+		ok = validatePackage(w, p, cinfo, f, updateFixtures) && err == nil && ok
+	}
+	return ok
+}
+
+// validatePackage validates the root package or one component and reports whether it is valid.
+func validatePackage(w io.Writer, p pkgDir, info manifests.PackageInfo, f *templateDataFlags, updateFixtures bool) bool {
+	if len(info.TestCases) > 0 && validateTestCases(w, p, info.TestCases, f, updateFixtures) > 0 {
+		return false
+	}
+	var (
+		rendered *manifests.Rendered
+		err      error
+		what     string
+	)
+	switch {
+	case info.PKO && (f.configFile == "" || p.component != "") && len(info.TestCases) > 0:
+		return true
+	case info.PKO && (f.configFile == "" || p.component != ""):
+		what = " in plain files (no test.template case and no --config: templates not rendered)"
+		rendered, err = staticLocal(p)
+	default:
+		rendered, err = renderLocal(p.root, f)
+	}
+	if err != nil {
+		if reportErr := reportLoadError(w, filepath.ToSlash(filepath.Clean(p.dir())), err); reportErr != nil {
+			fmt.Fprintln(w, reportErr)
+		}
+		return false
+	}
+	printWarnings(w, p.dir(), rendered)
+	objects := 0
+	for _, ph := range rendered.Phases {
+		objects += len(ph.Objects)
+	}
+	fmt.Fprintf(w, "ok %s: %d phases, %d objects%s\n", p.dir(), len(rendered.Phases), objects, what)
+	return true
+}
+
+// staticLocal checks a local Package Operator package, or one of its components, without
+// rendering its templates.
+func staticLocal(p pkgDir) (*manifests.Rendered, error) {
+	fsys, err := openDir(p.root)
+	if err != nil {
+		return nil, err
+	}
+	return manifests.LoadStatic(fsys, ".", p.component)
+}
+
+// inspectLocal reads what the manifest of a local package, or of one of its components, declares.
+func inspectLocal(dir, component string) (manifests.PackageInfo, error) {
+	fsys, err := openDir(dir)
+	if err != nil {
+		return manifests.PackageInfo{}, err
+	}
+	return manifests.Inspect(fsys, ".", component)
 }

@@ -153,3 +153,80 @@ func issueText(issues *cel.Issues) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// Variables of Package Operator filter expressions (spec.filter and the
+// package-operator.run/condition annotation): the template context's top-level maps, and cond,
+// the named conditions' results.
+var filterVariables = []string{"package", "config", "images", "dependencies", "environment"}
+
+var (
+	filterEnvOnce sync.Once
+	filterEnv     *cel.Env
+	filterEnvErr  error
+)
+
+// filterCELEnv returns the environment of filter expressions: the libraries of probe rules with
+// filterVariables bound as map(string, dyn) and cond as map(string, bool).
+func filterCELEnv() (*cel.Env, error) {
+	filterEnvOnce.Do(func() {
+		opts := []cel.EnvOption{cel.Variable("cond", cel.MapType(cel.StringType, cel.BoolType))}
+		for _, v := range filterVariables {
+			opts = append(opts, cel.Variable(v, cel.MapType(cel.StringType, cel.DynType)))
+		}
+		base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+		set, err := base.Extend(environment.VersionedOptions{IntroducedVersion: version.MajorMinor(1, 0), EnvOptions: opts})
+		if err != nil {
+			filterEnvErr = err
+			return
+		}
+		filterEnv = set.StoredExpressionsEnv()
+	})
+	return filterEnv, filterEnvErr
+}
+
+// EvalFilter compiles and evaluates a Package Operator filter expression against the template
+// context ctx (its package, config, images, dependencies and environment) and the named
+// conditions cond, with the cost limits of probe rules. It must return a bool.
+func EvalFilter(expr string, ctx map[string]any, cond map[string]bool) (bool, error) {
+	e, err := filterCELEnv()
+	if err != nil {
+		return false, fmt.Errorf("building the CEL environment: %w", err)
+	}
+	ast, issues := e.Compile(expr)
+	if issues.Err() != nil {
+		return false, fmt.Errorf("does not compile: %s", issueText(issues))
+	}
+	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
+		return false, fmt.Errorf("must return a bool, returns %s", t)
+	}
+	if err := checkEstimatedCost(e, ast); err != nil {
+		return false, err
+	}
+	prog, err := e.Program(ast, cel.CostLimit(MaxCELCost), cel.CostTracking(&library.CostEstimator{}))
+	if err != nil {
+		return false, fmt.Errorf("does not compile: %w", err)
+	}
+	if cond == nil {
+		cond = map[string]bool{}
+	}
+	vars := map[string]any{"cond": cond}
+	for _, v := range filterVariables {
+		m, _ := ctx[v].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+		}
+		vars[v] = m
+	}
+	out, _, err := prog.Eval(vars)
+	if err != nil {
+		if strings.Contains(err.Error(), "cost limit exceeded") {
+			return false, fmt.Errorf("stopped at the cost limit of %d per evaluation: %w", MaxCELCost, err)
+		}
+		return false, err
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("returned %s, not a bool", out.Type().TypeName())
+	}
+	return b, nil
+}

@@ -2,7 +2,9 @@
 // sync engine (sync/engine).
 //
 // The PackageReconciler resolves a Package's revision (spec.revision or its GitSource's
-// artifact), renders it through the manifests cache and runs the engine; the
+// artifact), renders it through the manifests cache for the Package's config, metadata and
+// component, its HostedCluster and the management cluster's environment (ClusterEnvironment:
+// versions, proxy, HyperShift, as Package Operator reads them) and runs the engine; the
 // ObjectDeploymentReconciler does the same with inline phases, the revision being a hash of
 // the template. Both share the steps of Common (finalizer, paused, hosted cluster, target,
 // apply, teardown), run by pass.RunSteps, and one deferred status patch (internal/pass),

@@ -58,6 +58,9 @@ type PackageReconciler struct {
 	Store Opener
 	// Renders memoizes renders; nil makes a cache of the default size.
 	Renders *manifests.Cache
+	// Environment is the management cluster's environment packages are rendered for
+	// (.environment); nil renders with an empty one.
+	Environment *ClusterEnvironment
 }
 
 // PackageReconcilerOptions tune the Package controller.
@@ -116,6 +119,11 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 	if err != nil {
 		return err
 	}
+	if r.Environment != nil {
+		if data.Environment, err = r.Environment.Get(ctx); err != nil {
+			return err
+		}
+	}
 	key := sourceKey(obj)
 	rendered, err := r.Renders.Load(manifests.Key{Source: key.String(), Commit: s.desiredID, Dir: obj.Spec.Path}, data,
 		func() (fs.FS, error) { return r.open(ctx, key, s.desiredID) })
@@ -130,8 +138,10 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 // templateData returns what the package is rendered for.
 func templateData(obj *convoyv1alpha1.Package, s *scope) (manifests.TemplateData, error) {
 	data := manifests.TemplateData{
-		Package:  manifests.PackageRef{Name: obj.Name, Namespace: obj.Namespace},
-		Revision: s.desiredID,
+		Package: manifests.PackageRef{Name: obj.Name, Namespace: obj.Namespace,
+			Labels: obj.Labels, Annotations: obj.Annotations},
+		Revision:  s.desiredID,
+		Component: obj.Spec.Component,
 	}
 	if obj.Spec.Config != nil && len(obj.Spec.Config.Raw) > 0 {
 		if err := json.Unmarshal(obj.Spec.Config.Raw, &data.Config); err != nil {

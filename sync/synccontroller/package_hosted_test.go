@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -143,6 +144,11 @@ func TestPackageExamples(t *testing.T) {
 		g.Expect(kubetest.Exists(g, green.Client, kubetest.Object("rbac.authorization.k8s.io/v1", "RoleBinding", "kube-system", "log-collector", nil))).To(BeTrue())
 		collector := kubetest.Get(g, env.Client, kubetest.ConfigMap(ns, "log-collector", nil))
 		g.Expect(collector.Object["data"]).To(HaveKeyWithValue("retention", "7d"))
+		version, err := discovery.NewDiscoveryClientForConfigOrDie(env.Config).ServerVersion()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(collector.Object["data"]).To(HaveKeyWithValue("kubernetesVersion", version.GitVersion),
+			".environment.kubernetes is the management cluster's, from discovery")
+		g.Expect(collector.Object["data"]).To(HaveKeyWithValue("cluster", green.Name), ".environment.hyperShift is the HostedCluster")
 		g.Expect(collector.GetAnnotations()).NotTo(HaveKey(convoyv1alpha1.PKOPhaseAnnotation))
 		g.Expect(collector.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.PackageNameLabel, "log-collector"))
 	})

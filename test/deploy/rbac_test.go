@@ -88,6 +88,14 @@ func TestControllerServiceAccountCanDoWhatTheControllersNeed(t *testing.T) {
 		holder = "replica-2"
 		g.Expect(sa.Update(ctx, lease)).To(Succeed())
 	})
+	t.Run("read the environment packages are rendered for", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, r := range []string{"clusterversions", "proxies"} {
+			g.Expect(allowed(g, authorizationv1.ResourceAttributes{Verb: "get", Group: "config.openshift.io", Resource: r})).To(BeTrue(), r)
+		}
+		g.Expect(allowed(g, authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps",
+			Namespace: "openshift-config", Name: "osd-cluster-metadata"})).To(BeTrue())
+	})
 	t.Run("review the tokens and rights of metrics callers", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(allowed(g, authorizationv1.ResourceAttributes{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"})).To(BeTrue())

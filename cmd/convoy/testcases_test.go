@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// pkoCorpus holds the Package Operator packages of the manifests package's tests.
+const pkoCorpus = "../../manifests/testdata/pko"
+
+// copyDir copies a package directory into a temporary one, fixtures included.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestValidateRunsTestCasesAgainstTheirFixtures(t *testing.T) {
+	g := NewWithT(t)
+	out, _, err := runCLI("validate", filepath.Join(pkoCorpus, "valid/context"), filepath.Join(pkoCorpus, "valid/multi-component"))
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(`test case "openshift-hosted" matches`))
+	g.Expect(out).To(ContainSubstring(`components/console: test case "default" matches`))
+
+	out, _, err = runCLI("validate", filepath.Join(pkoCorpus, "invalid/fixture-mismatch"))
+	g.Expect(err).To(MatchError(ContainSubstring("1 of 1 package(s) invalid")))
+	g.Expect(out).To(MatchRegexp(`fixture-mismatch/\.test-fixtures/default/a\.yaml:4: test-fixture: .*render has " name: rendered"`))
+}
+
+func TestValidateWritesMissingFixturesAndRefreshesThemOnRequest(t *testing.T) {
+	g := NewWithT(t)
+	dir := copyDir(t, filepath.Join(pkoCorpus, "valid/conditional"))
+	fixtures := filepath.Join(dir, ".test-fixtures")
+	want, err := os.ReadFile(filepath.Join(fixtures, "kubernetes", "objects.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.RemoveAll(fixtures)).To(Succeed())
+
+	out, _, err := runCLI("validate", dir)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(`test case "kubernetes": wrote`))
+	got, err := os.ReadFile(filepath.Join(fixtures, "kubernetes", "objects.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(got)).To(Equal(string(want)))
+	g.Expect(filepath.Join(fixtures, "kubernetes", "optional")).NotTo(BeADirectory(), "the path filter leaves optional/ out")
+
+	stale := filepath.Join(fixtures, "kubernetes", "stale.yaml")
+	g.Expect(os.WriteFile(stale, []byte("old: true\n"), 0o644)).To(Succeed())
+	out, _, err = runCLI("validate", dir)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("stale.yaml: test-fixture"))
+	out, _, err = runCLI("validate", "--update-fixtures", dir)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(stale).NotTo(BeAnExistingFile())
+}
+
+func TestRenderATestCaseOrAComponent(t *testing.T) {
+	g := NewWithT(t)
+	out, _, err := runCLI("render", filepath.Join(pkoCorpus, "valid/context"), "--test-case", "openshift-hosted")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("openShift: 4.17.3"))
+
+	_, _, err = runCLI("render", filepath.Join(pkoCorpus, "valid/context"), "--test-case", "nope")
+	g.Expect(err).To(MatchError(ContainSubstring(`no test.template case "nope"`)))
+
+	out, _, err = runCLI("render", filepath.Join(pkoCorpus, "valid/multi-component"), "--component", "agent", "--package-name", "x")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("name: x-agent"))
+}
+
+func TestRenderForAGivenEnvironment(t *testing.T) {
+	g := NewWithT(t)
+	envFile := filepath.Join(t.TempDir(), "env.yaml")
+	g.Expect(os.WriteFile(envFile, []byte("kubernetes: {version: v1.29.0}\nopenShift: {version: 4.16.2}\n"), 0o600)).To(Succeed())
+	out, _, err := runCLI("render", filepath.Join(pkoCorpus, "valid/conditional"), "--environment", envFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(And(ContainSubstring("platform: openshift"), ContainSubstring("name: openshift-only")))
+
+	g.Expect(os.WriteFile(envFile, []byte("kubernets: {}\n"), 0o600)).To(Succeed())
+	_, _, err = runCLI("render", filepath.Join(pkoCorpus, "valid/conditional"), "--environment", envFile)
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown field "kubernets"`)))
+}
