@@ -23,6 +23,7 @@ type diffOptions struct {
 	from   string
 	to     string
 	output string
+	live   liveDiffOptions
 }
 
 // newDiffCmd builds `convoy diff`, which shows object by object what a change of a package does.
@@ -55,6 +56,9 @@ func newDiffCmd() *cobra.Command {
 	fl.StringVar(&o.from, "from", "", "Git revision of the old side (branch, tag, commit, HEAD~1...), with one DIR")
 	fl.StringVar(&o.to, "to", "", "Git revision of the new side (default: the files in DIR as they are)")
 	fl.StringVarP(&o.output, "output", "o", "text", "Output format: text, markdown or json.")
+	o.live.bind(fl)
+	fl.Lookup("revision").Usage = "offline: .revision of both renders (default: the commit of --to, or \"local\"); " +
+		"with --package: the Git branch, tag or commit to preview (default: the GitSource's ref)"
 	return cmd
 }
 
@@ -65,18 +69,29 @@ func runDiff(ctx context.Context, stdout, stderr io.Writer, args []string, o *di
 		return fmt.Errorf("--output %q: want text, markdown or json", o.output)
 	}
 	var (
-		report *diff.Report
-		err    error
+		reports []*diff.Report
+		err     error
 	)
-	report, err = offlineDiff(stderr, args, o)
+	if o.live.enabled() {
+		if len(args) > 0 || o.from != "" || o.to != "" {
+			return errors.New("--package and --hosted-cluster-package take no directory, --from or --to: give the Git ref with --revision")
+		}
+		reports, err = runLiveDiff(ctx, stderr, &o.live, o.data.revision, o.data.budget)
+	} else {
+		var r *diff.Report
+		r, err = offlineDiff(stderr, args, o)
+		reports = []*diff.Report{r}
+	}
 	if err != nil {
 		return err
 	}
-	if err := writeReport(stdout, o.output, report); err != nil {
+	if err := writeReports(stdout, o.output, reports, o.live.hostedCluster != ""); err != nil {
 		return err
 	}
-	if !report.Empty() {
-		return errDiffers
+	for _, r := range reports {
+		if !r.Empty() {
+			return errDiffers
+		}
 	}
 	return nil
 }
@@ -173,16 +188,30 @@ func loadDir(stderr io.Writer, dir, label, name, revision string, f *templateDat
 	return r, nil
 }
 
-// writeReport prints the report in the chosen format.
-func writeReport(out io.Writer, format string, r *diff.Report) error {
-	switch format {
-	case "markdown":
-		return r.WriteMarkdown(out)
-	case "json":
+// writeReports prints the reports in the chosen format, one after the other; in JSON, a list
+// when asked for (one report per sampled Package), else the one report.
+func writeReports(out io.Writer, format string, reports []*diff.Report, list bool) error {
+	if format == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	default:
-		return r.WriteText(out)
+		if list {
+			return enc.Encode(reports)
+		}
+		return enc.Encode(reports[0])
 	}
+	for i, r := range reports {
+		if i > 0 {
+			if _, err := fmt.Fprintln(out); err != nil {
+				return err
+			}
+		}
+		write := r.WriteText
+		if format == "markdown" {
+			write = r.WriteMarkdown
+		}
+		if err := write(out); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -56,6 +56,8 @@ type ObjectDiff struct {
 	Name      string `json:"name"`
 	// MovedFrom is the old phase of an object that changes phase.
 	MovedFrom string `json:"movedFrom,omitempty"`
+	// Note says more about the object, e.g. why a sync would refuse it.
+	Note string `json:"note,omitempty"`
 	// Diff is a unified diff of the cleaned YAML: all "+" lines for an added object, all "-"
 	// lines for a removed one.
 	Diff string `json:"diff"`
@@ -86,6 +88,18 @@ func (r *Report) Counts() (added, changed, removed int) {
 		added, changed, removed = added+a, changed+c, removed+d
 	}
 	return added, changed, removed
+}
+
+// Add records the difference of an object in a phase, after the phases recorded so far when
+// the phase is new.
+func (r *Report) Add(phase, class string, d ObjectDiff) {
+	for i := range r.Phases {
+		if r.Phases[i].Name == phase && r.Phases[i].Class == class {
+			r.Phases[i].Objects = append(r.Phases[i].Objects, d)
+			return
+		}
+	}
+	r.Phases = append(r.Phases, PhaseDiff{Name: phase, Class: class, Objects: []ObjectDiff{d}})
 }
 
 // Ref names an object independently of its API version.
@@ -128,7 +142,7 @@ func Renders(from, to string, old, cur *manifests.Rendered) (*Report, error) {
 	for _, key := range sortedKeys(newObjs) {
 		n := newObjs[key]
 		o, existed := oldObjs[key]
-		d, err := compare(o.obj, n.obj)
+		d, err := Objects(o.obj, n.obj)
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +160,7 @@ func Renders(from, to string, old, cur *manifests.Rendered) (*Report, error) {
 			continue
 		}
 		o := oldObjs[key]
-		d, err := compare(o.obj, nil)
+		d, err := Objects(o.obj, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -187,9 +201,9 @@ func Key(o *unstructured.Unstructured) string {
 	return strings.Join([]string{gvk.Group, gvk.Kind, o.GetNamespace(), o.GetName()}, "/")
 }
 
-// compare returns the difference between old and cur (either may be nil), or nil when their
+// Objects returns the difference between old and cur (either may be nil), or nil when their
 // cleaned YAML is the same.
-func compare(old, cur *unstructured.Unstructured) (*ObjectDiff, error) {
+func Objects(old, cur *unstructured.Unstructured) (*ObjectDiff, error) {
 	oldYAML, err := cleanYAML(old)
 	if err != nil {
 		return nil, err

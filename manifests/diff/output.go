@@ -79,12 +79,16 @@ func countText(added, changed, removed int) string {
 	return fmt.Sprintf("%d added, %d changed, %d removed", added, changed, removed)
 }
 
-// moved notes an object's change of phase.
+// moved notes an object's change of phase, and its note.
 func moved(o ObjectDiff) string {
-	if o.MovedFrom == "" {
-		return ""
+	s := ""
+	if o.MovedFrom != "" {
+		s += " (moved from phase " + o.MovedFrom + ")"
 	}
-	return " (moved from phase " + o.MovedFrom + ")"
+	if o.Note != "" {
+		s += " (" + o.Note + ")"
+	}
+	return s
 }
 
 // indent prefixes every line of s.
