@@ -51,6 +51,7 @@ type controllerOptions struct {
 	verbosity               int
 	qps                     float32
 	burst                   int
+	eventsAddr              string
 	sources                 sourcecontroller.Options
 	sync                    synccontroller.SetupOptions
 	rollout                 rolloutcontroller.SetupOptions
@@ -92,6 +93,7 @@ func newControllerCmd() *cobra.Command {
 	fs.IntVar(&opts.rollout.Concurrency, "rollout-concurrency", 2, "Number of HostedClusterPackages reconciled in parallel.")
 	fs.IntVar(&opts.rollout.ApplyConcurrency, "rollout-apply-concurrency", rolloutcontroller.DefaultApplyConcurrency, "Packages one HostedClusterPackage pass applies in parallel.")
 	fs.DurationVar(&opts.rollout.CRDPollInterval, "rollout-crd-poll-interval", rolloutcontroller.DefaultCRDPollInterval, "How often to check whether the HostedCluster CRD got installed, when it is not.")
+	fs.StringVar(&opts.eventsAddr, "events-addr", "", "URL to POST events to in Flux's event format, e.g. a notification-controller; empty posts none.")
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)
 	return cmd
@@ -152,6 +154,9 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if mgr, err = forwardEvents(mgr, opts.eventsAddr); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
