@@ -17,6 +17,16 @@ import (
 // errDiffers is returned when the two sides differ, so that convoy exits 1 like diff(1).
 var errDiffers = errors.New("the two sides differ")
 
+// troubleError is any other error of convoy diff: convoy exits 2, like diff(1), so that a
+// pipeline tells a change from a failure.
+type troubleError struct{ error }
+
+// ExitCode is 2.
+func (troubleError) ExitCode() int { return 2 }
+
+// Unwrap returns the error.
+func (e troubleError) Unwrap() error { return e.error }
+
 // diffOptions are the flags of `convoy diff`.
 type diffOptions struct {
 	data   templateDataFlags
@@ -35,7 +45,7 @@ func newDiffCmd() *cobra.Command {
 		Long: "Offline, diff renders a package directory at two Git revisions of the repository that holds it\n" +
 			"(--from, and --to or the work tree), or two directories, with the same config and template data,\n" +
 			"and prints the objects added, removed and changed, with a unified diff of their YAML without\n" +
-			"status and server-set fields. It exits 1 when something differs.\n" +
+			"status and server-set fields. It exits 1 when something differs, 2 on an error.\n" +
 			"Live (--package or --hosted-cluster-package), it runs a server-side dry run of --revision\n" +
 			"against what the clusters hold and lists what each object would change and what a prune\n" +
 			"would delete; it never writes.",
@@ -45,8 +55,11 @@ func newDiffCmd() *cobra.Command {
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			err := runDiff(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, &o)
-			if errors.Is(err, errDiffers) {
+			switch {
+			case errors.Is(err, errDiffers):
 				cmd.SilenceErrors = true
+			case err != nil:
+				err = troubleError{err}
 			}
 			return err
 		},
