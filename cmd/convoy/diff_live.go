@@ -240,17 +240,9 @@ func previewReport(from, to string, p *engine.Preview) (*diff.Report, error) {
 	for _, ph := range p.Phases {
 		class := classOf(ph.Class)
 		for _, o := range ph.Objects {
-			live := o.Live
-			if o.Refused != "" {
-				live = o.Applied // show no change for an object a sync would refuse
-			}
-			d, err := diff.Objects(live, o.Applied)
+			d, err := objectChange(o)
 			if err != nil {
 				return nil, err
-			}
-			if o.Refused != "" {
-				d = &diff.ObjectDiff{Action: diff.Changed, APIVersion: o.Applied.GetAPIVersion(), Kind: o.Applied.GetKind(),
-					Namespace: o.Applied.GetNamespace(), Name: o.Applied.GetName(), Note: "a sync would refuse it: " + o.Refused}
 			}
 			if d != nil {
 				r.Add(ph.Name, class, *d)
@@ -266,6 +258,16 @@ func previewReport(from, to string, p *engine.Preview) (*diff.Report, error) {
 		r.Add(pr.Phase, inventoryClass(pr.Cluster), *d)
 	}
 	return r, nil
+}
+
+// objectChange is what a dry run says of one object: nil when the server would keep it as it
+// is, a note without a diff when a sync would refuse it.
+func objectChange(o engine.ObjectPreview) (*diff.ObjectDiff, error) {
+	if o.Refused == "" {
+		return diff.Objects(o.Live, o.Applied)
+	}
+	return &diff.ObjectDiff{Action: diff.Changed, APIVersion: o.Applied.GetAPIVersion(), Kind: o.Applied.GetKind(),
+		Namespace: o.Applied.GetNamespace(), Name: o.Applied.GetName(), Note: "a sync would refuse it: " + o.Refused}, nil
 }
 
 // classOf names a phase class as the offline diff does.

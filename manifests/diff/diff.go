@@ -146,10 +146,15 @@ func Renders(from, to string, old, cur *manifests.Rendered) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		if d == nil {
+		moved := existed && o.phase != n.phase
+		switch {
+		case d == nil && !moved:
 			continue
+		case d == nil:
+			d = &ObjectDiff{Action: Changed, APIVersion: n.obj.GetAPIVersion(), Kind: n.obj.GetKind(),
+				Namespace: n.obj.GetNamespace(), Name: n.obj.GetName()}
 		}
-		if existed && o.phase != n.phase {
+		if moved {
 			d.MovedFrom = o.phase
 		}
 		p := phaseOf(n.phase, n.class)

@@ -34,7 +34,7 @@ func (r *Report) WriteText(w io.Writer) error {
 
 // WriteMarkdown prints the report as a pull request comment: a title and the totals, then one
 // collapsed <details> block per phase whose summary holds the counts, with one fenced diff per
-// object. Added and removed objects show their whole YAML.
+// object whose content changes. Added and removed objects show their whole YAML.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	p := &printer{w: w}
 	p.printf("### convoy diff `%s` → `%s`\n\n", code(r.From), code(r.To))
@@ -54,8 +54,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			html.EscapeString(ph.Name), ph.Class, countText(ph.Counts()))
 		for _, o := range ph.Objects {
 			p.printf("**%s** `%s`%s\n\n", o.Action, code(o.Ref()), moved(o))
-			fence := fenceFor(o.Diff)
-			p.printf("%sdiff\n%s%s\n\n", fence, withNewline(o.Diff), fence)
+			if o.Diff != "" {
+				fence := fenceFor(o.Diff)
+				p.printf("%sdiff\n%s%s\n\n", fence, withNewline(o.Diff), fence)
+			}
 		}
 		p.printf("</details>\n")
 	}
