@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -55,6 +56,10 @@ type controllerOptions struct {
 	sources                 sourcecontroller.Options
 	sync                    synccontroller.SetupOptions
 	rollout                 rolloutcontroller.SetupOptions
+
+	// skipNameValidation lets one process run the controllers more than once (convoy dev's
+	// tests), which controller-runtime otherwise refuses.
+	skipNameValidation bool
 }
 
 func newControllerCmd() *cobra.Command {
@@ -151,6 +156,7 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
 		LeaseDuration:           &lease,
 		RenewDeadline:           &renew,
+		Controller:              config.Controller{SkipNameValidation: &opts.skipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
