@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -52,9 +53,14 @@ type controllerOptions struct {
 	verbosity               int
 	qps                     float32
 	burst                   int
+	eventsAddr              string
 	sources                 sourcecontroller.Options
 	sync                    synccontroller.SetupOptions
 	rollout                 rolloutcontroller.SetupOptions
+
+	// skipNameValidation lets one process run the controllers more than once (convoy dev's
+	// tests), which controller-runtime otherwise refuses.
+	skipNameValidation bool
 }
 
 func newControllerCmd() *cobra.Command {
@@ -93,6 +99,7 @@ func newControllerCmd() *cobra.Command {
 	fs.IntVar(&opts.rollout.Concurrency, "rollout-concurrency", 2, "Number of HostedClusterPackages reconciled in parallel.")
 	fs.IntVar(&opts.rollout.ApplyConcurrency, "rollout-apply-concurrency", rolloutcontroller.DefaultApplyConcurrency, "Packages one HostedClusterPackage pass applies in parallel.")
 	fs.DurationVar(&opts.rollout.CRDPollInterval, "rollout-crd-poll-interval", rolloutcontroller.DefaultCRDPollInterval, "How often to check whether the HostedCluster CRD got installed, when it is not.")
+	fs.StringVar(&opts.eventsAddr, "events-addr", "", "URL to POST events to in Flux's event format, e.g. a notification-controller; empty posts none.")
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)
 	return cmd
@@ -150,11 +157,15 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
 		LeaseDuration:           &lease,
 		RenewDeadline:           &renew,
+		Controller:              config.Controller{SkipNameValidation: &opts.skipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := registerBuildInfo(metrics.Registry); err != nil {
+		return err
+	}
+	if mgr, err = forwardEvents(mgr, opts.eventsAddr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

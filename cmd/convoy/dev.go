@@ -64,9 +64,10 @@ func runDevController(ctx context.Context, cfg *rest.Config, storagePath string)
 }
 
 // devControllerOptions are the controller's defaults, with no metrics, probe or webhook
-// listeners (several demos may run on one machine), no leader election, and quick probes.
+// listeners (several demos may run on one machine), no leader election, quick probes, and no
+// check that controller names are unique in the process (the tests run several demos in one).
 func devControllerOptions(storage string) (controllerOptions, error) {
-	opts := controllerOptions{metricsAddr: "0", probeAddr: "0", leaseDuration: 15 * time.Second}
+	opts := controllerOptions{metricsAddr: "0", probeAddr: "0", leaseDuration: 15 * time.Second, skipNameValidation: true}
 	fs := pflag.NewFlagSet("dev-controller", pflag.ContinueOnError)
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)

@@ -41,7 +41,7 @@ func newPlanCmd() *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
 	fs.StringVar(&opts.revision, "revision", "", "Git commit (40 hex characters) to plan instead of the update revision.")
-	fs.StringVarP(&opts.output, "output", "o", "text", "Output format: text, json or yaml.")
+	fs.StringVarP(&opts.output, "output", "o", "text", "Output format: text, markdown (for a pull request comment), json or yaml.")
 	return cmd
 }
 
@@ -55,8 +55,12 @@ func runPlan(ctx context.Context, c client.Reader, out io.Writer, name string, o
 	if err != nil {
 		return err
 	}
-	if opts.output != "text" {
+	switch opts.output {
+	case "text":
+		return f.WriteText(out)
+	case "markdown":
+		return f.WriteMarkdown(out)
+	default:
 		return writeStructured(out, opts.output, f)
 	}
-	return f.WriteText(out)
 }

@@ -29,3 +29,21 @@ func TestReadmeListsEveryControllerFlag(t *testing.T) {
 		g.Expect(line).To(ContainSubstring("| "+def+" |"), "README default of --%s", f.Name)
 	})
 }
+
+// TestReadmeListsEveryDiffFlag keeps the `convoy diff` table of the configuration reference in
+// step with the flags that diff does not share with render.
+func TestReadmeListsEveryDiffFlag(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile("../../README.md")
+	g.Expect(err).NotTo(HaveOccurred())
+	section := string(raw)[strings.Index(string(raw), "`convoy diff` flags"):]
+	section = section[:strings.Index(section, "\n\n`convoy diff` exits")]
+	render := newRenderCmd().Flags()
+	newDiffCmd().Flags().VisitAll(func(f *pflag.Flag) {
+		if render.Lookup(f.Name) != nil && f.Name != "revision" {
+			g.Expect(section).To(ContainSubstring("`--"+f.Name+"`"), "the shared flag --%s is named", f.Name)
+			return
+		}
+		g.Expect(section).To(ContainSubstring("| `--"+f.Name+"`"), "README lacks a row for convoy diff --%s", f.Name)
+	})
+}

@@ -20,6 +20,7 @@ func newRootCmd() *cobra.Command {
 		newStatusCmd(),
 		newPlanCmd(),
 		newVersionCmd(),
+		newDiffCmd(),
 	)
 	return root
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -171,11 +172,19 @@ func (r *HostedClusterPackageReconciler) emitError(s *scope, err error) {
 	r.event(s, corev1.EventTypeWarning, out.Reason, "%s", out.Message)
 }
 
-// event sends one event about the HostedClusterPackage.
+// event sends one event about the HostedClusterPackage, annotated with the commit of the
+// revision being rolled out when the pass knows it (forwarded as the "revision" of Flux's event
+// metadata, see internal/notify).
 func (r *HostedClusterPackageReconciler) event(s *scope, eventType, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(s.obj, nil, eventType, reason, eventAction, format, args...)
+	if r.Recorder == nil {
+		return
 	}
+	if ar, ok := r.Recorder.(events.AnnotatedEventRecorder); ok && s.update.Commit != "" {
+		ar.AnnotatedEventf(s.obj, nil, map[string]string{convoyv1alpha1.RevisionAnnotation: s.update.Commit},
+			eventType, reason, eventAction, format, args...)
+		return
+	}
+	r.Recorder.Eventf(s.obj, nil, eventType, reason, eventAction, format, args...)
 }
 
 // resyncInterval returns the requeue delay when nothing waits on the clock, jittered.

@@ -34,7 +34,8 @@
 // (collisions, forbidden targets, invalid objects), Waiting for what clears by itself (probes,
 // CRDs being established, an unreachable hosted cluster), anything else is transient.
 //
-// The exported surface is small: NewEngine, Engine.Sync, Engine.Teardown, and
+// The exported surface is small: NewEngine, Engine.Sync, Engine.Teardown, DryRun (which
+// previews a Sync with server-side dry runs and writes nothing, for `convoy diff --package`) and
 // Engine.AppliedByEngine, which lets a controller drop the watch events of the engine's own
 // applies.
 package engine

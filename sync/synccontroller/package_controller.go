@@ -14,6 +14,8 @@ import (
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sync/engine"
+	"github.com/convoy-gitops/convoy/sync/hosted"
 )
 
 // commitNotFoundInterval is how long a Package waits for a commit its GitSource does not have,
@@ -137,10 +139,17 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 
 // templateData returns what the package is rendered for.
 func templateData(obj *convoyv1alpha1.Package, s *scope) (manifests.TemplateData, error) {
+	return PackageTemplateData(obj, s.hostedCluster, s.desiredID)
+}
+
+// PackageTemplateData returns what a Package is rendered for at commit, in the namespace of
+// the HostedCluster hc (nil for none): what the controller renders, and what `convoy diff
+// --package` renders to preview it. A spec.config that is no JSON object stalls.
+func PackageTemplateData(obj *convoyv1alpha1.Package, hc *hosted.Cluster, commit string) (manifests.TemplateData, error) {
 	data := manifests.TemplateData{
 		Package: manifests.PackageRef{Name: obj.Name, Namespace: obj.Namespace,
 			Labels: obj.Labels, Annotations: obj.Annotations},
-		Revision:  s.desiredID,
+		Revision:  commit,
 		Component: obj.Spec.Component,
 	}
 	if obj.Spec.Config != nil && len(obj.Spec.Config.Raw) > 0 {
@@ -148,11 +157,16 @@ func templateData(obj *convoyv1alpha1.Package, s *scope) (manifests.TemplateData
 			return data, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.config is not a JSON object: %w", err)
 		}
 	}
-	if hc := s.hostedCluster; hc != nil {
+	if hc != nil {
 		data.HostedCluster = &manifests.HostedClusterRef{Name: hc.Name, Namespace: hc.Namespace,
 			Labels: hc.Labels, Annotations: hc.Annotations}
 	}
 	return data, nil
+}
+
+// PackageRevision turns the render of commit into the revision the engine applies.
+func PackageRevision(commit string, r *manifests.Rendered) *engine.Revision {
+	return revisionOf(commit, r)
 }
 
 // open opens commit of the GitSource key and classifies the error: a commit that neither the

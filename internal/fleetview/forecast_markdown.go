@@ -1,0 +1,65 @@
+package fleetview
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteMarkdown prints the forecast as a pull request comment: a title with the revision, the
+// strategy, a table of the batches (one row per Package change, in rollout order), a table of
+// the skipped HostedClusters and why, and the outcome.
+func (f *Forecast) WriteMarkdown(w io.Writer) error {
+	p := &mdPrinter{w: w}
+	p.printf("### convoy plan: HostedClusterPackage `%s`\n\n", mdCode(f.Name))
+	p.printf("- **Revision:** %s, from %s\n", mdCell(f.Revision.text("")), mdCell(f.From.text("none (first rollout)")))
+	p.printf("- **Strategy:** %s\n", mdCell(f.Strategy))
+	p.printf("- **Already updated:** %d\n", f.AlreadyUpdated)
+	if len(f.Batches) > 0 {
+		p.printf("\n#### Batches\n\n| Batch | Partition | HostedCluster | Action | Revision | Reason |\n|---:|---|---|---|---|---|\n")
+		for i, b := range f.Batches {
+			for _, s := range b.Steps {
+				p.printf("| %d | %s | %s | %s | %s | %s |\n", i+1, mdCell(s.Partition), mdCell(s.HostedCluster),
+					mdCell(s.Action), mdCell(s.Revision), mdCell(string(s.Reason)))
+			}
+		}
+	}
+	if len(f.Ineligible) > 0 {
+		p.printf("\n#### Skipped HostedClusters\n\nKept as they are until they become eligible.\n\n" +
+			"| HostedCluster | Partition | Reason | Message |\n|---|---|---|---|\n")
+		for _, t := range f.Ineligible {
+			p.printf("| %s | %s | %s | %s |\n", mdCell(t.HostedCluster), mdCell(t.Partition), mdCell(t.Reason), mdCell(t.Message))
+		}
+	}
+	switch {
+	case f.Blocked != "":
+		p.printf("\n**The rollout would stop:** %s\n", mdCell(f.Blocked))
+	case len(f.Batches) == 0:
+		p.printf("\nNothing to do: every eligible HostedCluster is on the revision.\n")
+	default:
+		p.printf("\n%d batches; every eligible HostedCluster ends on the revision.\n", len(f.Batches))
+	}
+	return p.err
+}
+
+// mdPrinter writes formatted text and keeps the first error.
+type mdPrinter struct {
+	w   io.Writer
+	err error
+}
+
+func (p *mdPrinter) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+// mdCellEscaper keeps text inside one table cell and out of Markdown and HTML syntax.
+var mdCellEscaper = strings.NewReplacer("|", `\|`, "\r", " ", "\n", " ", "<", "&lt;", ">", "&gt;",
+	"*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`)
+
+// mdCell escapes s for a table cell or a line of prose.
+func mdCell(s string) string { return mdCellEscaper.Replace(s) }
+
+// mdCode makes s safe inside a one-backtick code span.
+func mdCode(s string) string { return strings.ReplaceAll(s, "`", "'") }
