@@ -112,6 +112,9 @@ type Clients struct {
 	opts      Options
 	now       func() time.Time
 	probes    chan struct{}
+	// handshakes derives, from the handshakes of every cluster, how long a request waits for
+	// a pending one.
+	handshakes handshakes
 
 	mu      sync.Mutex
 	entries map[secretKey]*entry
