@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 // FaultsConfig is one run of the fault harness (`make faults`).
@@ -29,6 +30,9 @@ type FaultsConfig struct {
 	Concurrency int `json:"concurrency"`
 	// GitDownFor is how long the git-down fault keeps the Git server stalled; default 2m.
 	GitDownFor time.Duration `json:"gitDownFor"`
+	// HostedClusters is the number of HostedClusters of the hosted faults, whose package has
+	// phases inside the hosted cluster; default a fifth of Clusters, at least 10.
+	HostedClusters int `json:"hostedClusters"`
 	// ConvoyBinary is bin/convoy.
 	ConvoyBinary string `json:"-"`
 	// KeepWorkDir keeps the controller logs and Git storage after the run.
@@ -51,6 +55,21 @@ const (
 	// FaultForcePush force-pushes the followed branch back to the previous commit mid-rollout,
 	// dropping the commit being rolled out.
 	FaultForcePush = "force-push-back"
+	// FaultForcePushUnrelated force-pushes the followed branch to a new root commit mid-rollout,
+	// an unrelated history with the next revision of the packages.
+	FaultForcePushUnrelated = "force-push-unrelated"
+	// FaultCredentialsRevoked puts the Git server behind basic auth, then changes its password
+	// mid-rollout and restores it once the GitSource said AuthenticationFailed.
+	FaultCredentialsRevoked = "git-credentials-revoked"
+	// FaultStoreDeleted deletes the Git store under the running controller mid-rollout.
+	FaultStoreDeleted = "store-deleted"
+	// FaultHostedHealthy rolls out a new revision to the fleet and to the hosted clusters,
+	// whose package has hosted-cluster phases, all healthy: the baseline of FaultHostedDead.
+	FaultHostedHealthy = "hosted-healthy"
+	// FaultHostedDead blackholes one hosted API server in ten and makes one in ten refuse
+	// connections as a new revision rolls out; the healthy part must roll out within 1.3× the
+	// time of FaultHostedHealthy, the dead must be reported and recover once they answer.
+	FaultHostedDead = "hosted-dead"
 	// FaultLeaderKilled runs two replicas with leader election and SIGKILLs the leader
 	// mid-rollout; the standby, with its own empty store, takes over. It leaves the two-replica
 	// setup in place, so it runs last.
@@ -58,7 +77,9 @@ const (
 )
 
 // AllFaults lists every fault in the order they run.
-var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultGitDown, FaultForcePush, FaultLeaderKilled}
+var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultGitDown, FaultForcePush,
+	FaultForcePushUnrelated, FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead,
+	FaultLeaderKilled}
 
 // FaultResult is one row of the fault table, with the invariants it checked.
 type FaultResult struct {
@@ -83,6 +104,9 @@ type FaultResult struct {
 	// GitFetches counts the fetches (upload-pack negotiations) the Git server served during
 	// the rollout, the new commit's included.
 	GitFetches int64 `json:"gitFetches"`
+	// Ratio is, for FaultHostedDead, the healthy part's rollout time over the all-healthy one
+	// (the larger of the whole healthy part's and the hosted clusters' own).
+	Ratio float64 `json:"ratio,omitempty"`
 	// Note says more, e.g. how long a standby took to take over.
 	Note string `json:"note,omitempty"`
 	// Samples is the number of fleet samples taken.
@@ -129,6 +153,9 @@ func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 	if len(cfg.Faults) == 0 {
 		cfg.Faults = AllFaults
 	}
+	if cfg.HostedClusters <= 0 {
+		cfg.HostedClusters = max(10, cfg.Clusters/5)
+	}
 	res := &FaultResults{Started: time.Now(), CPUs: runtime.NumCPU(), Config: cfg}
 	defer func() { res.Duration = time.Since(res.Started).Round(time.Second).String() }()
 	work, err := os.MkdirTemp("", "convoy-faults-")
@@ -146,10 +173,20 @@ func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 		return res, err
 	}
 	defer func() { _ = e.close() }()
+	// The test Git server speaks plain HTTP on loopback; the credentials fault sends it
+	// credentials, which the controller refuses over http:// without this flag.
+	e.ctrlArgs = []string{sources.AllowInsecureHTTPFlag}
 	if err := installForFaults(ctx, e); err != nil {
 		return res, err
 	}
+	hosted := &hostedFaults{cfg: cfg}
+	defer hosted.close()
 	for _, name := range cfg.Faults {
+		if name == FaultHostedHealthy || name == FaultHostedDead {
+			logf(bcfg, "faults: %s", name)
+			res.Rows = append(res.Rows, hosted.run(ctx, e, name))
+			continue
+		}
 		inject, ok := faultInjectors(cfg)[name]
 		if !ok {
 			return res, fmt.Errorf("unknown fault %q (known: %v)", name, AllFaults)
@@ -211,6 +248,10 @@ func faultInjectors(cfg FaultsConfig) map[string]injector {
 		FaultGitDown:      gitDown(cfg.GitDownFor),
 		FaultForcePush:    forcePushBack,
 		FaultLeaderKilled: killLeader,
+
+		FaultForcePushUnrelated: forcePushUnrelated,
+		FaultCredentialsRevoked: credentialsRevoked,
+		FaultStoreDeleted:       storeDeleted,
 	}
 }
 
@@ -258,7 +299,7 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 	}
 	start := time.Now()
 	tgt := &target{commit: commit}
-	s := startSampler(ctx, e, tgt)
+	s := startSampler(ctx, e, e.namespaces, tgt)
 	restartedAt, err := inject(ctx, e, tgt, &row)
 	commit = tgt.get()
 	if err == nil {
@@ -271,6 +312,9 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 		row.Rollout, row.Recovery = end.Sub(start), max(0, end.Sub(restartedAt))
 	}
 	row.GitFetches = e.git.Stats().Sub(gitBefore).UploadPacks
+	if err == nil && e.ctrl.Exited() {
+		err = fmt.Errorf("the controller exited; see %s", e.ctrl.LogPath())
+	}
 	if err != nil {
 		row.Error = err.Error()
 	}
@@ -364,8 +408,8 @@ type sampler struct {
 	allDone time.Time
 }
 
-// startSampler samples the fleet until stop.
-func startSampler(ctx context.Context, e *env, tgt *target) *sampler {
+// startSampler samples the Packages of namespaces until stop.
+func startSampler(ctx context.Context, e *env, namespaces map[string]bool, tgt *target) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -374,11 +418,11 @@ func startSampler(ctx context.Context, e *env, tgt *target) *sampler {
 		defer t.Stop()
 		for {
 			commit := tgt.get()
-			busy, _ := e.watch.count(e.namespaces, unavailableOrUpdating(commit))
-			progressed, total := e.watch.count(e.namespaces, progressedAt(commit))
+			busy, _ := e.watch.count(namespaces, unavailableOrUpdating(commit))
+			progressed, total := e.watch.count(namespaces, progressedAt(commit))
 			s.mu.Lock()
 			s.max, s.samples = max(s.max, busy), s.samples+1
-			switch done := total >= len(e.namespaces) && progressed == total; {
+			switch done := total >= len(namespaces) && progressed == total; {
 			case done && s.allDone.IsZero():
 				s.allDone = time.Now()
 			case !done:
