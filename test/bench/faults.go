@@ -55,6 +55,8 @@ const (
 	// FaultForcePush force-pushes the followed branch back to the previous commit mid-rollout,
 	// dropping the commit being rolled out.
 	FaultForcePush = "force-push-back"
+	// FaultAPIServerRestarted restarts the management kube-apiserver mid-rollout, etcd kept.
+	FaultAPIServerRestarted = "apiserver-restarted"
 	// FaultForcePushUnrelated force-pushes the followed branch to a new root commit mid-rollout,
 	// an unrelated history with the next revision of the packages.
 	FaultForcePushUnrelated = "force-push-unrelated"
@@ -77,8 +79,8 @@ const (
 )
 
 // AllFaults lists every fault in the order they run.
-var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultGitDown, FaultForcePush,
-	FaultForcePushUnrelated, FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead,
+var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultAPIServerRestarted, FaultGitDown,
+	FaultForcePush, FaultForcePushUnrelated, FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead,
 	FaultLeaderKilled}
 
 // FaultResult is one row of the fault table, with the invariants it checked.
@@ -249,6 +251,7 @@ func faultInjectors(cfg FaultsConfig) map[string]injector {
 		FaultForcePush:    forcePushBack,
 		FaultLeaderKilled: killLeader,
 
+		FaultAPIServerRestarted: apiServerRestarted,
 		FaultForcePushUnrelated: forcePushUnrelated,
 		FaultCredentialsRevoked: credentialsRevoked,
 		FaultStoreDeleted:       storeDeleted,

@@ -50,6 +50,22 @@ func forcePushUnrelated(ctx context.Context, e *env, tgt *target, row *FaultResu
 	return time.Now(), nil
 }
 
+// apiServerRestarted waits until the rollout has updated a few Packages, then restarts the
+// management kube-apiserver on the same etcd: the controller's connections and watches end,
+// and it must carry on once the API server is back.
+func apiServerRestarted(ctx context.Context, e *env, tgt *target, row *FaultResult) (time.Time, error) {
+	if err := waitUpdated(ctx, e, tgt.get(), 2); err != nil {
+		return time.Time{}, err
+	}
+	down, err := e.fleet.RestartAPIServer(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	row.Note = fmt.Sprintf("the API server was down for %.1f s (etcd kept); %d Packages were updated when it stopped",
+		down.Seconds(), updatedTo(e, tgt.get()))
+	return time.Now(), nil
+}
+
 // storeDeleted waits until the rollout has updated a few Packages, then deletes the Git store
 // under the running controller and asks for a poll: the controller must fetch again, keep
 // running and finish the rollout without pruning anything.
