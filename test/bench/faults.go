@@ -74,14 +74,18 @@ const (
 	FaultHostedDead = "hosted-dead"
 	// FaultLeaderKilled runs two replicas with leader election and SIGKILLs the leader
 	// mid-rollout; the standby, with its own empty store, takes over. It leaves the two-replica
-	// setup in place, so it runs last.
+	// setup in place, so it runs after the others but FaultCRDDeleted.
 	FaultLeaderKilled = "leader-killed"
+	// FaultCRDDeleted deletes a CRD of the package out of band mid-rollout, then the
+	// HostedClusterPackage and its Packages, whose teardown must finish. It ends the fleet, so
+	// it runs last.
+	FaultCRDDeleted = "crd-deleted"
 )
 
 // AllFaults lists every fault in the order they run.
 var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultAPIServerRestarted, FaultGitDown,
 	FaultForcePush, FaultForcePushUnrelated, FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead,
-	FaultLeaderKilled}
+	FaultLeaderKilled, FaultCRDDeleted}
 
 // FaultResult is one row of the fault table, with the invariants it checked.
 type FaultResult struct {
@@ -184,6 +188,11 @@ func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 	hosted := &hostedFaults{cfg: cfg}
 	defer hosted.close()
 	for _, name := range cfg.Faults {
+		if name == FaultCRDDeleted {
+			logf(bcfg, "faults: %s", name)
+			res.Rows = append(res.Rows, runCRDDeleted(ctx, e))
+			continue
+		}
 		if name == FaultHostedHealthy || name == FaultHostedDead {
 			logf(bcfg, "faults: %s", name)
 			res.Rows = append(res.Rows, hosted.run(ctx, e, name))
