@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -162,6 +163,7 @@ func (e *env) waitAuthFailure(ctx context.Context) (string, error) {
 
 // tail returns the last n bytes of s.
 func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
 	if len(s) <= n {
 		return s
 	}
