@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -322,7 +323,9 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 	restartedAt, err := inject(ctx, e, tgt, &row)
 	commit = tgt.get()
 	if err == nil {
-		err = waitSettled(ctx, e, commit)
+		var left string
+		left, err = waitSettled(ctx, e, commit)
+		row.Note = strings.TrimPrefix(row.Note+"; "+left, "; ")
 	}
 	var end time.Time
 	row.MaxUnavailable, row.Samples, end = s.stop()
@@ -354,22 +357,50 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 const settleTime = 2 * time.Second
 
 // waitSettled waits until every Package progressed at commit and still is settleTime later.
-func waitSettled(ctx context.Context, e *env, commit string) error {
+// When some left in between, it describes the first one, so that the row says what happened.
+func waitSettled(ctx context.Context, e *env, commit string) (string, error) {
 	deadline := time.Now().Add(rolloutTimeout)
+	left := ""
 	for time.Now().Before(deadline) {
 		if _, err := e.watch.waitAll(ctx, e.namespaces, progressedAt(commit), time.Until(deadline)); err != nil {
-			return err
+			return left, err
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return left, ctx.Err()
 		case <-time.After(settleTime):
 		}
-		if countProgressed(e, commit) == len(e.namespaces) {
-			return nil
+		n := countProgressed(e, commit)
+		if n == len(e.namespaces) {
+			return left, nil
+		}
+		if left == "" {
+			left = fmt.Sprintf("%d Packages left %.8s after all had reached it%s", len(e.namespaces)-n, commit, describeLeft(e, commit))
 		}
 	}
-	return fmt.Errorf("the Packages did not settle at %.8s within %s", commit, rolloutTimeout)
+	return left, fmt.Errorf("the Packages did not settle at %.8s within %s", commit, rolloutTimeout)
+}
+
+// describeLeft says why the first Package not progressed at commit is not: its revisions and
+// its Available and Progressing conditions.
+func describeLeft(e *env, commit string) string {
+	e.watch.mu.Lock()
+	defer e.watch.mu.Unlock()
+	for key, p := range e.watch.pkgs {
+		if !e.namespaces[key.Namespace] || progressedAt(commit)(p) {
+			continue
+		}
+		cond := func(t string) string {
+			c := apimeta.FindStatusCondition(p.Status.Conditions, t)
+			if c == nil {
+				return t + " unset"
+			}
+			return fmt.Sprintf("%s=%s %s (generation %d of %d): %.120s", t, c.Status, c.Reason, c.ObservedGeneration, p.Generation, c.Message)
+		}
+		return fmt.Sprintf(" (e.g. %s: spec.revision %.8s, status.revision %.8s; %s; %s)", key, p.Spec.Revision, p.Status.Revision,
+			cond(convoyv1alpha1.AvailableCondition), cond(convoyv1alpha1.ProgressingCondition))
+	}
+	return ""
 }
 
 // killMidRollout waits until the rollout of commit has updated a few Packages, then kills the
