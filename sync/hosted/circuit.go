@@ -144,8 +144,10 @@ func (c *circuit) get(ctx context.Context, url string) error {
 // errorLocked returns the error of a request the circuit refuses. Caller holds c.mu.
 func (c *circuit) errorLocked(deferred bool) error {
 	retryAt := c.retryAt
-	if deferred {
-		retryAt = c.now().Add(c.base) // look again after a base backoff, not in a loop
+	if deferred || c.trying {
+		// Look again after a base backoff, not every second while another probe or this
+		// cluster's takes its time.
+		retryAt = c.now().Add(c.base)
 	}
 	return &UnreachableError{Host: c.host, Failures: c.failures, RetryAt: retryAt, Cause: c.lastErr,
 		Deferred: deferred, Probing: c.trying}

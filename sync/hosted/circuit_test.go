@@ -127,8 +127,10 @@ func TestCircuitsProbeInTheBackgroundAndShareTheProbeSlots(t *testing.T) {
 		"half-open: the request fails at once, a probe tries the cluster without holding the caller")
 	_, err = a.admit()
 	g.Expect(err).To(MatchError(ContainSubstring("in the background")), "one probe at a time")
-	_, err = b.admit()
 	var ue *UnreachableError
+	g.Expect(errors.As(err, &ue)).To(BeTrue())
+	g.Expect(ue.RetryAt).To(Equal(now.Add(time.Second)), "look again after a base backoff while the probe runs")
+	_, err = b.admit()
 	g.Expect(errors.As(err, &ue)).To(BeTrue())
 	g.Expect(ue.Deferred).To(BeTrue(), "every probe slot is taken")
 	g.Expect(ue.RetryAfter()).To(BeNumerically(">=", time.Second))

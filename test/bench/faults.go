@@ -324,8 +324,9 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 	commit = tgt.get()
 	if err == nil {
 		var left string
-		left, err = waitSettled(ctx, e, commit)
-		row.Note = strings.TrimPrefix(row.Note+"; "+left, "; ")
+		if left, err = waitSettled(ctx, e, commit); left != "" {
+			row.Note = strings.TrimPrefix(row.Note+"; "+left, "; ")
+		}
 	}
 	var end time.Time
 	row.MaxUnavailable, row.Samples, end = s.stop()

@@ -27,7 +27,7 @@ type hostedRollout struct {
 // brings the servers back and waits for them to recover.
 func runHostedFault(ctx context.Context, e *env, h *hostedFleet, dead bool) FaultResult {
 	row := FaultResult{Fault: FaultHostedHealthy, Clusters: len(e.namespaces) + len(h.namespaces),
-		Budget: max(1, len(h.namespaces)/2)}
+		Budget: len(h.namespaces)}
 	var blackholed, refusing []*hostedCluster
 	if dead {
 		row.Fault = FaultHostedDead
