@@ -34,6 +34,8 @@ type FaultsConfig struct {
 	// HostedClusters is the number of HostedClusters of the hosted faults, whose package has
 	// phases inside the hosted cluster; default a fifth of Clusters, at least 10.
 	HostedClusters int `json:"hostedClusters"`
+	// ControllerArgs are more flags of every controller the run starts.
+	ControllerArgs []string `json:"controllerArgs,omitempty"`
 	// ConvoyBinary is bin/convoy.
 	ConvoyBinary string `json:"-"`
 	// KeepWorkDir keeps the controller logs and Git storage after the run.
@@ -189,7 +191,7 @@ func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 	defer func() { _ = e.close() }()
 	// The test Git server speaks plain HTTP on loopback; the credentials fault sends it
 	// credentials, which the controller refuses over http:// without this flag.
-	e.ctrlArgs = []string{sources.AllowInsecureHTTPFlag}
+	e.ctrlArgs = append([]string{sources.AllowInsecureHTTPFlag}, cfg.ControllerArgs...)
 	if err := installForFaults(ctx, e); err != nil {
 		return res, err
 	}

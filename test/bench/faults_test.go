@@ -24,8 +24,10 @@ func TestFaultsShort(t *testing.T) {
 	convoy := buildConvoy(t)
 
 	var log bytes.Buffer
+	// Note: a shorter cap of the dead hosted clusters' backoff bounds the time they take to
+	// recover (up to the default 2 min otherwise).
 	res, err := RunFaults(context.Background(), FaultsConfig{Clusters: 20, Faults: ShortFaults, ConvoyBinary: convoy, Log: &log,
-		GitDownFor: 5 * time.Second})
+		GitDownFor: 5 * time.Second, ControllerArgs: []string{"--hosted-max-unreachable-backoff=10s"}})
 	g.Expect(err).NotTo(HaveOccurred(), log.String())
 	var table bytes.Buffer
 	PrintFaultsTable(&table, res)
