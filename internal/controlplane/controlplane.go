@@ -49,7 +49,9 @@ type ControlPlane struct {
 	dir       string
 	etcd      *process
 	apiServer *process
-	stopOnce  sync.Once
+	// apiServerArgs start the API server again on the same etcd, port and certificates.
+	apiServerArgs []string
+	stopOnce      sync.Once
 }
 
 // Start starts etcd and kube-apiserver from opts.BinaryDir and installs opts.CRDs. On failure it
@@ -132,7 +134,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, clientURL string, peerPor
 func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string, port int, creds *credentials) error {
 	host := "https://127.0.0.1:" + strconv.Itoa(port)
 	file := func(name string) string { return filepath.Join(cp.dir, name) }
-	p, err := startProcess(cp.opts.BinaryDir, cp.dir, "kube-apiserver", []string{
+	cp.apiServerArgs = []string{
 		"--etcd-servers=" + etcdURL, "--secure-port=" + strconv.Itoa(port),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--cert-dir=" + cp.dir,
 		"--tls-cert-file=" + file("apiserver.crt"), "--tls-private-key-file=" + file("apiserver.key"),
@@ -140,18 +142,39 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string, port
 		"--service-account-key-file=" + file("sa.key"), "--service-account-signing-key-file=" + file("sa.key"),
 		"--service-account-issuer=" + host + "/", "--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=RBAC", "--allow-privileged=true", "--disable-admission-plugins=ServiceAccount",
-	})
+	}
+	cp.Config = &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{
+		CAData: creds.caCert, CertData: creds.clientCert, KeyData: creds.clientKey}}
+	return cp.runAPIServer(ctx)
+}
+
+// runAPIServer starts kube-apiserver with cp.apiServerArgs and waits until it is ready.
+func (cp *ControlPlane) runAPIServer(ctx context.Context) error {
+	p, err := startProcess(cp.opts.BinaryDir, cp.dir, "kube-apiserver", cp.apiServerArgs)
 	if err != nil {
 		return err
 	}
 	cp.apiServer = p
-	cp.Config = &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{
-		CAData: creds.caCert, CertData: creds.clientCert, KeyData: creds.clientKey}}
 	httpClient, err := adminHTTPClient(cp.Config)
 	if err != nil {
 		return err
 	}
-	return cp.waitReady(ctx, p, httpClient, host+"/readyz")
+	return cp.waitReady(ctx, p, httpClient, cp.Config.Host+"/readyz")
+}
+
+// restartStopTimeout bounds the graceful end of the API server in RestartAPIServer: with
+// watches open, kube-apiserver otherwise takes the whole StopTimeout to exit.
+const restartStopTimeout = 5 * time.Second
+
+// RestartAPIServer stops the kube-apiserver (SIGTERM, SIGKILL after 5s) and starts it again on
+// the same etcd, port and certificates, as a restart of its pod would: clients see their
+// connections and watches end, then the same data. It returns once the API server is ready
+// again, with how long it was down. Not safe to call concurrently with Stop.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) (time.Duration, error) {
+	stopped := time.Now()
+	cp.apiServer.stop(min(cp.opts.StopTimeout, restartStopTimeout))
+	err := cp.runAPIServer(ctx)
+	return time.Since(stopped), err
 }
 
 // adminHTTPClient returns an HTTP client that presents the administrator's certificate.

@@ -56,6 +56,29 @@ func TestStartInstallsCRDsAndStopLeavesNothing(t *testing.T) {
 	g.Expect(cp.dir).NotTo(BeADirectory())
 }
 
+func TestRestartAPIServerKeepsTheData(t *testing.T) {
+	dir := os.Getenv(binaryDirEnv)
+	if testing.Short() || dir == "" {
+		t.Skip("needs kube-apiserver and etcd from `make tools` in $" + binaryDirEnv + ", without -short")
+	}
+	g := NewWithT(t)
+	ctx := context.Background()
+	cp, err := Start(ctx, Options{BinaryDir: dir})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = cp.Stop() }()
+	c, err := client.New(cp.Config, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"}, Data: map[string]string{"a": "1"}}
+	g.Expect(c.Create(ctx, cm)).To(Succeed())
+
+	down, err := cp.RestartAPIServer(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(down).To(BeNumerically(">", 0))
+	got := &corev1.ConfigMap{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), got)).To(Succeed(), "same address, certificates and etcd")
+	g.Expect(got.Data).To(Equal(cm.Data))
+}
+
 func TestStartFailsClearlyWithoutBinaries(t *testing.T) {
 	g := NewWithT(t)
 	_, err := Start(context.Background(), Options{BinaryDir: t.TempDir()})

@@ -102,6 +102,12 @@ func (f *Fleet) Stop() error {
 	return errors.Join(errs...)
 }
 
+// RestartAPIServer restarts the management kube-apiserver on the same etcd, port and
+// certificates, and returns how long it was down.
+func (f *Fleet) RestartAPIServer(ctx context.Context) (time.Duration, error) {
+	return f.mgmt.RestartAPIServer(ctx)
+}
+
 // KubeConfig returns a kubeconfig file's content for the management API server.
 func (f *Fleet) KubeConfig() ([]byte, error) {
 	return KubeConfigFor(f.Config, "convoy-dev")

@@ -3,6 +3,7 @@ package hosted
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -72,34 +73,50 @@ func TestClientOfABlackholedClusterFailsFastAndRecovers(t *testing.T) {
 	defer proxy.Close()
 	ns, ref := kubeconfigFor(t, "https://"+proxy.Addr())
 	clients := NewClients(env.Client, env.Client, Options{Scheme: env.Scheme, Timeout: 20 * time.Second,
-		ConnectTimeout: 500 * time.Millisecond, UnreachableBackoff: 500 * time.Millisecond})
+		ConnectTimeout: 6 * time.Second, UnreachableBackoff: 500 * time.Millisecond})
 	c, err := clients.Client(context.Background(), ns, ref)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = timedList(c)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	proxy.SetMode(faultnet.Blackhole)
+	// Note: the switch closes the open connection; the wait lets the client see it, so that
+	// the next request dials (else it fails at once on the closed connection).
+	time.Sleep(500 * time.Millisecond)
 	took, err := timedList(c)
-	g.Expect(err).To(HaveOccurred())
-	g.Expect(took).To(BeNumerically("<", 5*time.Second), "the TLS handshake is bounded by the connect timeout, not the 20s request timeout")
-	took, err = timedList(c)
 	var ue *UnreachableError
 	g.Expect(errors.As(err, &ue)).To(BeTrue(), "%v", err)
-	g.Expect(took).To(BeNumerically("<", 100*time.Millisecond))
+	g.Expect(ue.Connecting).To(BeTrue(), "%v", err)
+	g.Expect(took).To(BeNumerically("<", 5*time.Second),
+		"the request waits for the pending TLS handshake for the patience (at most half the 6s connect timeout), not for the 20s request timeout")
+	took, err = timedList(c)
+	g.Expect(errors.As(err, &ue)).To(BeTrue(), "%v", err)
+	g.Expect(took).To(BeNumerically("<", 100*time.Millisecond), "fails at once while the handshake is pending")
+	g.Eventually(func() string { _, err := timedList(c); return fmt.Sprint(err) }).WithTimeout(15*time.Second).
+		Should(ContainSubstring("is not answering ("), "the handshake timed out: the circuit is open")
 
 	proxy.SetMode(faultnet.Forward)
-	g.Eventually(func() error { _, err := timedList(c); return err }).WithTimeout(10*time.Second).
-		WithPolling(200*time.Millisecond).Should(Succeed(), "the half-open circuit lets a request try again")
+	g.Eventually(func() error { _, err := timedList(c); return err }).WithTimeout(20*time.Second).
+		WithPolling(200*time.Millisecond).Should(Succeed(), "the background probe closed the circuit")
 	_, err = timedList(c)
 	g.Expect(err).NotTo(HaveOccurred(), "closed again")
 }
 
-func TestCircuitsShareTheProbeSlots(t *testing.T) {
+func TestCircuitsProbeInTheBackgroundAndShareTheProbeSlots(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Now()
 	probes := make(chan struct{}, 1)
+	answers := make(chan error)
 	newCircuit := func() *circuit {
-		return &circuit{host: "h", probes: probes, base: time.Second, cap: time.Minute, now: func() time.Time { return now }}
+		return &circuit{host: "http://h", probes: probes, base: time.Second, cap: time.Minute, timeout: time.Minute,
+			now: func() time.Time { return now },
+			next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				g.Expect(r.URL.Path).To(Equal("/version"))
+				if err := <-answers; err != nil {
+					return nil, err
+				}
+				return &http.Response{StatusCode: http.StatusForbidden, Body: http.NoBody}, nil
+			})}
 	}
 	a, b := newCircuit(), newCircuit()
 	_ = a.record(errors.New("refused"))
@@ -108,25 +125,30 @@ func TestCircuitsShareTheProbeSlots(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("next try after")), "open")
 
 	now = now.Add(2 * time.Second)
-	doneA, err := a.admit()
-	g.Expect(err).NotTo(HaveOccurred(), "half-open: one try")
 	_, err = a.admit()
-	g.Expect(err).To(HaveOccurred(), "one try at a time")
-	_, err = b.admit()
+	g.Expect(err).To(MatchError(ContainSubstring("a probe is trying it again in the background")),
+		"half-open: the request fails at once, a probe tries the cluster without holding the caller")
+	_, err = a.admit()
+	g.Expect(err).To(MatchError(ContainSubstring("in the background")), "one probe at a time")
 	var ue *UnreachableError
+	g.Expect(errors.As(err, &ue)).To(BeTrue())
+	g.Expect(ue.RetryAt).To(Equal(now.Add(time.Second)), "look again after a base backoff while the probe runs")
+	_, err = b.admit()
 	g.Expect(errors.As(err, &ue)).To(BeTrue())
 	g.Expect(ue.Deferred).To(BeTrue(), "every probe slot is taken")
 	g.Expect(ue.RetryAfter()).To(BeNumerically(">=", time.Second))
 
-	g.Expect(doneA(errors.New("still refused"))).To(MatchError(ContainSubstring("is not answering (2 failures in a row, last: still refused)")))
+	answers <- errors.New("still refused")
+	g.Eventually(func() int { return len(probes) }).Should(BeZero(), "the probe gave its slot back")
+	a.mu.Lock()
 	g.Expect(a.failures).To(Equal(2))
 	g.Expect(a.retryAt).To(Equal(now.Add(2*time.Second)), "the backoff doubled")
-	doneB, err := b.admit()
-	g.Expect(err).NotTo(HaveOccurred(), "the slot is free again")
-	g.Expect(doneB(nil)).To(Succeed())
-	g.Expect(b.failures).To(BeZero(), "an answer closes the circuit")
+	a.mu.Unlock()
+
 	_, err = b.admit()
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).To(MatchError(ContainSubstring("in the background")), "the slot is free again: b is probed")
+	answers <- nil
+	g.Eventually(func() error { _, err := b.admit(); return err }).Should(Succeed(), "any answer, a 403 too, closes the circuit")
 }
 
 func TestCircuitIgnoresRequestsTheCallerCancelled(t *testing.T) {

@@ -58,7 +58,8 @@ type Options struct {
 	// MaxUnreachableBackoff caps UnreachableBackoff; default 2m.
 	MaxUnreachableBackoff time.Duration
 	// MaxProbes is the number of requests that may try unreachable hosted clusters at once,
-	// across all of them: the workers that dead clusters can hold. Default 1.
+	// across all of them: the circuits' probes, sent in the background, never by a worker.
+	// Default 1.
 	MaxProbes int
 	// IdleTimeout drops a client unused that long; default 10m.
 	IdleTimeout time.Duration
@@ -104,14 +105,17 @@ func (o Options) withDefaults() Options {
 // management cluster and cached per Secret until its resourceVersion changes or the client has
 // been idle for Options.IdleTimeout. Every client has a circuit: once a request to its
 // cluster gets no answer, its requests fail at once with an *UnreachableError until a backoff
-// has passed, and then only Options.MaxProbes requests across all clusters may try again at
-// a time. It is safe for concurrent use.
+// has passed, and then a probe tries the cluster in the background, Options.MaxProbes at a
+// time across all clusters. It is safe for concurrent use.
 type Clients struct {
 	reader    client.Reader
 	apiReader client.Reader
 	opts      Options
 	now       func() time.Time
 	probes    chan struct{}
+	// handshakes derives, from the handshakes of every cluster, how long a request waits for
+	// a pending one.
+	handshakes handshakes
 
 	mu      sync.Mutex
 	entries map[secretKey]*entry

@@ -20,8 +20,14 @@
 // caches.
 //
 // Faults: every request is bounded by Options.Timeout, the connect and TLS handshake by
-// Options.ConnectTimeout. Each client has a circuit: once a request gets no answer, requests
-// to that cluster fail at once with an *UnreachableError until a doubling backoff has passed;
-// then one request at a time may try again, holding one of Options.MaxProbes slots shared by
-// every cluster, so that dead clusters never hold more than that many workers.
+// Options.ConnectTimeout. Each client has a circuit, so that a dead cluster never holds a
+// worker for long: once a request gets no answer, requests to that cluster fail at once with
+// an *UnreachableError until a doubling backoff has passed; then a probe tries the cluster
+// in the background, holding one of Options.MaxProbes slots shared by every cluster, while
+// requests still fail at once, and its answer closes the circuit. A new connection whose TLS
+// handshake is pending for longer than the patience (ten times the typical handshake of the
+// clusters that answer, at least 250ms, at most half the connect timeout) gives up the
+// requests waiting on its cluster, which fail at once until the handshake ends: a cluster
+// that accepts connections and never answers holds a worker for the patience, not for the
+// connect timeout.
 package hosted

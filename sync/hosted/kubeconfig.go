@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,9 +47,12 @@ func (c *Clients) build(key secretKey, secret *corev1.Secret) (*entry, error) {
 }
 
 // guard bounds the connect and TLS handshake of cfg's transport and puts a circuit in front
-// of it. Note: a custom dialer also gives each client its own transport, so that the
-// connections of one hosted cluster never wait behind another's.
+// of it, which every new connection's handshake reports to. Note: a custom dialer also gives
+// each client its own transport, so that the connections of one hosted cluster never wait
+// behind another's.
 func (c *Clients) guard(cfg *rest.Config) {
+	cb := &circuit{host: cfg.Host, probes: c.probes, base: c.opts.UnreachableBackoff,
+		cap: c.opts.MaxUnreachableBackoff, timeout: c.opts.Timeout, now: c.now}
 	dialer := &net.Dialer{Timeout: c.opts.ConnectTimeout, KeepAlive: 30 * time.Second}
 	tls := strings.HasPrefix(cfg.Host, "https://")
 	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -58,37 +60,12 @@ func (c *Clients) guard(cfg *rest.Config) {
 		if err != nil || !tls {
 			return conn, err
 		}
-		return newHandshakeConn(conn, c.opts.ConnectTimeout), nil
+		return c.handshakes.watch(conn, cb, c.opts.ConnectTimeout), nil
 	}
-	host := cfg.Host
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return &circuit{host: host, next: rt, probes: c.probes, base: c.opts.UnreachableBackoff,
-			cap: c.opts.MaxUnreachableBackoff, now: c.now}
+		cb.next = rt
+		return cb
 	}
-}
-
-// handshakeConn bounds the wait for the first bytes of a new TLS connection (the server's
-// answer to the client hello): a server that accepts connections and never answers fails
-// the handshake after the connect timeout. Note: client-go wraps its transport, so its
-// TLSHandshakeTimeout (10s) cannot be changed; the deadline on the connection does the same.
-type handshakeConn struct {
-	net.Conn
-	answered atomic.Bool
-}
-
-// newHandshakeConn sets a read deadline on conn until its first successful read.
-func newHandshakeConn(conn net.Conn, timeout time.Duration) net.Conn {
-	_ = conn.SetReadDeadline(time.Now().Add(timeout))
-	return &handshakeConn{Conn: conn}
-}
-
-// Read implements io.Reader; the first bytes clear the deadline.
-func (h *handshakeConn) Read(p []byte) (int, error) {
-	n, err := h.Conn.Read(p)
-	if n > 0 && !h.answered.Swap(true) {
-		_ = h.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 // RESTConfig parses a kubeconfig from the HCP namespace, refuses what policy does not allow

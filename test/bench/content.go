@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -130,6 +131,7 @@ func packageFiles(rev int) (map[string]string, error) {
 		}
 		files[path] = b.String()
 	}
+	maps.Copy(files, hostedFleetFiles(rev))
 	return files, nil
 }
 

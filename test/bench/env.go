@@ -49,6 +49,8 @@ type env struct {
 	watch      *packageWatch
 	// restarts counts the controller's restarts.
 	restarts int
+	// ctrlArgs are more flags of every controller started.
+	ctrlArgs []string
 }
 
 // envInput says what to start.
@@ -174,7 +176,7 @@ func (e *env) startController(ctx context.Context) error {
 		return err
 	}
 	e.ctrl, err = StartController(ctx, ControllerInput{Binary: e.cfg.ConvoyBinary, Kubeconfig: kubeconfig,
-		Dir: e.dir, Concurrency: e.cfg.Concurrency})
+		Dir: e.dir, Concurrency: e.cfg.Concurrency, Args: e.ctrlArgs})
 	if err != nil {
 		return err
 	}
@@ -187,7 +189,7 @@ func (e *env) restartController(ctx context.Context) error {
 	e.restarts++
 	var err error
 	e.ctrl, err = StartController(ctx, ControllerInput{Binary: e.cfg.ConvoyBinary, Kubeconfig: filepath.Join(e.dir, "kubeconfig"),
-		Dir: e.dir, Concurrency: e.cfg.Concurrency, Restart: e.restarts})
+		Dir: e.dir, Concurrency: e.cfg.Concurrency, Restart: e.restarts, Args: e.ctrlArgs})
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 // FaultsConfig is one run of the fault harness (`make faults`).
@@ -29,6 +31,11 @@ type FaultsConfig struct {
 	Concurrency int `json:"concurrency"`
 	// GitDownFor is how long the git-down fault keeps the Git server stalled; default 2m.
 	GitDownFor time.Duration `json:"gitDownFor"`
+	// HostedClusters is the number of HostedClusters of the hosted faults, whose package has
+	// phases inside the hosted cluster; default a fifth of Clusters, at least 10.
+	HostedClusters int `json:"hostedClusters"`
+	// ControllerArgs are more flags of every controller the run starts.
+	ControllerArgs []string `json:"controllerArgs,omitempty"`
 	// ConvoyBinary is bin/convoy.
 	ConvoyBinary string `json:"-"`
 	// KeepWorkDir keeps the controller logs and Git storage after the run.
@@ -51,14 +58,44 @@ const (
 	// FaultForcePush force-pushes the followed branch back to the previous commit mid-rollout,
 	// dropping the commit being rolled out.
 	FaultForcePush = "force-push-back"
+	// FaultAPIServerRestarted restarts the management kube-apiserver mid-rollout, etcd kept.
+	FaultAPIServerRestarted = "apiserver-restarted"
+	// FaultForcePushUnrelated force-pushes the followed branch to a new root commit mid-rollout,
+	// an unrelated history with the next revision of the packages.
+	FaultForcePushUnrelated = "force-push-unrelated"
+	// FaultCredentialsRevoked puts the Git server behind basic auth, then changes its password
+	// mid-rollout and restores it once the GitSource said AuthenticationFailed.
+	FaultCredentialsRevoked = "git-credentials-revoked"
+	// FaultStoreDeleted deletes the Git store under the running controller mid-rollout.
+	FaultStoreDeleted = "store-deleted"
+	// FaultHostedHealthy rolls out a new revision to the fleet and to the hosted clusters,
+	// whose package has hosted-cluster phases, all healthy: the baseline of FaultHostedDead.
+	FaultHostedHealthy = "hosted-healthy"
+	// FaultHostedDead blackholes one hosted API server in ten and makes one in ten refuse
+	// connections as a new revision rolls out; the healthy part must roll out within 1.3× the
+	// time of FaultHostedHealthy, the dead must be reported and recover once they answer.
+	FaultHostedDead = "hosted-dead"
 	// FaultLeaderKilled runs two replicas with leader election and SIGKILLs the leader
 	// mid-rollout; the standby, with its own empty store, takes over. It leaves the two-replica
-	// setup in place, so it runs last.
+	// setup in place, so it runs after the others but FaultCRDDeleted.
 	FaultLeaderKilled = "leader-killed"
+	// FaultCRDDeleted deletes a CRD of the package out of band mid-rollout, then the
+	// HostedClusterPackage and its Packages, whose teardown must finish. It ends the fleet, so
+	// it runs last.
+	FaultCRDDeleted = "crd-deleted"
 )
 
 // AllFaults lists every fault in the order they run.
-var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultGitDown, FaultForcePush, FaultLeaderKilled}
+var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultAPIServerRestarted, FaultGitDown,
+	FaultForcePush, FaultForcePushUnrelated, FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead,
+	FaultLeaderKilled, FaultCRDDeleted}
+
+// ShortFaults is the subset TestFaultsShort runs with the tests: AllFaults without the ones
+// another covers at a small size (controller-killed by controller-killed-twice,
+// controller-restarted-empty-store by store-deleted and leader-killed, force-push-unrelated
+// by force-push-back), so that it stays under 3 minutes on 2 cores.
+var ShortFaults = []string{FaultKillTwice, FaultAPIServerRestarted, FaultGitDown, FaultForcePush,
+	FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead, FaultLeaderKilled, FaultCRDDeleted}
 
 // FaultResult is one row of the fault table, with the invariants it checked.
 type FaultResult struct {
@@ -83,6 +120,9 @@ type FaultResult struct {
 	// GitFetches counts the fetches (upload-pack negotiations) the Git server served during
 	// the rollout, the new commit's included.
 	GitFetches int64 `json:"gitFetches"`
+	// Ratio is, for FaultHostedDead, the healthy part's rollout time over the all-healthy one
+	// (the larger of the whole healthy part's and the hosted clusters' own).
+	Ratio float64 `json:"ratio,omitempty"`
 	// Note says more, e.g. how long a standby took to take over.
 	Note string `json:"note,omitempty"`
 	// Samples is the number of fleet samples taken.
@@ -129,6 +169,9 @@ func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 	if len(cfg.Faults) == 0 {
 		cfg.Faults = AllFaults
 	}
+	if cfg.HostedClusters <= 0 {
+		cfg.HostedClusters = max(10, cfg.Clusters/5)
+	}
 	res := &FaultResults{Started: time.Now(), CPUs: runtime.NumCPU(), Config: cfg}
 	defer func() { res.Duration = time.Since(res.Started).Round(time.Second).String() }()
 	work, err := os.MkdirTemp("", "convoy-faults-")
@@ -146,10 +189,25 @@ func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 		return res, err
 	}
 	defer func() { _ = e.close() }()
+	// The test Git server speaks plain HTTP on loopback; the credentials fault sends it
+	// credentials, which the controller refuses over http:// without this flag.
+	e.ctrlArgs = append([]string{sources.AllowInsecureHTTPFlag}, cfg.ControllerArgs...)
 	if err := installForFaults(ctx, e); err != nil {
 		return res, err
 	}
+	hosted := &hostedFaults{cfg: cfg}
+	defer hosted.close()
 	for _, name := range cfg.Faults {
+		if name == FaultCRDDeleted {
+			logf(bcfg, "faults: %s", name)
+			res.Rows = append(res.Rows, runCRDDeleted(ctx, e))
+			continue
+		}
+		if name == FaultHostedHealthy || name == FaultHostedDead {
+			logf(bcfg, "faults: %s", name)
+			res.Rows = append(res.Rows, hosted.run(ctx, e, name))
+			continue
+		}
 		inject, ok := faultInjectors(cfg)[name]
 		if !ok {
 			return res, fmt.Errorf("unknown fault %q (known: %v)", name, AllFaults)
@@ -211,6 +269,11 @@ func faultInjectors(cfg FaultsConfig) map[string]injector {
 		FaultGitDown:      gitDown(cfg.GitDownFor),
 		FaultForcePush:    forcePushBack,
 		FaultLeaderKilled: killLeader,
+
+		FaultAPIServerRestarted: apiServerRestarted,
+		FaultForcePushUnrelated: forcePushUnrelated,
+		FaultCredentialsRevoked: credentialsRevoked,
+		FaultStoreDeleted:       storeDeleted,
 	}
 }
 
@@ -258,11 +321,14 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 	}
 	start := time.Now()
 	tgt := &target{commit: commit}
-	s := startSampler(ctx, e, tgt)
+	s := startSampler(ctx, e, e.namespaces, tgt)
 	restartedAt, err := inject(ctx, e, tgt, &row)
 	commit = tgt.get()
 	if err == nil {
-		err = waitSettled(ctx, e, commit)
+		var left string
+		if left, err = waitSettled(ctx, e, commit); left != "" {
+			row.Note = strings.TrimPrefix(row.Note+"; "+left, "; ")
+		}
 	}
 	var end time.Time
 	row.MaxUnavailable, row.Samples, end = s.stop()
@@ -271,6 +337,9 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 		row.Rollout, row.Recovery = end.Sub(start), max(0, end.Sub(restartedAt))
 	}
 	row.GitFetches = e.git.Stats().Sub(gitBefore).UploadPacks
+	if err == nil && e.ctrl.Exited() {
+		err = fmt.Errorf("the controller exited; see %s", e.ctrl.LogPath())
+	}
 	if err != nil {
 		row.Error = err.Error()
 	}
@@ -291,22 +360,50 @@ func runFault(ctx context.Context, e *env, name string, inject injector) FaultRe
 const settleTime = 2 * time.Second
 
 // waitSettled waits until every Package progressed at commit and still is settleTime later.
-func waitSettled(ctx context.Context, e *env, commit string) error {
+// When some left in between, it describes the first one, so that the row says what happened.
+func waitSettled(ctx context.Context, e *env, commit string) (string, error) {
 	deadline := time.Now().Add(rolloutTimeout)
+	left := ""
 	for time.Now().Before(deadline) {
 		if _, err := e.watch.waitAll(ctx, e.namespaces, progressedAt(commit), time.Until(deadline)); err != nil {
-			return err
+			return left, err
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return left, ctx.Err()
 		case <-time.After(settleTime):
 		}
-		if countProgressed(e, commit) == len(e.namespaces) {
-			return nil
+		n := countProgressed(e, commit)
+		if n == len(e.namespaces) {
+			return left, nil
+		}
+		if left == "" {
+			left = fmt.Sprintf("%d Packages left %.8s after all had reached it%s", len(e.namespaces)-n, commit, describeLeft(e, commit))
 		}
 	}
-	return fmt.Errorf("the Packages did not settle at %.8s within %s", commit, rolloutTimeout)
+	return left, fmt.Errorf("the Packages did not settle at %.8s within %s", commit, rolloutTimeout)
+}
+
+// describeLeft says why the first Package not progressed at commit is not: its revisions and
+// its Available and Progressing conditions.
+func describeLeft(e *env, commit string) string {
+	e.watch.mu.Lock()
+	defer e.watch.mu.Unlock()
+	for key, p := range e.watch.pkgs {
+		if !e.namespaces[key.Namespace] || progressedAt(commit)(p) {
+			continue
+		}
+		cond := func(t string) string {
+			c := apimeta.FindStatusCondition(p.Status.Conditions, t)
+			if c == nil {
+				return t + " unset"
+			}
+			return fmt.Sprintf("%s=%s %s (generation %d of %d): %.120s", t, c.Status, c.Reason, c.ObservedGeneration, p.Generation, c.Message)
+		}
+		return fmt.Sprintf(" (e.g. %s: spec.revision %.8s, status.revision %.8s; %s; %s)", key, p.Spec.Revision, p.Status.Revision,
+			cond(convoyv1alpha1.AvailableCondition), cond(convoyv1alpha1.ProgressingCondition))
+	}
+	return ""
 }
 
 // killMidRollout waits until the rollout of commit has updated a few Packages, then kills the
@@ -364,8 +461,8 @@ type sampler struct {
 	allDone time.Time
 }
 
-// startSampler samples the fleet until stop.
-func startSampler(ctx context.Context, e *env, tgt *target) *sampler {
+// startSampler samples the Packages of namespaces until stop.
+func startSampler(ctx context.Context, e *env, namespaces map[string]bool, tgt *target) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -374,11 +471,11 @@ func startSampler(ctx context.Context, e *env, tgt *target) *sampler {
 		defer t.Stop()
 		for {
 			commit := tgt.get()
-			busy, _ := e.watch.count(e.namespaces, unavailableOrUpdating(commit))
-			progressed, total := e.watch.count(e.namespaces, progressedAt(commit))
+			busy, _ := e.watch.count(namespaces, unavailableOrUpdating(commit))
+			progressed, total := e.watch.count(namespaces, progressedAt(commit))
 			s.mu.Lock()
 			s.max, s.samples = max(s.max, busy), s.samples+1
-			switch done := total >= len(e.namespaces) && progressed == total; {
+			switch done := total >= len(namespaces) && progressed == total; {
 			case done && s.allDone.IsZero():
 				s.allDone = time.Now()
 			case !done:

@@ -65,7 +65,8 @@ func killLeader(ctx context.Context, e *env, tgt *target, row *FaultResult) (tim
 func (e *env) startReplica(ctx context.Context, dir string) (*Controller, error) {
 	e.restarts++
 	return StartController(ctx, ControllerInput{Binary: e.cfg.ConvoyBinary, Kubeconfig: filepath.Join(e.dir, "kubeconfig"),
-		Dir: dir, Concurrency: e.cfg.Concurrency, Restart: e.restarts, LeaseNamespace: benchNamespace})
+		Dir: dir, Concurrency: e.cfg.Concurrency, Restart: e.restarts, LeaseNamespace: benchNamespace,
+		Args: e.ctrlArgs})
 }
 
 // waitLeader waits until c holds the lease.
