@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"time"
@@ -121,9 +122,9 @@ func (c *circuit) probe() {
 	defer cancel()
 	err := c.get(ctx, strings.TrimSuffix(c.host, "/")+"/version")
 	c.mu.Lock()
-	c.trying = false
-	c.mu.Unlock()
-	_ = c.record(err)
+	defer c.mu.Unlock()
+	c.trying = false // under the same lock as the outcome: no second probe in between
+	_ = c.recordLocked(err)
 }
 
 // get sends a GET to url and reads the answer; any answer, whatever its status, is one.
@@ -158,6 +159,11 @@ func (c *circuit) errorLocked(deferred bool) error {
 func (c *circuit) record(err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.recordLocked(err)
+}
+
+// recordLocked is record; the caller holds c.mu.
+func (c *circuit) recordLocked(err error) error {
 	if err == nil {
 		c.failures, c.lastErr = 0, nil
 		return nil
@@ -197,12 +203,19 @@ func (c *circuit) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// wait registers req as waiting on the circuit until it is answered, so that a pending
-// handshake can give it up; it returns req with a context the circuit can cancel, and its
-// cancel function, to call once the request is over.
+// wait registers req as waiting on the circuit until it gets a connection, so that a
+// pending handshake can give it up; it returns req with a context the circuit can cancel,
+// and its cancel function, to call once the request is over. A request sent on a
+// connection (a pooled one, or the new one once its handshake is done) no longer waits: a
+// slow handshake never cancels a request already in flight on a healthy connection.
 func (c *circuit) wait(req *http.Request) (*http.Request, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(req.Context())
-	req = req.WithContext(ctx)
+	var waiting *http.Request
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { c.answered(waiting) },
+	})
+	waiting = req.WithContext(ctx)
+	req = waiting
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.waiting == nil {
@@ -212,7 +225,7 @@ func (c *circuit) wait(req *http.Request) (*http.Request, context.CancelCauseFun
 	return req, cancel
 }
 
-// answered notes that req no longer waits for a connection: it got its answer or failed.
+// answered notes that req no longer waits for a connection: it got one, or it is over.
 func (c *circuit) answered(req *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -233,15 +246,18 @@ func (c *circuit) handshakeSlow() {
 }
 
 // handshakeEnded notes the end of a handshake, slow if handshakeSlow was called for it: the
-// server answered (err nil), or did not within the connect timeout, which opens the circuit.
+// server answered (err nil), or did not within the connect timeout. A slow handshake that
+// failed opens the circuit: the requests it gave up recorded nothing. A failure within the
+// patience is recorded by the request that waited on it, once.
 func (c *circuit) handshakeEnded(slow bool, err error) {
 	c.mu.Lock()
-	if slow {
-		c.slow--
+	defer c.mu.Unlock()
+	if !slow {
+		return
 	}
-	c.mu.Unlock()
+	c.slow--
 	if err != nil {
-		_ = c.record(err)
+		_ = c.recordLocked(err)
 	}
 }
 

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptrace"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,6 +168,38 @@ func TestCircuitIgnoresRequestsTheCallerCancelled(t *testing.T) {
 	_, err = c.RoundTrip(req)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(c.failures).To(BeZero())
+}
+
+func TestSlowHandshakeLeavesRequestsInFlightOnAConnection(t *testing.T) {
+	g := NewWithT(t)
+	sent, release := make(chan struct{}), make(chan struct{})
+	c := &circuit{host: "h", probes: make(chan struct{}, 1), base: time.Second, cap: time.Minute, now: time.Now,
+		next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			httptrace.ContextClientTrace(r.Context()).GotConn(httptrace.GotConnInfo{Reused: true})
+			close(sent)
+			select {
+			case <-release:
+				return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+			case <-r.Context().Done():
+				return nil, context.Cause(r.Context())
+			}
+		})}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://h/", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	result := make(chan error, 1)
+	go func() {
+		resp, err := c.RoundTrip(req)
+		if err == nil {
+			err = resp.Body.Close()
+		}
+		result <- err
+	}()
+	<-sent
+	c.handshakeSlow() // another connection's handshake is pending for too long
+	close(release)
+	g.Expect(<-result).To(Succeed(), "a request already sent on a connection is not given up")
+	c.handshakeEnded(true, errors.New("handshake timed out"))
+	g.Expect(c.failures).To(Equal(1), "the slow handshake's failure counts once")
 }
 
 // roundTripFunc adapts a function to http.RoundTripper.
