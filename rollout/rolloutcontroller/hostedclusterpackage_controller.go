@@ -63,6 +63,8 @@ type HostedClusterPackageReconciler struct {
 	ResyncInterval time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Sharding stamps convoy.dev/shard on the Packages applied; zero stamps nothing.
+	Sharding Sharding
 
 	expect  *expectations
 	metrics *rolloutMetrics

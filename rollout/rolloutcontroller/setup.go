@@ -30,6 +30,8 @@ type SetupOptions struct {
 	ApplyConcurrency int
 	// CRDPollInterval: see DefaultCRDPollInterval.
 	CRDPollInterval time.Duration
+	// Sharding spreads the Packages over shard replicas (--shards, --rebalance-shards).
+	Sharding Sharding
 }
 
 // ConfigureCache restricts the manager's cache of ControllerRevisions to the rollout's own, so
@@ -76,11 +78,14 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	if !mgr.GetScheme().Recognizes(hyperv1.GroupVersion.WithKind("HostedCluster")) {
 		return fmt.Errorf("the manager's scheme does not know %s HostedCluster", hyperv1.GroupVersion)
 	}
+	if err := o.Sharding.Validate(); err != nil {
+		return err
+	}
 	if err := SetupIndexes(context.Background(), mgr); err != nil {
 		return err
 	}
 	r := &HostedClusterPackageReconciler{Client: mgr.GetClient(), ApplyConcurrency: o.ApplyConcurrency,
-		Recorder: mgr.GetEventRecorder("convoy-rollout")}
+		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding}
 	opts := HostedClusterPackageReconcilerOptions{MaxConcurrentReconciles: max(o.Concurrency, 1)}
 	if hostedClustersServed(mgr) {
 		return r.SetupWithManager(mgr, opts)

@@ -76,11 +76,14 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !r.inShard(obj) {
+		return ctrl.Result{}, nil // another replica's (convoy.dev/shard)
+	}
 	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused, serviceAccount: obj.Spec.ServiceAccountName}
 	if obj.Spec.HostedCluster != nil {
 		s.kubeconfigRef = obj.Spec.HostedCluster.KubeconfigSecretRef
 	}
-	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), pass.StatusOptions{Notifier: r.notifier})
+	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
 		res, retErr = fin.Finalize(ctx, s.summary(retErr, r.requeueInterval(obj.GetInterval()), s.desired()))
 	}()
