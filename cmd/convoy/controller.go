@@ -195,6 +195,7 @@ func setupControllers(mgr ctrl.Manager, opts controllerOptions) error {
 	// The HostedClusterPackage controller starts with the manager when HyperShift is installed,
 	// else later in the same process, as soon as the HostedCluster CRD appears (no restart).
 	opts.rollout.Sharding = opts.shards.rollout
+	opts.rollout.Trees = store
 	if err := rolloutcontroller.Setup(mgr, opts.rollout); err != nil {
 		return fmt.Errorf("setting up the HostedClusterPackage controller: %w", err)
 	}

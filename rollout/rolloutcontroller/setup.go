@@ -32,6 +32,9 @@ type SetupOptions struct {
 	CRDPollInterval time.Duration
 	// Sharding spreads the Packages over shard replicas (--shards, --rebalance-shards).
 	Sharding Sharding
+	// Trees compares package directories across commits (the GitSource store); nil rolls out
+	// every new commit of the source.
+	Trees TreeHasher
 }
 
 // ConfigureCache restricts the manager's cache of ControllerRevisions to the rollout's own, so
@@ -85,7 +88,7 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 		return err
 	}
 	r := &HostedClusterPackageReconciler{Client: mgr.GetClient(), ApplyConcurrency: o.ApplyConcurrency,
-		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding}
+		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding, Trees: o.Trees}
 	opts := HostedClusterPackageReconcilerOptions{MaxConcurrentReconciles: max(o.Concurrency, 1)}
 	if hostedClustersServed(mgr) {
 		return r.SetupWithManager(mgr, opts)
