@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,6 +71,7 @@ func TestShardReplicasEachReconcileTheirOwnPackages(t *testing.T) {
 	g.Expect(count).To(HaveLen(2), "both shards have Packages: %v", count)
 	g.Expect(count["a"] + count["b"]).To(Equal(shardTestClusters))
 	expectStatusWrittenByOwnShard(ctx, g, c, shardOf)
+	expectRolloutEventsOnTheHostedClusterPackageOnly(ctx, g, c)
 	for _, lease := range []string{"convoy-controller.convoy.dev", "convoy-controller-a.convoy.dev", "convoy-controller-b.convoy.dev"} {
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: shardTestNamespace, Name: lease}, &coordinationv1.Lease{})).To(Succeed(), lease)
 	}
@@ -181,4 +183,23 @@ func killProcess(cmd *exec.Cmd) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
+}
+
+// expectRolloutEventsOnTheHostedClusterPackageOnly checks that the rollout is recorded by the
+// HostedClusterPackage's events, not by one Normal event per Package.
+func expectRolloutEventsOnTheHostedClusterPackageOnly(ctx context.Context, g Gomega, c client.Client) {
+	g.Eventually(func(g Gomega) {
+		list := &eventsv1.EventList{}
+		g.Expect(c.List(ctx, list)).To(Succeed())
+		hcpReasons := map[string]bool{}
+		for _, e := range list.Items {
+			switch e.Regarding.Kind {
+			case "HostedClusterPackage":
+				hcpReasons[e.Reason] = true
+			case "Package":
+				g.Expect(e.Type).NotTo(Equal(corev1.EventTypeNormal), "Package %s/%s: %s", e.Regarding.Namespace, e.Regarding.Name, e.Note)
+			}
+		}
+		g.Expect(hcpReasons).To(HaveKey("RolloutCompleted"))
+	}).Should(Succeed())
 }

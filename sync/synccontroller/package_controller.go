@@ -85,7 +85,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
-		res, retErr = fin.Finalize(ctx, s.summary(retErr, r.requeueInterval(obj.GetInterval()), s.desired()))
+		res, retErr = fin.Finalize(ctx, withoutRolloutNote(obj, s.summary(retErr, r.requeueInterval(obj.GetInterval()), s.desired())))
 	}()
 	if !obj.DeletionTimestamp.IsZero() {
 		s.done = true
@@ -171,4 +171,16 @@ func (r *PackageReconciler) open(ctx context.Context, key sources.Key, commit st
 func sourceKey(obj *convoyv1alpha1.Package) sources.Key {
 	ns, name := obj.SourceKey()
 	return sources.KeyFor(ns, name)
+}
+
+// withoutRolloutNote drops the Normal event that records each revision a Package applied when
+// the Package belongs to a HostedClusterPackage: its HostedClusterPackage records the rollout
+// once per partition (started, completed) instead of once per Package, which at 10,000
+// Packages is 10,000 events per commit. Warnings, and the event of a Package that recovers,
+// are kept: they are about one Package.
+func withoutRolloutNote(obj *convoyv1alpha1.Package, sum pass.Summary) pass.Summary {
+	if _, ok := obj.Labels[convoyv1alpha1.HostedClusterPackageLabel]; ok {
+		sum.Event = ""
+	}
+	return sum
 }
