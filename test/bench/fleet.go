@@ -206,14 +206,22 @@ func (f *fleetRun) rollAll(ctx context.Context) error {
 	return nil
 }
 
-// steady measures the fleet doing nothing for cfg.SteadyDuration.
+// steady measures the fleet doing nothing for cfg.SteadyDuration, then the API server's own
+// writes with the controller stopped, as the steady scenario does.
 func (f *fleetRun) steady(ctx context.Context) error {
+	if err := f.waitSettled(ctx); err != nil {
+		return err
+	}
 	logf(f.e.cfg, "fleet: steady state for %s", f.e.cfg.SteadyDuration)
 	w, err := f.e.measureFor(ctx, f.e.cfg.SteadyDuration)
 	if err != nil {
 		return err
 	}
-	f.addSteadyRows(w)
+	idle, err := f.e.measureIdle(ctx, min(f.e.cfg.SteadyDuration, maxIdleWindow))
+	if err != nil {
+		return err
+	}
+	f.addSteadyRows(w, idle)
 	return nil
 }
 
@@ -225,6 +233,9 @@ type fleetWindow struct {
 	firstUpdated time.Duration
 	// updated counts the Packages whose spec moved to the new commit, all add-ons included.
 	updated int
+	// pinned and progressed are the first, median and last times at which Packages were
+	// seen pinned to the new commit, then progressed at it (rolloutTrace).
+	pinned, progressed string
 }
 
 // rollout commits the next revision of addons, asks for a poll and waits until their Packages
@@ -237,15 +248,22 @@ func (f *fleetRun) rollout(ctx context.Context, addons ...*fleetAddon) (fleetWin
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	first := make(chan time.Duration, 1)
+	var trace *rolloutTrace
 	w, err := f.measure(ctx, func(ctx context.Context) error {
 		start := time.Now()
+		trace = newRolloutTrace(commit, start)
+		f.e.watch.setTrace(trace)
 		if err := f.e.requestPoll(ctx); err != nil {
 			return err
 		}
 		go f.e.watch.waitFirst(ctx, specAt(commit), start, first)
 		return f.waitProgressed(ctx, commit, addons...)
 	})
+	f.e.watch.setTrace(nil)
 	out := fleetWindow{window: w, updated: f.e.watch.countAll(specAt(commit))}
+	if trace != nil {
+		out.pinned, out.progressed = trace.summary()
+	}
 	select {
 	case out.firstUpdated = <-first:
 	default:
@@ -393,4 +411,32 @@ func (w *packageWatch) countAll(pred func(*convoyv1alpha1.Package) bool) int {
 		}
 	}
 	return n
+}
+
+// waitSettled waits until every HostedClusterPackage reports its rollout complete (current
+// revision = update revision, spec observed), so that the steady state does not count the last
+// status patches and events of the rollout before it.
+func (f *fleetRun) waitSettled(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for _, a := range f.addons {
+		for {
+			hcp := &convoyv1alpha1.HostedClusterPackage{}
+			if err := f.e.admin.Get(ctx, client.ObjectKey{Name: a.name()}, hcp); err != nil {
+				return err
+			}
+			st := hcp.Status
+			if st.UpdateRevision != "" && st.CurrentRevision == st.UpdateRevision && st.ObservedGeneration == hcp.Generation {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("HostedClusterPackage %s has not completed its rollout a minute after its Packages", a.name())
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
