@@ -30,7 +30,8 @@ type fleetRun struct {
 
 // runFleet runs the fleet scenario: the bare-loop floor; add-on 0 installed and rolled alone
 // (the baseline), then removed; all add-ons installed from nothing; add-on 0 rolled while the
-// others are idle; all rolled by one commit; the steady state.
+// others are idle; all rolled by one commit; the steady state; then the same fleet on two shard
+// replicas and the unsharded one.
 func runFleet(ctx context.Context, cfg Config, res *Results) error {
 	logf(cfg, "fleet: %d add-ons (%d hosted) over %d HostedClusters (%d with hosted API servers)",
 		cfg.FleetAddons, cfg.FleetHostedAddons, cfg.FleetClusters, cfg.FleetHostedSample)
@@ -44,7 +45,7 @@ func runFleet(ctx context.Context, cfg Config, res *Results) error {
 		return err
 	}
 	steps := []func(context.Context) error{f.measureFloor, f.rollAlone, f.removeFirst, f.installAll, f.rollOne,
-		f.rollAll, f.steady}
+		f.rollAll, f.steady, f.sharded}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return fmt.Errorf("fleet: %w", err)
