@@ -57,6 +57,7 @@ type controllerOptions struct {
 	sources                 sourcecontroller.Options
 	sync                    synccontroller.SetupOptions
 	rollout                 rolloutcontroller.SetupOptions
+	shards                  shardOptions
 
 	// skipNameValidation lets one process run the controllers more than once (convoy dev's
 	// tests), which controller-runtime otherwise refuses.
@@ -102,6 +103,7 @@ func newControllerCmd() *cobra.Command {
 	fs.StringVar(&opts.eventsAddr, "events-addr", "", "URL to POST events to in Flux's event format, e.g. a notification-controller; empty posts none.")
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)
+	opts.shards.bindFlags(fs)
 	return cmd
 }
 
@@ -140,12 +142,17 @@ func metricsOptions(addr string, secure bool) metricsserver.Options {
 }
 
 // runController builds the manager on cfg, wires the controllers and runs until ctx is done.
+// A shard replica (--shard) runs the Package and ObjectDeployment controllers only.
 func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions) error {
+	if err := opts.shards.validate(); err != nil {
+		return err
+	}
 	lease := opts.leaseDuration
 	renew := lease * 2 / 3
 	// Nothing reads the managed fields of cached objects; they are a large part of each.
 	cacheOpts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	rolloutcontroller.ConfigureCache(&cacheOpts)
+	opts.shards.configureCache(&cacheOpts)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache:                   cacheOpts,
 		Scheme:                  newControllerScheme(),
@@ -153,7 +160,7 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 		HealthProbeBindAddress:  opts.probeAddr,
 		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,
-		LeaderElectionID:        leaderElectionID,
+		LeaderElectionID:        opts.shards.leaseName(),
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
 		LeaseDuration:           &lease,
 		RenewDeadline:           &renew,
@@ -174,6 +181,25 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
+	if err := setupControllers(mgr, opts); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("controller").Info("Starting the manager", "leaderElection", opts.leaderElect, "shard", opts.shards.shard)
+	return mgr.Start(ctx)
+}
+
+// setupControllers registers the controllers of the replica on mgr: on a shard replica, the
+// Package and ObjectDeployment controllers with a store that fetches on demand; on the
+// unsharded one, also the GitSource and HostedClusterPackage controllers.
+func setupControllers(mgr ctrl.Manager, opts controllerOptions) error {
+	opts.sync.Shard = opts.shards.shard
+	if opts.shards.shard != "" {
+		store, err := sourcecontroller.SetupFetchOnly(mgr, opts.sources)
+		if err != nil {
+			return err
+		}
+		return synccontroller.Setup(mgr, store, opts.sync)
+	}
 	store, err := sourcecontroller.Setup(mgr, opts.sources)
 	if err != nil {
 		return err
@@ -183,9 +209,10 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	}
 	// The HostedClusterPackage controller starts with the manager when HyperShift is installed,
 	// else later in the same process, as soon as the HostedCluster CRD appears (no restart).
+	opts.rollout.Sharding = opts.shards.rollout
+	opts.rollout.Trees = store
 	if err := rolloutcontroller.Setup(mgr, opts.rollout); err != nil {
 		return fmt.Errorf("setting up the HostedClusterPackage controller: %w", err)
 	}
-	ctrl.Log.WithName("controller").Info("Starting the manager", "leaderElection", opts.leaderElect)
-	return mgr.Start(ctx)
+	return nil
 }

@@ -197,22 +197,10 @@ func plantedKubeconfig(g Gomega, cfg *rest.Config, exec bool) string {
 }
 
 // startControllerProcess runs `convoy controller` (this test binary, as main) against cfg,
-// with its stdout and stderr in log; stop ends it.
-func startControllerProcess(t *testing.T, cfg *rest.Config, log *syncBuffer) (stop func()) {
+// with its stdout and stderr in log and extra flags after the test's own; stop ends it.
+func startControllerProcess(t *testing.T, cfg *rest.Config, log *syncBuffer, extra ...string) (stop func()) {
 	t.Helper()
-	g := NewWithT(t)
-	dir := t.TempDir()
-	kubeconfig, err := devfleet.KubeConfigFor(cfg, "management")
-	g.Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(dir, "kubeconfig")
-	g.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
-	cmd := exec.Command(os.Args[0], "controller", "--kubeconfig", path, "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-addr=",
-		"--storage-path", filepath.Join(dir, "sources"), "--allow-insecure-http", "--probe-interval=1s", "--v=5")
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	g.Expect(cmd.Start()).To(Succeed())
+	cmd := startController(t, cfg, log, extra...)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -220,4 +208,26 @@ func startControllerProcess(t *testing.T, cfg *rest.Config, log *syncBuffer) (st
 			_ = cmd.Wait()
 		})
 	}
+}
+
+// startController starts `convoy controller` (this test binary, as main) against cfg, without
+// leader election, probes, metrics or webhook, with its own storage path, its output in log
+// and extra flags after those; the caller ends the process.
+func startController(t *testing.T, cfg *rest.Config, log *syncBuffer, extra ...string) *exec.Cmd {
+	t.Helper()
+	g := NewWithT(t)
+	dir := t.TempDir()
+	kubeconfig, err := devfleet.KubeConfigFor(cfg, "management")
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(dir, "kubeconfig")
+	g.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+	args := append([]string{"controller", "--kubeconfig", path, "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-addr=",
+		"--storage-path", filepath.Join(dir, "sources"), "--allow-insecure-http", "--probe-interval=1s", "--v=5"}, extra...)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	g.Expect(cmd.Start()).To(Succeed())
+	return cmd
 }

@@ -38,6 +38,10 @@ type StatusOptions struct {
 	NegativeConditions []string
 	// Notifier emits events; nil emits none.
 	Notifier *Notifier
+	// FieldOwner is the field manager of the status patch; empty means StatusFieldOwner. A
+	// shard replica patches as ShardStatusFieldOwner(shard), so that the managed fields say
+	// which replica wrote a status.
+	FieldOwner string
 }
 
 // Summary is what a reconcile pass hands to the finalizer.
@@ -57,12 +61,22 @@ type Summary struct {
 	EventAnnotations map[string]string
 }
 
+// ShardStatusFieldOwner returns the status field manager of the replica that reconciles shard:
+// StatusFieldOwner for the unsharded replica, StatusFieldOwner + "-" + shard otherwise. Status
+// patches are merge patches, so changing the manager orphans no server-side apply ownership.
+func ShardStatusFieldOwner(shard string) string {
+	if shard == "" {
+		return StatusFieldOwner
+	}
+	return StatusFieldOwner + "-" + shard
+}
+
 // StatusFinalizer computes the summary conditions at the end of a reconcile and patches the
 // status subresource when, and only when, the status changed. Create it right after reading
 // the object and call Finalize in a defer.
 //
 // Note: the patch is a JSON merge patch of the status alone, computed from the snapshot taken
-// by NewStatusFinalizer, sent with field owner StatusFieldOwner and without optimistic lock:
+// by NewStatusFinalizer, sent with field owner StatusOptions.FieldOwner (default StatusFieldOwner) and without optimistic lock:
 // the controller is the only writer of status, and a status-only patch cannot conflict with
 // metadata or spec changes made during the pass.
 type StatusFinalizer struct {
@@ -144,8 +158,12 @@ func (f *StatusFinalizer) patch(ctx context.Context) error {
 	if err != nil || !changed {
 		return err
 	}
+	owner := f.opts.FieldOwner
+	if owner == "" {
+		owner = StatusFieldOwner
+	}
 	err = f.client.Status().Patch(ctx, f.obj, client.RawPatch(types.MergePatchType, data),
-		client.FieldOwner(StatusFieldOwner))
+		client.FieldOwner(owner))
 	if apierrors.IsNotFound(err) {
 		return nil // deleted during the pass: nothing left to report on
 	}

@@ -20,9 +20,12 @@ import (
 
 // stamp is what packageFor writes besides the revision: the time the spec was set
 // (SpecUpdatedAtAnnotation, left out when empty) and the hash of the template metadata
-// (TemplateMetadataAnnotation, computed once per pass: Plan.TemplateMetadataHash).
+// (TemplateMetadataAnnotation, computed once per pass: Plan.TemplateMetadataHash), and the
+// shard of the Package.
 type stamp struct {
 	specUpdatedAt, metadataHash string
+	// shard is the convoy.dev/shard label (Sharding); empty leaves the template's labels alone.
+	shard string
 }
 
 // packageFor returns the apply configuration that pins the Package of change to its revision:
@@ -39,6 +42,9 @@ func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Chang
 		labels = map[string]string{}
 	}
 	labels[convoyv1alpha1.HostedClusterPackageLabel] = hcpkg.Name
+	if st.shard != "" {
+		labels[convoyv1alpha1.ShardLabel] = st.shard
+	}
 	annotations := maps.Clone(hcpkg.Spec.Template.Metadata.Annotations)
 	if annotations == nil {
 		annotations = map[string]string{}
@@ -78,7 +84,8 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	eg.SetLimit(r.applyConcurrency())
 	for _, change := range changes {
 		eg.Go(func() error {
-			st := stamp{specUpdatedAt: now, metadataHash: s.plan.TemplateMetadataHash}
+			st := stamp{specUpdatedAt: now, metadataHash: s.plan.TemplateMetadataHash,
+				shard: r.Sharding.shardFor(change.Package.Namespace, shardLabelOf(s.packages[change.Package]))}
 			if change.Reason == rollout.RelabelReason {
 				st.specUpdatedAt = s.packages[change.Package].Annotations[rollout.SpecUpdatedAtAnnotation]
 			}

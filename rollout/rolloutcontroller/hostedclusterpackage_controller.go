@@ -63,6 +63,11 @@ type HostedClusterPackageReconciler struct {
 	ResyncInterval time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Sharding stamps convoy.dev/shard on the Packages applied; zero stamps nothing.
+	Sharding Sharding
+	// Trees compares package directories across commits, so that a commit that leaves a
+	// package's directory unchanged does not roll it out; nil rolls out every new commit.
+	Trees TreeHasher
 
 	expect  *expectations
 	metrics *rolloutMetrics
@@ -125,7 +130,8 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact
-// into s.update and s.updateData. A template whose source has no namespace stalls (the
+// into s.update and s.updateData; an artifact that leaves the package directory as it was keeps
+// the update revision's commit (unchangedCommit). A template whose source has no namespace stalls (the
 // HostedClusterPackage is cluster-scoped); a source without an artifact makes the pass wait.
 func (r *HostedClusterPackageReconciler) reconcileSource(ctx context.Context, s *scope) error {
 	key, err := templateSource(s.obj)
@@ -136,7 +142,8 @@ func (r *HostedClusterPackageReconciler) reconcileSource(ctx context.Context, s 
 	if err != nil {
 		return err
 	}
-	s.update, s.updateData, err = newRevision(s.obj.Name, s.obj.Spec.Template.Spec, artifact.Commit)
+	commit := r.unchangedCommit(ctx, s, key, artifact.Commit)
+	s.update, s.updateData, err = newRevision(s.obj.Name, s.obj.Spec.Template.Spec, commit)
 	if err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.template.spec: %w", err)
 	}

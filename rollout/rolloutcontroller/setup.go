@@ -30,6 +30,11 @@ type SetupOptions struct {
 	ApplyConcurrency int
 	// CRDPollInterval: see DefaultCRDPollInterval.
 	CRDPollInterval time.Duration
+	// Sharding spreads the Packages over shard replicas (--shards, --rebalance-shards).
+	Sharding Sharding
+	// Trees compares package directories across commits (the GitSource store); nil rolls out
+	// every new commit of the source.
+	Trees TreeHasher
 }
 
 // ConfigureCache restricts the manager's cache of ControllerRevisions to the rollout's own, so
@@ -76,11 +81,14 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	if !mgr.GetScheme().Recognizes(hyperv1.GroupVersion.WithKind("HostedCluster")) {
 		return fmt.Errorf("the manager's scheme does not know %s HostedCluster", hyperv1.GroupVersion)
 	}
+	if err := o.Sharding.Validate(); err != nil {
+		return err
+	}
 	if err := SetupIndexes(context.Background(), mgr); err != nil {
 		return err
 	}
 	r := &HostedClusterPackageReconciler{Client: mgr.GetClient(), ApplyConcurrency: o.ApplyConcurrency,
-		Recorder: mgr.GetEventRecorder("convoy-rollout")}
+		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding, Trees: o.Trees}
 	opts := HostedClusterPackageReconcilerOptions{MaxConcurrentReconciles: max(o.Concurrency, 1)}
 	if hostedClustersServed(mgr) {
 		return r.SetupWithManager(mgr, opts)

@@ -65,7 +65,7 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := Setup(mgr, SetupOptions{Concurrency: 2}); err != nil {
+	if err := Setup(mgr, SetupOptions{Concurrency: 2, Trees: store}); err != nil {
 		return nil, err
 	}
 	return fleet.RunManager(ctx, mgr, dir), nil

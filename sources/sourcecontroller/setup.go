@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convoy-gitops/convoy/sources"
 )
@@ -65,6 +66,25 @@ func Setup(mgr ctrl.Manager, o Options) (*sources.Store, error) {
 		if err := mgr.Add(recv); err != nil {
 			return nil, fmt.Errorf("adding the webhook receiver: %w", err)
 		}
+	}
+	return store, nil
+}
+
+// SetupFetchOnly creates the store of a shard replica: it polls no GitSource and serves no
+// webhook (the unsharded replica does both, once per management cluster). A Package of the
+// shard reads the commit of its GitSource's status.artifact (or its pinned spec.revision) and
+// the store fetches that one commit on demand from the GitSource's URL, with its credentials,
+// into the replica's own repository; orphaned repositories are removed at start as on the
+// polling replica.
+func SetupFetchOnly(mgr ctrl.Manager, o Options) (*sources.Store, error) {
+	store, err := sources.NewStore(o.StoragePath, sources.StoreOptions{Limits: o.Limits, MaxRepoBytes: o.MaxRepoBytes})
+	if err != nil {
+		return nil, err
+	}
+	r := &GitSourceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: store, URLPolicy: o.URLPolicy}
+	store.SetResolver(r.resolveRemote)
+	if err := mgr.Add(manager.RunnableFunc(r.pruneOrphans(mgr))); err != nil {
+		return nil, err
 	}
 	return store, nil
 }

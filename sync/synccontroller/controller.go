@@ -38,6 +38,9 @@ type Common struct {
 	// objects are applied, pruned and torn down as when the object names none; empty means the
 	// controller's own identity (--default-service-account).
 	DefaultServiceAccount string
+	// Shard is the value of the convoy.dev/shard label of the objects this replica reconciles;
+	// empty reconciles the unlabelled ones only (--shard).
+	Shard string
 
 	notifier      *pass.Notifier
 	applied       *appliedWatches
@@ -167,7 +170,7 @@ func (c *Common) patchFinalizers(ctx context.Context, obj pass.Object, change fu
 		return nil
 	}
 	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
-	err := c.Client.Patch(ctx, obj, patch, client.FieldOwner(pass.StatusFieldOwner))
+	err := c.Client.Patch(ctx, obj, patch, client.FieldOwner(pass.ShardStatusFieldOwner(c.Shard)))
 	if err = client.IgnoreNotFound(err); err != nil {
 		return fmt.Errorf("updating finalizers: %w", err)
 	}

@@ -46,8 +46,11 @@ func (r *ObjectDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !r.inShard(obj) {
+		return ctrl.Result{}, nil // another replica's (convoy.dev/shard)
+	}
 	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused}
-	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), pass.StatusOptions{Notifier: r.notifier})
+	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
 		res, retErr = fin.Finalize(ctx, s.summary(retErr, r.requeueInterval(convoyv1alpha1.DefaultPackageInterval), s.desired()))
 	}()
@@ -127,8 +130,8 @@ func (r *ObjectDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts Obj
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&convoyv1alpha1.ObjectDeployment{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, requestedAtChanged()))).
+		For(&convoyv1alpha1.ObjectDeployment{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
+			predicate.GenerationChangedPredicate{}, requestedAtChanged(), shardChanged()))).
 		WatchesMetadata(secretObject(), r.requestsForSecret(&convoyv1alpha1.ObjectDeploymentList{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Named("objectdeployment")

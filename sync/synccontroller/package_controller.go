@@ -81,13 +81,16 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !r.inShard(obj) {
+		return ctrl.Result{}, nil // another replica's (convoy.dev/shard)
+	}
 	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused, serviceAccount: obj.Spec.ServiceAccountName}
 	if obj.Spec.HostedCluster != nil {
 		s.kubeconfigRef = obj.Spec.HostedCluster.KubeconfigSecretRef
 	}
-	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), pass.StatusOptions{Notifier: r.notifier})
+	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
-		res, retErr = fin.Finalize(ctx, s.summary(retErr, r.requeueInterval(obj.GetInterval()), s.desired()))
+		res, retErr = fin.Finalize(ctx, withoutRolloutNote(obj, s.summary(retErr, r.requeueInterval(obj.GetInterval()), s.desired())))
 	}()
 	if !obj.DeletionTimestamp.IsZero() {
 		s.done = true
@@ -192,4 +195,16 @@ func (r *PackageReconciler) open(ctx context.Context, key sources.Key, commit st
 func sourceKey(obj *convoyv1alpha1.Package) sources.Key {
 	ns, name := obj.SourceKey()
 	return sources.KeyFor(ns, name)
+}
+
+// withoutRolloutNote drops the Normal event that records each revision a Package applied when
+// the Package belongs to a HostedClusterPackage: its HostedClusterPackage records the rollout
+// once per partition (started, completed) instead of once per Package, which at 10,000
+// Packages is 10,000 events per commit. Warnings, and the event of a Package that recovers,
+// are kept: they are about one Package.
+func withoutRolloutNote(obj *convoyv1alpha1.Package, sum pass.Summary) pass.Summary {
+	if _, ok := obj.Labels[convoyv1alpha1.HostedClusterPackageLabel]; ok {
+		sum.Event = ""
+	}
+	return sum
 }

@@ -49,8 +49,8 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 		return fmt.Errorf("indexing Packages: %w", err)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&convoyv1alpha1.Package{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, requestedAtChanged()))).
+		For(&convoyv1alpha1.Package{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
+			predicate.GenerationChangedPredicate{}, requestedAtChanged(), shardChanged()))).
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
 			func() client.ObjectList { return &convoyv1alpha1.PackageList{} }, unpinnedSourceIndex)),
 			builder.WithPredicates(sources.ArtifactChangedPredicate())).

@@ -42,6 +42,10 @@ type SetupOptions struct {
 	// DefaultServiceAccount is the ServiceAccount management objects are applied as when a
 	// Package names none (--default-service-account); empty means the controller's own rights.
 	DefaultServiceAccount string
+	// Shard is the convoy.dev/shard value of the Packages and ObjectDeployments reconciled;
+	// empty reconciles the unlabelled ones only (--shard, owned by the command, which also
+	// calls ConfigureShardCache).
+	Shard string
 }
 
 // DefaultHealthCheckInterval keeps the time to notice a regression under 30 s with the ±10%
@@ -88,7 +92,8 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	if o.HealthCheckInterval <= 0 {
 		o.HealthCheckInterval = DefaultHealthCheckInterval
 	}
-	common := Common{Hosted: clients, HealthCheckInterval: o.HealthCheckInterval, DefaultServiceAccount: o.DefaultServiceAccount}
+	common := Common{Hosted: clients, HealthCheckInterval: o.HealthCheckInterval, DefaultServiceAccount: o.DefaultServiceAccount,
+		Shard: o.Shard}
 	if err := common.setupShared(mgr); err != nil {
 		return err
 	}

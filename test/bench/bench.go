@@ -17,10 +17,11 @@ const (
 	ScenarioSteady  = "steady"
 	ScenarioGit     = "git"
 	ScenarioHosted  = "hosted"
+	ScenarioFleet   = "fleet"
 )
 
 // AllScenarios lists every scenario in the order they run.
-var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted}
+var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted, ScenarioFleet}
 
 // Config is one benchmark run.
 type Config struct {
@@ -36,6 +37,17 @@ type Config struct {
 	SteadyDuration time.Duration `json:"steadyDuration"`
 	// HostedClusters is the number of hosted API servers of the hosted scenario; default 5.
 	HostedClusters int `json:"hostedClusters"`
+	// FleetAddons is the number of add-ons (HostedClusterPackages) of the fleet scenario;
+	// default 20 (4 when Short).
+	FleetAddons int `json:"fleetAddons"`
+	// FleetHostedAddons is how many of them have hosted-cluster phases; default 2 (1 when Short).
+	FleetHostedAddons int `json:"fleetHostedAddons"`
+	// FleetClusters is the number of HostedClusters of the fleet scenario; default 500 (50
+	// when Short).
+	FleetClusters int `json:"fleetClusters"`
+	// FleetHostedSample is how many of them have a hosted API server, which the hosted add-ons
+	// select; default 5 (2 when Short).
+	FleetHostedSample int `json:"fleetHostedSample"`
 	// Concurrency is the controller's --concurrency and the bare loop's; default 4.
 	Concurrency int `json:"concurrency"`
 	// Driver is DriverAuto, DriverHostedClusterPackage or DriverPackages.
@@ -78,6 +90,14 @@ func (c Config) withDefaults() (Config, error) {
 		c.GitBenchTime = map[bool]string{false: "20x", true: "5x"}[c.Short]
 	}
 	c.HostedClusters = cmp(c.HostedClusters, 5)
+	c.FleetAddons = cmp(c.FleetAddons, map[bool]int{false: 20, true: 4}[c.Short])
+	c.FleetHostedAddons = cmp(c.FleetHostedAddons, map[bool]int{false: 2, true: 1}[c.Short])
+	c.FleetClusters = cmp(c.FleetClusters, map[bool]int{false: 500, true: 50}[c.Short])
+	c.FleetHostedSample = cmp(c.FleetHostedSample, map[bool]int{false: 5, true: 2}[c.Short])
+	if c.FleetHostedAddons >= c.FleetAddons || c.FleetHostedSample > c.FleetClusters {
+		return c, fmt.Errorf("fleet: want fewer hosted add-ons (%d) than add-ons (%d), and a sample (%d) within the clusters (%d)",
+			c.FleetHostedAddons, c.FleetAddons, c.FleetHostedSample, c.FleetClusters)
+	}
 	c.Concurrency = cmp(c.Concurrency, 4)
 	if c.Driver == "" {
 		c.Driver = DriverAuto
@@ -161,6 +181,11 @@ func runScenarios(ctx context.Context, cfg Config, res *Results) error {
 	if slices.Contains(cfg.Scenarios, ScenarioHosted) {
 		if err := runHosted(ctx, cfg, res); err != nil {
 			fail(ScenarioHosted, err)
+		}
+	}
+	if slices.Contains(cfg.Scenarios, ScenarioFleet) {
+		if err := runFleet(ctx, cfg, res); err != nil {
+			fail(ScenarioFleet, err)
 		}
 	}
 	return errors.Join(errs...)

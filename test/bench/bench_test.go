@@ -26,7 +26,8 @@ func TestRunTiny(t *testing.T) {
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Config{
 		Scenarios: scenarios, Sizes: []int{3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,
-		HostedClusters: 1, GitBenchTime: "1x", Driver: DriverPackages, ConvoyBinary: convoy,
+		HostedClusters: 1, FleetAddons: 3, FleetHostedAddons: 1, FleetClusters: 3, FleetHostedSample: 1,
+		GitBenchTime: "1x", Driver: DriverPackages, ConvoyBinary: convoy,
 		WorkDir: t.TempDir(), Log: &log,
 	})
 	g.Expect(err).NotTo(HaveOccurred(), log.String())

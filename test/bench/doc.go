@@ -12,7 +12,11 @@
 //   - steady: 1,000 available Packages and no change for a while: write requests, CPU, RSS;
 //   - git: no-op poll and one-commit fetch of a 5,000-file repository next to `git fetch`
 //     (it runs sources' BenchmarkStore);
-//   - hosted: a package of 50 objects in hosted-cluster phases on 5 hosted API servers.
+//   - hosted: a package of 50 objects in hosted-cluster phases on 5 hosted API servers;
+//   - fleet: 20 add-ons (HostedClusterPackages of 10-object packages in one repository, 2 of
+//     them in hosted-cluster phases on a sample of 5 hosted API servers) over 500
+//     HostedClusters: install, one add-on rolled among idle others (against the same rollout
+//     in an empty fleet), all rolled by one commit (against the bare loop), steady state.
 //
 // The program in test/bench/cmd parses flags and calls Run; `make bench` runs it:
 //

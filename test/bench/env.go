@@ -45,8 +45,10 @@ type env struct {
 	// clusters and namespaces are the HostedClusters and their HCP namespaces.
 	clusters   []*devfleet.HostedCluster
 	namespaces map[string]bool
-	ctrl       *Controller
-	watch      *packageWatch
+	// sample are the HCP namespaces of the HostedClusters of envInput.APIServerSample.
+	sample []string
+	ctrl   *Controller
+	watch  *packageWatch
 	// restarts counts the controller's restarts.
 	restarts int
 	// ctrlArgs are more flags of every controller started.
@@ -59,6 +61,9 @@ type envInput struct {
 	Clusters int
 	// APIServers gives each HostedCluster its own hosted API server.
 	APIServers bool
+	// APIServerSample gives the first APIServerSample HostedClusters a hosted API server and
+	// the label hostedSampleLabel.
+	APIServerSample int
 }
 
 // newEnv starts the management server, the HostedClusters, the Git server with revision 1
@@ -150,8 +155,13 @@ func (e *env) addClusters(ctx context.Context, in envInput) error {
 	for start := 0; start < in.Clusters; start += batch {
 		var inputs []devfleet.HostedClusterInput
 		for i := start; i < min(start+batch, in.Clusters); i++ {
+			labels := map[string]string{"bench.convoy.dev/fleet": "true"}
+			withServer := in.APIServers || i < in.APIServerSample
+			if i < in.APIServerSample {
+				labels[hostedSampleLabel] = "true"
+			}
 			inputs = append(inputs, devfleet.HostedClusterInput{Name: fmt.Sprintf("hc-%04d", i),
-				Labels: map[string]string{"bench.convoy.dev/fleet": "true"}, WithoutAPIServer: !in.APIServers})
+				Labels: labels, WithoutAPIServer: !withServer})
 		}
 		hcs, err := e.fleet.AddHostedClusters(ctx, inputs...)
 		if err != nil {
@@ -160,6 +170,9 @@ func (e *env) addClusters(ctx context.Context, in envInput) error {
 		for _, hc := range hcs {
 			e.clusters = append(e.clusters, hc)
 			e.namespaces[hc.HCPNamespace] = true
+			if hc.Config != nil && !in.APIServers {
+				e.sample = append(e.sample, hc.HCPNamespace)
+			}
 		}
 	}
 	return nil

@@ -21,6 +21,8 @@ type packageWatch struct {
 	mu      sync.Mutex
 	pkgs    map[types.NamespacedName]*convoyv1alpha1.Package
 	changed chan struct{}
+	// trace, when set, sees every Package event (setTrace).
+	trace *rolloutTrace
 }
 
 // watchPackages lists then watches every Package until ctx is done, re-listing when the watch
@@ -87,6 +89,9 @@ func (w *packageWatch) consume(wi watch.Interface) string {
 			delete(w.pkgs, client.ObjectKeyFromObject(p))
 		} else {
 			w.pkgs[client.ObjectKeyFromObject(p)] = p
+			if w.trace != nil {
+				w.trace.observe(p, time.Now())
+			}
 		}
 		w.mu.Unlock()
 		w.notify()

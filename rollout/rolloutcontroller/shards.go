@@ -1,0 +1,90 @@
+package rolloutcontroller
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// Sharding spreads the Packages the HostedClusterPackage controller creates over the shard
+// replicas of the Package controller (convoy.dev/shard, DESIGN §10). All the Packages of one
+// HCP namespace go to the same shard, chosen by rendezvous hashing of the namespace over the
+// shard names: even, and independent of the order of the names and of the other namespaces.
+// The label is sticky: a Package keeps the shard it has while that shard is listed, so adding
+// a shard moves nothing; Rebalance moves each Package to its rendezvous choice when it is next
+// applied, which moves to a new shard only its fair share.
+type Sharding struct {
+	// Shards names the shards (--shards); empty stamps no label, and the Packages are
+	// reconciled by the unsharded replica.
+	Shards []string
+	// Rebalance moves Packages off the shard they have when it is not their rendezvous choice
+	// (--rebalance-shards).
+	Rebalance bool
+}
+
+// Validate returns an error naming the first shard name that cannot be a label value, or a
+// name listed twice.
+func (s Sharding) Validate() error {
+	seen := map[string]bool{}
+	for _, name := range s.Shards {
+		if err := validateLabelValue(name); err != nil {
+			return fmt.Errorf("shard %q: %w", name, err)
+		}
+		if seen[name] {
+			return fmt.Errorf("shard %q is listed twice", name)
+		}
+		seen[name] = true
+	}
+	return nil
+}
+
+// shardFor returns the shard of a Package in namespace whose current convoy.dev/shard label is
+// current ("" when it has none or does not exist yet), or "" when sharding is off.
+func (s Sharding) shardFor(namespace, current string) string {
+	if len(s.Shards) == 0 {
+		return ""
+	}
+	if current != "" && !s.Rebalance && slices.Contains(s.Shards, current) {
+		return current
+	}
+	return rendezvous(namespace, s.Shards)
+}
+
+// rendezvous returns the shard of highest hash weight for key (highest random weight hashing):
+// removing a shard moves only its keys, adding one takes its share from every other.
+func rendezvous(key string, shards []string) string {
+	best, bestWeight := "", uint64(0)
+	for _, shard := range shards {
+		sum := sha256.Sum256([]byte(key + "\x00" + shard))
+		w := binary.BigEndian.Uint64(sum[:8])
+		if best == "" || w > bestWeight || (w == bestWeight && shard < best) {
+			best, bestWeight = shard, w
+		}
+	}
+	return best
+}
+
+// shardLabelOf returns the convoy.dev/shard label of pkg, "" when pkg is nil.
+func shardLabelOf(pkg *convoyv1alpha1.Package) string {
+	if pkg == nil {
+		return ""
+	}
+	return pkg.Labels[convoyv1alpha1.ShardLabel]
+}
+
+// validateLabelValue returns an error when v is empty or not a valid label value.
+func validateLabelValue(v string) error {
+	if v == "" {
+		return fmt.Errorf("a shard name must not be empty")
+	}
+	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+		return fmt.Errorf("not a valid value of label %s: %s", convoyv1alpha1.ShardLabel, strings.Join(errs, "; "))
+	}
+	return nil
+}

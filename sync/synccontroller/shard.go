@@ -1,0 +1,76 @@
+package synccontroller
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+)
+
+// inShard reports whether obj belongs to the replica's shard: its convoy.dev/shard label is
+// c.Shard, or it has none when c.Shard is empty (the unsharded replica).
+func (c *Common) inShard(obj client.Object) bool {
+	return obj.GetLabels()[convoyv1alpha1.ShardLabel] == c.Shard
+}
+
+// shardPredicate passes the events of the objects of the replica's shard.
+func (c *Common) shardPredicate() predicate.Predicate {
+	return predicate.NewPredicateFuncs(c.inShard)
+}
+
+// statusOptions returns the status finalizer options of the replica: its notifier and its
+// status field manager (pass.ShardStatusFieldOwner).
+func (c *Common) statusOptions() pass.StatusOptions {
+	return pass.StatusOptions{Notifier: c.notifier, FieldOwner: pass.ShardStatusFieldOwner(c.Shard)}
+}
+
+// ShardSelector returns the label selector of the objects the replica of shard reconciles:
+// convoy.dev/shard=shard, or no convoy.dev/shard label at all when shard is empty.
+func ShardSelector(shard string) labels.Selector {
+	op, values := selection.Equals, []string{shard}
+	if shard == "" {
+		op, values = selection.DoesNotExist, nil
+	}
+	req, err := labels.NewRequirement(convoyv1alpha1.ShardLabel, op, values)
+	if err != nil {
+		panic(err) // shard is validated by the command (ValidateShardName)
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// ValidateShardName returns an error when name cannot be the value of the convoy.dev/shard
+// label.
+func ValidateShardName(name string) error {
+	_, err := labels.NewRequirement(convoyv1alpha1.ShardLabel, selection.Equals, []string{name})
+	return err
+}
+
+// ConfigureShardCache makes the manager's cache hold only the ObjectDeployments of shard and,
+// on a shard replica, only the Packages of shard: Kubernetes does the distribution, and a
+// replica's memory grows with its shard, not with the fleet. The unsharded replica keeps every
+// Package, because the HostedClusterPackage controller it runs reads the Packages of all
+// shards; its Package controller skips the labelled ones. Call it on the cache options before
+// creating the manager.
+func ConfigureShardCache(o *cache.Options, shard string) {
+	if o.ByObject == nil {
+		o.ByObject = map[client.Object]cache.ByObject{}
+	}
+	sel := ShardSelector(shard)
+	o.ByObject[&convoyv1alpha1.ObjectDeployment{}] = cache.ByObject{Label: sel}
+	if shard != "" {
+		o.ByObject[&convoyv1alpha1.Package{}] = cache.ByObject{Label: sel}
+	}
+}
+
+// shardChanged passes updates that change the convoy.dev/shard label, so that an object moved
+// into the replica's shard is reconciled at once.
+func shardChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetLabels()[convoyv1alpha1.ShardLabel] != e.ObjectNew.GetLabels()[convoyv1alpha1.ShardLabel]
+	}}
+}
