@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // TreeHash returns the hash of the Git tree of the directory dir at commit in the repository of
@@ -34,4 +36,54 @@ func (s *Store) TreeHash(ctx context.Context, key Key, commit, dir string) (stri
 		return "", fmt.Errorf("%s of %s at %s is not a directory", dir, key, commit)
 	}
 	return n.tree.Hash.String(), nil
+}
+
+// maxAncestryWalk bounds the commits IsAncestor reads: a history longer than that between
+// two commits answers false, which a caller treats as "not known to descend".
+const maxAncestryWalk = 10000
+
+// IsAncestor reports whether ancestor is commit or one of its ancestors in the repository of
+// key, reading at most maxAncestryWalk commits. Both commits are fetched on demand, as by
+// Open. A commit that a force-push made unreachable from the branch is not an ancestor of
+// the new head: the servers of a fresh store would not serve it.
+func (s *Store) IsAncestor(ctx context.Context, key Key, ancestor, commit string) (bool, error) {
+	for _, c := range []string{ancestor, commit} {
+		if _, err := s.Open(ctx, key, c); err != nil {
+			return false, err
+		}
+	}
+	if ancestor == commit {
+		return true, nil
+	}
+	h, err := s.openHandle(key, s.entry(key))
+	if err != nil || h == nil {
+		return false, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	want := plumbing.NewHash(ancestor)
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{plumbing.NewHash(commit)}
+	for len(queue) > 0 && len(seen) < maxAncestryWalk {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		next := queue[0]
+		queue = queue[1:]
+		if seen[next] {
+			continue
+		}
+		seen[next] = true
+		c, err := h.repo.CommitObject(next)
+		if err != nil {
+			return false, nil // a shallow or collected history: not known to descend
+		}
+		for _, p := range c.ParentHashes {
+			if p == want {
+				return true, nil
+			}
+			queue = append(queue, p)
+		}
+	}
+	return false, nil
 }

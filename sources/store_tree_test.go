@@ -44,3 +44,28 @@ func TestTreeHashChangesOnlyWithTheDirectory(t *testing.T) {
 	_, err = s.TreeHash(testCtx(t), key, first, "a/manifest.yaml")
 	g.Expect(err).To(MatchError(ContainSubstring("is not a directory")))
 }
+
+func TestIsAncestorFollowsTheHistoryAndNotAnUnrelatedOne(t *testing.T) {
+	g := NewWithT(t)
+	srv, repo := gittest.NewServer(t)
+	first, err := repo.CommitFiles("main", "one", gitserver.File{Path: "a/manifest.yaml", Content: "a: 1\n"})
+	g.Expect(err).NotTo(HaveOccurred())
+	second, err := repo.CommitFiles("main", "two", gitserver.File{Path: "b/manifest.yaml", Content: "b: 1\n"})
+	g.Expect(err).NotTo(HaveOccurred())
+	unrelated, err := repo.CommitFiles("rewritten", "a new root", gitserver.File{Path: "a/manifest.yaml", Content: "a: 1\n"})
+	g.Expect(err).NotTo(HaveOccurred())
+	s := newStore(t, Limits{})
+	key := KeyFor("ns", "src")
+	_, err = s.Poll(testCtx(t), key, Remote{URL: srv.FileURL("repo")}, convoyv1alpha1.GitRef{Branch: "main"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	isAncestor := func(ancestor, commit string) bool {
+		ok, err := s.IsAncestor(testCtx(t), key, ancestor, commit)
+		g.Expect(err).NotTo(HaveOccurred())
+		return ok
+	}
+	g.Expect(isAncestor(first, second)).To(BeTrue())
+	g.Expect(isAncestor(first, first)).To(BeTrue())
+	g.Expect(isAncestor(second, first)).To(BeFalse())
+	g.Expect(isAncestor(first, unrelated)).To(BeFalse(), "the same tree in an unrelated history is not a descendant")
+}

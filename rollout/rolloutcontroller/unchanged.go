@@ -11,9 +11,10 @@ import (
 )
 
 // TreeHasher returns the hash of the Git tree of a directory at a commit of a GitSource
-// (sources.Store.TreeHash).
+// (sources.Store.TreeHash), and whether a commit descends from another (sources.Store.IsAncestor).
 type TreeHasher interface {
 	TreeHash(ctx context.Context, key sources.Key, commit, dir string) (string, error)
+	IsAncestor(ctx context.Context, key sources.Key, ancestor, commit string) (bool, error)
 }
 
 // unchangedCommit returns the commit the update revision pins: commit, or the commit of the
@@ -45,6 +46,9 @@ func (r *HostedClusterPackageReconciler) unchangedCommit(ctx context.Context, s 
 	}
 	if before != after {
 		return commit
+	}
+	if ok, err := r.Trees.IsAncestor(ctx, key, prev, commit); err != nil || !ok {
+		return commit // dropped by a force-push, or not known to be history of the new commit
 	}
 	return prev
 }
