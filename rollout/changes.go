@@ -107,7 +107,8 @@ func (p *planner) advanceWithinBudget(plan *Plan) {
 }
 
 // relabel re-applies, at the revision they have, the Packages whose metadata lags behind the
-// template's (TemplateMetadataAnnotation): metadata is no revision and takes no slot. Packages
+// template's (TemplateMetadataAnnotation) or whose shard is not the one ShardFor names:
+// metadata is no revision and takes no slot. Packages
 // paused by hand, being deleted, of a HostedCluster being deleted, or at an unknown revision
 // are left alone.
 func (p *planner) relabel(plan *Plan) {
@@ -119,10 +120,19 @@ func (p *planner) relabel(plan *Plan) {
 		if !t.eligible() && t.skipReason != HostedClusterNotAvailableReason {
 			continue
 		}
-		if t.pkg.Annotations[TemplateMetadataAnnotation] != want {
+		if t.pkg.Annotations[TemplateMetadataAnnotation] != want || p.shardMoves(t.pkg) {
 			plan.Relabels = append(plan.Relabels, p.change(t, t.state.revision, RelabelReason))
 		}
 	}
+}
+
+// shardMoves reports whether pkg's convoy.dev/shard label is not the one Input.ShardFor names.
+func (p *planner) shardMoves(pkg *convoyv1alpha1.Package) bool {
+	if p.in.ShardFor == nil {
+		return false
+	}
+	current := pkg.Labels[convoyv1alpha1.ShardLabel]
+	return p.in.ShardFor(pkg.Namespace, current) != current
 }
 
 // creatable reports whether t has no Package, may get one and has no Change yet.

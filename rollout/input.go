@@ -45,6 +45,12 @@ type Input struct {
 	// revisions Packages still use.
 	OlderRevisions []Revision
 
+	// ShardFor returns the convoy.dev/shard label a Package of namespace whose label is current
+	// should have; nil when sharding is off. A Package whose label differs is relabelled: a
+	// shard move rides only on a relabel, never with a change of revision, so that two
+	// replicas never apply two revisions of one Package at once.
+	ShardFor func(namespace, current string) string
+
 	// Now is the clock.
 	Now time.Time
 }

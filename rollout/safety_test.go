@@ -208,3 +208,35 @@ func TestSampledMessagesAreBounded(t *testing.T) {
 	g.Expect(utf8.ValidString(status.Skipped[0].Message)).To(BeTrue())
 	g.Expect(status.Skipped[0].Message).To(HaveSuffix(" …"))
 }
+
+func TestAShardMoveIsARelabelAndNeverRidesOnAnUpdate(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(1, "early", "late").progressedAll(revision(1))
+	w.update = revision(1)
+	hash := TemplateMetadataHash(w.hcpkg.Spec.Template.Metadata)
+	for _, pkg := range w.packages {
+		pkg.Annotations[TemplateMetadataAnnotation] = hash
+		pkg.Labels = map[string]string{convoyv1alpha1.ShardLabel: "a"}
+	}
+	w.packages[namespaceOf("late-1")].Labels[convoyv1alpha1.ShardLabel] = "removed"
+	in := w.input()
+	in.ShardFor = func(_, current string) string {
+		if current == "a" {
+			return "a"
+		}
+		return "b"
+	}
+
+	plan, err := Compute(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(plan.Relabels).To(HaveLen(1), "the Package on a shard that is gone moves, at the revision it has")
+	g.Expect(plan.Relabels[0].Package.Namespace).To(Equal(namespaceOf("late-1")))
+	g.Expect(plan.Relabels[0].Revision.Name).To(Equal("rev1"))
+
+	w.hcpkg.Spec.Paused = true
+	in = w.input()
+	in.ShardFor = func(string, string) string { return "b" }
+	plan, err = Compute(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(plan.Relabels).To(BeEmpty(), "nothing moves while paused")
+}

@@ -173,7 +173,11 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 	if err != nil {
 		return err
 	}
-	if s.plan, err = rollout.Compute(planInput(s, hcs, foreign)); err != nil {
+	in := planInput(s, hcs, foreign)
+	if len(r.Sharding.Shards) > 0 {
+		in.ShardFor = r.Sharding.shardFor
+	}
+	if s.plan, err = rollout.Compute(in); err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
 	return nil

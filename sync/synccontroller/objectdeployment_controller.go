@@ -47,7 +47,7 @@ func (r *ObjectDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !r.inShard(obj) {
-		return ctrl.Result{}, nil // another replica's (convoy.dev/shard)
+		return ctrl.Result{}, r.releaseStranded(ctx, obj) // another replica's (convoy.dev/shard)
 	}
 	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused}
 	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())

@@ -82,7 +82,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !r.inShard(obj) {
-		return ctrl.Result{}, nil // another replica's (convoy.dev/shard)
+		return ctrl.Result{}, r.releaseStranded(ctx, obj) // another replica's (convoy.dev/shard)
 	}
 	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused, serviceAccount: obj.Spec.ServiceAccountName}
 	if obj.Spec.HostedCluster != nil {

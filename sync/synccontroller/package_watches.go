@@ -60,7 +60,7 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 		WatchesMetadata(secretObject(), r.requestsForSecret(&convoyv1alpha1.PackageList{})).
 		WatchesMetadata(namespaceObject(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.requestsInNamespace(ctx, &convoyv1alpha1.PackageList{}, o.GetName())
-		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		}), builder.WithPredicates(predicate.Or[client.Object](predicate.LabelChangedPredicate{}, deletionStarted()))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Named("package")
 	r.watchHostedClusters(mgr, b, &convoyv1alpha1.PackageList{})

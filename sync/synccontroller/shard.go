@@ -1,10 +1,13 @@
 package synccontroller
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -18,9 +21,32 @@ func (c *Common) inShard(obj client.Object) bool {
 	return obj.GetLabels()[convoyv1alpha1.ShardLabel] == c.Shard
 }
 
-// shardPredicate passes the events of the objects of the replica's shard.
+// shardPredicate passes the events of the objects of the replica's shard and, on the
+// unsharded replica, of every object being deleted (releaseStranded).
 func (c *Common) shardPredicate() predicate.Predicate {
-	return predicate.NewPredicateFuncs(c.inShard)
+	return predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		return c.inShard(obj) || (c.Shard == "" && !obj.GetDeletionTimestamp().IsZero())
+	})
+}
+
+// releaseStranded lets the unsharded replica remove convoy's finalizer from another shard's
+// object that is being deleted in a terminating namespace, so that the finalizer never holds
+// up the deletion of a hosted control plane namespace when the object's shard has no replica
+// (a shard removed from the deployment, a mistyped label). It abandons everything, as the
+// shard's own replica would there: the namespace's deletion takes the management objects,
+// and the hosted cluster goes with it; it writes nothing to a live cluster. Elsewhere it
+// leaves the object to its shard.
+func (c *Common) releaseStranded(ctx context.Context, obj pass.Object) error {
+	if c.Shard != "" || obj.GetDeletionTimestamp().IsZero() || !controllerutil.ContainsFinalizer(obj, convoyv1alpha1.Finalizer) {
+		return nil
+	}
+	terminating, err := c.namespaceTerminating(ctx, obj.GetNamespace())
+	if err != nil || !terminating {
+		return err
+	}
+	c.emit(obj, AbandonedReason, "Namespace %s is terminating and shard %q has not released this object: leaving its objects to the namespace's deletion",
+		obj.GetNamespace(), obj.GetLabels()[convoyv1alpha1.ShardLabel])
+	return c.patchFinalizers(ctx, obj, controllerutil.RemoveFinalizer)
 }
 
 // statusOptions returns the status finalizer options of the replica: its notifier and its
