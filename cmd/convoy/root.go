@@ -19,6 +19,7 @@ func newRootCmd() *cobra.Command {
 		newValidateCmd(),
 		newStatusCmd(),
 		newPlanCmd(),
+		newDashboardCmd(),
 	)
 	return root
 }
