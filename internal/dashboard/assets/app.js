@@ -98,7 +98,8 @@ function fleetPage(v) {
 function rolloutPage(r, v) {
   const b = v.budget;
   let html = "<h1>" + esc(v.name) + "</h1>" + stalledBanner(v);
-  html += '<div class="card"><div class="row"><span>current ' + rev(v.currentRevision) + "</span><span>update " + rev(v.updateRevision) +
+  html += '<div class="card"><div class="row"><span>current ' + rev(v.currentRevision) + '</span><span id="update" data-commit="' +
+    esc(v.updateRevision ? v.updateRevision.commit : "") + '">update ' + rev(v.updateRevision) +
     '</span><span>budget <strong id="budget">' + (b.max ? b.inUse + "/" + b.max + " slots" : b.inUse + " updating, no limit") +
     '</strong></span></div><div class="row">' + conditionPills(v.conditions) + "</div></div>";
   html += '<div class="card"><div class="row legend">' + STATES.map((s) => '<a href="#/rollout/' + enc(r.name) + (r.state === s ? "" : "?state=" + s) +
@@ -136,16 +137,19 @@ function failedList(v) {
 }
 
 function timelineSVG(v) {
-  const spans = (v.timeline || []).filter((s) => s.start);
-  if (!spans.length) return '<p class="muted">The update revision has not started yet.</p>';
+  const spans = v.timeline || [];
+  const started = spans.filter((s) => s.start);
+  if (!started.length) return '<p class="muted">The update revision has not started yet.</p>';
   const now = Date.parse(v.now);
-  const t0 = Math.min(...spans.map((s) => Date.parse(s.start)));
+  const t0 = Math.min(...started.map((s) => Date.parse(s.start)));
   const width = 600, left = 80, rowH = 22, range = Math.max(1000, now - t0);
   const x = (t) => left + (width - left - 10) * (t - t0) / range;
   let svg = '<svg class="timeline" viewBox="0 0 ' + width + " " + (spans.length * rowH + 24) + '" width="100%" role="img" aria-label="timeline">';
   spans.forEach((s, i) => {
-    const a = x(Date.parse(s.start)), e = s.end ? x(Date.parse(s.end)) : x(now), y = i * rowH + 4;
+    const y = i * rowH + 4;
     svg += '<text x="0" y="' + (y + 13) + '">' + esc(s.partition) + "</text>";
+    if (!s.start) { svg += '<text class="pending" x="' + left + '" y="' + (y + 13) + '">waiting for its turn</text>'; return; }
+    const a = x(Date.parse(s.start)), e = s.end ? x(Date.parse(s.end)) : x(now);
     svg += '<rect class="span" data-partition="' + esc(s.partition) + '" x="' + a + '" y="' + y + '" width="' + Math.max(2, e - a) + '" height="16" rx="3" fill="' +
       (s.end ? "#2e9e5b" : "#2f7fd8") + '"><title>' + esc(s.partition + ": " + s.start + " → " + (s.end || "running")) + "</title></rect>";
   });
