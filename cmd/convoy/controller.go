@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/statusmetrics"
 	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
 	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
@@ -170,6 +171,9 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	// else later in the same process, as soon as the HostedCluster CRD appears (no restart).
 	if err := rolloutcontroller.Setup(mgr, opts.rollout); err != nil {
 		return fmt.Errorf("setting up the HostedClusterPackage controller: %w", err)
+	}
+	if err := statusmetrics.Setup(mgr); err != nil {
+		return err
 	}
 	ctrl.Log.WithName("controller").Info("Starting the manager", "leaderElection", opts.leaderElect)
 	return mgr.Start(ctx)

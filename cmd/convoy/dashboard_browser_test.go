@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +28,7 @@ import (
 	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/monitoring"
 )
 
 // Environment of the browser test.
@@ -42,6 +45,8 @@ type browserFleet struct {
 	fleet *devfleet.Fleet
 	repo  *gitserver.Repo
 	hcpkg string
+	// metricsAddr serves the controller's /metrics over plain HTTP.
+	metricsAddr string
 }
 
 // brokenRelease is the bad commit: a Deployment nothing will ever run in the simulated
@@ -114,6 +119,9 @@ func TestDashboardInBrowserFollowsARolloutAndAFailure(t *testing.T) {
 	g.Expect(phases).To(ContainSubstring("not available"))
 	screenshot(page, g, shots, "package.png")
 	checkNarrowFleet(page, g, shots)
+	t.Run("every metric of deploy/monitoring is on /metrics", func(t *testing.T) {
+		checkMonitoringMetrics(NewWithT(t), bf.metricsAddr)
+	})
 	noReload, err := chromedp.Run(page, chromedp.Evaluate[bool](`window.convoyNoReload === true`))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(noReload).To(BeTrue(), "the page was never reloaded")
@@ -129,6 +137,22 @@ func checkNarrowFleet(page context.Context, g Gomega, shots string) {
 	g.Expect(overflow).To(BeFalse(), "the fleet view overflows at 375 px")
 	screenshot(page, g, shots, "fleet-375px.png")
 	g.Expect(chromedp.Do(page, chromedp.EmulateViewport(1280, 1000))).To(Succeed())
+}
+
+// checkMonitoringMetrics scrapes the controller, after a rollout and a failure, and checks that
+// every metric the Grafana dashboard and the alert rules use is there.
+func checkMonitoringMetrics(g Gomega, addr string) {
+	root, err := devfleet.RepositoryRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	m, err := monitoring.Load(filepath.Join(root, "deploy", "monitoring"))
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.Get("http://" + addr + "/metrics")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(m.MissingMetrics(string(body))).To(BeEmpty())
+	g.Expect(string(body)).To(ContainSubstring(`convoy_resource_condition{kind="HostedClusterPackage",name="extra-component",namespace="",reason=`))
 }
 
 // requireChromium returns the browser to drive, failing (never skipping) with how to install it.
@@ -202,7 +226,8 @@ func startBrowserFleet(ctx context.Context, t *testing.T) *browserFleet {
 		//nolint:staticcheck // Patch with client.Apply takes unstructured objects as they come.
 		g.Expect(f.Client.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner("browser-test"))).To(Succeed())
 	}
-	startTestController(ctx, t, f, filepath.Join(dir, "sources"))
+	bf.metricsAddr = freeAddr(g)
+	startTestController(ctx, t, f, filepath.Join(dir, "sources"), bf.metricsAddr)
 	return bf
 }
 
@@ -223,9 +248,15 @@ func readExamples(g Gomega, root, url string) []*unstructured.Unstructured {
 	return objs
 }
 
-// startTestController runs convoy dev's controller, logging to a file of the test.
-func startTestController(ctx context.Context, t *testing.T, f *devfleet.Fleet, storage string) {
+// startTestController runs convoy dev's controller with metrics served over plain HTTP on
+// metricsAddr, logging to a file of the test.
+func startTestController(ctx context.Context, t *testing.T, f *devfleet.Fleet, storage, metricsAddr string) {
 	t.Helper()
+	opts, err := devControllerOptions(storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.metricsAddr, opts.metricsSecure = metricsAddr, false
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "controller.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +264,7 @@ func startTestController(ctx context.Context, t *testing.T, f *devfleet.Fleet, s
 	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile))))
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- runDevController(ctx, f.Config, storage) }()
+	go func() { done <- runController(ctx, f.Config, opts) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
