@@ -371,11 +371,17 @@ func waitForGrid(page context.Context, g Gomega, commit string, done func(grid) 
 // screenshot half-way.
 func followRollout(page context.Context, g Gomega, commit, shots string) []grid {
 	var moves []grid
-	shot := false
+	shot, rich := false, false
 	waitForGrid(page, g, commit, func(gr grid) bool {
 		if len(moves) == 0 || fmt.Sprint(moves[len(moves)-1].states) != fmt.Sprint(gr.states) {
 			moves = append(moves, gr)
-			if !shot && gr.count("progressed") >= 2 && gr.count("waiting") >= 2 {
+			// Note: the shot with a cell updating shows the most; the first half-way one stays
+			// when the page never showed one (a quick rollout).
+			switch {
+			case !rich && gr.count("progressed") >= 2 && gr.count("updating") >= 1 && gr.count("waiting") >= 1:
+				shot, rich = true, true
+				screenshot(page, g, shots, "rollout.png")
+			case !shot && gr.count("progressed") >= 2 && gr.count("waiting") >= 2:
 				shot = true
 				screenshot(page, g, shots, "rollout.png")
 			}
