@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/fleet"
@@ -23,11 +25,13 @@ import (
 
 // env is the suite's management cluster; web serves the dashboard over it.
 var (
-	env *fleet.Fleet
-	web *httptest.Server
+	env  *fleet.Fleet
+	web  *httptest.Server
+	dash *Server
 )
 
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
 	fleet.Main(m, &env, fleet.Options{}, func(ctx context.Context, f *fleet.Fleet) (func(), error) {
 		ctx, cancel := context.WithCancel(ctx)
 		srv, err := New(f.Config, Options{Coalesce: 50 * time.Millisecond})
@@ -38,7 +42,7 @@ func TestMain(m *testing.M) {
 			cancel()
 			return nil, err
 		}
-		web = httptest.NewServer(srv.Handler())
+		dash, web = srv, httptest.NewServer(srv.Handler())
 		return func() { web.Close(); cancel() }, nil
 	})
 }
