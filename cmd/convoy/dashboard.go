@@ -67,7 +67,11 @@ func runDashboard(ctx context.Context, cfg *rest.Config, addr string, out io.Wri
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	handler := srv.Handler()
+	if isLoopback(ln.Addr()) {
+		handler = dashboard.LoopbackHosts(handler)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	fmt.Fprintf(out, "convoy dashboard: http://%s/ (Ctrl-C to stop)\n", ln.Addr())
 	go func() {
@@ -80,4 +84,10 @@ func runDashboard(ctx context.Context, cfg *rest.Config, addr string, out io.Wri
 		return err
 	}
 	return nil
+}
+
+// isLoopback reports whether addr is a loopback address.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

@@ -269,3 +269,17 @@ func TestEveryRouteIsReadOnly(t *testing.T) {
 		g.Expect(resp.StatusCode).To(Equal(http.StatusMethodNotAllowed), path)
 	}
 }
+
+func TestLoopbackHostsRefusesOtherHostNames(t *testing.T) {
+	g := NewWithT(t)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	h := LoopbackHosts(ok)
+	for host, want := range map[string]int{"127.0.0.1:8080": 200, "localhost:8080": 200, "[::1]:8080": 200, "127.0.0.1": 200,
+		"evil.example.com:8080": 403, "10.0.0.1:8080": 403, "": 403} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		g.Expect(rec.Code).To(Equal(want), "host %q", host)
+	}
+}

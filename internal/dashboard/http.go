@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,6 +46,26 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// LoopbackHosts serves next only to requests whose Host header names a loopback address or
+// localhost, with or without a port: a web page the browser loaded from elsewhere cannot read
+// the dashboard by pointing its own host name at 127.0.0.1 (DNS rebinding). Other requests get
+// 403.
+func LoopbackHosts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.Trim(host, "[]")
+		ip := net.ParseIP(host)
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, fmt.Sprintf("host %q is not a loopback address: open the dashboard at http://127.0.0.1", r.Host), http.StatusForbidden)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
