@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,8 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -27,6 +26,7 @@ import (
 	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/monitoring"
 )
@@ -227,7 +227,7 @@ func startBrowserFleet(ctx context.Context, t *testing.T) *browserFleet {
 		g.Expect(f.Client.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner("browser-test"))).To(Succeed())
 	}
 	bf.metricsAddr = freeAddr(g)
-	startTestController(ctx, t, f, filepath.Join(dir, "sources"), bf.metricsAddr)
+	startTestController(t, f, filepath.Join(dir, "sources"), bf.metricsAddr)
 	return bf
 }
 
@@ -248,28 +248,29 @@ func readExamples(g Gomega, root, url string) []*unstructured.Unstructured {
 	return objs
 }
 
-// startTestController runs convoy dev's controller with metrics served over plain HTTP on
+// startTestController runs `convoy controller` as a process of its own (this test binary, as
+// main: controller names are unique per process) with metrics served over plain HTTP on
 // metricsAddr, logging to a file of the test.
-func startTestController(ctx context.Context, t *testing.T, f *devfleet.Fleet, storage, metricsAddr string) {
+func startTestController(t *testing.T, f *devfleet.Fleet, storage, metricsAddr string) {
 	t.Helper()
-	opts, err := devControllerOptions(storage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.metricsAddr, opts.metricsSecure = metricsAddr, false
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "controller.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile))))
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- runController(ctx, f.Config, opts) }()
+	g := NewWithT(t)
+	dir := t.TempDir()
+	kubeconfig, err := f.KubeConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(dir, "kubeconfig")
+	g.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
+	g.Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(os.Args[0], "controller", "--kubeconfig", path, "--leader-elect=false",
+		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0", "--webhook-addr=",
+		"--storage-path", storage, sources.AllowFileURLsFlag, "--probe-interval=1s")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	g.Expect(cmd.Start()).To(Succeed())
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Log("controller:", err)
-		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
 		_ = logFile.Close()
 	})
 }
