@@ -105,12 +105,28 @@ build: ## Build bin/convoy, stamped with VERSION, REVISION and BUILD_DATE (`conv
 .PHONY: test
 test: ## Build what the tests need, verify, lint and run every test (RACE_PACKAGES under -race).
 	$(MAKE) -j4 $(BIN)/kube-apiserver $(BIN)/etcd $(CONTROLLER_GEN) $(GOLANGCI_LINT)
-	$(MAKE) verify lint
+	$(MAKE) chromium verify lint
 	@# The two sets run side by side: most of a test's time is spent waiting on API servers.
 	go test -race $(GO_TEST_ARGS) -timeout $(GO_TEST_TIMEOUT) $(RACE_PACKAGES) & race=$$!; \
 	status=0; go test $(GO_TEST_ARGS) -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list ./... | grep -vxF -f <(go list $(RACE_PACKAGES))) || status=$$?; \
 	wait $$race || status=$$?; exit $$status
+
+.PHONY: chromium
+chromium: ## Install Chromium with apt-get for the dashboard's browser test when it is missing (root with apt only).
+	@if [ -n "$${CONVOY_CHROMIUM:-}" ] || command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing chromium for the dashboard's browser test..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+		echo "warning: chromium is missing and cannot be installed here (needs root and apt-get):"; \
+		echo "  the browser test will fail; install it with: sudo apt-get install -y chromium (or set CONVOY_CHROMIUM)"; \
+	fi
+
+.PHONY: dashboard-screenshot
+dashboard-screenshot: tools chromium ## Run the dashboard's browser test and copy its rollout screenshot to docs/dashboard.png.
+	CONVOY_SCREENSHOTS=$(BIN)/screenshots/dashboard go test ./cmd/convoy -run TestDashboardInBrowser -count=1
+	mkdir -p docs && cp $(BIN)/screenshots/dashboard/rollout.png docs/dashboard.png
 
 .PHONY: demo
 demo: tools build ## Run convoy dev: a local fleet of hosted clusters and a live rollout.

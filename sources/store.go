@@ -181,6 +181,7 @@ func (s *Store) Delete(key Key) error {
 	s.mu.Lock()
 	delete(s.entries, key)
 	s.mu.Unlock()
+	forgetPolls(key)
 	if err := os.RemoveAll(s.dir(key)); err != nil {
 		return fmt.Errorf("deleting repository of %s: %w", key, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -38,7 +39,9 @@ type PollResult struct {
 // stored yet. A commit ref is not listed at all when it is already stored. The credentials of
 // remote never appear in the message of the error it returns.
 func (s *Store) Poll(ctx context.Context, key Key, remote Remote, ref convoyv1alpha1.GitRef) (PollResult, error) {
+	start := time.Now()
 	res, err := s.poll(ctx, key, remote, ref)
+	observePoll(key, start, res, err)
 	return res, remote.Redact(err)
 }
 

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/statusmetrics"
 	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
 	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
@@ -179,6 +180,9 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 		return err
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := statusmetrics.Setup(mgr); err != nil {
 		return err
 	}
 	if err := setupControllers(mgr, opts); err != nil {

@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 		newPlanCmd(),
 		newVersionCmd(),
 		newDiffCmd(),
+		newDashboardCmd(),
 	)
 	return root
 }

@@ -1,0 +1,74 @@
+package dashboard
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/fleetview"
+)
+
+// FleetView is the fleet page: one summary per HostedClusterPackage.
+type FleetView struct {
+	// Items are the HostedClusterPackages by name.
+	Items []FleetItem `json:"items"`
+}
+
+// FleetItem summarises one HostedClusterPackage.
+type FleetItem struct {
+	fleetview.Report
+	// Stalled is true when the Stalled condition is True or a Package failed.
+	Stalled bool `json:"stalled"`
+	// StalledMessage is the message of the Stalled condition, when there is one.
+	StalledMessage string `json:"stalledMessage,omitempty"`
+}
+
+// Condition is a status condition as the page shows it.
+type Condition struct {
+	Type    string    `json:"type"`
+	Status  string    `json:"status"`
+	Reason  string    `json:"reason,omitempty"`
+	Message string    `json:"message,omitempty"`
+	Since   time.Time `json:"since"`
+}
+
+// BuildFleet reads every HostedClusterPackage from r and summarises it.
+func BuildFleet(ctx context.Context, r client.Reader) (*FleetView, error) {
+	snaps, err := fleetview.ReadStatus(ctx, r, "")
+	if err != nil {
+		return nil, err
+	}
+	v := &FleetView{Items: make([]FleetItem, 0, len(snaps))}
+	for _, s := range snaps {
+		v.Items = append(v.Items, fleetItem(s))
+	}
+	slices.SortFunc(v.Items, func(a, b FleetItem) int { return cmp.Compare(a.Name, b.Name) })
+	return v, nil
+}
+
+// fleetItem summarises the HostedClusterPackage of snap.
+func fleetItem(snap *fleetview.Snapshot) FleetItem {
+	item := FleetItem{Report: fleetview.NewReport(snap)}
+	stalled := apimeta.FindStatusCondition(snap.HostedClusterPackage.Status.Conditions, convoyv1alpha1.StalledCondition)
+	if stalled != nil && stalled.Status == metav1.ConditionTrue {
+		item.Stalled, item.StalledMessage = true, stalled.Message
+	}
+	item.Stalled = item.Stalled || item.Packages.Failed > 0
+	return item
+}
+
+// conditionsOf copies conditions for the page.
+func conditionsOf(conds []metav1.Condition) []Condition {
+	out := make([]Condition, 0, len(conds))
+	for _, c := range conds {
+		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
+			Since: c.LastTransitionTime.Time})
+	}
+	return out
+}

@@ -1,0 +1,133 @@
+package statusmetrics
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// listTimeout bounds the cache reads of one scrape.
+const listTimeout = 10 * time.Second
+
+// exportedConditions are the condition types exported.
+var exportedConditions = map[string]bool{
+	convoyv1alpha1.ReadyCondition:       true,
+	convoyv1alpha1.StalledCondition:     true,
+	convoyv1alpha1.FetchFailedCondition: true,
+}
+
+// conditionDesc describes convoy_resource_condition.
+var conditionDesc = prometheus.NewDesc("convoy_resource_condition",
+	"A condition of a convoy object (Ready, Stalled, FetchFailed): 1 for the status and reason it has.",
+	[]string{"kind", "namespace", "name", "type", "status", "reason"}, nil)
+
+// Collector reads the conditions, at each scrape, from the cache of the manager started last
+// in this process (tests and convoy dev may run several one after the other).
+type Collector struct {
+	mu      sync.Mutex
+	readers []client.Reader
+}
+
+// collector is the one registered with controller-runtime's registry.
+var collector = &Collector{}
+
+func init() {
+	metrics.Registry.MustRegister(collector)
+}
+
+// Setup makes the collector read mgr's cache once it has synced, until mgr stops. Every replica
+// exports the conditions, not only the leader.
+func Setup(mgr ctrl.Manager) error {
+	return mgr.Add(everyReplica(func(ctx context.Context) error {
+		r := mgr.GetCache()
+		collector.push(r)
+		<-ctx.Done()
+		collector.remove(r)
+		return nil
+	}))
+}
+
+// everyReplica is a runnable that runs whether or not this replica leads.
+type everyReplica manager.RunnableFunc
+
+// Start runs the function.
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection is false: every replica serves metrics.
+func (everyReplica) NeedLeaderElection() bool { return false }
+
+// push makes r the reader of the scrapes.
+func (c *Collector) push(r client.Reader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readers = append(c.readers, r)
+}
+
+// remove forgets r.
+func (c *Collector) remove(r client.Reader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readers = slices.DeleteFunc(c.readers, func(x client.Reader) bool { return x == r })
+}
+
+// reader returns the reader of the scrapes; nil when no manager runs.
+func (c *Collector) reader() client.Reader {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.readers) == 0 {
+		return nil
+	}
+	return c.readers[len(c.readers)-1]
+}
+
+// Describe sends the one descriptor.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) { ch <- conditionDesc }
+
+// Collect sends the exported conditions of every GitSource, Package and HostedClusterPackage.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	r := c.reader()
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
+	defer cancel()
+	gs := &convoyv1alpha1.GitSourceList{}
+	if r.List(ctx, gs) == nil {
+		for i := range gs.Items {
+			send(ch, "GitSource", &gs.Items[i].ObjectMeta, gs.Items[i].Status.Conditions)
+		}
+	}
+	pkgs := &convoyv1alpha1.PackageList{}
+	if r.List(ctx, pkgs) == nil {
+		for i := range pkgs.Items {
+			send(ch, "Package", &pkgs.Items[i].ObjectMeta, pkgs.Items[i].Status.Conditions)
+		}
+	}
+	hcpkgs := &convoyv1alpha1.HostedClusterPackageList{}
+	if r.List(ctx, hcpkgs) == nil {
+		for i := range hcpkgs.Items {
+			send(ch, "HostedClusterPackage", &hcpkgs.Items[i].ObjectMeta, hcpkgs.Items[i].Status.Conditions)
+		}
+	}
+}
+
+// send sends the exported conditions of one object.
+func send(ch chan<- prometheus.Metric, kind string, meta *metav1.ObjectMeta, conds []metav1.Condition) {
+	for _, cond := range conds {
+		if !exportedConditions[cond.Type] {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(conditionDesc, prometheus.GaugeValue, 1,
+			kind, meta.Namespace, meta.Name, cond.Type, string(cond.Status), cond.Reason)
+	}
+}
