@@ -75,7 +75,7 @@ func Setup(mgr ctrl.Manager, o Options) (*sources.Store, error) {
 // shard reads the commit of its GitSource's status.artifact (or its pinned spec.revision) and
 // the store fetches that one commit on demand from the GitSource's URL, with its credentials,
 // into the replica's own repository; orphaned repositories are removed at start as on the
-// polling replica.
+// polling replica, and the repositories are garbage-collected every minute (collectFetchOnly).
 func SetupFetchOnly(mgr ctrl.Manager, o Options) (*sources.Store, error) {
 	store, err := sources.NewStore(o.StoragePath, sources.StoreOptions{Limits: o.Limits, MaxRepoBytes: o.MaxRepoBytes})
 	if err != nil {
@@ -84,6 +84,9 @@ func SetupFetchOnly(mgr ctrl.Manager, o Options) (*sources.Store, error) {
 	r := &GitSourceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: store, URLPolicy: o.URLPolicy}
 	store.SetResolver(r.resolveRemote)
 	if err := mgr.Add(manager.RunnableFunc(r.pruneOrphans(mgr))); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(r.collectFetchOnly(mgr, collectEvery))); err != nil {
 		return nil, err
 	}
 	return store, nil
