@@ -56,6 +56,13 @@ func TestWebhookTriggersPoll(t *testing.T) {
 
 	t.Run("invalid signature is refused and polls nothing", func(t *testing.T) {
 		g := NewWithT(t)
+		// The Secret's watch event may reach the controller after the first poll and ask for
+		// another; wait until the source is quiet before counting.
+		g.Eventually(func() int64 {
+			quiet := srv.Stats()
+			time.Sleep(500 * time.Millisecond)
+			return srv.Stats().Sub(quiet).Advertisements
+		}, "10s").Should(BeZero())
 		before := srv.Stats()
 		g.Expect(postHook(t, gs, body, map[string]string{GitHubSignatureHeader: sha256Header(body, "wrong")})).To(Equal(http.StatusUnauthorized))
 		g.Expect(postHook(t, gs, body, map[string]string{GitLabTokenHeader: "wrong"})).To(Equal(http.StatusUnauthorized))
