@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,12 +9,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/sources"
@@ -96,66 +92,6 @@ var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultAPISer
 // by force-push-back), so that it stays under 3 minutes on 2 cores.
 var ShortFaults = []string{FaultKillTwice, FaultAPIServerRestarted, FaultGitDown, FaultForcePush,
 	FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead, FaultLeaderKilled, FaultCRDDeleted}
-
-// FaultResult is one row of the fault table, with the invariants it checked.
-type FaultResult struct {
-	// Fault is the fault's name.
-	Fault string `json:"fault"`
-	// Clusters is the number of HostedClusters (and Packages).
-	Clusters int `json:"clusters"`
-	// MaxUnavailable is the highest number of unavailable plus updating Packages sampled.
-	MaxUnavailable int `json:"maxUnavailable"`
-	// Budget is the rollout's maxUnavailable.
-	Budget int `json:"budget"`
-	// ObjectsLost counts the package's objects missing at the end.
-	ObjectsLost int `json:"objectsLost"`
-	// WrongRevision counts the Packages that did not end at the new revision.
-	WrongRevision int `json:"wrongRevision"`
-	// Recovery is the time from the (last) restart to the end of the rollout.
-	Recovery time.Duration `json:"recovery"`
-	// Rollout is the time from the new commit to the end of the rollout.
-	Rollout time.Duration `json:"rollout"`
-	// Restarts counts the controller's restarts.
-	Restarts int `json:"restarts"`
-	// GitFetches counts the fetches (upload-pack negotiations) the Git server served during
-	// the rollout, the new commit's included.
-	GitFetches int64 `json:"gitFetches"`
-	// Ratio is, for FaultHostedDead, the healthy part's rollout time over the all-healthy one
-	// (the larger of the whole healthy part's and the hosted clusters' own).
-	Ratio float64 `json:"ratio,omitempty"`
-	// Note says more, e.g. how long a standby took to take over.
-	Note string `json:"note,omitempty"`
-	// Samples is the number of fleet samples taken.
-	Samples int `json:"samples"`
-	// Passed says whether every invariant held.
-	Passed bool `json:"passed"`
-	// Error is set when the fault could not be run to its end.
-	Error string `json:"error,omitempty"`
-}
-
-// FaultResults is the output of one run of the harness.
-type FaultResults struct {
-	// Started is when the run began.
-	Started time.Time `json:"started"`
-	// Duration of the whole run.
-	Duration string `json:"duration"`
-	// CPUs is the number of CPUs of the machine.
-	CPUs int `json:"cpus"`
-	// Config is the run's configuration.
-	Config FaultsConfig `json:"config"`
-	// Rows are the faults in order.
-	Rows []FaultResult `json:"rows"`
-}
-
-// Passed reports whether every fault ran and kept every invariant.
-func (r *FaultResults) Passed() bool {
-	for _, row := range r.Rows {
-		if !row.Passed {
-			return false
-		}
-	}
-	return len(r.Rows) > 0
-}
 
 // RunFaults starts one fleet (management server, HostedClusters, Git, the controller as a
 // process), installs the package with a rollingUpgrade of 10%, then for each fault rolls out
@@ -305,16 +241,22 @@ func killing(times int) injector {
 	}
 }
 
+// commitAndPoll commits the next revision of the package and asks the GitSource to poll it.
+func commitAndPoll(ctx context.Context, e *env) (string, error) {
+	commit, err := e.commitNext()
+	if err != nil {
+		return "", err
+	}
+	return commit, e.requestPoll(ctx)
+}
+
 // runFault commits a new revision, injects the fault while a sampler watches the fleet,
 // waits for the rollout to finish and checks the invariants.
 func runFault(ctx context.Context, e *env, name string, inject injector) FaultResult {
 	n := len(e.namespaces)
 	row := FaultResult{Fault: name, Clusters: n, Budget: max(1, n/10)}
 	gitBefore := e.git.Stats()
-	commit, err := e.commitNext()
-	if err == nil {
-		err = e.requestPoll(ctx)
-	}
+	commit, err := commitAndPoll(ctx, e)
 	if err != nil {
 		row.Error = err.Error()
 		return row
@@ -448,136 +390,4 @@ func waitUpdated(ctx context.Context, e *env, commit string, n int) error {
 		}
 	}
 	return fmt.Errorf("fewer than %d Packages updated to %s after %s", n, commit, rolloutTimeout)
-}
-
-// sampler counts, every 50 ms, the Packages that are unavailable or updating, and notes when
-// every Package first progressed at the new commit.
-type sampler struct {
-	cancel  context.CancelFunc
-	done    chan struct{}
-	mu      sync.Mutex
-	max     int
-	samples int
-	allDone time.Time
-}
-
-// startSampler samples the Packages of namespaces until stop.
-func startSampler(ctx context.Context, e *env, namespaces map[string]bool, tgt *target) *sampler {
-	ctx, cancel := context.WithCancel(ctx)
-	s := &sampler{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			commit := tgt.get()
-			busy, _ := e.watch.count(namespaces, unavailableOrUpdating(commit))
-			progressed, total := e.watch.count(namespaces, progressedAt(commit))
-			s.mu.Lock()
-			s.max, s.samples = max(s.max, busy), s.samples+1
-			switch done := total >= len(namespaces) && progressed == total; {
-			case done && s.allDone.IsZero():
-				s.allDone = time.Now()
-			case !done:
-				s.allDone = time.Time{} // not settled yet: a controller may still act on a stale view
-			}
-			s.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return s
-}
-
-// stop ends the sampling and returns the highest count, the number of samples and when every
-// Package first progressed (zero if never).
-func (s *sampler) stop() (int, int, time.Time) {
-	s.cancel()
-	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.max, s.samples, s.allDone
-}
-
-// unavailableOrUpdating is the budget's definition: a Package not Available at its
-// generation, or updated to commit and not progressed at it yet.
-func unavailableOrUpdating(commit string) func(*convoyv1alpha1.Package) bool {
-	progressed := progressedAt(commit)
-	return func(p *convoyv1alpha1.Package) bool {
-		avail := apimeta.FindStatusCondition(p.Status.Conditions, convoyv1alpha1.AvailableCondition)
-		if avail == nil || avail.Status != metav1.ConditionTrue || avail.ObservedGeneration != p.Generation {
-			return true
-		}
-		return p.Spec.Revision == commit && !progressed(p)
-	}
-}
-
-// countProgressed returns the number of Packages progressed at commit.
-func countProgressed(e *env, commit string) int {
-	ok, _ := e.watch.count(e.namespaces, progressedAt(commit))
-	return ok
-}
-
-// describeWrong describes the first Package not progressed at commit.
-func describeWrong(e *env, commit string) string {
-	e.watch.mu.Lock()
-	defer e.watch.mu.Unlock()
-	for key, p := range e.watch.pkgs {
-		if e.namespaces[key.Namespace] && !progressedAt(commit)(p) {
-			return fmt.Sprintf("; e.g. %s: spec.revision %.8s, status.revision %.8s, want %.8s", key, p.Spec.Revision, p.Status.Revision, commit)
-		}
-	}
-	return ""
-}
-
-// countLost returns how many objects of the management package are missing in the HCP
-// namespaces.
-func countLost(ctx context.Context, e *env) (int, error) {
-	var mu sync.Mutex
-	lost := 0
-	err := e.forEachNamespace(ctx, func(ns string) error {
-		for _, o := range managementObjects(ns, "", e.rev) {
-			m := &metav1.PartialObjectMetadata{}
-			m.SetGroupVersionKind(o.GroupVersionKind())
-			err := e.admin.Get(ctx, client.ObjectKeyFromObject(o), m)
-			if client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			if err != nil {
-				mu.Lock()
-				lost++
-				mu.Unlock()
-			}
-		}
-		return nil
-	})
-	return lost, err
-}
-
-// PrintFaultsTable writes the fault table.
-func PrintFaultsTable(w io.Writer, res *FaultResults) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAULT\tCLUSTERS\tMAX UNAVAILABLE+UPDATING / BUDGET\tOBJECTS LOST\tWRONG REVISION\tTIME TO RECOVER\tROLLOUT\tRESTARTS\tGIT FETCHES\tPASSED\tNOTE")
-	for _, r := range res.Rows {
-		passed := map[bool]string{true: "yes", false: "NO"}[r.Passed]
-		if r.Error != "" {
-			passed += " (" + r.Error + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%d\t%d\t%.1f s\t%.1f s\t%d\t%d\t%s\t%s\n", r.Fault, r.Clusters, r.MaxUnavailable, r.Budget,
-			r.ObjectsLost, r.WrongRevision, r.Recovery.Seconds(), r.Rollout.Seconds(), r.Restarts, r.GitFetches, passed, r.Note)
-	}
-	_ = tw.Flush()
-	fmt.Fprintf(w, "\nrun: %s, %d CPUs, %s\n", res.Duration, res.CPUs, res.Started.UTC().Format(time.RFC3339))
-}
-
-// WriteFaultsJSON writes the results to path.
-func WriteFaultsJSON(path string, res *FaultResults) error {
-	raw, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(raw, '\n'), 0o644)
 }

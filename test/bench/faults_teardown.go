@@ -23,10 +23,7 @@ func runCRDDeleted(ctx context.Context, e *env) FaultResult {
 	n := len(e.namespaces)
 	row := FaultResult{Fault: FaultCRDDeleted, Clusters: n, Budget: max(1, n/10)}
 	gitBefore := e.git.Stats()
-	commit, err := e.commitNext()
-	if err == nil {
-		err = e.requestPoll(ctx)
-	}
+	commit, err := commitAndPoll(ctx, e)
 	if err != nil {
 		row.Error = err.Error()
 		return row
