@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -10,10 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-
-	"github.com/convoy-gitops/convoy/manifests"
 )
 
 // TestPersistentStoreComponent builds examples/deploy/persistent-store, the overlay of deploy/
@@ -22,12 +17,7 @@ import (
 func TestPersistentStoreComponent(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
-	overlay := filepath.Join(repositoryRoot, "examples", "deploy", "persistent-store")
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
-	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := resources.AsYaml()
-	g.Expect(err).NotTo(HaveOccurred())
-	objs, err := manifests.DecodeObjects("kustomize build overlay", raw)
+	objs, err := buildOverlay("persistent-store")
 	g.Expect(err).NotTo(HaveOccurred())
 
 	pvc := findObject(objs, "PersistentVolumeClaim", "convoy-sources")

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,10 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-
-	"github.com/convoy-gitops/convoy/manifests"
 )
 
 // TestShardedOverlay builds examples/deploy/sharded, the overlay of deploy/ with the sharded
@@ -23,12 +18,7 @@ import (
 func TestShardedOverlay(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
-	overlay := filepath.Join(repositoryRoot, "examples", "deploy", "sharded")
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
-	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := resources.AsYaml()
-	g.Expect(err).NotTo(HaveOccurred())
-	objs, err := manifests.DecodeObjects("kustomize build overlay", raw)
+	objs, err := buildOverlay("sharded")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(findObject(objs, "CustomResourceDefinition", "packages.convoy.dev")).NotTo(BeNil(), "the overlay holds deploy/")
 

@@ -1,16 +1,11 @@
 package deploy
 
 import (
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-
-	"github.com/convoy-gitops/convoy/manifests"
 )
 
 // TestSingleReplicaComponent builds examples/deploy/single-replica, the overlay of deploy/ with
@@ -18,12 +13,7 @@ import (
 // everything else of deploy/.
 func TestSingleReplicaComponent(t *testing.T) {
 	g := NewWithT(t)
-	overlay := filepath.Join(repositoryRoot, "examples", "deploy", "single-replica")
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
-	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := resources.AsYaml()
-	g.Expect(err).NotTo(HaveOccurred())
-	objs, err := manifests.DecodeObjects("kustomize build overlay", raw)
+	objs, err := buildOverlay("single-replica")
 	g.Expect(err).NotTo(HaveOccurred())
 	base, err := buildDeploy()
 	g.Expect(err).NotTo(HaveOccurred())

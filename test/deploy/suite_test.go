@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,8 +35,17 @@ func TestMain(m *testing.M) {
 }
 
 // buildDeploy runs `kustomize build deploy/` and returns the objects.
-func buildDeploy() ([]*unstructured.Unstructured, error) {
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), deployDir)
+func buildDeploy() ([]*unstructured.Unstructured, error) { return kustomizeBuild(deployDir) }
+
+// buildOverlay runs `kustomize build examples/deploy/<name>`, an overlay of deploy/, and
+// returns the objects.
+func buildOverlay(name string) ([]*unstructured.Unstructured, error) {
+	return kustomizeBuild(filepath.Join(repositoryRoot, "examples", "deploy", name))
+}
+
+// kustomizeBuild runs `kustomize build dir` and returns the objects.
+func kustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +53,7 @@ func buildDeploy() ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	return manifests.DecodeObjects("kustomize build deploy", raw)
+	return manifests.DecodeObjects("kustomize build "+filepath.Base(dir), raw)
 }
 
 // applyAll applies objs in order with server-side apply.
