@@ -69,8 +69,10 @@ type HostedClusterPackageReconciler struct {
 	// package's directory unchanged does not roll it out; nil rolls out every new commit.
 	Trees TreeHasher
 
-	expect  *expectations
-	metrics *rolloutMetrics
+	// sameDirs remembers the answers of sameDir, which never change for two commits.
+	sameDirs sameDirCache
+	expect   *expectations
+	metrics  *rolloutMetrics
 	// passes holds when the last pass of each HostedClusterPackage started (time.Time by name).
 	passes sync.Map
 	// conflicts holds the HostedClusters a foreign Package blocks, by HostedClusterPackage name

@@ -2,6 +2,8 @@ package rolloutcontroller
 
 import (
 	"context"
+	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,24 +35,68 @@ func (r *HostedClusterPackageReconciler) unchangedCommit(ctx context.Context, s 
 	if err != nil || same.Name != s.obj.Status.UpdateRevision {
 		return commit // the template changed
 	}
-	dir := s.obj.Spec.Template.Spec.Path
+	if !r.sameDir(ctx, key, prev, commit, s.obj.Spec.Template.Spec.Path) {
+		return commit
+	}
+	return prev
+}
+
+// sameDir reports whether dir has the same Git tree at prev and at commit, and prev is an
+// ancestor of commit. Commits are immutable, so an answer is remembered (sameDirCache): a
+// HostedClusterPackage whose add-on a commit left alone runs passes at that commit until its
+// folder changes, and each would otherwise read both trees and walk the history again. An
+// error is not remembered, and answers false: follow the new commit.
+func (r *HostedClusterPackageReconciler) sameDir(ctx context.Context, key sources.Key, prev, commit, dir string) bool {
+	id := strings.Join([]string{key.String(), prev, commit, dir}, "\x00")
+	if same, ok := r.sameDirs.get(id); ok {
+		return same
+	}
 	before, err := r.Trees.TreeHash(ctx, key, prev, dir)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Cannot compare the package directory's trees; following the new commit", "error", err.Error())
-		return commit
+		return false
 	}
 	after, err := r.Trees.TreeHash(ctx, key, commit, dir)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Cannot compare the package directory's trees; following the new commit", "error", err.Error())
-		return commit
+		return false
 	}
-	if before != after {
-		return commit
+	same := before == after
+	if same {
+		ok, err := r.Trees.IsAncestor(ctx, key, prev, commit)
+		if err != nil {
+			return false // not known to be history of the new commit
+		}
+		same = ok // a commit dropped by a force-push is not kept
 	}
-	if ok, err := r.Trees.IsAncestor(ctx, key, prev, commit); err != nil || !ok {
-		return commit // dropped by a force-push, or not known to be history of the new commit
+	r.sameDirs.put(id, same)
+	return same
+}
+
+// maxSameDirs bounds the answers sameDirCache holds; past it, it starts again empty.
+const maxSameDirs = 4096
+
+// sameDirCache remembers sameDir's answers, at most maxSameDirs of them; safe for concurrent
+// use.
+type sameDirCache struct {
+	mu      sync.Mutex
+	answers map[string]bool
+}
+
+func (c *sameDirCache) get(id string) (bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	same, ok := c.answers[id]
+	return same, ok
+}
+
+func (c *sameDirCache) put(id string, same bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.answers == nil || len(c.answers) >= maxSameDirs {
+		c.answers = map[string]bool{}
 	}
-	return prev
+	c.answers[id] = same
 }
 
 // updateRevisionCommit returns the commit of the ControllerRevision named by
