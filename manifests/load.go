@@ -131,7 +131,8 @@ func (r *Rendered) NeedsHostedCluster() bool {
 
 // Load reads the package directory dir of fsys and renders it for data. It is pure: it reads
 // only fsys, and the same inputs give the same result. On failure it returns Errors, every
-// problem found.
+// problem found; when fsys remembers a failure of its storage (it has a Fault method, as the
+// Git store's trees do) it returns that failure instead, whatever the files read said.
 // Templates are executed under DefaultRenderBudget; LoadWithBudget sets another.
 func Load(fsys fs.FS, dir string, data TemplateData) (*Rendered, error) {
 	return LoadWithBudget(fsys, dir, data, DefaultRenderBudget)
@@ -151,9 +152,41 @@ func LoadWithBudget(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (
 // the package's files are read it reports true, the answer that never over-shares.
 func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered, bool, error) {
 	dir = cleanDir(dir)
+	var (
+		r         *Rendered
+		templated bool
+		err       error
+	)
 	if data.Component != "" {
-		return loadComponent(fsys, dir, data, b)
+		r, templated, err = loadComponent(fsys, dir, data, b)
+	} else {
+		r, templated, err = loadPackage(fsys, dir, data, b)
 	}
+	if fault := storageFault(fsys); fault != nil {
+		return nil, true, fmt.Errorf("reading the package directory %q: %w", dir, fault)
+	}
+	return r, templated, err
+}
+
+// faultyFS is an fs.FS that remembers the failures of its storage, as a tree of the Git store
+// does.
+type faultyFS interface {
+	fs.FS
+	Fault() error
+}
+
+// storageFault returns the failure of fsys's storage during the load, if it remembers one.
+// Whatever the load made of the files it read (even Errors: a file it could not read, an
+// optional one it thought absent) is then not the package's, and is not returned or cached.
+func storageFault(fsys fs.FS) error {
+	if f, ok := fsys.(faultyFS); ok {
+		return f.Fault()
+	}
+	return nil
+}
+
+// loadPackage is load of a whole package directory.
+func loadPackage(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered, bool, error) {
 	fsys = confine(fsys, dir)
 	errs := &errorList{}
 	config, err := normalizeConfig(data.Config)

@@ -87,6 +87,35 @@ func (e *LimitError) Error() string {
 	return fmt.Sprintf("%s limit of %d exceeded", e.Limit, e.Max)
 }
 
+// StoreReadFailedReason says the store could not read an object of a commit it holds.
+const StoreReadFailedReason = "StoreReadFailed"
+
+// StoreReadError says that the store could not read an object of a commit it holds: its
+// repository was deleted or replaced under the reader, or the disk failed. It is transient:
+// the repository is reopened by the next read, and fetched again when it is gone.
+type StoreReadError struct {
+	// Key of the source.
+	Key Key
+	// Commit whose tree was read.
+	Commit string
+	// Err is what go-git said.
+	Err error
+}
+
+// Error implements error.
+func (e *StoreReadError) Error() string {
+	return fmt.Sprintf("reading commit %s of source %s from the store: %v", e.Commit, e.Key, e.Err)
+}
+
+// Unwrap returns what go-git said.
+func (e *StoreReadError) Unwrap() error { return e.Err }
+
+// IsStoreRead reports whether err is or wraps a *StoreReadError.
+func IsStoreRead(err error) bool {
+	var sr *StoreReadError
+	return errors.As(err, &sr)
+}
+
 // UnsafePathError says that a path (through a symlink) leads outside of the tree.
 type UnsafePathError struct {
 	// Path inside the tree.

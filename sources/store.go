@@ -223,12 +223,16 @@ func (s *Store) remoteFor(ctx context.Context, key Key, e *entry) (Remote, error
 }
 
 // openHandle returns the current handle of key, opening the repository if it exists. It
-// returns (nil, nil) when there is no repository yet.
+// returns (nil, nil) when there is no repository yet. A handle whose directory was deleted
+// (by hand, or a volume lost) is dropped: its packs are gone.
 func (s *Store) openHandle(key Key, e *entry) (*handle, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.handle != nil {
-		return e.handle, nil
+		if _, err := os.Stat(s.dir(key)); err == nil {
+			return e.handle, nil
+		}
+		e.handle = nil
 	}
 	repo, err := git.PlainOpen(s.dir(key))
 	if errors.Is(err, git.ErrRepositoryNotExists) {
@@ -249,6 +253,16 @@ func (e *entry) reset(remote *Remote) {
 	if remote != nil {
 		r := *remote
 		e.remote = &r
+	}
+}
+
+// dropHandle drops h if it is still the entry's handle, so that the next reader reopens the
+// repository; a newer handle is kept.
+func (e *entry) dropHandle(h *handle) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.handle == h {
+		e.handle = nil
 	}
 }
 

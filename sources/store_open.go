@@ -59,9 +59,12 @@ func (s *Store) openStored(key Key, e *entry, commit string) (fs.FS, error) {
 	}
 	tree, err := c.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("reading tree of %s: %w", commit, err)
+		e.dropHandle(h)
+		return nil, &StoreReadError{Key: key, Commit: commit, Err: fmt.Errorf("reading its tree: %w", err)}
 	}
-	return newTreeFS(h, tree, s.limits), nil
+	t := newTreeFS(h, tree, s.limits)
+	t.key, t.commit, t.stale = key, commit, func() { e.dropHandle(h) }
+	return t, nil
 }
 
 // fetchMissing fetches commit into the repository of key from its remote, within the
@@ -152,7 +155,7 @@ func (t *treeFS) walk(ctx context.Context, tree *object.Tree, dir string, fn fun
 		case filemode.Dir:
 			sub, err := t.h.repo.TreeObject(e.Hash)
 			if err != nil {
-				return fmt.Errorf("reading tree %q: %w", p, err)
+				return t.storeFailed(fmt.Errorf("reading tree %q: %w", p, err))
 			}
 			if err := t.walk(ctx, sub, p, fn); err != nil {
 				return err
@@ -172,7 +175,7 @@ func (t *treeFS) walk(ctx context.Context, tree *object.Tree, dir string, fn fun
 func (t *treeFS) blobSize(h plumbing.Hash) (int64, error) {
 	o, err := t.h.repo.Storer.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
-		return 0, fmt.Errorf("reading blob %s: %w", h, err)
+		return 0, t.storeFailed(fmt.Errorf("reading blob %s: %w", h, err))
 	}
 	return o.Size(), nil
 }
@@ -195,19 +198,19 @@ func (t *treeFS) symlinkTarget(p string, h plumbing.Hash) (string, error) {
 func (t *treeFS) readSymlink(p string, h plumbing.Hash) (string, error) {
 	blob, err := t.h.repo.BlobObject(h)
 	if err != nil {
-		return "", fmt.Errorf("reading symlink %q: %w", p, err)
+		return "", t.storeFailed(fmt.Errorf("reading symlink %q: %w", p, err))
 	}
 	if blob.Size > maxSymlinkTarget {
 		return "", &UnsafePathError{Path: p, Target: "(too long)"}
 	}
 	r, err := blob.Reader()
 	if err != nil {
-		return "", fmt.Errorf("reading symlink %q: %w", p, err)
+		return "", t.storeFailed(fmt.Errorf("reading symlink %q: %w", p, err))
 	}
 	defer r.Close()
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return "", fmt.Errorf("reading symlink %q: %w", p, err)
+		return "", t.storeFailed(fmt.Errorf("reading symlink %q: %w", p, err))
 	}
 	return string(b), nil
 }

@@ -22,11 +22,17 @@ type treeFS struct {
 	h      *handle
 	root   *object.Tree
 	limits Limits
+	// key and commit name the tree in errors.
+	key    Key
+	commit string
+	// stale drops h from its entry, so that the next Open reopens the repository.
+	stale func()
 
-	// mu guards the read accounting.
+	// mu guards the read accounting and fault.
 	mu    sync.Mutex
 	files map[string]bool
 	total int64
+	fault *StoreReadError
 }
 
 var (
@@ -36,7 +42,32 @@ var (
 )
 
 func newTreeFS(h *handle, root *object.Tree, limits Limits) *treeFS {
-	return &treeFS{h: h, root: root, limits: limits, files: map[string]bool{}}
+	return &treeFS{h: h, root: root, limits: limits, files: map[string]bool{}, stale: func() {}}
+}
+
+// Fault returns the first object the tree refers to that a read could not load from the
+// store, nil if none. A reader that swallows a read error (an optional file it could not
+// stat) asks it to learn that what it read is incomplete, and must not use it.
+func (t *treeFS) Fault() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fault == nil {
+		return nil
+	}
+	return t.fault
+}
+
+// storeFailed records err, a failure to load an object the tree refers to, as the tree's
+// fault, and drops the repository handle: its packs may have been deleted or replaced.
+func (t *treeFS) storeFailed(err error) error {
+	sr := &StoreReadError{Key: t.key, Commit: t.commit, Err: err}
+	t.mu.Lock()
+	if t.fault == nil {
+		t.fault = sr
+	}
+	t.mu.Unlock()
+	t.stale()
+	return sr
 }
 
 // node is a resolved path: a directory (tree set) or a file.
@@ -179,7 +210,7 @@ func (t *treeFS) lookup(name string) (node, error) {
 			cur, dir, i = t.root, ".", -1
 		case e.Mode == filemode.Dir:
 			if cur, err = t.h.repo.TreeObject(e.Hash); err != nil {
-				return node{}, fmt.Errorf("reading tree %q: %w", p, err)
+				return node{}, t.storeFailed(fmt.Errorf("reading tree %q: %w", p, err))
 			}
 			dir = p
 		case e.Mode.IsFile() && last:
@@ -195,7 +226,7 @@ func (t *treeFS) lookup(name string) (node, error) {
 func (t *treeFS) readBlob(name string, h plumbing.Hash) ([]byte, error) {
 	blob, err := t.h.repo.BlobObject(h)
 	if err != nil {
-		return nil, fmt.Errorf("reading blob: %w", err)
+		return nil, t.storeFailed(fmt.Errorf("reading blob %q: %w", name, err))
 	}
 	if blob.Size > t.limits.MaxFileSize {
 		return nil, &LimitError{Limit: "file size", Max: t.limits.MaxFileSize, Path: name}
@@ -205,10 +236,14 @@ func (t *treeFS) readBlob(name string, h plumbing.Hash) ([]byte, error) {
 	}
 	r, err := blob.Reader()
 	if err != nil {
-		return nil, fmt.Errorf("reading blob: %w", err)
+		return nil, t.storeFailed(fmt.Errorf("reading blob %q: %w", name, err))
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, t.storeFailed(fmt.Errorf("reading blob %q: %w", name, err))
+	}
+	return data, nil
 }
 
 // account counts a file read through this FS against the limits; re-reading a file is free.

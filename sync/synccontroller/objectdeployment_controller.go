@@ -17,6 +17,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sync/engine"
 )
 
@@ -108,12 +109,15 @@ func revisionOf(id string, r *manifests.Rendered) *engine.Revision {
 	return rev
 }
 
-// renderError classifies a render failure: invalid content stalls, anything else is
-// transient.
+// renderError classifies a render failure: invalid content stalls, anything else (a store
+// that could not read the commit) is transient.
 func renderError(err error) error {
 	var invalid manifests.Errors
 	var one *manifests.Error
-	if errors.As(err, &invalid) || errors.As(err, &one) {
+	switch {
+	case sources.IsStoreRead(err):
+		return pass.Retryf(sources.StoreReadFailedReason, "%w", err)
+	case errors.As(err, &invalid) || errors.As(err, &one):
 		return pass.Stallf(convoyv1alpha1.RenderFailedReason, "%w", err)
 	}
 	return err

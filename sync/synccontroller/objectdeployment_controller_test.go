@@ -2,6 +2,8 @@ package synccontroller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +16,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
@@ -138,4 +143,19 @@ func TestObjectDeploymentExamples(t *testing.T) {
 			}).Should(Succeed())
 		})
 	}
+}
+
+// A store that could not read a commit is retried with backoff, never a stall: the commit's
+// content is not at fault.
+func TestRenderErrorRetriesStoreReadsAndStallsInvalidContent(t *testing.T) {
+	g := NewWithT(t)
+	storeErr := fmt.Errorf("reading the package directory %q: %w", "pkg",
+		&sources.StoreReadError{Key: sources.KeyFor("ns", "src"), Commit: "c", Err: errors.New("packfile not found")})
+	var generic *pass.Generic
+	g.Expect(errors.As(renderError(storeErr), &generic)).To(BeTrue())
+	g.Expect(generic.Reason).To(Equal(sources.StoreReadFailedReason))
+	var stalled *pass.Stalling
+	invalid := manifests.Errors{{File: "a.yaml", Rule: manifests.RuleInvalidYAML, Message: "bad"}}
+	g.Expect(errors.As(renderError(invalid), &stalled)).To(BeTrue())
+	g.Expect(stalled.Reason).To(Equal(convoyv1alpha1.RenderFailedReason))
 }

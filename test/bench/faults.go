@@ -89,11 +89,8 @@ var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultAPISer
 // ShortFaults is the subset TestFaultsShort runs with the tests: AllFaults without the ones
 // another covers at a small size (controller-killed by controller-killed-twice,
 // force-push-unrelated by force-push-back), so that it stays under 3 minutes on 2 cores.
-// store-deleted runs in `make faults` only: a render that reads the store while it is fetched
-// again can fail on a pack the deleted store held and stall its Package (issue 16, open);
-// controller-restarted-empty-store covers a fresh store here.
 var ShortFaults = []string{FaultKillTwice, FaultFreshStore, FaultAPIServerRestarted, FaultGitDown, FaultForcePush,
-	FaultCredentialsRevoked, FaultHostedHealthy, FaultHostedDead, FaultLeaderKilled, FaultCRDDeleted}
+	FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead, FaultLeaderKilled, FaultCRDDeleted}
 
 // RunFaults starts one fleet (management server, HostedClusters, Git, the controller as a
 // process), installs the package with a rollingUpgrade of 10%, then for each fault rolls out
