@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sort"
 	"time"
@@ -30,12 +31,17 @@ type phaseOutcome struct {
 	// observer holds their live state.
 	observer *observer
 	changes  Changes
+	// rules is the digest of the probe rules the phase is judged under.
+	rules [sha256.Size]byte
+	// unwatched is set when an object was written, or is one the watch cannot tell about
+	// (a hosted-cluster object, a kind not watched yet).
+	unwatched bool
 }
 
 // applyPhase applies the objects of ph to c: CustomResourceDefinitions and Namespaces first,
 // then, once the CRDs are established, the rest.
-func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase) (*phaseOutcome, error) {
-	out := &phaseOutcome{observer: newObserver(c.client)}
+func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase, rules [sha256.Size]byte) (*phaseOutcome, error) {
+	out := &phaseOutcome{observer: newObserver(c.client), rules: rules}
 	defs, rest := splitStages(ph.Objects)
 	if len(defs) > 0 {
 		if err := e.applyStage(ctx, c, ph, defs, out); err != nil {
@@ -49,8 +55,9 @@ func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase) (*phaseO
 }
 
 // applyStage prepares, reads, checks ownership of and applies objs. Objects the ledger says
-// this owner applied in another state are applied directly; the others are read first, and
-// those found as this owner left them are not written.
+// this owner applied in another state are applied directly; quiet ones are not read (nothing
+// changed them since they were judged available); the others are read first, and those found
+// as this owner left them are not written.
 func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*unstructured.Unstructured, out *phaseOutcome) error {
 	if len(objs) == 0 {
 		return nil
@@ -59,6 +66,9 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*
 		return err
 	}
 	changed, rest := e.applied.changedSinceApplied(c, digests(objs))
+	out.unwatched = out.unwatched || len(changed) > 0
+	quiet, rest := e.splitQuiet(c, rest, out)
+	e.markQuiet(c, quiet, out)
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}
@@ -197,7 +207,7 @@ func (c *Changes) add(cs *ssa.ChangeSet, controller, cluster string) {
 // established; past that it returns a Waiting error.
 func (e *Engine) waitEstablished(ctx context.Context, c *cluster, defs []*unstructured.Unstructured, obs *observer) error {
 	for _, d := range defs {
-		if d.GetKind() != "CustomResourceDefinition" || established(obs.live(d)) {
+		if d.GetKind() != "CustomResourceDefinition" || obs.isQuiet(d) || established(obs.live(d)) {
 			continue
 		}
 		err := wait.PollUntilContextTimeout(ctx, establishPoll, e.opts.EstablishTimeout, true,

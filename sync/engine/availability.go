@@ -7,10 +7,14 @@ import (
 )
 
 // judgePhase judges the live state of a phase's objects, as the observer saw them during the
-// pass. The message names the first unavailable objects.
+// pass; quiet objects keep the verdict they had. The message names the first unavailable
+// objects.
 func judgePhase(rules []probe.Rule, out *phaseOutcome) (bool, string) {
 	var failures []string
 	for _, obj := range out.objects {
+		if out.observer.isQuiet(obj) {
+			continue
+		}
 		live := out.observer.live(obj)
 		if live == nil {
 			failures = append(failures, describe(obj)+": not found")

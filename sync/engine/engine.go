@@ -38,6 +38,9 @@ type Options struct {
 	EstablishTimeout time.Duration
 	// DeleteInterval is the requeue delay while a teardown waits for objects to go; default 2s.
 	DeleteInterval time.Duration
+	// Versions, when set, is a watch of the management objects the engine applied: a pass
+	// does not read the objects it saw unchanged since they were judged available (quiet.go).
+	Versions ResourceVersions
 }
 
 // Engine applies revisions to targets. It is safe for concurrent use. Between calls it keeps
@@ -87,9 +90,14 @@ type Result struct {
 	Pruned int
 	// Left are the entries the prune dropped without deleting their object, with the reason.
 	Left []Left
+	// Watched is set when every phase is available and the watch of the management cluster
+	// (Options.Versions) saw every object of the revision as it was judged: a change to any
+	// of them will make a pass, and no timer is needed to notice it.
+	Watched bool
 
-	previous []convoyv1alpha1.InventoryEntry
-	applied  []convoyv1alpha1.InventoryEntry
+	previous  []convoyv1alpha1.InventoryEntry
+	applied   []convoyv1alpha1.InventoryEntry
+	unwatched bool
 }
 
 // Changes counts applied objects per action.
@@ -134,6 +142,7 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 		}
 	}
 	res.Available = true
+	res.Watched = !res.unwatched
 	return res, e.prune(ctx, t, res)
 }
 
@@ -141,7 +150,7 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int, res *Result) (bool, error) {
 	ph := &rev.Phases[i]
 	c := t.cluster(ph.Class)
-	out, err := e.applyPhase(ctx, c, ph)
+	out, err := e.applyPhase(ctx, c, ph, rulesDigest(rev.Probes))
 	res.record(c, ph, out)
 	if err != nil {
 		res.Phases[i].Message = err.Error()
@@ -150,7 +159,9 @@ func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int,
 	}
 	available, msg := judgePhase(rev.Probes, out)
 	res.Phases[i].Available, res.Phases[i].Message = available, msg
-	if !available {
+	if available {
+		e.recordVerdicts(c, out)
+	} else {
 		probeFailures.WithLabelValues(e.opts.Controller, c.name).Inc()
 		markWaiting(res.Phases[i+1:], ph.Name)
 	}
@@ -216,6 +227,7 @@ func (r *Result) record(c *cluster, ph *Phase, out *phaseOutcome) {
 	for _, obj := range out.objects {
 		r.applied = append(r.applied, entryFor(c, ph.Name, obj))
 	}
+	r.unwatched = r.unwatched || out.unwatched
 	r.Changes.Created += out.changes.Created
 	r.Changes.Configured += out.changes.Configured
 	r.Changes.Unchanged += out.changes.Unchanged

@@ -52,6 +52,9 @@ type ledgerEntry struct {
 	digest          [sha256.Size]byte
 	resourceVersion string
 	uid             types.UID
+	// availableUnder, when not zero, is the digest of the probe rules under which the object,
+	// at resourceVersion, was judged available.
+	availableUnder [sha256.Size]byte
 }
 
 func newLedger(max int) *ledger {
@@ -142,6 +145,31 @@ func (l *ledger) record(c *cluster, desired desiredState, live *unstructured.Uns
 		owner: ownerID(c.target), digest: desired.digest, resourceVersion: live.GetResourceVersion(),
 		uid: live.GetUID(),
 	}
+}
+
+// judgedAvailable notes that obj, at resourceVersion rv, was judged available under rules, if
+// the ledger holds it for this owner at rv.
+func (l *ledger) judgedAvailable(c *cluster, obj *unstructured.Unstructured, rv string, rules [sha256.Size]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(obj)}
+	if e, found := l.entries[key]; found && e.owner == ownerID(c.target) && e.resourceVersion == rv {
+		e.availableUnder = rules
+		l.entries[key] = e
+	}
+}
+
+// availableAt reports whether this owner applied desired as it is now and judged it available
+// under rules at resourceVersion rv.
+func (l *ledger) availableAt(c *cluster, desired desiredState, rv string, rules [sha256.Size]byte) bool {
+	if !desired.ok {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, found := l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}]
+	return found && e.owner == ownerID(c.target) && e.digest == desired.digest && e.resourceVersion == rv &&
+		e.availableUnder == rules
 }
 
 // begin notes an apply of desired in flight; the returned function ends it with the

@@ -17,8 +17,13 @@ var (
 		Name: "convoy_sync_probe_failures_total",
 		Help: "Phases found not available by their probes, by controller and cluster.",
 	}, []string{"controller", "cluster"})
+
+	quietObjects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convoy_sync_quiet_objects_total",
+		Help: "Management objects a pass did not read: the watch saw no change since they were judged available, by controller.",
+	}, []string{"controller"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(appliedObjects, probeFailures)
+	metrics.Registry.MustRegister(appliedObjects, probeFailures, quietObjects)
 }

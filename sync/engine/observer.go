@@ -27,6 +27,7 @@ type observer struct {
 	pending map[objectKey]*unstructured.Unstructured // nil value: not found
 	seen    map[objectKey]*unstructured.Unstructured
 	applied map[objectKey]*unstructured.Unstructured // latest state: apply responses, fresher reads
+	quiet   map[objectKey]bool                       // not read: unchanged since judged available (quiet.go)
 }
 
 // objectKey identifies an object in one cluster.
@@ -46,6 +47,7 @@ func newObserver(c client.Client) *observer {
 		pending: map[objectKey]*unstructured.Unstructured{},
 		seen:    map[objectKey]*unstructured.Unstructured{},
 		applied: map[objectKey]*unstructured.Unstructured{},
+		quiet:   map[objectKey]bool{},
 	}
 }
 

@@ -65,11 +65,7 @@ func newAppliedWatches(mgr ctrl.Manager) (*appliedWatches, error) {
 // watchApplied registers controller c for the events of objects applied by owners of the
 // type of owner.
 func (c *Common) watchApplied(_ ctrl.Manager, ctl controller.Controller, owner pass.Object) error {
-	newOwner := func() pass.Object {
-		o, _ := owner.DeepCopyObject().(pass.Object)
-		return o
-	}
-	w := &appliedWatcher{controller: ctl, predicate: c.appliedChangedPredicate(newOwner), kind: ownerKind(owner)}
+	w := &appliedWatcher{controller: ctl, predicate: c.appliedChangedPredicate(), kind: ownerKind(owner)}
 	c.applied.mu.Lock()
 	defer c.applied.mu.Unlock()
 	c.applied.watchers = append(c.applied.watchers, w)
@@ -108,6 +104,31 @@ func (a *appliedWatches) start(w *appliedWatcher, gvk schema.GroupVersionKind) e
 	obj.SetGroupVersionKind(gvk)
 	return w.controller.Watch(source.Kind[client.Object](a.cache, obj,
 		handler.EnqueueRequestsFromMapFunc(requestsForOwner(w.kind)), w.predicate))
+}
+
+// ResourceVersion implements engine.ResourceVersions from the cache: it answers only for a
+// kind watched and synced, and never waits.
+func (a *appliedWatches) ResourceVersion(gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
+	if a == nil {
+		return "", false
+	}
+	a.mu.Lock()
+	watched := a.kinds[gvk]
+	a.mu.Unlock()
+	if !watched {
+		return "", false
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	ctx := context.Background()
+	inf, err := a.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil || !inf.HasSynced() {
+		return "", false
+	}
+	if err := a.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return "", false
+	}
+	return obj.GetResourceVersion(), true
 }
 
 // gvkOf returns the kind of an inventory entry.

@@ -2,7 +2,6 @@ package synccontroller
 
 import (
 	"context"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -32,7 +31,7 @@ func (c *Common) setup(mgr ctrl.Manager, recorderName string) error {
 		return err
 	}
 	if c.Engine == nil {
-		c.Engine = engine.NewEngine(engine.Options{Controller: recorderName})
+		c.Engine = engine.NewEngine(engine.Options{Controller: recorderName, Versions: c.applied})
 	}
 	if c.Recorder == nil {
 		c.Recorder = mgr.GetEventRecorder(recorderName)
@@ -147,37 +146,16 @@ func requestsForOwner(kind string) handler.MapFunc {
 }
 
 // appliedChangedPredicate passes the events of applied objects that may need a pass of their
-// owner: deletions, and updates that change what convoy applied (generation, labels,
-// annotations; any update of a kind without generation, such as a ConfigMap) or start a
-// deletion. Status-only updates pass only while the owner is not
-// settled (Ready and Available), when they may make a probe pass. Creations do not pass:
-// convoy makes them itself; nor do the updates the engine's own applies made.
-func (c *Common) appliedChangedPredicate(newOwner func() pass.Object) predicate.Predicate {
+// owner: deletions, and every update but those the engine's own applies made (the engine knows
+// their resourceVersion). Status-only updates pass too: they are how an owner learns that an
+// object's availability changed, and its pass reads only the objects the watch saw change
+// (engine.ResourceVersions). Creations do not pass: convoy makes them itself.
+func (c *Common) appliedChangedPredicate() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		DeleteFunc: func(event.DeleteEvent) bool { return true },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, n := e.ObjectOld, e.ObjectNew
-			if c.Engine.AppliedByEngine(n) {
-				return false
-			}
-			if n.GetGeneration() == 0 || o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) ||
-				!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) || n.GetDeletionTimestamp() != nil {
-				return true
-			}
-			return !c.ownerSettled(newOwner(), n)
+			return e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() && !c.Engine.AppliedByEngine(e.ObjectNew)
 		},
 	}
-}
-
-// ownerSettled reports whether the owner of an applied object is Ready and Available.
-func (c *Common) ownerSettled(owner pass.Object, applied client.Object) bool {
-	reqs := requestsForOwner(ownerKind(owner))(context.Background(), applied)
-	if len(reqs) == 0 {
-		return true
-	}
-	if err := c.Client.Get(context.Background(), reqs[0].NamespacedName, owner); err != nil {
-		return true
-	}
-	return pass.IsReady(owner) && pass.IsTrue(owner, convoyv1alpha1.AvailableCondition)
 }

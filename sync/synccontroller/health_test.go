@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/sync/engine"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -39,8 +40,9 @@ spec:
 
 // TestSettledPackageNoticesARegressionWithin30s settles a Package whose Deployment is
 // available, in the management or the hosted cluster, then makes the Deployment unavailable by
-// a status change only (which the watch of a settled Package ignores, and which nothing watches
-// in a hosted cluster): the health check finds it within DefaultHealthCheckInterval.
+// a status change only. In the management cluster the watch of applied objects sees it at
+// once (well before the health check would); nothing watches a hosted cluster, and the health
+// check finds it there within DefaultHealthCheckInterval.
 func TestSettledPackageNoticesARegressionWithin30s(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -70,7 +72,11 @@ func TestSettledPackageNoticesARegressionWithin30s(t *testing.T) {
 			g.Eventually(func(g Gomega) {
 				g.Expect(getPackage(g, key).Status.Conditions).To(haveCondition(convoyv1alpha1.AvailableCondition, metav1.ConditionFalse, ""))
 			}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-			t.Logf("regression noticed after %s", time.Since(broke).Round(100*time.Millisecond))
+			noticed := time.Since(broke)
+			t.Logf("regression noticed after %s", noticed.Round(100*time.Millisecond))
+			if !tc.hosted {
+				g.Expect(noticed).To(BeNumerically("<", DefaultHealthCheckInterval/2), "seen by the watch, not the health check")
+			}
 		})
 	}
 }
@@ -90,4 +96,15 @@ func setDeploymentAvailable(g Gomega, c client.Client, dep *appsv1.Deployment, a
 			{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"},
 		}}
 	g.Expect(c.Status().Update(context.Background(), dep)).To(Succeed(), "status of "+dep.Name)
+}
+
+// A settled object whose objects the watch sees waits for its own interval: the watch makes a
+// pass when one of them changes. Otherwise the health check caps the wait.
+func TestRequeueIntervalOfASettledObject(t *testing.T) {
+	g := NewWithT(t)
+	c := &Common{HealthCheckInterval: 20 * time.Second}
+	g.Expect(c.requeueInterval(&scope{result: &engine.Result{Available: true, Watched: true}}, 10*time.Minute)).To(Equal(10 * time.Minute))
+	g.Expect(c.requeueInterval(&scope{result: &engine.Result{Available: true}}, 10*time.Minute)).To(Equal(20 * time.Second))
+	g.Expect(c.requeueInterval(&scope{}, 10*time.Minute)).To(Equal(20 * time.Second))
+	g.Expect(c.requeueInterval(&scope{}, 5*time.Second)).To(Equal(5 * time.Second))
 }

@@ -53,7 +53,7 @@ func (r *ObjectDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused}
 	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
-		res, retErr = fin.Finalize(ctx, s.summary(retErr, r.requeueInterval(convoyv1alpha1.DefaultPackageInterval), s.desired()))
+		res, retErr = fin.Finalize(ctx, s.summary(retErr, r.requeueInterval(s, convoyv1alpha1.DefaultPackageInterval), s.desired()))
 	}()
 	if !obj.DeletionTimestamp.IsZero() {
 		s.done = true

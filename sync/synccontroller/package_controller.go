@@ -90,7 +90,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
-		res, retErr = fin.Finalize(ctx, withoutRolloutNote(obj, s.summary(retErr, r.requeueInterval(obj.GetInterval()), s.desired())))
+		res, retErr = fin.Finalize(ctx, withoutRolloutNote(obj, s.summary(retErr, r.requeueInterval(s, obj.GetInterval()), s.desired())))
 	}()
 	if !obj.DeletionTimestamp.IsZero() {
 		s.done = true

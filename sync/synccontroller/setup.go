@@ -35,9 +35,11 @@ type SetupOptions struct {
 	// ProbeInterval is how often a Package whose probes do not pass yet is looked at again
 	// (--probe-interval).
 	ProbeInterval time.Duration
-	// HealthCheckInterval is how often a settled Package or ObjectDeployment probes its objects
-	// again, hosted ones included, so that a regression is noticed within it whatever
-	// spec.interval says (--health-check-interval; zero means DefaultHealthCheckInterval).
+	// HealthCheckInterval is how often a settled Package or ObjectDeployment probes again the
+	// objects no watch sees (those of a hosted cluster, kinds not watched yet), so that a
+	// regression is noticed within it whatever spec.interval says; management objects are
+	// probed again when their watch sees them change (--health-check-interval; zero means
+	// DefaultHealthCheckInterval).
 	HealthCheckInterval time.Duration
 	// DefaultServiceAccount is the ServiceAccount management objects are applied as when a
 	// Package names none (--default-service-account); empty means the controller's own rights.
@@ -48,9 +50,10 @@ type SetupOptions struct {
 	Shard string
 }
 
-// DefaultHealthCheckInterval keeps the time to notice a regression under 30 s with the ±10%
-// jitter of requeues. Each check costs one read per applied object: the render and the Git
-// commit come from caches, and nothing unchanged is applied.
+// DefaultHealthCheckInterval keeps the time to notice a regression in a hosted cluster under
+// 30 s with the ±10% jitter of requeues. Each check costs one read per object the watch of the
+// management cluster does not see: the render and the Git commit come from caches, and nothing
+// unchanged is applied.
 const DefaultHealthCheckInterval = 20 * time.Second
 
 // BindFlags registers the flags of o on fs, with defaults.
@@ -66,7 +69,7 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Hosted.IdleTimeout, "hosted-idle-timeout", hosted.DefaultIdleTimeout, "Drop the client of a hosted cluster unused this long.")
 	fs.DurationVar(&o.ProbeInterval, "probe-interval", engine.DefaultProbeInterval, "Requeue delay of a Package whose phase is not available yet.")
 	fs.DurationVar(&o.HealthCheckInterval, "health-check-interval", DefaultHealthCheckInterval,
-		"Probe the objects of a settled Package again this often, whatever its spec.interval.")
+		"Probe the hosted-cluster objects of a settled Package again this often, whatever its spec.interval; management objects are probed when their watch sees them change.")
 	fs.IntVar(&o.RenderCacheSize, "render-cache-size", manifests.DefaultCacheSize, "Number of rendered packages kept in memory.")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each Package's namespace, that management objects are applied, pruned and torn down as when the Package names none; empty uses the controller's own rights.")
 	k := &o.Hosted.Kubeconfig
@@ -104,13 +107,15 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCacheWithOptions(manifests.CacheOptions{
 		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget}),
 		Environment: &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()}}
-	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval})
+	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
+		Versions: common.applied})
 	pkg.Recorder = mgr.GetEventRecorder("convoy-package")
 	if err := pkg.SetupWithManager(mgr, PackageReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
 		return fmt.Errorf("setting up the Package controller: %w", err)
 	}
 	od := &ObjectDeploymentReconciler{Common: common}
-	od.Engine = engine.NewEngine(engine.Options{Controller: "objectdeployment", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval})
+	od.Engine = engine.NewEngine(engine.Options{Controller: "objectdeployment", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
+		Versions: common.applied})
 	od.Recorder = mgr.GetEventRecorder("convoy-objectdeployment")
 	if err := od.SetupWithManager(mgr, ObjectDeploymentReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
 		return fmt.Errorf("setting up the ObjectDeployment controller: %w", err)

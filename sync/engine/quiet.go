@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+
+	"github.com/fluxcd/pkg/ssa"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/convoy-gitops/convoy/manifests/probe"
+)
+
+// ResourceVersions tells, without a request, the resourceVersion a watch last saw of an object
+// of the management cluster. ok is false when it cannot tell: the kind is not watched, its
+// watch has not synced, or the object is not in it.
+type ResourceVersions interface {
+	ResourceVersion(gvk schema.GroupVersionKind, namespace, name string) (rv string, ok bool)
+}
+
+// A quiet object is one a pass need not read: the ledger says this owner applied it as desired
+// now and judged it available under the revision's probes at a resourceVersion, and the watch
+// of the management cluster still sees that resourceVersion. Nothing changed it since (any
+// write, status included, gives a new resourceVersion), so reading it again would only repeat
+// the same verdict. A change the watch has not delivered yet is seen by the pass its event
+// triggers. Hosted-cluster objects have no watch and are always read.
+
+// rulesDigest identifies the probe rules an object is judged under.
+func rulesDigest(rules []probe.Rule) [sha256.Size]byte {
+	raw, err := json.Marshal(rules)
+	if err != nil {
+		return [sha256.Size]byte{} // never matches a recorded verdict: see judgedAvailable
+	}
+	return sha256.Sum256(raw)
+}
+
+// splitQuiet splits states into the quiet objects and the rest. It marks out unwatched when an
+// object is one the watch cannot tell about.
+func (e *Engine) splitQuiet(c *cluster, states []desiredState, out *phaseOutcome) (quiet, rest []desiredState) {
+	if e.opts.Versions == nil || c.hosted() || out.rules == ([sha256.Size]byte{}) {
+		out.unwatched = out.unwatched || len(states) > 0
+		return nil, states
+	}
+	for _, s := range states {
+		gvk := s.obj.GroupVersionKind()
+		rv, ok := e.opts.Versions.ResourceVersion(gvk, s.obj.GetNamespace(), s.obj.GetName())
+		out.unwatched = out.unwatched || !ok
+		if ok && e.applied.availableAt(c, s, rv, out.rules) {
+			quiet = append(quiet, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return quiet, rest
+}
+
+// recordVerdicts notes, for every object of out seen live, that it was judged available
+// under rules at its resourceVersion. Only called when the whole phase is available.
+func (e *Engine) recordVerdicts(c *cluster, out *phaseOutcome) {
+	if e.opts.Versions == nil || c.hosted() || out.rules == ([sha256.Size]byte{}) {
+		return
+	}
+	for _, obj := range out.objects {
+		if live := out.observer.live(obj); live != nil {
+			e.applied.judgedAvailable(c, obj, live.GetResourceVersion(), out.rules)
+		}
+	}
+}
+
+// markQuiet records the quiet objects of a stage as unchanged and available without a read.
+func (e *Engine) markQuiet(c *cluster, quiet []desiredState, out *phaseOutcome) {
+	for _, s := range quiet {
+		out.observer.markQuiet(s.obj)
+		out.changes.Unchanged++
+		appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Inc()
+	}
+	quietObjects.WithLabelValues(e.opts.Controller).Add(float64(len(quiet)))
+}
+
+// markQuiet notes that obj was not read: it is as it was when judged available.
+func (o *observer) markQuiet(obj *unstructured.Unstructured) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.quiet[keyOf(obj)] = true
+}
+
+// isQuiet reports whether obj was skipped as quiet.
+func (o *observer) isQuiet(obj *unstructured.Unstructured) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.quiet[keyOf(obj)]
+}
