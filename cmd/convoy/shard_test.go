@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,7 @@ func TestShardReplicasEachReconcileTheirOwnPackages(t *testing.T) {
 	g.Expect(count).To(HaveLen(2), "both shards have Packages: %v", count)
 	g.Expect(count["a"] + count["b"]).To(Equal(shardTestClusters))
 	expectStatusWrittenByOwnShard(ctx, g, c, shardOf)
+	expectAppliedObjectsLabelledWithTheirShard(ctx, g, c, shardOf)
 	expectRolloutEventsOnTheHostedClusterPackageOnly(ctx, g, c)
 	for _, lease := range []string{"convoy-controller.convoy.dev", "convoy-controller-a.convoy.dev", "convoy-controller-b.convoy.dev"} {
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: shardTestNamespace, Name: lease}, &coordinationv1.Lease{})).To(Succeed(), lease)
@@ -202,4 +204,15 @@ func expectRolloutEventsOnTheHostedClusterPackageOnly(ctx context.Context, g Gom
 		}
 		g.Expect(hcpReasons).To(HaveKey("RolloutCompleted"))
 	}).Should(Succeed())
+}
+
+// expectAppliedObjectsLabelledWithTheirShard checks that the ConfigMap each Package applied
+// carries its Package's shard, which each shard replica's watch of applied objects selects.
+func expectAppliedObjectsLabelledWithTheirShard(ctx context.Context, g Gomega, c client.Client, shardOf map[string]string) {
+	for key, shard := range shardOf {
+		ns, _, _ := strings.Cut(key, "/")
+		cm := &corev1.ConfigMap{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "addon"}, cm)).To(Succeed(), key)
+		g.Expect(cm.Labels).To(HaveKeyWithValue(convoyv1alpha1.ShardLabel, shard), "the ConfigMap of %s", key)
+	}
 }

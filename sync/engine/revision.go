@@ -58,6 +58,9 @@ type Target struct {
 	// HostedUnavailable explains why Hosted is nil; it is the message of the error a revision
 	// with hosted-cluster phases gets.
 	HostedUnavailable error
+	// Shard, when set, is the owner's convoy.dev/shard: its management objects carry it too, so
+	// that the watch of each shard's replica holds only its own shard's objects.
+	Shard string
 }
 
 // ownerLabels are the labels every applied object gets.
@@ -101,8 +104,11 @@ func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClust
 // labels returns the labels objects applied to this cluster get.
 func (c *cluster) labels() map[string]string {
 	l := c.target.ownerLabels()
-	if c.hosted() {
+	switch {
+	case c.hosted():
 		l[convoyv1alpha1.HostedClusterLabel] = c.target.Namespace
+	case c.target.Shard != "":
+		l[convoyv1alpha1.ShardLabel] = c.target.Shard
 	}
 	return l
 }

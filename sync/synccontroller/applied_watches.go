@@ -42,15 +42,18 @@ type appliedWatcher struct {
 	kind string
 }
 
-// newAppliedWatches creates the label-filtered metadata cache and adds it to mgr.
-func newAppliedWatches(mgr ctrl.Manager) (*appliedWatches, error) {
+// newAppliedWatches creates the label-filtered metadata cache and adds it to mgr: the objects
+// applied by the owners of shard (the engine labels them with it; none on the unsharded
+// replica).
+func newAppliedWatches(mgr ctrl.Manager, shard string) (*appliedWatches, error) {
 	owned, err := labels.NewRequirement(convoyv1alpha1.PackageNameLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
+	ofShard, _ := ShardSelector(shard).Requirements()
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
-		DefaultLabelSelector: labels.NewSelector().Add(*owned),
+		DefaultLabelSelector: labels.NewSelector().Add(*owned).Add(ofShard...),
 		DefaultTransform:     cache.TransformStripManagedFields(),
 	})
 	if err != nil {

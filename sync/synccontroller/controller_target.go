@@ -45,7 +45,8 @@ func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	s.target = &engine.Target{Namespace: s.obj.GetNamespace(), Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: mgmt}
+	s.target = &engine.Target{Namespace: s.obj.GetNamespace(), Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: mgmt,
+		Shard: c.Shard}
 	if !s.revision.NeedsHostedCluster() && !hasHosted(s.status.Inventory) {
 		return nil
 	}

@@ -65,7 +65,7 @@ func (c *Common) setupShared(mgr ctrl.Manager) error {
 		}
 	}
 	if c.applied == nil {
-		applied, err := newAppliedWatches(mgr)
+		applied, err := newAppliedWatches(mgr, c.Shard)
 		if err != nil {
 			return err
 		}
