@@ -47,6 +47,7 @@ func (f *fleetRun) sharded(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f.captureHeap(ctx, f.e.ctrl, "single")
 	_ = f.e.ctrl.Stop()
 	f.e.ctrl = nil
 	s, err := f.startSharded(ctx)
@@ -64,7 +65,21 @@ func (f *fleetRun) sharded(ctx context.Context) error {
 		return err
 	}
 	f.addShardedRows(s, single.PeakRSS, time.Since(start))
+	for name, c := range s.shards {
+		f.captureHeap(ctx, c, "shard-"+name)
+	}
 	return nil
+}
+
+// captureHeap writes a heap profile of c to the pprof folder, when there is one.
+func (f *fleetRun) captureHeap(ctx context.Context, c *Controller, name string) {
+	if f.e.cfg.PprofDir == "" {
+		return
+	}
+	path := filepath.Join(f.e.cfg.PprofDir, "fleet-"+name+".heap.pprof")
+	if err := c.CaptureProfile(ctx, "heap", path); err != nil {
+		f.res.note("pprof %s: %v", name, err)
+	}
 }
 
 // startSharded starts the unsharded replica and one replica per shard, each with its own store

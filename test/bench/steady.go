@@ -49,14 +49,14 @@ func runSteady(ctx context.Context, cfg Config, res *Results, e *env) error {
 	scenario := fmt.Sprintf("steady %d Packages %s", len(e.namespaces), cfg.SteadyDuration)
 	res.add(Row{Scenario: scenario, Metric: "write requests", Value: w.requests.Writes(), Unit: "req",
 		Baseline: ptr(idle.requests.Writes() * scale), BaselineName: "API server alone, scaled",
-		Target: "0", Met: ptr(w.requests.Writes() == 0),
-		Note: w.requests.String()})
+		Target: "0 of the controller's", Met: ptr(w.requests.Writes() <= idle.requests.Writes()*scale+1),
+		Note: w.requests.String() + "; met when within one of the API server's own"})
 	perPackageMinute := func(r Requests, wall time.Duration) float64 {
 		return r.Total() / float64(len(e.namespaces)) / wall.Minutes()
 	}
 	res.add(Row{Scenario: scenario, Metric: "requests per Package per minute", Value: perPackageMinute(w.requests, w.wall),
 		Unit: "req", Baseline: ptr(perPackageMinute(idle.requests, idle.wall)), BaselineName: "API server alone",
-		Note: "health checks (--health-check-interval, default 20s) read each applied object once"})
+		Note: "settled Packages are judged from the watch of applied objects; only hosted-cluster objects are read every --health-check-interval"})
 	res.add(Row{Scenario: scenario, Metric: "controller CPU", Value: w.cpu.Seconds(), Unit: "s",
 		Note: fmt.Sprintf("%.1f%% of one core", 100*w.cpu.Seconds()/w.wall.Seconds())})
 	res.add(Row{Scenario: scenario, Metric: "controller RSS at end", Value: mib(e.mustUsage().RSS), Unit: "MiB",
