@@ -3,19 +3,24 @@ package synccontroller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
+	"time"
 
 	cliobject "github.com/fluxcd/cli-utils/pkg/object"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -38,8 +43,7 @@ type appliedWatches struct {
 type appliedWatcher struct {
 	controller controller.Controller
 	predicate  predicate.Predicate
-	// kind is the OwnerKindLabel value of the controller's objects.
-	kind string
+	handler    handler.EventHandler
 }
 
 // newAppliedWatches creates the label-filtered metadata cache and adds it to mgr: the objects
@@ -68,7 +72,7 @@ func newAppliedWatches(mgr ctrl.Manager, shard string) (*appliedWatches, error) 
 // watchApplied registers controller c for the events of objects applied by owners of the
 // type of owner.
 func (c *Common) watchApplied(_ ctrl.Manager, ctl controller.Controller, owner pass.Object) error {
-	w := &appliedWatcher{controller: ctl, predicate: c.appliedChangedPredicate(), kind: ownerKind(owner)}
+	w := &appliedWatcher{controller: ctl, predicate: c.appliedChangedPredicate(), handler: c.enqueueOwner(owner)}
 	c.applied.mu.Lock()
 	defer c.applied.mu.Unlock()
 	c.applied.watchers = append(c.applied.watchers, w)
@@ -105,8 +109,55 @@ func (a *appliedWatches) ensure(ctx context.Context, inv []convoyv1alpha1.Invent
 func (a *appliedWatches) start(w *appliedWatcher, gvk schema.GroupVersionKind) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	return w.controller.Watch(source.Kind[client.Object](a.cache, obj,
-		handler.EnqueueRequestsFromMapFunc(requestsForOwner(w.kind)), w.predicate))
+	return w.controller.Watch(source.Kind[client.Object](a.cache, obj, w.handler, w.predicate))
+}
+
+// statusChurnDelay spaces the passes that status-only updates of applied objects make once
+// their owner is settled: an object whose status changes all the time (a Deployment being
+// scaled) costs its owner at most one pass per delay, and a regression is still seen within it.
+const statusChurnDelay = 2 * time.Second
+
+// enqueueOwner enqueues the owner (of the type of owner) of an applied object: at once for a
+// deletion, a change of what convoy applied, or any update while the owner is not settled;
+// after statusChurnDelay for a status-only update of a settled owner's object (the work queue
+// keeps one pending add per owner).
+func (c *Common) enqueueOwner(owner pass.Object) handler.EventHandler {
+	owners := requestsForOwner(ownerKind(owner))
+	return handler.Funcs{
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			for _, req := range owners(ctx, e.Object) {
+				q.Add(req)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			statusOnly := statusOnlyUpdate(e.ObjectOld, e.ObjectNew)
+			for _, req := range owners(ctx, e.ObjectNew) {
+				if statusOnly && c.settled(ctx, owner, req) {
+					q.AddAfter(req, statusChurnDelay)
+				} else {
+					q.Add(req)
+				}
+			}
+		},
+	}
+}
+
+// settled reports whether the owner req names (read from the cache into a copy of owner) is
+// Ready and Available.
+func (c *Common) settled(ctx context.Context, owner pass.Object, req reconcile.Request) bool {
+	o, ok := owner.DeepCopyObject().(pass.Object)
+	if !ok || c.Client.Get(ctx, req.NamespacedName, o) != nil {
+		return false
+	}
+	return pass.IsReady(o) && pass.IsTrue(o, convoyv1alpha1.AvailableCondition)
+}
+
+// statusOnlyUpdate reports an update that changed neither the generation (of a kind that has
+// one), the labels, the annotations nor the deletion of the object.
+func statusOnlyUpdate(old, updated client.Object) bool {
+	return updated.GetGeneration() != 0 && old.GetGeneration() == updated.GetGeneration() &&
+		maps.Equal(old.GetLabels(), updated.GetLabels()) && maps.Equal(old.GetAnnotations(), updated.GetAnnotations()) &&
+		updated.GetDeletionTimestamp() == nil
 }
 
 // ResourceVersion implements engine.ResourceVersions from the cache: it answers only for a

@@ -149,7 +149,8 @@ func requestsForOwner(kind string) handler.MapFunc {
 // owner: deletions, and every update but those the engine's own applies made (the engine knows
 // their resourceVersion). Status-only updates pass too: they are how an owner learns that an
 // object's availability changed, and its pass reads only the objects the watch saw change
-// (engine.ResourceVersions). Creations do not pass: convoy makes them itself.
+// (engine.ResourceVersions); enqueueOwner spaces them. Creations do not pass: convoy makes them
+// itself.
 func (c *Common) appliedChangedPredicate() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
