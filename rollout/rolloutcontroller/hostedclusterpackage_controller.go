@@ -37,7 +37,8 @@ const DefaultResyncInterval = 10 * time.Minute
 const cacheLagRecheck = time.Second
 
 // The HostedClusterPackage controller reads HostedClusters, GitSources and its revisions, and
-// writes Packages, ControllerRevisions, its status and events.
+// writes Packages, ControllerRevisions, its status and events. Sharding, it reads the shards
+// ConfigMap and the shard replicas' leases.
 //
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages,verbs=get;list;watch
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/status,verbs=get;patch;update
@@ -47,6 +48,8 @@ const cacheLagRecheck = time.Second
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 
 // HostedClusterPackageReconciler rolls the revisions of a HostedClusterPackage out to the
 // Packages of its HostedClusters, as planned by rollout.Compute.
