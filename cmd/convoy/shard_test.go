@@ -94,6 +94,13 @@ func TestShardReplicasEachReconcileTheirOwnPackages(t *testing.T) {
 			}
 		}
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		obj := &convoyv1alpha1.HostedClusterPackage{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: "addon"}, obj)).To(Succeed())
+		g.Expect(obj.Status.UpdatedPackages).To(BeEquivalentTo(shardTestClusters), "the Packages of shard a have the new spec")
+		g.Expect(obj.Status.AvailablePackages).To(BeEquivalentTo(count["b"]), "nobody reconciled shard a's: not available")
+		g.Expect(obj.Status.ProgressedPackages).To(BeEquivalentTo(count["b"]), "nor progressed")
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 
 	replacement := startController(t, f.Config, &logA2, append(leader, "--shard=a")...)
 	defer killProcess(replacement)

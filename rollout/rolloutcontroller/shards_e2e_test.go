@@ -89,7 +89,7 @@ func TestShardWithoutLiveReplicaIsNamed(t *testing.T) {
 	expectShardsReady(g, name, metav1.ConditionFalse, convoyv1alpha1.ShardWithoutReplicaReason,
 		Equal("Shard z has no live replica (lease "+lease+" absent): 3 package(s) wait there."))
 
-	holdLease(t, g, "z", 3*time.Second)
+	holdLease(t, g, "z", 5*time.Second)
 	expectShardsReady(g, name, metav1.ConditionTrue, convoyv1alpha1.ShardsHaveReplicasReason,
 		Equal("Every shard holding packages has a live replica: z (3)."))
 	expectShardsReady(g, name, metav1.ConditionFalse, convoyv1alpha1.ShardWithoutReplicaReason,
