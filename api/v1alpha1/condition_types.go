@@ -36,6 +36,11 @@ const (
 	// HasPausedPackageCondition is True on a HostedClusterPackage when at least one of its
 	// Packages is paused.
 	HasPausedPackageCondition = "HasPausedPackage"
+
+	// ShardsReadyCondition is True on a HostedClusterPackage when every shard (convoy.dev/shard)
+	// holding one of its Packages has a live replica (a held leader election lease) and the shard
+	// list in force is valid; it is absent when nothing is sharded. Polarity: positive.
+	ShardsReadyCondition = "ShardsReady"
 )
 
 // Generic reasons.
@@ -159,4 +164,15 @@ const (
 
 	// RolloutBlockedReason: a Package failed its progress deadline and holds the budget.
 	RolloutBlockedReason = "RolloutBlocked"
+
+	// ShardsHaveReplicasReason: every shard holding a Package has a live replica.
+	ShardsHaveReplicasReason = "ShardsHaveReplicas"
+
+	// ShardWithoutReplicaReason: a shard holding Packages has no live replica: its lease is
+	// absent, released or expired, and its Packages are not reconciled.
+	ShardWithoutReplicaReason = "ShardWithoutReplica"
+
+	// InvalidShardListReason: the shards ConfigMap names no valid list; the last valid one
+	// stays in force.
+	InvalidShardListReason = "InvalidShardList"
 )

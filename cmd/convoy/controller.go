@@ -148,6 +148,7 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	if err := opts.shards.validate(); err != nil {
 		return err
 	}
+	opts.shards.setLeaseNamespace(opts.leaderElect, opts.leaderElectionNamespace)
 	lease := opts.leaseDuration
 	renew := lease * 2 / 3
 	// Nothing reads the managed fields of cached objects; they are a large part of each.

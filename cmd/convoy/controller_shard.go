@@ -3,8 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
@@ -16,9 +20,15 @@ type shardOptions struct {
 	// shard is the convoy.dev/shard value this replica reconciles; empty is the unsharded
 	// replica.
 	shard string
+	// configMap is --shards-configmap, NAMESPACE/NAME; validate parses it into rollout.
+	configMap string
 	// rollout spreads the Packages of HostedClusterPackages over shards (unsharded replica).
 	rollout rolloutcontroller.Sharding
 }
+
+// serviceAccountNamespaceFile holds the pod's namespace, where leader election keeps its
+// leases unless --leader-election-namespace says otherwise.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // bindFlags registers the sharding flags on fs.
 func (o *shardOptions) bindFlags(fs *pflag.FlagSet) {
@@ -29,6 +39,10 @@ func (o *shardOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.rollout.Shards, "shards", nil, "Shards (comma-separated) over which the HostedClusterPackage controller spreads "+
 		"the Packages it creates, by HCP namespace (label convoy.dev/shard); a Package keeps its shard while it is listed. "+
 		"Empty: no label. Unsharded replica only.")
+	fs.StringVar(&o.configMap, "shards-configmap", "", "ConfigMap NAMESPACE/NAME whose key \"shards\" names the shards (comma- or newline-separated), "+
+		"read at run time instead of --shards; its optional key \"rebalance\" (true/false) overrides --rebalance-shards. "+
+		"A list that is not valid is reported and ignored, the last valid one staying in force; an absent ConfigMap shards nothing. "+
+		"Unsharded replica only.")
 	fs.BoolVar(&o.rollout.Rebalance, "rebalance-shards", false, "Move each Package to the shard hashing gives its HCP namespace "+
 		"when it is next applied, rather than keeping the shard it has (after adding a shard to --shards).")
 }
@@ -39,10 +53,20 @@ func (o *shardOptions) validate() error {
 		if err := synccontroller.ValidateShardName(o.shard); err != nil {
 			return fmt.Errorf("--shard %q: %w", o.shard, err)
 		}
-		if len(o.rollout.Shards) > 0 || o.rollout.Rebalance {
-			return errors.New("--shards and --rebalance-shards are flags of the unsharded replica (no --shard): " +
+		if len(o.rollout.Shards) > 0 || o.rollout.Rebalance || o.configMap != "" {
+			return errors.New("--shards, --shards-configmap and --rebalance-shards are flags of the unsharded replica (no --shard): " +
 				"only it runs the HostedClusterPackage controller")
 		}
+	}
+	if o.configMap != "" {
+		if len(o.rollout.Shards) > 0 {
+			return fmt.Errorf("--shards and --shards-configmap %q both name the shards: use one", o.configMap)
+		}
+		ns, name, ok := strings.Cut(o.configMap, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("--shards-configmap %q: want NAMESPACE/NAME", o.configMap)
+		}
+		o.rollout.ConfigMap = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	if err := o.rollout.Validate(); err != nil {
 		return fmt.Errorf("--shards: %w", err)
@@ -50,15 +74,36 @@ func (o *shardOptions) validate() error {
 	return nil
 }
 
+// setLeaseNamespace makes the HostedClusterPackage controller of a sharding unsharded replica
+// check the shard replicas' leases in namespace (the leader election namespace, default the
+// pod's). Without leader election there are no leases to check.
+func (o *shardOptions) setLeaseNamespace(leaderElect bool, namespace string) {
+	if o.shard != "" || !leaderElect || (len(o.rollout.Shards) == 0 && o.rollout.ConfigMap.Name == "") {
+		return
+	}
+	if namespace == "" {
+		data, err := os.ReadFile(serviceAccountNamespaceFile)
+		if err != nil {
+			ctrl.Log.WithName("controller").Info("Not checking the shard replicas' leases: no --leader-election-namespace and not in a pod", "error", err.Error())
+			return
+		}
+		namespace = strings.TrimSpace(string(data))
+	}
+	o.rollout.LeaseNamespace = namespace
+}
+
 // leaseName returns the leader election lease of the replicas of the shard.
 func (o *shardOptions) leaseName() string {
 	if o.shard == "" {
 		return leaderElectionID
 	}
-	return "convoy-controller-" + o.shard + ".convoy.dev"
+	return rolloutcontroller.ShardLeaseName(o.shard)
 }
 
-// configureCache restricts the manager's cache to the objects of the shard.
+// configureCache restricts the manager's cache to the objects of the shard and, on the
+// unsharded replica, its ConfigMaps to the shards ConfigMap and its Leases to the lease
+// namespace.
 func (o *shardOptions) configureCache(c *cache.Options) {
 	synccontroller.ConfigureShardCache(c, o.shard)
+	o.rollout.ConfigureCache(c)
 }

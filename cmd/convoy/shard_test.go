@@ -28,10 +28,12 @@ const shardTestClusters = 30
 const shardTestNamespace = "convoy-system"
 
 // TestShardReplicasEachReconcileTheirOwnPackages runs three `convoy controller` processes on a
-// real API server: the unsharded one (GitSource and HostedClusterPackage controllers, with
-// --shards a,b) and one replica per shard. A rollout over 30 HostedClusters completes, every
-// Package's status is written by its own shard's replica only (managed fields), killing shard
-// a's replica stops only shard a, and a replacement with an empty store resumes it.
+// real API server: the unsharded one (GitSource and HostedClusterPackage controllers, with the
+// shards a,b named by the ConfigMap of --shards-configmap) and one replica per shard. A rollout
+// over 30 HostedClusters completes, every Package's status is written by its own shard's replica
+// only (managed fields), killing shard a's replica stops only shard a and is reported on the
+// HostedClusterPackage once its lease expires (ShardsReady), and a replacement with an empty
+// store resumes it.
 func TestShardReplicasEachReconcileTheirOwnPackages(t *testing.T) {
 	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
@@ -52,12 +54,14 @@ func TestShardReplicasEachReconcileTheirOwnPackages(t *testing.T) {
 	first := gittest.Commit(t, repo, "one", addonFiles("one"))
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shardTestNamespace}})).To(Succeed())
 	g.Expect(c.Create(ctx, shardTestSource(srv.HTTPURL("repo")))).To(Succeed())
+	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: shardTestNamespace, Name: "convoy-shards"},
+		Data: map[string]string{"shards": "a,b"}})).To(Succeed())
 	g.Expect(c.Create(ctx, shardTestHCPackage())).To(Succeed())
 
 	var logMain, logA, logB, logA2 syncBuffer
 	leader := []string{"--leader-elect=true", "--leader-election-namespace=" + shardTestNamespace,
 		"--leader-election-lease-duration=4s", "--v=1"}
-	stopMain := startControllerProcess(t, f.Config, &logMain, append(leader, "--shards=a,b")...)
+	stopMain := startControllerProcess(t, f.Config, &logMain, append(leader, "--shards-configmap="+shardTestNamespace+"/convoy-shards")...)
 	defer stopMain()
 	stopB := startControllerProcess(t, f.Config, &logB, append(leader, "--shard=b")...)
 	defer stopB()
@@ -78,7 +82,11 @@ func TestShardReplicasEachReconcileTheirOwnPackages(t *testing.T) {
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: shardTestNamespace, Name: lease}, &coordinationv1.Lease{})).To(Succeed(), lease)
 	}
 
+	expectShardsReady(ctx, g, c, metav1.ConditionTrue, Equal(fmt.Sprintf("Every shard holding packages has a live replica: a (%d), b (%d).", count["a"], count["b"])))
+
 	killProcess(replicaA)
+	expectShardsReady(ctx, g, c, metav1.ConditionFalse, MatchRegexp(`^Shard a has no live replica \(lease `+shardTestNamespace+
+		`/convoy-controller-a.convoy.dev expired at [^)]+\): %d package\(s\) wait there\.$`, count["a"]))
 	second := gittest.Commit(t, repo, "two", addonFiles("two"))
 	waitForRollout(ctx, t, c, second, map[string]bool{"b": true})
 	g.Consistently(func(g Gomega) {
@@ -88,12 +96,33 @@ func TestShardReplicasEachReconcileTheirOwnPackages(t *testing.T) {
 			}
 		}
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		obj := &convoyv1alpha1.HostedClusterPackage{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: "addon"}, obj)).To(Succeed())
+		g.Expect(obj.Status.UpdatedPackages).To(BeEquivalentTo(shardTestClusters), "the Packages of shard a have the new spec")
+		g.Expect(obj.Status.AvailablePackages).To(BeEquivalentTo(count["b"]), "nobody reconciled shard a's: not available")
+		g.Expect(obj.Status.ProgressedPackages).To(BeEquivalentTo(count["b"]), "nor progressed")
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 
 	replacement := startController(t, f.Config, &logA2, append(leader, "--shard=a")...)
 	defer killProcess(replacement)
 	waitForRollout(ctx, t, c, second, nil)
 	expectStatusWrittenByOwnShard(ctx, g, c, shardOf)
+	expectShardsReady(ctx, g, c, metav1.ConditionTrue, HavePrefix("Every shard holding packages has a live replica"))
 	g.Expect(logMain.String()).To(ContainSubstring("Starting the manager"), "the log was captured")
+}
+
+// expectShardsReady waits for the add-on's ShardsReady condition to have status and a message
+// matching message.
+func expectShardsReady(ctx context.Context, g Gomega, c client.Client, status metav1.ConditionStatus, message OmegaMatcher) {
+	g.Eventually(func(g Gomega) {
+		obj := &convoyv1alpha1.HostedClusterPackage{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: "addon"}, obj)).To(Succeed())
+		cond := pass.Get(obj, convoyv1alpha1.ShardsReadyCondition)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(status), cond.Message)
+		g.Expect(cond.Message).To(message)
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 }
 
 // addonFiles is a package of one ConfigMap holding version.

@@ -85,7 +85,7 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	for _, change := range changes {
 		eg.Go(func() error {
 			st := stamp{specUpdatedAt: now, metadataHash: s.plan.TemplateMetadataHash,
-				shard: r.shardOf(change, s.packages[change.Package])}
+				shard: shardOf(s.sharding, change, s.packages[change.Package])}
 			if change.Reason == rollout.RelabelReason {
 				st.specUpdatedAt = s.packages[change.Package].Annotations[rollout.SpecUpdatedAtAnnotation]
 			}
@@ -112,15 +112,16 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	return err
 }
 
-// shardOf returns the convoy.dev/shard label of the Package a change applies: a new Package
+// shardOf returns the convoy.dev/shard label, under the sharding in force, of the Package a
+// change applies: a new Package
 // gets its shard; an update keeps the one it has, so that the replica applying the old revision
 // is the one that applies the new; only a relabel, which keeps the revision, moves it.
-func (r *HostedClusterPackageReconciler) shardOf(change rollout.Change, pkg *convoyv1alpha1.Package) string {
+func shardOf(sharding Sharding, change rollout.Change, pkg *convoyv1alpha1.Package) string {
 	current := shardLabelOf(pkg)
 	if pkg != nil && change.Reason != rollout.RelabelReason {
 		return current
 	}
-	return r.Sharding.shardFor(change.Package.Namespace, current)
+	return sharding.shardFor(change.Package.Namespace, current)
 }
 
 // deletePackages deletes the Packages of the plan's deletions that are not being deleted

@@ -5,15 +5,19 @@
 //
 // A pass runs these steps, the first error stopping it:
 //
-//  1. source: the update revision is (template spec, commit of the GitSource's artifact).
-//  2. revisions: each revision is an apps/v1 ControllerRevision "<hcpkg>-<hash>", in the
+//  1. shards: the shards in force (Sharding: a list, or the last valid list of a ConfigMap the
+//     controller watches), and the condition ShardsReady naming each shard holding Packages whose
+//     replica holds no leader election lease (shardLeaseWatch re-plans when one is taken or lost).
+//  2. source: the update revision is (template spec, commit of the GitSource's artifact).
+//  3. revisions: each revision is an apps/v1 ControllerRevision "<hcpkg>-<hash>", in the
 //     GitSource's namespace, owned by the HostedClusterPackage and labelled
 //     convoy.dev/hostedclusterpackage; its data holds the commit and the template.
-//  3. plan: rollout.Compute.
-//  4. apply: Packages are created and updated with server-side apply (field manager
+//  4. plan: rollout.Compute.
+//  5. apply: Packages are created and updated with server-side apply (field manager
 //     "convoy-rollout"), owned by the HostedClusterPackage, labelled, stamped with
-//     rollout.SpecUpdatedAtAnnotation; Packages of targets that are gone are deleted.
-//  5. history: revisions beyond revisionHistoryLimit are pruned, never the current or update
+//     rollout.SpecUpdatedAtAnnotation, and given convoy.dev/shard when sharding; Packages of
+//     targets that are gone are deleted.
+//  6. history: revisions beyond revisionHistoryLimit are pruned, never the current or update
 //     revision nor one a Package still uses.
 //
 // A deferred function writes the Plan into the status, emits the rollout's events, records the

@@ -37,7 +37,8 @@ const DefaultResyncInterval = 10 * time.Minute
 const cacheLagRecheck = time.Second
 
 // The HostedClusterPackage controller reads HostedClusters, GitSources and its revisions, and
-// writes Packages, ControllerRevisions, its status and events.
+// writes Packages, ControllerRevisions, its status and events. Sharding, it reads the shards
+// ConfigMap and the shard replicas' leases.
 //
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages,verbs=get;list;watch
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/status,verbs=get;patch;update
@@ -47,6 +48,8 @@ const cacheLagRecheck = time.Second
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 
 // HostedClusterPackageReconciler rolls the revisions of a HostedClusterPackage out to the
 // Packages of its HostedClusters, as planned by rollout.Compute.
@@ -63,7 +66,8 @@ type HostedClusterPackageReconciler struct {
 	ResyncInterval time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// Sharding stamps convoy.dev/shard on the Packages applied; zero stamps nothing.
+	// Sharding stamps convoy.dev/shard on the Packages applied, from its list or its
+	// ConfigMap, and checks the leases of the shard replicas; zero stamps nothing.
 	Sharding Sharding
 	// Trees compares package directories across commits, so that a commit that leaves a
 	// package's directory unchanged does not roll it out; nil rolls out every new commit.
@@ -71,8 +75,10 @@ type HostedClusterPackageReconciler struct {
 
 	// sameDirs remembers the answers of sameDir, which never change for two commits.
 	sameDirs sameDirCache
-	expect   *expectations
-	metrics  *rolloutMetrics
+	// shards is the sharding in force when it comes from Sharding.ConfigMap.
+	shards  shardList
+	expect  *expectations
+	metrics *rolloutMetrics
 	// passes holds when the last pass of each HostedClusterPackage started (time.Time by name).
 	passes sync.Map
 	// conflicts holds the HostedClusters a foreign Package blocks, by HostedClusterPackage name
@@ -86,6 +92,10 @@ type scope struct {
 	// before is the status at the start of the pass, for events and metrics.
 	before *convoyv1alpha1.HostedClusterPackageStatus
 	now    time.Time
+	// sharding, shardProblem: set by reconcileShards; shardProblem says why the shards
+	// ConfigMap's data was refused.
+	sharding     Sharding
+	shardProblem string
 	// packages are the Packages the HostedClusterPackage owns, by namespace and name.
 	packages map[types.NamespacedName]*convoyv1alpha1.Package
 	// update, updateData: set by reconcileSource.
@@ -98,7 +108,7 @@ type scope struct {
 	plan *rollout.Plan
 }
 
-// Reconcile runs the steps source → revisions → plan → apply → history on a HostedClusterPackage
+// Reconcile runs the steps shards → source → revisions → plan → apply → history on a HostedClusterPackage
 // whose cache reflects the previous pass's writes; the deferred status finalizer writes the
 // plan's status, the summary conditions and observedGeneration, and patches only a change.
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
@@ -128,7 +138,7 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 	defer func() {
 		res, retErr = fin.Finalize(ctx, r.summarize(s, retErr))
 	}()
-	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan, r.reconcileApply, r.reconcileHistory)
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan, r.reconcileApply, r.reconcileHistory)
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact
@@ -176,8 +186,8 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 		return err
 	}
 	in := planInput(s, hcs, foreign)
-	if len(r.Sharding.Shards) > 0 {
-		in.ShardFor = r.Sharding.shardFor
+	if len(s.sharding.Shards) > 0 {
+		in.ShardFor = s.sharding.shardFor
 	}
 	if s.plan, err = rollout.Compute(in); err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)

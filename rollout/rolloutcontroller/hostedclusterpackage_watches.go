@@ -6,6 +6,7 @@ import (
 	"time"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +65,9 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 // conflict appears or clears); HostedClusters (creation, deletion, and changes of
 // labels, availability or deletion), for the HostedClusterPackages whose selector matches the
 // old or the new labels; and GitSource artifact changes, for the HostedClusterPackages whose
-// template uses that source.
+// template uses that source. When sharding names a ConfigMap, it watches that ConfigMap's data;
+// when it names a lease namespace, the shard replicas' leases coming and going
+// (shardLeaseWatch); both for every HostedClusterPackage.
 func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts HostedClusterPackageReconcilerOptions) error {
 	if r.expect == nil {
 		r.expect = newExpectations()
@@ -72,7 +75,19 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 	if r.metrics == nil {
 		r.metrics = newRolloutMetrics()
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Sharding.ConfigMap.Name != "" {
+		b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsForAll),
+			builder.WithPredicates(r.isShardsConfigMap()))
+	}
+	if r.Sharding.LeaseNamespace != "" {
+		b = b.WatchesRawSource(newShardLeaseWatch(mgr.GetCache(), r.now, func(ctx context.Context, q queue) {
+			for _, req := range r.requestsForAll(ctx, nil) {
+				q.Add(req)
+			}
+		}).source())
+	}
+	return b.
 		For(&convoyv1alpha1.HostedClusterPackage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&convoyv1alpha1.Package{},
 			batched(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &convoyv1alpha1.HostedClusterPackage{}, handler.OnlyControllerOwner()),

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -19,6 +20,10 @@ import (
 // The label is sticky: a Package keeps the shard it has while that shard is listed, so adding
 // a shard moves nothing; Rebalance moves each Package to its rendezvous choice when it is next
 // applied, which moves to a new shard only its fair share.
+//
+// The shards are named either in Shards or, read at run time, in a ConfigMap (see
+// shard_config.go); the HostedClusterPackage controller reports on each HostedClusterPackage
+// the shards whose replica holds no lease (ShardsReady, see shard_replicas.go).
 type Sharding struct {
 	// Shards names the shards (--shards); empty stamps no label, and the Packages are
 	// reconciled by the unsharded replica.
@@ -26,11 +31,31 @@ type Sharding struct {
 	// Rebalance moves Packages off the shard they have when it is not their rendezvous choice
 	// (--rebalance-shards).
 	Rebalance bool
+	// ConfigMap names the ConfigMap whose key ShardsKey lists the shards, in place of Shards
+	// (--shards-configmap); zero reads Shards.
+	ConfigMap types.NamespacedName
+	// LeaseNamespace holds the leader election leases of the shard replicas
+	// (ShardLeaseName); empty checks no lease, and ShardsReady reports only the shard list.
+	LeaseNamespace string
 }
 
 // Validate returns an error naming the first shard name that cannot be a label value, or a
-// name listed twice.
+// name listed twice, or a ConfigMap named together with Shards.
 func (s Sharding) Validate() error {
+	if s.ConfigMap != (types.NamespacedName{}) {
+		if len(s.Shards) > 0 {
+			return fmt.Errorf("the shards are named either in a list or in ConfigMap %s, not both", s.ConfigMap)
+		}
+		if s.ConfigMap.Namespace == "" || s.ConfigMap.Name == "" {
+			return fmt.Errorf("ConfigMap %q: both a namespace and a name are needed", s.ConfigMap)
+		}
+	}
+	return s.validateShards()
+}
+
+// validateShards returns an error naming the first shard name that cannot be a label value,
+// or a name listed twice.
+func (s Sharding) validateShards() error {
 	seen := map[string]bool{}
 	for _, name := range s.Shards {
 		if err := validateLabelValue(name); err != nil {
@@ -76,6 +101,11 @@ func shardLabelOf(pkg *convoyv1alpha1.Package) string {
 		return ""
 	}
 	return pkg.Labels[convoyv1alpha1.ShardLabel]
+}
+
+// ShardLeaseName returns the leader election lease of the replicas of shard.
+func ShardLeaseName(shard string) string {
+	return "convoy-controller-" + shard + ".convoy.dev"
 }
 
 // validateLabelValue returns an error when v is empty or not a valid label value.

@@ -3,8 +3,13 @@ package rolloutcontroller
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // TestShardingSpreadsNamespacesEvenlyAndStably: 3,000 HCP namespaces over three shards land
@@ -53,4 +58,100 @@ func TestShardingRefusesBadNames(t *testing.T) {
 	g.Expect(Sharding{Shards: []string{"a", "a"}}.Validate()).To(MatchError(ContainSubstring("listed twice")))
 	g.Expect(Sharding{Shards: []string{""}}.Validate()).To(HaveOccurred())
 	g.Expect(Sharding{Shards: []string{"a", "b"}}.Validate()).To(Succeed())
+}
+
+// TestParseShardConfigReadsTheListOrRefusesItWhole: commas and newlines separate the names,
+// blanks and empty entries are ignored, rebalance overrides the flag; an unknown key, a bad or
+// repeated name, or a rebalance that is not a boolean refuses the data as a whole.
+func TestParseShardConfigReadsTheListOrRefusesItWhole(t *testing.T) {
+	g := NewWithT(t)
+	base := Sharding{Rebalance: true, LeaseNamespace: "convoy-system"}
+	got, err := ParseShardConfig(map[string]string{ShardsKey: " a, b\nc,\n\n"}, base)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(Sharding{Shards: []string{"a", "b", "c"}, Rebalance: true, LeaseNamespace: "convoy-system"}))
+	got, err = ParseShardConfig(map[string]string{ShardsKey: "a", RebalanceKey: "false"}, base)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Rebalance).To(BeFalse(), "the ConfigMap overrides --rebalance-shards")
+	for _, data := range []map[string]string{nil, {}, {ShardsKey: " ,\n"}} {
+		got, err = ParseShardConfig(data, base)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Shards).To(BeEmpty(), "no list shards nothing, as an empty --shards: %v", data)
+	}
+	for want, data := range map[string]map[string]string{
+		`key "shards": shard "b c": not a valid value of label convoy.dev/shard`: {ShardsKey: "a,b c"},
+		`key "shards": shard "a" is listed twice`:                                {ShardsKey: "a\na"},
+		`key "shard": unknown (the keys are "shards" and "rebalance")`:           {"shard": "a"},
+		`key "rebalance": "yes" is neither "true" nor "false"`:                   {ShardsKey: "a", RebalanceKey: "yes"},
+	} {
+		_, err := ParseShardConfig(data, base)
+		g.Expect(err).To(MatchError(HavePrefix(want)))
+	}
+}
+
+// TestShardingRefusesAListAndAConfigMap: the shards come from one place.
+func TestShardingRefusesAListAndAConfigMap(t *testing.T) {
+	g := NewWithT(t)
+	cm := types.NamespacedName{Namespace: "convoy-system", Name: "convoy-shards"}
+	g.Expect(Sharding{Shards: []string{"a"}, ConfigMap: cm}.Validate()).To(MatchError(ContainSubstring("not both")))
+	g.Expect(Sharding{ConfigMap: types.NamespacedName{Name: "x"}}.Validate()).To(MatchError(ContainSubstring("namespace")))
+	g.Expect(Sharding{ConfigMap: cm}.Validate()).To(Succeed())
+}
+
+// TestLeaseHeld: a lease is held while it has a holder and renewTime + leaseDurationSeconds is
+// ahead; ShardLeaseName and isShardLease agree.
+func TestLeaseHeld(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	lease := func(holder string, renewed time.Duration) *coordinationv1.Lease {
+		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder,
+			LeaseDurationSeconds: ptr.To(int32(15)), RenewTime: &metav1.MicroTime{Time: now.Add(-renewed)}}}
+	}
+	held, why := leaseHeld(lease("pod-1", 14*time.Second), now)
+	g.Expect(held).To(BeTrue(), why)
+	held, why = leaseHeld(lease("pod-1", 15*time.Second), now)
+	g.Expect(held).To(BeFalse())
+	g.Expect(why).To(Equal("expired at 2026-01-02T03:04:05Z"))
+	_, why = leaseHeld(lease("", 0), now)
+	g.Expect(why).To(Equal("released"))
+	_, why = leaseHeld(nil, now)
+	g.Expect(why).To(Equal("absent"))
+	_, why = leaseHeld(&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("x")}}, now)
+	g.Expect(why).To(Equal("never renewed"))
+	g.Expect(isShardLease(ShardLeaseName("a-1"))).To(BeTrue())
+	for _, name := range []string{"convoy-controller.convoy.dev", "convoy-controller-.convoy.dev", "kube-scheduler"} {
+		g.Expect(isShardLease(name)).To(BeFalse(), name)
+	}
+}
+
+// TestShardLeaseWatchEnqueuesOnlyWhenALeaseIsTakenOrLost: renewals of a held lease enqueue
+// nothing; its expiry without renewal is seen at the expiry, and a renewal after it.
+func TestShardLeaseWatchEnqueuesOnlyWhenALeaseIsTakenOrLost(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	w := newShardLeaseWatch(nil, func() time.Time { return now }, nil)
+	held := map[string]bool{}
+	renew := func(at time.Time) {
+		w.observe(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: ShardLeaseName("a")},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod"), LeaseDurationSeconds: ptr.To(int32(10)),
+				RenewTime: &metav1.MicroTime{Time: at}}})
+	}
+	renew(now)
+	changed, next := w.check(held)
+	g.Expect(changed).To(BeTrue(), "a lease taken")
+	g.Expect(next).To(Equal(now.Add(10 * time.Second)))
+	now = now.Add(2 * time.Second)
+	renew(now)
+	changed, next = w.check(held)
+	g.Expect(changed).To(BeFalse(), "a renewal")
+	g.Expect(next).To(Equal(now.Add(10 * time.Second)))
+	now = next
+	changed, next = w.check(held)
+	g.Expect(changed).To(BeTrue(), "the lease expired")
+	g.Expect(next.IsZero()).To(BeTrue(), "nothing left to wait for")
+	renew(now)
+	changed, _ = w.check(held)
+	g.Expect(changed).To(BeTrue(), "the lease was taken again")
+	w.forget(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: ShardLeaseName("a")}})
+	changed, _ = w.check(held)
+	g.Expect(changed).To(BeTrue(), "the lease was deleted")
 }

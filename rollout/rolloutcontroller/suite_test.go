@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,6 +36,12 @@ func TestMain(m *testing.M) {
 	fleet.Main(m, &env, fleet.Options{}, startManager)
 }
 
+// testSharding reads the shards from a ConfigMap that only the sharding tests create: absent, it
+// shards nothing, so that the other tests are not sharded. Nothing in the suite reconciles a
+// Package on a shard: every shard is one without a replica unless a test holds its lease.
+var testSharding = Sharding{ConfigMap: types.NamespacedName{Namespace: shardTestNamespace, Name: "convoy-shards"},
+	LeaseNamespace: shardTestNamespace}
+
 // startManager runs the GitSource, Package and HostedClusterPackage controllers against f.
 func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	log.SetLogger(logr.Discard())
@@ -43,6 +50,7 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	}
 	cacheOpts := cache.Options{}
 	ConfigureCache(&cacheOpts)
+	testSharding.ConfigureCache(&cacheOpts)
 	mgr, err := ctrl.NewManager(f.Config, ctrl.Options{
 		Scheme: f.Scheme, Cache: cacheOpts,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
@@ -65,7 +73,7 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := Setup(mgr, SetupOptions{Concurrency: 2, Trees: store}); err != nil {
+	if err := Setup(mgr, SetupOptions{Concurrency: 2, Trees: store, Sharding: testSharding}); err != nil {
 		return nil, err
 	}
 	return fleet.RunManager(ctx, mgr, dir), nil

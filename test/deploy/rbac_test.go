@@ -88,6 +88,15 @@ func TestControllerServiceAccountCanDoWhatTheControllersNeed(t *testing.T) {
 		holder = "replica-2"
 		g.Expect(sa.Update(ctx, lease)).To(Succeed())
 	})
+	t.Run("watch the shards ConfigMap and the shard replicas' leases", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, verb := range []string{"get", "list", "watch"} {
+			g.Expect(allowed(g, authorizationv1.ResourceAttributes{Verb: verb, Resource: "configmaps",
+				Namespace: controllerNamespace, Name: "convoy-shards"})).To(BeTrue(), verb)
+			g.Expect(allowed(g, authorizationv1.ResourceAttributes{Verb: verb, Group: "coordination.k8s.io", Resource: "leases",
+				Namespace: controllerNamespace})).To(BeTrue(), verb)
+		}
+	})
 	t.Run("read the environment packages are rendered for", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, r := range []string{"clusterversions", "proxies"} {

@@ -9,10 +9,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
 )
 
 // TestShardedOverlay builds examples/deploy/sharded, the overlay of deploy/ with the sharded
-// component: the unsharded Deployment spreads Packages over the shards named by --shards, and
+// component: the unsharded Deployment spreads Packages over the shards named by the ConfigMap
+// of --shards-configmap, which the overlay holds and the controller parses, and
 // each of those has a Deployment of its own, hardened like the base one, that reconciles that
 // shard only, with its own Git store and no webhook; the API server accepts every Deployment.
 func TestShardedOverlay(t *testing.T) {
@@ -23,12 +26,20 @@ func TestShardedOverlay(t *testing.T) {
 	g.Expect(findObject(objs, "CustomResourceDefinition", "packages.convoy.dev")).NotTo(BeNil(), "the overlay holds deploy/")
 
 	main := deploymentOf(g, findObject(objs, "Deployment", "convoy-controller"))
-	var shards []string
+	var configMap string
 	for _, arg := range main.Spec.Template.Spec.Containers[0].Args {
-		if v, ok := strings.CutPrefix(arg, "--shards="); ok {
-			shards = strings.Split(v, ",")
+		if v, ok := strings.CutPrefix(arg, "--shards-configmap="); ok {
+			configMap = v
 		}
 	}
+	ns, name, _ := strings.Cut(configMap, "/")
+	g.Expect(ns).To(Equal(controllerNamespace))
+	cm := findObject(objs, "ConfigMap", name)
+	g.Expect(cm).NotTo(BeNil(), "the overlay holds ConfigMap %s", configMap)
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	sharding, err := rolloutcontroller.ParseShardConfig(data, rolloutcontroller.Sharding{})
+	g.Expect(err).NotTo(HaveOccurred())
+	shards := sharding.Shards
 	g.Expect(shards).To(HaveLen(2))
 	selectors := map[string]bool{main.Spec.Selector.MatchLabels["app.kubernetes.io/component"]: true}
 	var applied []*unstructured.Unstructured
