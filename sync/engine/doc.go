@@ -6,7 +6,8 @@
 // hosted cluster of that namespace) and the owner's previous inventory. Per phase, in order, it:
 //
 //   - prepares the objects: management objects are defaulted into the owner's namespace and
-//     refused elsewhere or when cluster-scoped; every object gets the ownership labels;
+//     refused elsewhere or when cluster-scoped; every object gets the ownership labels, and
+//     management objects the owner's shard (Target.Shard);
 //   - refuses collisions: an existing object that is not labelled as this owner's is left
 //     alone unless the desired object carries convoy.dev/adopt: "true";
 //   - applies with server-side apply (field manager "convoy"), CustomResourceDefinitions and
@@ -18,7 +19,9 @@
 //     objects are only recreated on an immutable-field error when annotated
 //     convoy.dev/force: "true";
 //   - judges availability from the live objects it just read or wrote (manifests/probe),
-//     without extra requests.
+//     without extra requests. A management object that the watch of applied objects
+//     (Options.Versions) sees at the resourceVersion at which it was judged available under the
+//     same probes is not read at all: nothing changed it since (quiet.go).
 //
 // The first phase that is not available ends the pass with a Waiting error: the controller
 // requeues instead of blocking a worker. Once every phase is available, objects of the previous
