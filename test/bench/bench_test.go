@@ -37,11 +37,14 @@ func TestRunTiny(t *testing.T) {
 	t.Log("\n" + table.String())
 	g.Expect(res.Rows).NotTo(BeEmpty())
 	g.Expect(WriteJSON(filepath.Join(t.TempDir(), "bench-results.json"), res)).To(Succeed())
+	var metrics []string
 	for _, row := range res.Rows {
+		metrics = append(metrics, row.Metric)
 		if row.Metric == "wall time to all progressed" {
 			g.Expect(row.Value).To(BeNumerically(">", 0), row.Scenario)
 		}
 	}
+	g.Expect(metrics).To(ContainElement("pass of a settled Package, controller CPU"), "the steady scenario measures a pass")
 }
 
 // TestVerbOf pins how the benchmark names its own requests, to take them out of the API

@@ -222,7 +222,12 @@ func (f *fleetRun) steady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.addSteadyRows(w, idle)
+	logf(f.e.cfg, "fleet: one requested pass of every Package")
+	drift, passes, err := f.e.measureDriftPasses(ctx)
+	if err != nil {
+		return err
+	}
+	f.addSteadyRows(w, idle, driftShare(drift, passes, passes))
 	return nil
 }
 

@@ -45,8 +45,13 @@ func runSteady(ctx context.Context, cfg Config, res *Results, e *env) error {
 	if err != nil {
 		return err
 	}
+	drift, passes, err := e.measureDriftPasses(ctx)
+	if err != nil {
+		return err
+	}
 	scale := w.wall.Seconds() / idle.wall.Seconds()
 	scenario := fmt.Sprintf("steady %d Packages %s", len(e.namespaces), cfg.SteadyDuration)
+	defer addDriftRows(res, scenario, drift, passes)
 	res.add(Row{Scenario: scenario, Metric: "write requests", Value: w.requests.Writes(), Unit: "req",
 		Baseline: ptr(idle.requests.Writes() * scale), BaselineName: "API server alone, scaled",
 		Target: "0 of the controller's", Met: ptr(w.requests.Writes() <= idle.requests.Writes()*scale+1),
