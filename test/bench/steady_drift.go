@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,7 @@ func (e *env) measureDriftPasses(ctx context.Context) (window, int, error) {
 	if err != nil {
 		return window{}, 0, err
 	}
+	defer e.profileDrift(ctx)()
 	for i := range list.Items {
 		if err := e.admin.Patch(ctx, &list.Items[i], patch); err != nil {
 			return window{}, 0, fmt.Errorf("requesting a pass of Package %s/%s: %w", list.Items[i].Namespace, list.Items[i].Name, err)
@@ -41,6 +43,24 @@ func (e *env) measureDriftPasses(ctx context.Context) (window, int, error) {
 	after, err := e.take(ctx)
 	return since(before, after), len(list.Items), err
 }
+
+// profileDrift captures a CPU profile of the controller over the requested passes when asked
+// (-pprof); the returned function waits for it.
+func (e *env) profileDrift(ctx context.Context) func() {
+	if e.cfg.PprofDir == "" || e.ctrl == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	path := filepath.Join(e.cfg.PprofDir, fmt.Sprintf("drift-%d.cpu.pprof", len(e.namespaces)))
+	go func() {
+		defer close(done)
+		_ = e.ctrl.CaptureProfile(ctx, fmt.Sprintf("profile?seconds=%d", driftProfileSeconds), path)
+	}()
+	return func() { <-done }
+}
+
+// driftProfileSeconds is the length of the CPU profile of the requested passes.
+const driftProfileSeconds = 15
 
 // waitHandled waits until n Packages say they handled the request token.
 func (e *env) waitHandled(ctx context.Context, token string, n int) error {
