@@ -33,8 +33,8 @@ type phaseOutcome struct {
 	changes  Changes
 	// rules is the digest of the probe rules the phase is judged under.
 	rules [sha256.Size]byte
-	// unwatched is set when an object was written, or is one the watch cannot tell about
-	// (a hosted-cluster object, a kind not watched yet).
+	// unwatched is set when an object is one no watch tells about: a hosted-cluster object, or
+	// a kind whose watch has not synced yet.
 	unwatched bool
 }
 
@@ -65,8 +65,9 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*
 	if err := c.prepare(ph, objs); err != nil {
 		return err
 	}
-	changed, rest := e.applied.changedSinceApplied(c, digests(objs))
-	out.unwatched = out.unwatched || len(changed) > 0
+	states := digests(objs)
+	out.unwatched = out.unwatched || !e.watched(c, states)
+	changed, rest := e.applied.changedSinceApplied(c, states)
 	quiet, rest := e.splitQuiet(c, rest, out)
 	e.markQuiet(c, quiet, out)
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {

@@ -90,9 +90,9 @@ type Result struct {
 	Pruned int
 	// Left are the entries the prune dropped without deleting their object, with the reason.
 	Left []Left
-	// Watched is set when every phase is available and the watch of the management cluster
-	// (Options.Versions) saw every object of the revision as it was judged: a change to any
-	// of them will make a pass, and no timer is needed to notice it.
+	// Watched is set when every phase is available and every object of the revision is of a
+	// kind the watch of the management cluster (Options.Versions) has synced: a change to any
+	// of them will make an event, and no timer is needed to notice it.
 	Watched bool
 
 	previous  []convoyv1alpha1.InventoryEntry

@@ -11,11 +11,15 @@ import (
 	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
-// ResourceVersions tells, without a request, the resourceVersion a watch last saw of an object
-// of the management cluster. ok is false when it cannot tell: the kind is not watched, its
-// watch has not synced, or the object is not in it.
+// ResourceVersions is a watch of the objects the engine applied to the management cluster.
 type ResourceVersions interface {
+	// ResourceVersion tells, without a request, the resourceVersion the watch last saw of an
+	// object. ok is false when it cannot tell: the kind is not watched, its watch has not
+	// synced, or the object is not in it.
 	ResourceVersion(gvk schema.GroupVersionKind, namespace, name string) (rv string, ok bool)
+	// Synced reports whether the objects of kind gvk are watched and the watch has synced: from
+	// then on every change of one of them is an event.
+	Synced(gvk schema.GroupVersionKind) bool
 }
 
 // A quiet object is one a pass need not read: the ledger says this owner applied it as desired
@@ -34,17 +38,31 @@ func rulesDigest(rules []probe.Rule) [sha256.Size]byte {
 	return sha256.Sum256(raw)
 }
 
-// splitQuiet splits states into the quiet objects and the rest. It marks out unwatched when an
-// object is one the watch cannot tell about.
+// watched reports whether every object of states is of a kind the watch of the management
+// cluster has synced: a change of any of them will then make an event.
+func (e *Engine) watched(c *cluster, states []desiredState) bool {
+	if len(states) == 0 {
+		return true
+	}
+	if e.opts.Versions == nil || c.hosted() {
+		return false
+	}
+	for _, s := range states {
+		if !e.opts.Versions.Synced(s.obj.GroupVersionKind()) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitQuiet splits states into the quiet objects and the rest.
 func (e *Engine) splitQuiet(c *cluster, states []desiredState, out *phaseOutcome) (quiet, rest []desiredState) {
 	if e.opts.Versions == nil || c.hosted() || out.rules == ([sha256.Size]byte{}) {
-		out.unwatched = out.unwatched || len(states) > 0
 		return nil, states
 	}
 	for _, s := range states {
 		gvk := s.obj.GroupVersionKind()
 		rv, ok := e.opts.Versions.ResourceVersion(gvk, s.obj.GetNamespace(), s.obj.GetName())
-		out.unwatched = out.unwatched || !ok
 		if ok && e.applied.availableAt(c, s, rv, out.rules) {
 			quiet = append(quiet, s)
 		} else {

@@ -37,6 +37,12 @@ func (v *liveVersions) ResourceVersion(gvk schema.GroupVersionKind, namespace, n
 	return live.GetResourceVersion(), true
 }
 
+func (v *liveVersions) Synced(schema.GroupVersionKind) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return !v.blind
+}
+
 func (v *liveVersions) setBlind(blind bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -101,6 +107,17 @@ func TestSettledPassReadsOnlyWhatTheWatchSawChange(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.Watched).To(BeFalse())
 		g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3}))
+	})
+	t.Run("a pass that writes objects of watched kinds needs no timer", func(t *testing.T) {
+		g := NewWithT(t)
+		changed := &Revision{ID: "r2", Probes: rev.Probes, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+			kubetest.ConfigMap("", "a", map[string]string{"v": "2"}), rev.Phases[0].Objects[1], rev.Phases[0].Objects[2]}}}}
+		res, err := engine.Sync(ctx, tgt, changed, res.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Changes.Configured).To(Equal(1))
+		g.Expect(res.Watched).To(BeTrue(), "a change of any object will make an event")
+		_, err = engine.Sync(ctx, tgt, rev, res.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
 	})
 	t.Run("other probes judge again", func(t *testing.T) {
 		g := NewWithT(t)

@@ -160,26 +160,33 @@ func statusOnlyUpdate(old, updated client.Object) bool {
 		updated.GetDeletionTimestamp() == nil
 }
 
-// ResourceVersion implements engine.ResourceVersions from the cache: it answers only for a
-// kind watched and synced, and never waits.
-func (a *appliedWatches) ResourceVersion(gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
+// Synced implements engine.ResourceVersions: the kind is watched and its watch has synced. It
+// never waits.
+func (a *appliedWatches) Synced(gvk schema.GroupVersionKind) bool {
 	if a == nil {
-		return "", false
+		return false
 	}
 	a.mu.Lock()
 	watched := a.kinds[gvk]
 	a.mu.Unlock()
 	if !watched {
+		return false
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	inf, err := a.cache.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
+	return err == nil && inf.HasSynced()
+}
+
+// ResourceVersion implements engine.ResourceVersions from the cache: it answers only for a
+// kind watched and synced, and never waits.
+func (a *appliedWatches) ResourceVersion(gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
+	if !a.Synced(gvk) {
 		return "", false
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	ctx := context.Background()
-	inf, err := a.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil || !inf.HasSynced() {
-		return "", false
-	}
-	if err := a.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+	if err := a.cache.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		return "", false
 	}
 	return obj.GetResourceVersion(), true

@@ -48,9 +48,9 @@ type Common struct {
 }
 
 // requeueInterval is the delay before the next pass of a settled object whose own interval is
-// interval. When the pass found every object of the revision in the watch of the management
-// cluster (engine.Result.Watched), a change to any of them makes a pass at once, and the
-// timer only corrects drift, at interval. Otherwise (hosted-cluster objects, kinds not
+// interval. When every object of the revision is of a kind the watch of the management
+// cluster has synced (engine.Result.Watched), a change to any of them makes a pass at once,
+// and the timer only corrects drift, at interval. Otherwise (hosted-cluster objects, kinds not
 // watched yet) it is at most HealthCheckInterval, so that probes run again that often.
 func (c *Common) requeueInterval(s *scope, interval time.Duration) time.Duration {
 	if c.HealthCheckInterval > 0 && (s.result == nil || !s.result.Watched) {
