@@ -149,6 +149,11 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 		return err
 	}
 	opts.shards.setLeaseNamespace(opts.leaderElect, opts.leaderElectionNamespace)
+	if soft, err := applyMemoryLimit("/sys/fs/cgroup"); err != nil {
+		ctrl.Log.WithName("controller").Error(err, "Leaving the Go runtime without a memory limit")
+	} else if soft > 0 {
+		ctrl.Log.WithName("controller").Info("Set the Go runtime's soft memory limit from the container's", "bytes", soft)
+	}
 	lease := opts.leaseDuration
 	renew := lease * 2 / 3
 	// Nothing reads the managed fields of cached objects; they are a large part of each.
