@@ -9,9 +9,9 @@ import (
 	"github.com/convoy-gitops/convoy/sources"
 )
 
-// Targets of DESIGN.md §9.
+// Targets of DESIGN.md §9; the wall time's is issue 19's, tighter than the design's 1.5×.
 const (
-	targetWallRatio       = 1.5
+	targetWallRatio       = 1.4
 	targetRSSMiB          = 200
 	targetRequestsPerObj  = 1.2
 	targetFleetSize       = 1000
