@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -42,6 +43,12 @@ type StatusOptions struct {
 	// shard replica patches as ShardStatusFieldOwner(shard), so that the managed fields say
 	// which replica wrote a status.
 	FieldOwner string
+	// Written remembers the controller's status writes, so that a pass starting from a cache
+	// behind its own last write still writes its status; nil trusts the cache.
+	Written *WrittenVersions
+	// Reader reads the object from the API server when a status patch computed from a stale
+	// base is refused; nil reads through the client.
+	Reader client.Reader
 }
 
 // Summary is what a reconcile pass hands to the finalizer.
@@ -152,25 +159,113 @@ func applyOutcome(obj Conditioned, out Outcome, s Summary, negatives []string) {
 	}
 }
 
-// patch sends a merge patch of the status if it changed since the snapshot.
+// maxStaleStatusRetries bounds the times a status patch is computed again against the object
+// as the API server has it, after the server refused a patch computed from a stale base.
+const maxStaleStatusRetries = 3
+
+// patch writes the status the pass computed, as a merge patch from the status the pass started
+// from (its base). The patch carries the base's resourceVersion: when the object changed since
+// (the cache had not seen an earlier pass's status write yet, or the pass wrote its metadata),
+// the API server refuses it, and the patch is computed again against the object read from the
+// server. Without the lock, a field this pass left as the stale base had it, but that the
+// earlier pass had changed on the server, would keep the earlier pass's value next to this
+// pass's conditions (a Package saying one revision in status.revision and another in its
+// conditions). A pass whose status equals its base still checks, with an empty locked patch,
+// when the base is older than this process's last status write of the object (WrittenVersions).
 func (f *StatusFinalizer) patch(ctx context.Context) error {
-	data, changed, err := statusPatch(f.before, f.obj)
-	if err != nil || !changed {
-		return err
+	base := f.before
+	for attempt := 0; ; attempt++ {
+		data, changed, err := statusPatch(base, f.obj)
+		if err != nil || (!changed && !f.opts.Written.behind(base)) {
+			return err
+		}
+		if data, err = withResourceVersion(data, base.GetResourceVersion()); err != nil {
+			return err
+		}
+		err = f.client.Status().Patch(ctx, f.obj, client.RawPatch(types.MergePatchType, data),
+			client.FieldOwner(cmpOr(f.opts.FieldOwner, StatusFieldOwner)))
+		switch {
+		case apierrors.IsConflict(err) && attempt < maxStaleStatusRetries:
+			if base, err = f.readFresh(ctx); err != nil {
+				return fmt.Errorf("patching status: reading the object after a conflict: %w", err)
+			}
+			continue
+		case apierrors.IsNotFound(err):
+			return nil // deleted during the pass: nothing left to report on
+		case err != nil:
+			return fmt.Errorf("patching status: %w", err)
+		}
+		f.opts.Written.put(f.obj)
+		return nil
 	}
-	owner := f.opts.FieldOwner
-	if owner == "" {
-		owner = StatusFieldOwner
+}
+
+// readFresh reads the object from the API server (StatusOptions.Reader, else the client).
+func (f *StatusFinalizer) readFresh(ctx context.Context) (client.Object, error) {
+	fresh, _ := f.before.DeepCopyObject().(client.Object)
+	reader := client.Reader(f.client)
+	if f.opts.Reader != nil {
+		reader = f.opts.Reader
 	}
-	err = f.client.Status().Patch(ctx, f.obj, client.RawPatch(types.MergePatchType, data),
-		client.FieldOwner(owner))
-	if apierrors.IsNotFound(err) {
-		return nil // deleted during the pass: nothing left to report on
+	return fresh, reader.Get(ctx, client.ObjectKeyFromObject(f.obj), fresh)
+}
+
+// withResourceVersion adds metadata.resourceVersion to a merge patch (nil for an empty one), so
+// that the API server applies it only to that version of the object.
+func withResourceVersion(patch []byte, rv string) ([]byte, error) {
+	doc := map[string]any{}
+	if len(patch) > 0 {
+		if err := json.Unmarshal(patch, &doc); err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("patching status: %w", err)
+	doc["metadata"] = map[string]any{"resourceVersion": rv}
+	return json.Marshal(doc)
+}
+
+// cmpOr returns a, or b when a is empty.
+func cmpOr(a, b string) string {
+	if a == "" {
+		return b
 	}
-	return nil
+	return a
+}
+
+// WrittenVersions remembers the resourceVersion the API server answered to this process's last
+// status write of each object (at most maxWrittenVersions of them), so that a pass that starts
+// from a cache that has not seen that write yet can tell. Safe for concurrent use; the zero
+// value is ready, and a nil one remembers nothing.
+type WrittenVersions struct {
+	mu sync.Mutex
+	m  map[types.UID]string
+}
+
+// maxWrittenVersions bounds WrittenVersions; past it, it starts again empty.
+const maxWrittenVersions = 100_000
+
+// put remembers obj's resourceVersion.
+func (w *WrittenVersions) put(obj client.Object) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil || len(w.m) >= maxWrittenVersions {
+		w.m = map[types.UID]string{}
+	}
+	w.m[obj.GetUID()] = obj.GetResourceVersion()
+}
+
+// behind reports whether base is not the version of the object this process last wrote: the
+// cache may not have seen that write yet.
+func (w *WrittenVersions) behind(base client.Object) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rv, ok := w.m[base.GetUID()]
+	return ok && rv != base.GetResourceVersion()
 }
 
 // statusPatch returns the merge patch turning before's status into after's, and whether there

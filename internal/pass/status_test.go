@@ -129,3 +129,61 @@ func TestStatusFinalizerAggregatesPatchError(t *testing.T) {
 	g.Expect(errors.Is(err, boom)).To(BeTrue())
 	g.Expect(err.Error()).To(ContainSubstring("first"))
 }
+
+// staleBase returns the GitSource as a cache that has not seen the latest write would: the
+// stored object with an older resourceVersion and an older status.
+func staleBase(t *testing.T, c client.Client, older func(*convoyv1alpha1.GitSource)) *convoyv1alpha1.GitSource {
+	t.Helper()
+	gs := &convoyv1alpha1.GitSource{}
+	NewWithT(t).Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "gs"}, gs)).To(Succeed())
+	stale := gs.DeepCopy()
+	older(stale)
+	return stale
+}
+
+// A pass that starts from a stale cache must not leave the newer write's fields next to its own:
+// the patch is refused and computed again against the object as the server has it.
+func TestStatusPatchOfAStaleBaseIsComputedAgainstTheServer(t *testing.T) {
+	ctx := context.Background()
+	written := &WrittenVersions{}
+	t.Run("a field the pass left as the stale base had it", func(t *testing.T) {
+		g := NewWithT(t)
+		c, _ := newFixture(t)
+		// The server holds an earlier pass's write: lastHandledReconcileAt "b"; the stale base still says "a".
+		server := staleBase(t, c, func(*convoyv1alpha1.GitSource) {})
+		server.Status.LastHandledReconcileAt = "b"
+		g.Expect(c.Status().Update(ctx, server)).To(Succeed())
+		base := staleBase(t, c, func(gs *convoyv1alpha1.GitSource) { gs.Status.LastHandledReconcileAt = "a"; gs.ResourceVersion = "1" })
+		fin := NewStatusFinalizer(c, base, StatusFields{ObservedGeneration: &base.Status.ObservedGeneration},
+			StatusOptions{Written: written})
+		base.Status.LastHandledReconcileAt = "a" // this pass's result: what the stale base had
+		_, err := fin.Finalize(ctx, Summary{Interval: time.Minute})
+		g.Expect(err).NotTo(HaveOccurred())
+		out := &convoyv1alpha1.GitSource{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(base), out)).To(Succeed())
+		g.Expect(out.Status.LastHandledReconcileAt).To(Equal("a"), "this pass's value, not the earlier write's")
+		g.Expect(IsReady(out)).To(BeTrue())
+	})
+	t.Run("a pass equal to a base older than the last write", func(t *testing.T) {
+		g := NewWithT(t)
+		c, _ := newFixture(t)
+		first := staleBase(t, c, func(*convoyv1alpha1.GitSource) {})
+		fin := NewStatusFinalizer(c, first, StatusFields{}, StatusOptions{Written: written})
+		first.Status.LastHandledReconcileAt = "b"
+		_, err := fin.Finalize(ctx, Summary{Interval: time.Minute})
+		g.Expect(err).NotTo(HaveOccurred())
+		// The next pass starts from the cache, which has not seen that write: "", no Ready.
+		base := staleBase(t, c, func(gs *convoyv1alpha1.GitSource) {
+			gs.Status = convoyv1alpha1.GitSourceStatus{}
+			gs.ResourceVersion = "1"
+		})
+		MarkTrue(base, convoyv1alpha1.ReadyCondition, convoyv1alpha1.SucceededReason, "")
+		base.Status.Conditions[0].LastTransitionTime = metav1.Now()
+		fin = NewStatusFinalizer(c, base, StatusFields{}, StatusOptions{Written: written})
+		_, err = fin.Finalize(ctx, Summary{Interval: time.Minute})
+		g.Expect(err).NotTo(HaveOccurred())
+		out := &convoyv1alpha1.GitSource{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(base), out)).To(Succeed())
+		g.Expect(out.Status.LastHandledReconcileAt).To(BeEmpty(), "this pass's status, though equal to its stale base")
+	})
+}

@@ -43,6 +43,7 @@ type Common struct {
 	Shard string
 
 	notifier      *pass.Notifier
+	written       *pass.WrittenVersions
 	applied       *appliedWatches
 	impersonating *serviceAccountClients
 }

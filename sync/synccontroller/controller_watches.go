@@ -64,6 +64,9 @@ func (c *Common) setupShared(mgr ctrl.Manager) error {
 			return err
 		}
 	}
+	if c.written == nil {
+		c.written = &pass.WrittenVersions{}
+	}
 	if c.applied == nil {
 		applied, err := newAppliedWatches(mgr, c.Shard)
 		if err != nil {

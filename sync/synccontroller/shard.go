@@ -52,7 +52,8 @@ func (c *Common) releaseStranded(ctx context.Context, obj pass.Object) error {
 // statusOptions returns the status finalizer options of the replica: its notifier and its
 // status field manager (pass.ShardStatusFieldOwner).
 func (c *Common) statusOptions() pass.StatusOptions {
-	return pass.StatusOptions{Notifier: c.notifier, FieldOwner: pass.ShardStatusFieldOwner(c.Shard)}
+	return pass.StatusOptions{Notifier: c.notifier, FieldOwner: pass.ShardStatusFieldOwner(c.Shard),
+		Written: c.written, Reader: c.Direct}
 }
 
 // ShardSelector returns the label selector of the objects the replica of shard reconciles:

@@ -53,6 +53,8 @@ type env struct {
 	restarts int
 	// ctrlArgs are more flags of every controller started.
 	ctrlArgs []string
+	// settleTimeout bounds the wait for a fault's rollout to settle; zero means rolloutTimeout.
+	settleTimeout time.Duration
 }
 
 // envInput says what to start.

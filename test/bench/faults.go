@@ -38,6 +38,9 @@ type FaultsConfig struct {
 	KeepWorkDir bool `json:"-"`
 	// Log receives progress lines; nil is quiet.
 	Log io.Writer `json:"-"`
+	// SettleTimeout bounds the wait for each fault's rollout to settle, after which the row
+	// fails and names a Package that did not; default 20 minutes.
+	SettleTimeout time.Duration `json:"-"`
 }
 
 // Fault names, for FaultsConfig.Faults.
@@ -127,6 +130,7 @@ func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 	// The test Git server speaks plain HTTP on loopback; the credentials fault sends it
 	// credentials, which the controller refuses over http:// without this flag.
 	e.ctrlArgs = append([]string{sources.AllowInsecureHTTPFlag}, cfg.ControllerArgs...)
+	e.settleTimeout = cfg.SettleTimeout
 	if err := installForFaults(ctx, e); err != nil {
 		return res, err
 	}
@@ -303,11 +307,15 @@ const settleTime = 2 * time.Second
 // waitSettled waits until every Package progressed at commit and still is settleTime later.
 // When some left in between, it describes the first one, so that the row says what happened.
 func waitSettled(ctx context.Context, e *env, commit string) (string, error) {
-	deadline := time.Now().Add(rolloutTimeout)
+	timeout := e.settleTimeout
+	if timeout <= 0 {
+		timeout = rolloutTimeout
+	}
+	deadline := time.Now().Add(timeout)
 	left := ""
 	for time.Now().Before(deadline) {
 		if _, err := e.watch.waitAll(ctx, e.namespaces, progressedAt(commit), time.Until(deadline)); err != nil {
-			return left, err
+			return left, fmt.Errorf("%w%s", err, describeLeft(e, commit))
 		}
 		select {
 		case <-ctx.Done():
@@ -322,7 +330,7 @@ func waitSettled(ctx context.Context, e *env, commit string) (string, error) {
 			left = fmt.Sprintf("%d Packages left %.8s after all had reached it%s", len(e.namespaces)-n, commit, describeLeft(e, commit))
 		}
 	}
-	return left, fmt.Errorf("the Packages did not settle at %.8s within %s", commit, rolloutTimeout)
+	return left, fmt.Errorf("the Packages did not settle at %.8s within %s", commit, timeout)
 }
 
 // describeLeft says why the first Package not progressed at commit is not: its revisions and

@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -23,12 +25,16 @@ func TestFaultsShort(t *testing.T) {
 	g := NewWithT(t)
 	convoy := buildConvoy(t)
 
-	var log bytes.Buffer
+	var buf bytes.Buffer
+	log := io.Writer(&buf)
+	if testing.Verbose() {
+		log = io.MultiWriter(&buf, os.Stderr) // what the harness does, as it does it
+	}
 	// Note: a shorter cap of the dead hosted clusters' backoff bounds the time they take to
 	// recover (up to the default 2 min otherwise).
-	res, err := RunFaults(context.Background(), FaultsConfig{Clusters: 20, Faults: ShortFaults, ConvoyBinary: convoy, Log: &log,
-		GitDownFor: 5 * time.Second, ControllerArgs: []string{"--hosted-max-unreachable-backoff=10s"}})
-	g.Expect(err).NotTo(HaveOccurred(), log.String())
+	res, err := RunFaults(context.Background(), FaultsConfig{Clusters: 20, Faults: ShortFaults, ConvoyBinary: convoy, Log: log,
+		GitDownFor: 5 * time.Second, SettleTimeout: 90 * time.Second, ControllerArgs: []string{"--hosted-max-unreachable-backoff=10s"}})
+	g.Expect(err).NotTo(HaveOccurred(), buf.String())
 	var table bytes.Buffer
 	PrintFaultsTable(&table, res)
 	t.Log("\n" + table.String())
