@@ -186,7 +186,11 @@ func (f *StatusFinalizer) patch(ctx context.Context) error {
 			client.FieldOwner(cmpOr(f.opts.FieldOwner, StatusFieldOwner)))
 		switch {
 		case apierrors.IsConflict(err) && attempt < maxStaleStatusRetries:
-			if base, err = f.readFresh(ctx); err != nil {
+			base, err = f.readFresh(ctx)
+			if apierrors.IsNotFound(err) {
+				return nil // deleted during the pass: nothing left to report on
+			}
+			if err != nil {
 				return fmt.Errorf("patching status: reading the object after a conflict: %w", err)
 			}
 			continue

@@ -92,13 +92,17 @@ func forbiddenNamespace(t *Target, ph *Phase, obj *unstructured.Unstructured) er
 		ph.Name, describe(obj), obj.GetNamespace(), t.Namespace)
 }
 
-// setLabels adds labels to obj's labels.
+// setLabels adds labels to obj's labels; a convoy.dev/shard the manifest sets is kept.
 func setLabels(obj *unstructured.Unstructured, labels map[string]string) {
+	own := keepsOwnShard(obj)
 	l := obj.GetLabels()
 	if l == nil {
 		l = make(map[string]string, len(labels))
 	}
 	for k, v := range labels {
+		if k == convoyv1alpha1.ShardLabel && own {
+			continue
+		}
 		l[k] = v
 	}
 	obj.SetLabels(l)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
@@ -48,7 +49,8 @@ func (e *Engine) watched(c *cluster, states []desiredState) bool {
 		return false
 	}
 	for _, s := range states {
-		if !e.opts.Versions.Synced(s.obj.GroupVersionKind()) {
+		// The watch selects the owner's shard: an object whose manifest names another is not in it.
+		if s.obj.GetLabels()[convoyv1alpha1.ShardLabel] != c.target.Shard || !e.opts.Versions.Synced(s.obj.GroupVersionKind()) {
 			return false
 		}
 	}

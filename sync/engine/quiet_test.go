@@ -149,3 +149,31 @@ func TestHostedObjectsAreAlwaysRead(t *testing.T) {
 	g.Expect(res.Watched).To(BeFalse())
 	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 1}))
 }
+
+// A sharded owner labels its management objects with its shard, which its replica's watch
+// selects, but keeps a shard the manifest names (on a Package, it picks the replica): such an
+// object is outside the watch, so the pass is not Watched.
+func TestOwnerShardLabelsObjectsButKeepsTheManifests(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tgt := engineTarget(t)
+	tgt.Shard = "a"
+	engine := NewEngine(Options{Controller: "test", Versions: &liveVersions{}})
+	other := kubetest.ConfigMap("", "other", map[string]string{"v": "1"})
+	other.SetLabels(map[string]string{convoyv1alpha1.ShardLabel: "b"})
+	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+		kubetest.ConfigMap("", "mine", map[string]string{"v": "1"}), other}}}}
+	res, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "mine", nil)).GetLabels()).To(
+		HaveKeyWithValue(convoyv1alpha1.ShardLabel, "a"))
+	g.Expect(kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "other", nil)).GetLabels()).To(
+		HaveKeyWithValue(convoyv1alpha1.ShardLabel, "b"))
+	g.Expect(res.Watched).To(BeFalse(), "the object of shard b is not in shard a's watch")
+
+	rev.Phases[0].Objects = rev.Phases[0].Objects[:1]
+	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Watched).To(BeTrue())
+}

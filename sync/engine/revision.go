@@ -113,6 +113,13 @@ func (c *cluster) labels() map[string]string {
 	return l
 }
 
+// keepsOwnShard reports whether obj's manifest names a convoy.dev/shard of its own: it is
+// kept (on a Package or an ObjectDeployment it says which replica reconciles the object).
+func keepsOwnShard(obj *unstructured.Unstructured) bool {
+	_, ok := obj.GetLabels()[convoyv1alpha1.ShardLabel]
+	return ok
+}
+
 // owns reports whether obj carries this target's ownership labels.
 func (c *cluster) owns(obj client.Object) bool {
 	l := obj.GetLabels()

@@ -76,7 +76,10 @@ func (c *Common) watchApplied(_ ctrl.Manager, ctl controller.Controller, owner p
 	c.applied.mu.Lock()
 	defer c.applied.mu.Unlock()
 	c.applied.watchers = append(c.applied.watchers, w)
-	for gvk := range c.applied.kinds {
+	for gvk, watched := range c.applied.kinds {
+		if !watched {
+			continue
+		}
 		if err := c.applied.start(w, gvk); err != nil {
 			return err
 		}
@@ -96,12 +99,16 @@ func (a *appliedWatches) ensure(ctx context.Context, inv []convoyv1alpha1.Invent
 		if !ok || e.Cluster != convoyv1alpha1.InventoryClusterManagement || a.kinds[gvk] {
 			continue
 		}
-		a.kinds[gvk] = true
+		started := true
 		for _, w := range a.watchers {
 			if err := a.start(w, gvk); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Watching applied objects", "kind", gvk)
+				started = false
 			}
 		}
+		// Note: a kind whose watch failed to start is tried again by the next pass; until then
+		// its objects are read, and their owners checked every health-check interval.
+		a.kinds[gvk] = started
 	}
 }
 
