@@ -1,6 +1,7 @@
 package pass
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,7 +184,7 @@ func (f *StatusFinalizer) patch(ctx context.Context) error {
 			return err
 		}
 		err = f.client.Status().Patch(ctx, f.obj, client.RawPatch(types.MergePatchType, data),
-			client.FieldOwner(cmpOr(f.opts.FieldOwner, StatusFieldOwner)))
+			client.FieldOwner(cmp.Or(f.opts.FieldOwner, StatusFieldOwner)))
 		switch {
 		case apierrors.IsConflict(err) && attempt < maxStaleStatusRetries:
 			base, err = f.readFresh(ctx)
@@ -225,14 +226,6 @@ func withResourceVersion(patch []byte, rv string) ([]byte, error) {
 	}
 	doc["metadata"] = map[string]any{"resourceVersion": rv}
 	return json.Marshal(doc)
-}
-
-// cmpOr returns a, or b when a is empty.
-func cmpOr(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a
 }
 
 // WrittenVersions remembers the resourceVersion the API server answered to this process's last

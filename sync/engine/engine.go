@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"time"
 
@@ -98,6 +99,8 @@ type Result struct {
 	previous  []convoyv1alpha1.InventoryEntry
 	applied   []convoyv1alpha1.InventoryEntry
 	unwatched bool
+	// rules is the digest of the revision's probes (rulesDigest).
+	rules [sha256.Size]byte
 }
 
 // Changes counts applied objects per action.
@@ -130,6 +133,7 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 	if err := checkRevision(t, rev); err != nil {
 		return res, err
 	}
+	res.rules = rulesDigest(rev.Probes) // once per pass: every phase is judged under the same probes
 	for i := range rev.Phases {
 		available, err := e.syncPhase(ctx, t, rev, i, res)
 		if err != nil {
@@ -150,7 +154,7 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int, res *Result) (bool, error) {
 	ph := &rev.Phases[i]
 	c := t.cluster(ph.Class)
-	out, err := e.applyPhase(ctx, c, ph, rulesDigest(rev.Probes))
+	out, err := e.applyPhase(ctx, c, ph, res.rules)
 	res.record(c, ph, out)
 	if err != nil {
 		res.Phases[i].Message = err.Error()

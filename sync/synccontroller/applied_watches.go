@@ -37,6 +37,8 @@ type appliedWatches struct {
 	mu       sync.Mutex
 	watchers []*appliedWatcher
 	kinds    map[schema.GroupVersionKind]bool
+	// synced are the kinds whose watch has synced (Synced).
+	synced map[schema.GroupVersionKind]bool
 }
 
 // appliedWatcher is one controller's registration.
@@ -66,7 +68,7 @@ func newAppliedWatches(mgr ctrl.Manager, shard string) (*appliedWatches, error) 
 	if err := mgr.Add(c); err != nil {
 		return nil, err
 	}
-	return &appliedWatches{cache: c, kinds: map[schema.GroupVersionKind]bool{}}, nil
+	return &appliedWatches{cache: c, kinds: map[schema.GroupVersionKind]bool{}, synced: map[schema.GroupVersionKind]bool{}}, nil
 }
 
 // watchApplied registers controller c for the events of objects applied by owners of the
@@ -174,15 +176,21 @@ func (a *appliedWatches) Synced(gvk schema.GroupVersionKind) bool {
 		return false
 	}
 	a.mu.Lock()
-	watched := a.kinds[gvk]
+	watched, synced := a.kinds[gvk], a.synced[gvk]
 	a.mu.Unlock()
-	if !watched {
-		return false
+	if !watched || synced {
+		return synced
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	inf, err := a.cache.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
-	return err == nil && inf.HasSynced()
+	if err != nil || !inf.HasSynced() {
+		return false
+	}
+	a.mu.Lock()
+	a.synced[gvk] = true // an informer stays synced: the passes ask once per object, twice
+	a.mu.Unlock()
+	return true
 }
 
 // ResourceVersion implements engine.ResourceVersions from the cache: it answers only for a
