@@ -84,9 +84,8 @@ func ShardStatusFieldOwner(shard string) string {
 // the object and call Finalize in a defer.
 //
 // Note: the patch is a JSON merge patch of the status alone, computed from the snapshot taken
-// by NewStatusFinalizer, sent with field owner StatusOptions.FieldOwner (default StatusFieldOwner) and without optimistic lock:
-// the controller is the only writer of status, and a status-only patch cannot conflict with
-// metadata or spec changes made during the pass.
+// by NewStatusFinalizer, sent with field owner StatusOptions.FieldOwner (default StatusFieldOwner) and
+// locked to the snapshot's resourceVersion (see patch).
 type StatusFinalizer struct {
 	client client.Client
 	obj    Object
@@ -173,11 +172,19 @@ const maxStaleStatusRetries = 3
 // pass's conditions (a Package saying one revision in status.revision and another in its
 // conditions). A pass whose status equals its base still checks, with an empty locked patch,
 // when the base is older than this process's last status write of the object (WrittenVersions).
+//
+// A pass that wrote the object itself (its finalizers) did so under the base's lock, and got
+// back a newer resourceVersion: the server's status at that version is still the base's, so
+// the patch is locked to it, and the base is known current.
 func (f *StatusFinalizer) patch(ctx context.Context) error {
-	base := f.before
+	base, current := f.before, false
+	if rv := f.obj.GetResourceVersion(); rv != base.GetResourceVersion() {
+		base.SetResourceVersion(rv)
+		current = true
+	}
 	for attempt := 0; ; attempt++ {
 		data, changed, err := statusPatch(base, f.obj)
-		if err != nil || (!changed && !f.opts.Written.behind(base)) {
+		if err != nil || (!changed && (current || !f.opts.Written.behind(base))) {
 			return err
 		}
 		if data, err = withResourceVersion(data, base.GetResourceVersion()); err != nil {

@@ -187,3 +187,44 @@ func TestStatusPatchOfAStaleBaseIsComputedAgainstTheServer(t *testing.T) {
 		g.Expect(out.Status.LastHandledReconcileAt).To(BeEmpty(), "this pass's status, though equal to its stale base")
 	})
 }
+
+// A pass that adds its finalizer first (a locked metadata patch) gets a newer resourceVersion
+// back; its status patch must lock to that version, not be refused as stale and sent again.
+func TestStatusPatchAfterTheFinalizerWriteIsSentOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c, patches := newFixture(t)
+	gs := &convoyv1alpha1.GitSource{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "gs"}, gs)).To(Succeed())
+	fin := NewStatusFinalizer(c, gs, StatusFields{ObservedGeneration: &gs.Status.ObservedGeneration},
+		StatusOptions{Written: &WrittenVersions{}, Reader: failingReader{}})
+	base := gs.DeepCopy()
+	gs.Finalizers = append(gs.Finalizers, convoyv1alpha1.Finalizer)
+	g.Expect(c.Patch(ctx, gs, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+	g.Expect(gs.ResourceVersion).NotTo(Equal(base.ResourceVersion))
+	_, err := fin.Finalize(ctx, Summary{Interval: time.Minute})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*patches).To(Equal(1), "one status patch, not a refused one and a retry")
+	out := &convoyv1alpha1.GitSource{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gs), out)).To(Succeed())
+	g.Expect(IsReady(out)).To(BeTrue())
+	g.Expect(out.Finalizers).To(ContainElement(convoyv1alpha1.Finalizer))
+
+	// Its next pass starts from that version with nothing to change: no request at all.
+	fin = NewStatusFinalizer(c, out, StatusFields{ObservedGeneration: &out.Status.ObservedGeneration},
+		StatusOptions{Reader: failingReader{}})
+	_, err = fin.Finalize(ctx, Summary{Interval: time.Minute})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*patches).To(Equal(1))
+}
+
+// failingReader fails every read: a test that expects no re-read after a conflict uses it.
+type failingReader struct{}
+
+func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("unexpected read")
+}
+
+func (failingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("unexpected list")
+}

@@ -71,9 +71,11 @@ func (r *rolloutRun) measureFloor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	apiProfile := r.e.startAPIServerProfile(ctx, r.res, fmt.Sprintf("N%d-floor", r.n), apiProfileSeconds)
 	if r.floor, err = bareLoop(ctx, r.e.admin, r.bareBatches(2), c); err != nil {
 		return err
 	}
+	apiProfile()
 	after, err := r.e.take(ctx)
 	if err != nil {
 		return err
@@ -221,10 +223,12 @@ func (r *rolloutRun) startProfile(ctx context.Context, name string) func() {
 	}
 	done := make(chan error, 1)
 	base := filepath.Join(r.e.cfg.PprofDir, fmt.Sprintf("N%d-%s", r.n, slug(name)))
+	apiProfile := r.e.startAPIServerProfile(ctx, r.res, fmt.Sprintf("N%d-%s", r.n, slug(name)), apiProfileSeconds)
 	go func() {
 		done <- r.e.ctrl.CaptureProfile(ctx, fmt.Sprintf("profile?seconds=%d", profileSeconds), base+".cpu.pprof")
 	}()
 	return func() {
+		apiProfile()
 		if err := <-done; err != nil {
 			r.res.note("pprof %s: %v", name, err)
 		}
@@ -236,3 +240,7 @@ func (r *rolloutRun) startProfile(ctx context.Context, name string) func() {
 
 // profileSeconds is the length of a CPU profile; it covers an N=1000 instant rollout.
 const profileSeconds = 30
+
+// apiProfileSeconds is the length of the API server's CPU profiles: shorter than the N=1000
+// floor, so that the floor's and a rollout's profiles both sample the server at work.
+const apiProfileSeconds = 10
