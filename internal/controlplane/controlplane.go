@@ -177,6 +177,11 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) (time.Duration, er
 	return time.Since(stopped), err
 }
 
+// PIDs returns the process IDs of the kube-apiserver and etcd.
+func (cp *ControlPlane) PIDs() []int {
+	return []int{cp.apiServer.cmd.Process.Pid, cp.etcd.cmd.Process.Pid}
+}
+
 // adminHTTPClient returns an HTTP client that presents the administrator's certificate.
 func adminHTTPClient(cfg *rest.Config) (*http.Client, error) {
 	tlsConfig, err := rest.TLSConfigFor(cfg)

@@ -108,6 +108,10 @@ func (f *Fleet) RestartAPIServer(ctx context.Context) (time.Duration, error) {
 	return f.mgmt.RestartAPIServer(ctx)
 }
 
+// ServerPIDs returns the process IDs of the management kube-apiserver and etcd, for
+// benchmarks that account their CPU.
+func (f *Fleet) ServerPIDs() []int { return f.mgmt.PIDs() }
+
 // KubeConfig returns a kubeconfig file's content for the management API server.
 func (f *Fleet) KubeConfig() ([]byte, error) {
 	return KubeConfigFor(f.Config, "convoy-dev")

@@ -170,20 +170,29 @@ type Usage struct {
 // Usage reads /proc/<pid>/stat and /proc/<pid>/status.
 func (c *Controller) Usage() (Usage, error) {
 	pid := c.cmd.Process.Pid
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	cpu, err := cpuTime(pid)
 	if err != nil {
 		return Usage{}, err
+	}
+	u := Usage{CPU: cpu}
+	u.PeakRSS, u.RSS, err = memory(pid)
+	return u, err
+}
+
+// cpuTime returns the user plus system time of pid, from /proc/<pid>/stat.
+func cpuTime(pid int) (time.Duration, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
 	}
 	// The command name may hold spaces: fields are counted after its closing parenthesis.
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	if len(fields) < 13 {
-		return Usage{}, errors.New("short /proc stat")
+		return 0, errors.New("short /proc stat")
 	}
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	u := Usage{CPU: time.Duration(utime+stime) * time.Second / clockTicks}
-	u.PeakRSS, u.RSS, err = memory(pid)
-	return u, err
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
 // memory returns VmHWM and VmRSS of pid in bytes.

@@ -234,11 +234,13 @@ func (e *env) close() error {
 
 // snapshot is what is measured at the start and end of a window.
 type snapshot struct {
-	at       time.Time
-	usage    Usage
-	server   Requests
-	own      Requests
-	gitStats gitserver.Stats
+	at    time.Time
+	usage Usage
+	// serverCPU is the management kube-apiserver's and etcd's CPU time.
+	serverCPU time.Duration
+	server    Requests
+	own       Requests
+	gitStats  gitserver.Stats
 }
 
 // take measures now.
@@ -246,6 +248,9 @@ func (e *env) take(ctx context.Context) (snapshot, error) {
 	s := snapshot{at: time.Now(), own: e.counter.snapshot(), gitStats: e.git.Stats()}
 	var err error
 	if s.server, err = scrapeRequests(ctx, e.fleet.Config); err != nil {
+		return s, err
+	}
+	if s.serverCPU, err = e.serverCPU(); err != nil {
 		return s, err
 	}
 	if e.ctrl != nil {
@@ -258,6 +263,8 @@ func (e *env) take(ctx context.Context) (snapshot, error) {
 type window struct {
 	wall time.Duration
 	cpu  time.Duration
+	// serverCPU is what the management kube-apiserver and etcd spent.
+	serverCPU time.Duration
 	// peakRSS is the controller's VmHWM at the end of the window.
 	peakRSS int64
 	// requests are the API server's, minus the benchmark's own.
@@ -270,10 +277,24 @@ type window struct {
 // since returns what happened between before and after.
 func since(before, after snapshot) window {
 	return window{
-		wall:     after.at.Sub(before.at),
-		cpu:      after.usage.CPU - before.usage.CPU,
-		peakRSS:  after.usage.PeakRSS,
-		requests: after.server.Sub(before.server).Sub(after.own.Sub(before.own)),
-		git:      after.gitStats.Sub(before.gitStats),
+		wall:      after.at.Sub(before.at),
+		cpu:       after.usage.CPU - before.usage.CPU,
+		serverCPU: after.serverCPU - before.serverCPU,
+		peakRSS:   after.usage.PeakRSS,
+		requests:  after.server.Sub(before.server).Sub(after.own.Sub(before.own)),
+		git:       after.gitStats.Sub(before.gitStats),
 	}
+}
+
+// serverCPU returns the CPU time of the management kube-apiserver and etcd so far.
+func (e *env) serverCPU() (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range e.fleet.ServerPIDs() {
+		cpu, err := cpuTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += cpu
+	}
+	return sum, nil
 }

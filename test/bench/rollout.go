@@ -26,8 +26,10 @@ type rolloutRun struct {
 	driver string
 	// create and floor are the bare loop's times to create, then update, every object.
 	create, floor time.Duration
-	// floorRq are the API server's requests during the update floor.
-	floorRq Requests
+	// floorRq are the API server's requests during the update floor, and floorServerCPU the
+	// CPU time the API server and etcd spent on it.
+	floorRq        Requests
+	floorServerCPU time.Duration
 }
 
 // runRollout measures the bare-loop floor, installs the package, then rolls out a new
@@ -82,6 +84,10 @@ func (r *rolloutRun) measureFloor(ctx context.Context) error {
 	}
 	// The bare loop's requests are the benchmark's own: count them from the server side.
 	r.floorRq = after.server.Sub(before.server)
+	r.floorServerCPU = after.serverCPU - before.serverCPU
+	if err := r.measureWriteCosts(ctx, r.floorServerCPU); err != nil {
+		return err
+	}
 	return r.e.startController(ctx)
 }
 

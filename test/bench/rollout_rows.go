@@ -43,7 +43,10 @@ func (r *rolloutRun) addRows(name string, w window, floor time.Duration, withTar
 	}
 	cpu := Row{Scenario: scenario, Metric: "controller CPU", Value: w.cpu.Seconds(), Unit: "s",
 		Note: fmt.Sprintf("%.0f%% of one core", 100*w.cpu.Seconds()/w.wall.Seconds())}
-	for _, row := range []Row{wall, cpu, rss, perObj, onObjects, renders} {
+	server := Row{Scenario: scenario, Metric: "API server CPU per object", Value: ms(w.serverCPU) / objects, Unit: "ms",
+		Baseline: ptr(ms(r.floorServerCPU) / objects), BaselineName: "bare SSA loop",
+		Note: fmt.Sprintf("kube-apiserver and etcd: %.0f%% of one core", 100*w.serverCPU.Seconds()/w.wall.Seconds())}
+	for _, row := range []Row{wall, cpu, server, rss, perObj, onObjects, renders} {
 		r.res.add(row)
 	}
 }

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// writeCostNamespace holds the Packages whose writes measureWriteCosts times; they are
+// deleted before the controller starts.
+const writeCostNamespace = "bench-write-cost"
+
+// measureWriteCosts measures what the API server (kube-apiserver and etcd) spends on each
+// of a Package's two bookkeeping writes per revision, next to what it spent per object in the
+// floor: n applies of a Package's spec at a new revision (the HostedClusterPackage's), then n
+// status patches of a Package holding a settled Package's status (4 conditions, 2 phases, an
+// inventory of 10 objects). It runs before the controller starts, so nothing else writes.
+func (r *rolloutRun) measureWriteCosts(ctx context.Context, floorCPU time.Duration) error {
+	c := r.e.admin
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: writeCostNamespace}}); err != nil {
+		return err
+	}
+	apply := func(rev int) func(int) error {
+		return func(i int) error {
+			return c.Patch(ctx, costPackage(i, rev), client.Apply, client.ForceOwnership, client.FieldOwner(bareOwner))
+		}
+	}
+	if err := runConcurrently(ctx, r.n, r.e.cfg.Concurrency, apply(1)); err != nil {
+		return err
+	}
+	if err := runConcurrently(ctx, r.n, r.e.cfg.Concurrency, func(i int) error { return patchCostStatus(ctx, c, i, 1) }); err != nil {
+		return err
+	}
+	applyCPU, err := r.e.serverCPUOf(func() error { return runConcurrently(ctx, r.n, r.e.cfg.Concurrency, apply(2)) })
+	if err != nil {
+		return err
+	}
+	statusCPU, err := r.e.serverCPUOf(func() error {
+		return runConcurrently(ctx, r.n, r.e.cfg.Concurrency, func(i int) error { return patchCostStatus(ctx, c, i, 2) })
+	})
+	if err != nil {
+		return err
+	}
+	perObject := ms(floorCPU) / float64(r.n*objectsPerPackage)
+	scenario := fmt.Sprintf("API server cost N=%d", r.n)
+	for _, row := range []Row{
+		{Scenario: scenario, Metric: "CPU per Package apply", Value: ms(applyCPU) / float64(r.n), Unit: "ms",
+			Baseline: ptr(perObject), BaselineName: "per object, bare SSA loop", Note: "kube-apiserver and etcd; a new spec.revision"},
+		{Scenario: scenario, Metric: "CPU per Package status patch", Value: ms(statusCPU) / float64(r.n), Unit: "ms",
+			Baseline: ptr(perObject), BaselineName: "per object, bare SSA loop", Note: "a settled Package's status at a new revision"},
+	} {
+		r.res.add(row)
+	}
+	return c.DeleteAllOf(ctx, &convoyv1alpha1.Package{}, client.InNamespace(writeCostNamespace))
+}
+
+// serverCPUOf returns the API server's and etcd's CPU time spent while fn ran.
+func (e *env) serverCPUOf(fn func() error) (time.Duration, error) {
+	before, err := e.serverCPU()
+	if err != nil {
+		return 0, err
+	}
+	if err := fn(); err != nil {
+		return 0, err
+	}
+	after, err := e.serverCPU()
+	return after - before, err
+}
+
+// runConcurrently calls fn(0) … fn(n-1) from concurrency workers and returns the first error.
+func runConcurrently(ctx context.Context, n, concurrency int, fn func(int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		})
+	}
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// costPackage is Package i as a HostedClusterPackage applies it, pinned to revision rev.
+func costPackage(i, rev int) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(convoyv1alpha1.GroupVersion.String())
+	u.SetKind("Package")
+	u.SetNamespace(writeCostNamespace)
+	u.SetName(fmt.Sprintf("addon-%d", i))
+	u.SetLabels(map[string]string{convoyv1alpha1.GroupVersion.Group + "/hostedclusterpackage": "addon",
+		convoyv1alpha1.GroupVersion.Group + "/partition": "default"})
+	u.Object["spec"] = map[string]any{
+		"sourceRef": map[string]any{"name": gitSourceName, "namespace": benchNamespace},
+		"path":      "packages/addon", "interval": "10m0s", "revision": costRevision(rev),
+	}
+	return u
+}
+
+// patchCostStatus writes the status of a settled Package at revision rev to Package i.
+func patchCostStatus(ctx context.Context, c client.Client, i, rev int) error {
+	at := metav1.Now().UTC().Format(time.RFC3339)
+	commit := costRevision(rev)
+	condition := func(typ, status, reason, message string) map[string]any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "message": message,
+			"lastTransitionTime": at, "observedGeneration": rev}
+	}
+	inventory := make([]any, 0, objectsPerPackage)
+	for j := range objectsPerPackage {
+		inventory = append(inventory, map[string]any{"id": fmt.Sprintf("%s_addon-config-%d__ConfigMap", writeCostNamespace, j),
+			"v": "v1", "cluster": "management", "phase": "deploy"})
+	}
+	status := map[string]any{
+		"observedGeneration": rev, "revision": commit, "lastAttemptedRevision": commit,
+		"conditions": []any{
+			condition("Paused", "False", "NotPaused", "Reconciliation is not paused"),
+			condition("Progressing", "False", "RevisionAvailable", "Revision "+commit+" is available"),
+			condition("Ready", "True", "RevisionAvailable", "Revision "+commit+" is available"),
+			condition("Available", "True", "RevisionAvailable", "All 2 phases of revision "+commit+" are available"),
+		},
+		"phases": []any{map[string]any{"name": "rbac", "objects": 3, "available": true},
+			map[string]any{"name": "deploy", "objects": 7, "available": true}},
+		"inventory": inventory,
+	}
+	raw, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	pkg := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: writeCostNamespace, Name: fmt.Sprintf("addon-%d", i)}}
+	return c.Status().Patch(ctx, pkg, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(bareOwner))
+}
+
+// costRevision is a commit-like name of revision rev.
+func costRevision(rev int) string { return strings.Repeat(fmt.Sprint(rev%10), 40) }
+
+// ms converts a duration to milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
