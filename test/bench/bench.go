@@ -62,6 +62,9 @@ type Config struct {
 	KeepWorkDir bool `json:"-"`
 	// PprofDir, when set, receives CPU profiles of the controller during rollouts.
 	PprofDir string `json:"-"`
+	// ControllerMemoryLimit, when set, is the controller's GOMEMLIMIT (for example 460MiB, what
+	// `convoy controller` sets itself under the deploy manifests' 512 MiB container limit).
+	ControllerMemoryLimit string `json:"controllerMemoryLimit,omitempty"`
 	// Log receives progress lines; nil is quiet.
 	Log io.Writer `json:"-"`
 }

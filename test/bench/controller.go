@@ -47,6 +47,8 @@ type ControllerInput struct {
 	Restart int
 	// LeaseNamespace turns leader election on, with the lease in that namespace.
 	LeaseNamespace string
+	// MemoryLimit, when set, is the controller's GOMEMLIMIT.
+	MemoryLimit string
 }
 
 // StartController starts the controller and waits until its health endpoint answers.
@@ -74,6 +76,9 @@ func StartController(ctx context.Context, in ControllerInput) (*Controller, erro
 		"--concurrency", strconv.Itoa(in.Concurrency), "--pprof-bind-address", ports[2]}, election...)
 	c.cmd = exec.Command(in.Binary, append(args, in.Args...)...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	if in.MemoryLimit != "" {
+		c.cmd.Env = append(os.Environ(), "GOMEMLIMIT="+in.MemoryLimit)
+	}
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
 		_ = logFile.Close()

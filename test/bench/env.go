@@ -190,8 +190,7 @@ func (e *env) startController(ctx context.Context) error {
 	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
 		return err
 	}
-	e.ctrl, err = StartController(ctx, ControllerInput{Binary: e.cfg.ConvoyBinary, Kubeconfig: kubeconfig,
-		Dir: e.dir, Concurrency: e.cfg.Concurrency, Args: e.ctrlArgs})
+	e.ctrl, err = StartController(ctx, e.controllerInput(e.dir, 0))
 	if err != nil {
 		return err
 	}
@@ -203,9 +202,15 @@ func (e *env) startController(ctx context.Context) error {
 func (e *env) restartController(ctx context.Context) error {
 	e.restarts++
 	var err error
-	e.ctrl, err = StartController(ctx, ControllerInput{Binary: e.cfg.ConvoyBinary, Kubeconfig: filepath.Join(e.dir, "kubeconfig"),
-		Dir: e.dir, Concurrency: e.cfg.Concurrency, Restart: e.restarts, Args: e.ctrlArgs})
+	e.ctrl, err = StartController(ctx, e.controllerInput(e.dir, e.restarts))
 	return err
+}
+
+// controllerInput is how every controller of the run starts: the benchmark's binary, flags and
+// memory limit, with its store and log under dir.
+func (e *env) controllerInput(dir string, restart int) ControllerInput {
+	return ControllerInput{Binary: e.cfg.ConvoyBinary, Kubeconfig: filepath.Join(e.dir, "kubeconfig"), Dir: dir,
+		Concurrency: e.cfg.Concurrency, Restart: restart, Args: e.ctrlArgs, MemoryLimit: e.cfg.ControllerMemoryLimit}
 }
 
 // requestPoll asks the GitSource to poll now, as the webhook receiver would.

@@ -64,9 +64,9 @@ func killLeader(ctx context.Context, e *env, tgt *target, row *FaultResult) (tim
 // startReplica starts one replica with leader election, its store and log under dir.
 func (e *env) startReplica(ctx context.Context, dir string) (*Controller, error) {
 	e.restarts++
-	return StartController(ctx, ControllerInput{Binary: e.cfg.ConvoyBinary, Kubeconfig: filepath.Join(e.dir, "kubeconfig"),
-		Dir: dir, Concurrency: e.cfg.Concurrency, Restart: e.restarts, LeaseNamespace: benchNamespace,
-		Args: e.ctrlArgs})
+	in := e.controllerInput(dir, e.restarts)
+	in.LeaseNamespace = benchNamespace
+	return StartController(ctx, in)
 }
 
 // waitLeader waits until c holds the lease.

@@ -85,14 +85,14 @@ func (f *fleetRun) captureHeap(ctx context.Context, c *Controller, name string) 
 // startSharded starts the unsharded replica and one replica per shard, each with its own store
 // and log.
 func (f *fleetRun) startSharded(ctx context.Context) (*shardedFleet, error) {
-	kubeconfig := filepath.Join(f.e.dir, "kubeconfig")
 	start := func(name string, args ...string) (*Controller, error) {
 		dir := filepath.Join(f.e.dir, "replica-"+name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		return StartController(ctx, ControllerInput{Binary: f.e.cfg.ConvoyBinary, Kubeconfig: kubeconfig, Dir: dir,
-			Concurrency: f.e.cfg.Concurrency, Args: args})
+		in := f.e.controllerInput(dir, 0)
+		in.Args = args
+		return StartController(ctx, in)
 	}
 	s := &shardedFleet{shards: map[string]*Controller{}}
 	var err error

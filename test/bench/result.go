@@ -90,6 +90,9 @@ func PrintTable(w io.Writer, res *Results) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nrun: %s, %d CPUs, load average at start/end: %s\n", res.Duration, res.CPUs, strings.Join(res.Load, " / "))
+	if res.Config.ControllerMemoryLimit != "" {
+		fmt.Fprintf(w, "controller GOMEMLIMIT: %s\n", res.Config.ControllerMemoryLimit)
+	}
 	for _, n := range res.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}

@@ -58,6 +58,7 @@ func parseFlags() (bench.Config, string) {
 	flag.StringVar(&cfg.GitBenchTime, "git-benchtime", "", "-benchtime of the git scenario (default 20x; 5x with -short)")
 	flag.StringVar(&cfg.ConvoyBinary, "convoy", "bin/convoy", "the convoy binary to run as the controller")
 	flag.StringVar(&cfg.PprofDir, "pprof", "", "folder receiving CPU profiles of the controller during rollouts")
+	flag.StringVar(&cfg.ControllerMemoryLimit, "controller-memory-limit", "", "GOMEMLIMIT of the controller (460MiB: what it sets itself under deploy/'s 512 MiB limit)")
 	flag.BoolVar(&cfg.KeepWorkDir, "keep", false, "keep the work folder (controller logs, Git storage)")
 	flag.StringVar(&out, "out", "bench-results.json", "where to write the results as JSON")
 	flag.Parse()
