@@ -165,20 +165,23 @@ const maxStaleStatusRetries = 3
 
 // patch writes the status the pass computed, as a merge patch from the status the pass started
 // from (its base). The patch carries the base's resourceVersion: when the object changed since
-// (the cache had not seen an earlier pass's status write yet, or the pass wrote its metadata),
-// the API server refuses it, and the patch is computed again against the object read from the
+// (the cache had not seen an earlier pass's status write yet, or someone else wrote it), the
+// API server refuses it, and the patch is computed again against the object read from the
 // server. Without the lock, a field this pass left as the stale base had it, but that the
 // earlier pass had changed on the server, would keep the earlier pass's value next to this
 // pass's conditions (a Package saying one revision in status.revision and another in its
 // conditions). A pass whose status equals its base still checks, with an empty locked patch,
 // when the base is older than this process's last status write of the object (WrittenVersions).
 //
-// A pass that wrote the object itself (its finalizers) did so under the base's lock, and got
-// back a newer resourceVersion: the server's status at that version is still the base's, so
-// the patch is locked to it, and the base is known current.
+// A pass that wrote the object itself (its finalizers) got back a newer resourceVersion. That
+// write must be locked to the base's resourceVersion (the one write a pass makes to its own
+// object, patchFinalizers in sync/synccontroller, is): then the server's status at the newer
+// version is still the base's, so the patch is locked to it, and the base is known current. An
+// unlocked write would break this, letting a status patch overwrite another writer's.
 func (f *StatusFinalizer) patch(ctx context.Context) error {
 	base, current := f.before, false
 	if rv := f.obj.GetResourceVersion(); rv != base.GetResourceVersion() {
+		base, _ = f.before.DeepCopyObject().(client.Object)
 		base.SetResourceVersion(rv)
 		current = true
 	}

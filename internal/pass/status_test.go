@@ -218,6 +218,34 @@ func TestStatusPatchAfterTheFinalizerWriteIsSentOnce(t *testing.T) {
 	g.Expect(*patches).To(Equal(1))
 }
 
+// Another writer between the pass's finalizer write and its status patch makes that patch
+// refused, and the pass computes it again against the object the server has.
+func TestStatusPatchAfterTheFinalizerWriteStillSeesAnotherWriter(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c, patches := newFixture(t)
+	gs := &convoyv1alpha1.GitSource{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "gs"}, gs)).To(Succeed())
+	fin := NewStatusFinalizer(c, gs, StatusFields{ObservedGeneration: &gs.Status.ObservedGeneration},
+		StatusOptions{Written: &WrittenVersions{}})
+	base := gs.DeepCopy()
+	gs.Finalizers = append(gs.Finalizers, convoyv1alpha1.Finalizer)
+	g.Expect(c.Patch(ctx, gs, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+
+	other := &convoyv1alpha1.GitSource{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gs), other)).To(Succeed())
+	other.Status.Artifact = &convoyv1alpha1.Artifact{Revision: "main@sha1:other"}
+	g.Expect(c.Status().Update(ctx, other)).To(Succeed())
+
+	_, err := fin.Finalize(ctx, Summary{Interval: time.Minute})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*patches).To(Equal(2), "the locked patch refused, then computed again")
+	out := &convoyv1alpha1.GitSource{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gs), out)).To(Succeed())
+	g.Expect(IsReady(out)).To(BeTrue())
+	g.Expect(out.Status.ObservedGeneration).To(Equal(int64(2)))
+}
+
 // failingReader fails every read: a test that expects no re-read after a conflict uses it.
 type failingReader struct{}
 

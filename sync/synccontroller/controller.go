@@ -167,7 +167,9 @@ func describeLeft(left []engine.Left) string {
 }
 
 // patchFinalizers adds or removes convoy's finalizer with convoy's status field owner,
-// guarded by the resourceVersion so that other finalizers are never lost.
+// guarded by the resourceVersion so that other finalizers are never lost. The pass's status
+// patch relies on that lock too: it locks itself to the version this write answers
+// (pass.StatusFinalizer), which is sound only because nobody else wrote in between.
 func (c *Common) patchFinalizers(ctx context.Context, obj pass.Object, change func(client.Object, string) bool) error {
 	base, _ := obj.DeepCopyObject().(client.Object)
 	if !change(obj, convoyv1alpha1.Finalizer) {
