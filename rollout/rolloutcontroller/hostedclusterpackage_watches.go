@@ -3,6 +3,7 @@ package rolloutcontroller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -266,7 +267,9 @@ func availability(o client.Object) string {
 }
 
 // packageChanged passes Package creations, deletions, and updates of what the planner reads:
-// generation, deletion, annotations, status.revision and conditions.
+// generation, deletion, annotations, status.revision and conditions. The request for a pass
+// (convoy.dev/requestedAt) is the Package controller's business: the planner hears of the
+// pass's outcome, if anything changed, from the status.
 func packageChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -279,7 +282,23 @@ func packageChanged() predicate.Predicate {
 				(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
 				o.Status.Revision != n.Status.Revision ||
 				!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions) ||
-				!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)
+				!annotationsEqualButRequest(o.Annotations, n.Annotations)
 		},
 	}
+}
+
+// annotationsEqualButRequest reports whether a and b are equal but for the request for a pass.
+func annotationsEqualButRequest(a, b map[string]string) bool {
+	return maps.Equal(withoutRequest(a), withoutRequest(b))
+}
+
+// withoutRequest returns annotations without convoy.dev/requestedAt, copied only when it is
+// there.
+func withoutRequest(annotations map[string]string) map[string]string {
+	if _, ok := annotations[convoyv1alpha1.RequestedAtAnnotation]; !ok {
+		return annotations
+	}
+	out := maps.Clone(annotations)
+	delete(out, convoyv1alpha1.RequestedAtAnnotation)
+	return out
 }

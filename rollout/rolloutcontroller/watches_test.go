@@ -1,0 +1,49 @@
+package rolloutcontroller
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout"
+)
+
+// TestPackageChangedIgnoresARequestForAPass: asking every Package for a pass (kubectl annotate
+// convoy.dev/requestedAt) must not make every HostedClusterPackage plan again; a change of what
+// the planner reads must.
+func TestPackageChangedIgnoresARequestForAPass(t *testing.T) {
+	settled := func(mutate func(*convoyv1alpha1.Package)) *convoyv1alpha1.Package {
+		p := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1,
+			Annotations: map[string]string{rollout.SpecUpdatedAtAnnotation: "t1"}}}
+		p.Status.Revision = "r1"
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*convoyv1alpha1.Package)
+		want   bool
+	}{
+		{name: "a pass requested", want: false, mutate: func(p *convoyv1alpha1.Package) {
+			p.Annotations[convoyv1alpha1.RequestedAtAnnotation] = "now"
+		}},
+		{name: "the planner's annotation", want: true, mutate: func(p *convoyv1alpha1.Package) {
+			p.Annotations[rollout.SpecUpdatedAtAnnotation] = "t2"
+		}},
+		{name: "a pass requested and another annotation", want: true, mutate: func(p *convoyv1alpha1.Package) {
+			p.Annotations[convoyv1alpha1.RequestedAtAnnotation] = "now"
+			p.Annotations["team"] = "a"
+		}},
+		{name: "a new revision", want: true, mutate: func(p *convoyv1alpha1.Package) { p.Status.Revision = "r2" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := packageChanged().Update(event.UpdateEvent{ObjectOld: settled(nil), ObjectNew: settled(tc.mutate)})
+			NewWithT(t).Expect(got).To(Equal(tc.want))
+		})
+	}
+}
