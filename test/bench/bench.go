@@ -35,6 +35,10 @@ type Config struct {
 	SteadyPackages int `json:"steadyPackages"`
 	// SteadyDuration is the steady-state window; default 5 minutes (1 when Short).
 	SteadyDuration time.Duration `json:"steadyDuration"`
+	// FleetSteadyDuration is the fleet scenario's steady-state window: SteadyDuration when that
+	// is set, else one Package spec.interval (10 minutes; 1 when Short), so that the window
+	// holds the pass every settled Package makes per interval.
+	FleetSteadyDuration time.Duration `json:"fleetSteadyDuration"`
 	// HostedClusters is the number of hosted API servers of the hosted scenario; default 5.
 	HostedClusters int `json:"hostedClusters"`
 	// FleetAddons is the number of add-ons (HostedClusterPackages) of the fleet scenario;
@@ -82,6 +86,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SteadyPackages == 0 {
 		c.SteadyPackages = 1000
+	}
+	if c.FleetSteadyDuration == 0 {
+		c.FleetSteadyDuration = c.SteadyDuration
+		if c.FleetSteadyDuration == 0 {
+			c.FleetSteadyDuration = map[bool]time.Duration{false: driftInterval, true: time.Minute}[c.Short]
+		}
 	}
 	if c.SteadyDuration == 0 {
 		c.SteadyDuration = 5 * time.Minute

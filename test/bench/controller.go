@@ -281,6 +281,28 @@ func (c *Controller) Counter(ctx context.Context, name string) (float64, error) 
 	return 0, nil
 }
 
+// CounterSum returns the sum of the controller's metric lines that start with prefix (a
+// counter's name and its first labels), over the labels that follow; zero when there are none.
+func (c *Controller) CounterSum(ctx context.Context, prefix string) (float64, error) {
+	raw, err := c.metrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for line := range strings.Lines(raw) {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric line %q: %w", strings.TrimSpace(line), err)
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
 // IsLeader reports whether the controller holds the leader election lease, from its
 // leader_election_master_status metric.
 func (c *Controller) IsLeader(ctx context.Context) (bool, error) {

@@ -207,28 +207,57 @@ func (f *fleetRun) rollAll(ctx context.Context) error {
 	return nil
 }
 
-// steady measures the fleet doing nothing for cfg.SteadyDuration, then the API server's own
-// writes with the controller stopped, as the steady scenario does.
+// steady measures the fleet doing nothing for cfg.FleetSteadyDuration, then the API server's
+// own writes with the controller stopped, as the steady scenario does. A window shorter than a
+// Package's spec.interval may see none of the passes settled Packages make once per interval;
+// then every Package is asked for one, and their cost is added as an upper bound.
 func (f *fleetRun) steady(ctx context.Context) error {
 	if err := f.waitSettled(ctx); err != nil {
 		return err
 	}
-	logf(f.e.cfg, "fleet: steady state for %s", f.e.cfg.SteadyDuration)
-	w, err := f.e.measureFor(ctx, f.e.cfg.SteadyDuration)
+	d := f.e.cfg.FleetSteadyDuration
+	logf(f.e.cfg, "fleet: steady state for %s", d)
+	passesBefore, err := f.e.ctrl.CounterSum(ctx, packageReconcilesMetric)
 	if err != nil {
 		return err
 	}
-	idle, err := f.e.measureIdle(ctx, min(f.e.cfg.SteadyDuration, maxIdleWindow))
+	w, err := f.e.measureFor(ctx, d)
 	if err != nil {
 		return err
 	}
-	logf(f.e.cfg, "fleet: one requested pass of every Package")
-	drift, passes, err := f.e.measureDriftPasses(ctx)
+	passesAfter, err := f.e.ctrl.CounterSum(ctx, packageReconcilesMetric)
 	if err != nil {
 		return err
 	}
-	f.addSteadyRows(w, idle, driftShare(drift, passes, passes))
+	idle, err := f.e.measureIdle(ctx, min(d, maxIdleWindow))
+	if err != nil {
+		return err
+	}
+	cpu := steadyCPU{window: w.cpu.Seconds() / w.wall.Seconds(), passes: passesAfter - passesBefore}
+	if d < driftInterval {
+		logf(f.e.cfg, "fleet: one requested pass of every Package")
+		drift, passes, err := f.e.measureDriftPasses(ctx)
+		if err != nil {
+			return err
+		}
+		cpu.requested = driftShare(drift, passes, passes)
+	}
+	f.addSteadyRows(w, idle, cpu)
 	return nil
+}
+
+// packageReconcilesMetric prefixes the series of the Package controller's reconciles, one per
+// result.
+const packageReconcilesMetric = `controller_runtime_reconcile_total{controller="package",`
+
+// steadyCPU is the controller's share of a core in the steady state.
+type steadyCPU struct {
+	// window is the share over the steady window, which held passes Package passes.
+	window float64
+	passes float64
+	// requested is the upper bound of the passes at spec.interval, measured by asking every
+	// Package for one; zero when the window spans an interval.
+	requested float64
 }
 
 // fleetWindow is a measured rollout of the fleet scenario.
