@@ -194,14 +194,7 @@ func TestStatusPatchAfterTheFinalizerWriteIsSentOnce(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c, patches := newFixture(t)
-	gs := &convoyv1alpha1.GitSource{}
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "gs"}, gs)).To(Succeed())
-	fin := NewStatusFinalizer(c, gs, StatusFields{ObservedGeneration: &gs.Status.ObservedGeneration},
-		StatusOptions{Written: &WrittenVersions{}, Reader: failingReader{}})
-	base := gs.DeepCopy()
-	gs.Finalizers = append(gs.Finalizers, convoyv1alpha1.Finalizer)
-	g.Expect(c.Patch(ctx, gs, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
-	g.Expect(gs.ResourceVersion).NotTo(Equal(base.ResourceVersion))
+	gs, fin := finalizerWritten(t, c, StatusOptions{Written: &WrittenVersions{}, Reader: failingReader{}})
 	_, err := fin.Finalize(ctx, Summary{Interval: time.Minute})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(*patches).To(Equal(1), "one status patch, not a refused one and a retry")
@@ -224,13 +217,7 @@ func TestStatusPatchAfterTheFinalizerWriteStillSeesAnotherWriter(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c, patches := newFixture(t)
-	gs := &convoyv1alpha1.GitSource{}
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "gs"}, gs)).To(Succeed())
-	fin := NewStatusFinalizer(c, gs, StatusFields{ObservedGeneration: &gs.Status.ObservedGeneration},
-		StatusOptions{Written: &WrittenVersions{}})
-	base := gs.DeepCopy()
-	gs.Finalizers = append(gs.Finalizers, convoyv1alpha1.Finalizer)
-	g.Expect(c.Patch(ctx, gs, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+	gs, fin := finalizerWritten(t, c, StatusOptions{Written: &WrittenVersions{}})
 
 	other := &convoyv1alpha1.GitSource{}
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gs), other)).To(Succeed())
@@ -244,6 +231,23 @@ func TestStatusPatchAfterTheFinalizerWriteStillSeesAnotherWriter(t *testing.T) {
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gs), out)).To(Succeed())
 	g.Expect(IsReady(out)).To(BeTrue())
 	g.Expect(out.Status.ObservedGeneration).To(Equal(int64(2)))
+}
+
+// finalizerWritten starts a pass over the stored GitSource and writes its finalizer the way a
+// pass does, locked to the version the pass read; the pass's object holds the version the
+// write answered.
+func finalizerWritten(t *testing.T, c client.Client, opts StatusOptions) (*convoyv1alpha1.GitSource, *StatusFinalizer) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	gs := &convoyv1alpha1.GitSource{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "gs"}, gs)).To(Succeed())
+	fin := NewStatusFinalizer(c, gs, StatusFields{ObservedGeneration: &gs.Status.ObservedGeneration}, opts)
+	base := gs.DeepCopy()
+	gs.Finalizers = append(gs.Finalizers, convoyv1alpha1.Finalizer)
+	g.Expect(c.Patch(ctx, gs, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+	g.Expect(gs.ResourceVersion).NotTo(Equal(base.ResourceVersion))
+	return gs, fin
 }
 
 // failingReader fails every read: a test that expects no re-read after a conflict uses it.

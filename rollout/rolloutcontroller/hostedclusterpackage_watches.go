@@ -3,7 +3,6 @@ package rolloutcontroller
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -288,17 +287,18 @@ func packageChanged() predicate.Predicate {
 }
 
 // annotationsEqualButRequest reports whether a and b are equal but for the request for a pass.
+// It runs on every Package update, so it compares in place instead of copying.
 func annotationsEqualButRequest(a, b map[string]string) bool {
-	return maps.Equal(withoutRequest(a), withoutRequest(b))
+	return containsButRequest(a, b) && containsButRequest(b, a)
 }
 
-// withoutRequest returns annotations without convoy.dev/requestedAt, copied only when it is
-// there.
-func withoutRequest(annotations map[string]string) map[string]string {
-	if _, ok := annotations[convoyv1alpha1.RequestedAtAnnotation]; !ok {
-		return annotations
+// containsButRequest reports whether every annotation of a but the request for a pass is in b
+// with the same value.
+func containsButRequest(a, b map[string]string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; k != convoyv1alpha1.RequestedAtAnnotation && (!ok || w != v) {
+			return false
+		}
 	}
-	out := maps.Clone(annotations)
-	delete(out, convoyv1alpha1.RequestedAtAnnotation)
-	return out
+	return true
 }

@@ -269,16 +269,7 @@ func (c *Controller) HasController(ctx context.Context, name string) (bool, erro
 // Counter returns the value of an unlabelled counter of the controller's metrics; zero when it
 // has none.
 func (c *Controller) Counter(ctx context.Context, name string) (float64, error) {
-	raw, err := c.metrics(ctx)
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(raw) {
-		if value, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
-			return strconv.ParseFloat(value, 64)
-		}
-	}
-	return 0, nil
+	return c.CounterSum(ctx, name+" ")
 }
 
 // CounterSum returns the sum of the controller's metric lines that start with prefix (a
