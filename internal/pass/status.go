@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -278,6 +279,9 @@ func (w *WrittenVersions) behind(base client.Object) bool {
 // statusPatch returns the merge patch turning before's status into after's, and whether there
 // is any difference.
 func statusPatch(before, after runtime.Object) ([]byte, bool, error) {
+	if sameTypedStatus(before, after) {
+		return nil, false, nil
+	}
 	b, err := statusOf(before)
 	if err != nil {
 		return nil, false, err
@@ -299,6 +303,18 @@ func statusPatch(before, after runtime.Object) ([]byte, bool, error) {
 	}
 	data, err := jsonpatch.CreateMergePatch(bj, aj)
 	return data, err == nil, err
+}
+
+// sameTypedStatus reports whether before and after, pointers to structs of one type, hold
+// semantically equal Status fields: the outcome of most passes, answered without converting
+// both whole objects to unstructured. False means "compare the unstructured statuses".
+func sameTypedStatus(before, after runtime.Object) bool {
+	b, a := reflect.ValueOf(before), reflect.ValueOf(after)
+	if b.Type() != a.Type() || b.Kind() != reflect.Pointer || b.IsNil() || a.IsNil() || b.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	bs, as := b.Elem().FieldByName("Status"), a.Elem().FieldByName("Status")
+	return bs.IsValid() && as.IsValid() && equality.Semantic.DeepEqual(bs.Addr().Interface(), as.Addr().Interface())
 }
 
 // statusOf returns the unstructured status of obj.

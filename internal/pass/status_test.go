@@ -260,3 +260,37 @@ func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...cl
 func (failingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return errors.New("unexpected list")
 }
+
+func TestStatusPatchComparesStatusesAsTheyAreStored(t *testing.T) {
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	withReady := func(when time.Time, msg string) *convoyv1alpha1.Package {
+		p := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 2}}
+		p.Status.Conditions = []metav1.Condition{{Type: convoyv1alpha1.ReadyCondition, Status: metav1.ConditionTrue,
+			Reason: "RevisionAvailable", Message: msg, LastTransitionTime: metav1.NewTime(when)}}
+		return p
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after *convoyv1alpha1.Package
+		changed       bool
+	}{
+		{"an equal status", withReady(at, "ok"), withReady(at, "ok"), false},
+		{"a change of the metadata only", withReady(at, "ok"), func() *convoyv1alpha1.Package {
+			p := withReady(at, "ok")
+			p.Generation = 3
+			return p
+		}(), false},
+		{"a time that differs below the second the API server stores", withReady(at, "ok"), withReady(at.Add(time.Millisecond), "ok"), false},
+		{"a changed message", withReady(at, "ok"), withReady(at, "broken"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			data, changed, err := statusPatch(tc.before, tc.after)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(changed).To(Equal(tc.changed))
+			if tc.changed {
+				g.Expect(string(data)).To(ContainSubstring(`"message":"broken"`))
+			}
+		})
+	}
+}

@@ -49,6 +49,7 @@ type Options struct {
 type Engine struct {
 	opts    Options
 	applied *ledger
+	scopes  *scopes
 }
 
 // AppliedByEngine reports whether a watch event of obj, an object of the management cluster,
@@ -72,7 +73,7 @@ func NewEngine(opts Options) *Engine {
 	if opts.DeleteInterval <= 0 {
 		opts.DeleteInterval = DefaultDeleteInterval
 	}
-	return &Engine{opts: opts, applied: newLedger(defaultLedgerSize)}
+	return &Engine{opts: opts, applied: newLedger(defaultLedgerSize), scopes: newScopes()}
 }
 
 // Result is what one Sync pass did. It is returned with the error of a failed pass too, so

@@ -50,7 +50,7 @@ func (e *Engine) watched(c *cluster, states []desiredState) bool {
 	}
 	for _, s := range states {
 		// The watch selects the owner's shard: an object whose manifest names another is not in it.
-		if s.obj.GetLabels()[convoyv1alpha1.ShardLabel] != c.target.Shard || !e.opts.Versions.Synced(s.obj.GroupVersionKind()) {
+		if shard, _ := labelOf(s.obj, convoyv1alpha1.ShardLabel); shard != c.target.Shard || !e.opts.Versions.Synced(s.obj.GroupVersionKind()) {
 			return false
 		}
 	}
@@ -89,11 +89,14 @@ func (e *Engine) recordVerdicts(c *cluster, out *phaseOutcome) {
 
 // markQuiet records the quiet objects of a stage as unchanged and available without a read.
 func (e *Engine) markQuiet(c *cluster, quiet []desiredState, out *phaseOutcome) {
+	if len(quiet) == 0 {
+		return
+	}
 	for _, s := range quiet {
 		out.observer.markQuiet(s.obj)
-		out.changes.Unchanged++
-		appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Inc()
 	}
+	out.changes.Unchanged += len(quiet)
+	appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Add(float64(len(quiet)))
 	quietObjects.WithLabelValues(e.opts.Controller).Add(float64(len(quiet)))
 }
 

@@ -194,14 +194,16 @@ func (a *appliedWatches) Synced(gvk schema.GroupVersionKind) bool {
 }
 
 // ResourceVersion implements engine.ResourceVersions from the cache: it answers only for a
-// kind watched and synced, and never waits.
+// kind watched and synced, and never waits. It reads the cached object without a deep copy
+// (every settled pass asks for each of its objects) and keeps nothing of it but a string.
 func (a *appliedWatches) ResourceVersion(gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
 	if !a.Synced(gvk) {
 		return "", false
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	if err := a.cache.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	if err := a.cache.Get(context.Background(), key, obj, client.UnsafeDisableDeepCopy); err != nil {
 		return "", false
 	}
 	return obj.GetResourceVersion(), true
