@@ -379,3 +379,16 @@ func TestCacheIsBoundedInBytes(t *testing.T) {
 	g.Expect(r.Name).To(Equal("test"))
 	g.Expect(small.Stats().Entries).To(BeZero(), "a render larger than the bound is returned, not kept")
 }
+
+func TestRendersCarryTheDigestOfEachObject(t *testing.T) {
+	g := NewWithT(t)
+	r, err := Load(pkgFS(map[string]string{"a.yaml": configMap("a", "one"), "b.yaml": configMap("b", "one")}), ".", TemplateData{})
+	g.Expect(err).NotTo(HaveOccurred())
+	ph := r.Phases[0]
+	g.Expect(ph.Digests).To(HaveLen(len(ph.Objects)))
+	want, ok := ObjectDigest(ph.Objects[0])
+	g.Expect(ok).To(BeTrue())
+	g.Expect(ph.Digests[0]).To(Equal(want))
+	g.Expect(ph.Digests[1]).NotTo(Equal(want))
+	g.Expect(r.DeepCopy().Phases[0].Digests).To(BeNil(), "a copy is made to be changed")
+}

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -103,9 +104,43 @@ type Phase struct {
 	// Objects of the phase, without the phase annotation, in file order (or kustomize's
 	// output order).
 	Objects []*unstructured.Unstructured
+	// Digests holds ObjectDigest of each object, in the order of Objects: computed once per
+	// render, so that whoever compares states (the engine's ledger, every pass of every
+	// Package sharing the render) does not encode the objects again.
+	Digests []Digest
+}
+
+// Digest identifies the content of an object.
+type Digest = [sha256.Size]byte
+
+// ObjectDigest is the SHA-256 of obj's JSON (map keys sorted); ok is false for an object
+// that does not encode.
+func ObjectDigest(obj *unstructured.Unstructured) (d Digest, ok bool) {
+	raw, err := json.Marshal(obj.Object)
+	if err != nil {
+		return d, false
+	}
+	return sha256.Sum256(raw), true
+}
+
+// digestPhases fills in the Digests of r's phases; an object that does not encode leaves
+// its phase without them (a consumer then encodes the objects itself, and fails the same way).
+func (r *Rendered) digestPhases() {
+	for i := range r.Phases {
+		ph := &r.Phases[i]
+		ph.Digests = make([]Digest, len(ph.Objects))
+		for j, obj := range ph.Objects {
+			var ok bool
+			if ph.Digests[j], ok = ObjectDigest(obj); !ok {
+				ph.Digests = nil
+				break
+			}
+		}
+	}
 }
 
 // DeepCopy copies the phases and the config; the compiled probes are immutable and shared.
+// The copy has no Digests: it is made to be changed.
 func (r *Rendered) DeepCopy() *Rendered {
 	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config), Warnings: r.Warnings, size: r.size, files: r.files}
 	out.Phases = make([]Phase, len(r.Phases))
@@ -164,6 +199,9 @@ func load(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Rendered,
 	}
 	if fault := storageFault(fsys); fault != nil {
 		return nil, true, fmt.Errorf("reading the package directory %q: %w", dir, fault)
+	}
+	if r != nil {
+		r.digestPhases()
 	}
 	return r, templated, err
 }

@@ -42,12 +42,12 @@ type phaseOutcome struct {
 // then, once the CRDs are established, the rest.
 func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase, rules [sha256.Size]byte) (*phaseOutcome, error) {
 	out := &phaseOutcome{observer: newObserver(c.client), rules: rules}
-	defs, rest := splitStages(ph.Objects)
+	defs, rest := splitStages(ph)
 	if len(defs) > 0 {
 		if err := e.applyStage(ctx, c, ph, defs, out); err != nil {
 			return out, err
 		}
-		if err := e.waitEstablished(ctx, c, defs, out.observer); err != nil {
+		if err := e.waitEstablished(ctx, c, objectsOf(defs), out.observer); err != nil {
 			return out, err
 		}
 	}
@@ -58,14 +58,13 @@ func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase, rules [s
 // this owner applied in another state are applied directly; quiet ones are not read (nothing
 // changed them since they were judged available); the others are read first, and those found
 // as this owner left them are not written.
-func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*unstructured.Unstructured, out *phaseOutcome) error {
-	if len(objs) == 0 {
+func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
+	if len(states) == 0 {
 		return nil
 	}
-	if err := c.prepare(ph, objs); err != nil {
+	if err := e.prepare(c, ph, states); err != nil {
 		return err
 	}
-	states := digests(objs)
 	out.unwatched = out.unwatched || !e.watched(c, states)
 	changed, rest := e.applied.changedSinceApplied(c, states)
 	quiet, rest := e.splitQuiet(c, rest, out)
@@ -76,7 +75,7 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, objs []*
 	if err := c.checkOwnership(ph, objectsOf(rest), out.observer); err != nil {
 		return err
 	}
-	out.objects = append(out.objects, objs...)
+	out.objects = append(out.objects, objectsOf(states)...)
 	refused, err := e.applyDirect(ctx, c, changed, ssa.ConfiguredAction, out)
 	if err != nil {
 		return err

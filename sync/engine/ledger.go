@@ -2,7 +2,6 @@ package engine
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"sync"
 
 	"github.com/fluxcd/pkg/ssa"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/manifests"
 )
 
 // defaultLedgerSize bounds the entries of a ledger; past it the ledger starts over.
@@ -72,33 +72,15 @@ func ledgerCluster(c *cluster) string {
 // ownerID identifies the owner of a target.
 func ownerID(t *Target) string { return t.Kind + "/" + t.Namespace + "/" + t.Name }
 
-// digestOf hashes the desired state of a prepared object (its canonical JSON).
-func digestOf(obj *unstructured.Unstructured) ([sha256.Size]byte, bool) {
-	raw, err := json.Marshal(obj.Object)
-	if err != nil {
-		return [sha256.Size]byte{}, false
-	}
-	return sha256.Sum256(raw), true
-}
-
-// desiredState is a prepared object with its digest.
+// desiredState is a prepared object with its digest (see prepare); ok is false for an object
+// that does not encode, which the ledger then never matches.
 type desiredState struct {
 	obj    *unstructured.Unstructured
-	digest [sha256.Size]byte
+	digest manifests.Digest
 	ok     bool
 	// uid is the object's UID when this owner applied it, for an object applied directly: the
 	// apply then fails, instead of writing, if the object was deleted or replaced since.
 	uid types.UID
-}
-
-// digests computes the desired states of objs.
-func digests(objs []*unstructured.Unstructured) []desiredState {
-	out := make([]desiredState, len(objs))
-	for i, obj := range objs {
-		d, ok := digestOf(obj)
-		out[i] = desiredState{obj: obj, digest: d, ok: ok}
-	}
-	return out
 }
 
 // changedSinceApplied splits objs into those this owner applied before in another state

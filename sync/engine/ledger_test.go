@@ -120,7 +120,7 @@ func TestLedgerTellsTheEngineOwnWritesApart(t *testing.T) {
 	g := NewWithT(t)
 	l := newLedger(10)
 	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
-	desired := digests([]*unstructured.Unstructured{kubetest.ConfigMap("ns", "a", map[string]string{"v": "1"})})[0]
+	desired := desiredState{obj: kubetest.ConfigMap("ns", "a", map[string]string{"v": "1"}), ok: true}
 	applied := desired.obj.DeepCopy()
 	applied.SetResourceVersion("7")
 	l.record(c, desired, applied)
@@ -145,7 +145,7 @@ func TestLedgerStartsOverPastItsBound(t *testing.T) {
 	l := newLedger(2)
 	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
 	for _, name := range []string{"a", "b", "c"} {
-		s := digests([]*unstructured.Unstructured{kubetest.ConfigMap("ns", name, nil)})[0]
+		s := desiredState{obj: kubetest.ConfigMap("ns", name, nil), ok: true}
 		live := s.obj.DeepCopy()
 		live.SetResourceVersion("1")
 		l.record(c, s, live)

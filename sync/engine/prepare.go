@@ -1,23 +1,30 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"maps"
+	"slices"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/manifests"
 )
 
 // splitStages copies the objects of a phase into the definitions applied first
-// (CustomResourceDefinitions and Namespaces) and the rest, keeping their order.
-func splitStages(objs []*unstructured.Unstructured) (defs, rest []*unstructured.Unstructured) {
-	for _, o := range objs {
-		cp := o.DeepCopy()
-		if isDefinition(cp) {
-			defs = append(defs, cp)
+// (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each copy
+// carries the digest of its source until prepare makes it the digest of the copy.
+func splitStages(ph *Phase) (defs, rest []desiredState) {
+	for i, o := range ph.Objects {
+		s := desiredState{obj: o.DeepCopy()}
+		s.digest, s.ok = ph.sourceDigest(i)
+		if isDefinition(s.obj) {
+			defs = append(defs, s)
 		} else {
-			rest = append(rest, cp)
+			rest = append(rest, s)
 		}
 	}
 	return defs, rest
@@ -37,20 +44,52 @@ func isDefinitionKind(gk schema.GroupKind) bool {
 }
 
 // prepare labels the objects (copies) and places them: in the owner's namespace on the
-// management cluster, where the manifest says in a hosted cluster.
-func (c *cluster) prepare(ph *Phase, objs []*unstructured.Unstructured) error {
+// management cluster, where the manifest says in a hosted cluster. It turns each digest of a
+// source into the digest of the prepared object: the source, the labels added and the
+// namespace given determine the object, so hashing them identifies it without encoding it.
+func (e *Engine) prepare(c *cluster, ph *Phase, states []desiredState) error {
 	labels := c.labels()
-	for _, obj := range objs {
+	added := labelsDigest(c.name, labels)
+	for i := range states {
+		obj := states[i].obj
 		setLabels(obj, labels)
-		namespaced, err := c.client.IsObjectNamespaced(obj)
+		namespaced, err := e.scopes.isNamespaced(c, obj)
 		if err != nil {
 			return c.classify(err)
 		}
 		if err := c.place(ph, obj, namespaced); err != nil {
 			return err
 		}
+		states[i].digest = preparedDigest(states[i].digest, added, obj.GetNamespace())
 	}
 	return nil
+}
+
+// labelsDigest hashes the cluster's name and the labels prepare adds to its objects.
+func labelsDigest(cluster string, labels map[string]string) manifests.Digest {
+	h := sha256.New()
+	h.Write([]byte(cluster))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		h.Write([]byte{0})
+		h.Write([]byte(k))
+		h.Write([]byte{'='})
+		h.Write([]byte(labels[k]))
+	}
+	var d manifests.Digest
+	h.Sum(d[:0])
+	return d
+}
+
+// preparedDigest is the digest of an object prepared from a source of digest source, with
+// the labels of digest added, in namespace.
+func preparedDigest(source, added manifests.Digest, namespace string) manifests.Digest {
+	h := sha256.New()
+	h.Write(source[:])
+	h.Write(added[:])
+	h.Write([]byte(namespace))
+	var d manifests.Digest
+	h.Sum(d[:0])
+	return d
 }
 
 // place applies the namespace rules to one object.
@@ -92,20 +131,40 @@ func forbiddenNamespace(t *Target, ph *Phase, obj *unstructured.Unstructured) er
 		ph.Name, describe(obj), obj.GetNamespace(), t.Namespace)
 }
 
-// setLabels adds labels to obj's labels; a convoy.dev/shard the manifest sets is kept.
+// setLabels adds labels to obj's labels, in place (obj is a copy the pass owns); a
+// convoy.dev/shard the manifest sets is kept.
 func setLabels(obj *unstructured.Unstructured, labels map[string]string) {
 	own := keepsOwnShard(obj)
-	l := obj.GetLabels()
-	if l == nil {
-		l = make(map[string]string, len(labels))
-	}
+	l := labelMap(obj)
 	for k, v := range labels {
 		if k == convoyv1alpha1.ShardLabel && own {
 			continue
 		}
 		l[k] = v
 	}
-	obj.SetLabels(l)
+}
+
+// labelMap returns the labels of obj as the map it holds, made when it has none.
+func labelMap(obj *unstructured.Unstructured) map[string]any {
+	meta, ok := obj.Object["metadata"].(map[string]any)
+	if !ok {
+		meta = map[string]any{}
+		obj.Object["metadata"] = meta
+	}
+	l, ok := meta["labels"].(map[string]any)
+	if !ok {
+		l = map[string]any{}
+		meta["labels"] = l
+	}
+	return l
+}
+
+// labelOf reads one label of obj without copying its labels (GetLabels makes a map).
+func labelOf(obj *unstructured.Unstructured, key string) (string, bool) {
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	l, _ := meta["labels"].(map[string]any)
+	v, ok := l[key].(string)
+	return v, ok
 }
 
 // describe names an object in messages: "apps/Deployment ns/name", "Namespace name".

@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
@@ -29,8 +30,20 @@ type Phase struct {
 	Name string
 	// Class is convoyv1alpha1.ClassManagement or convoyv1alpha1.ClassHostedCluster.
 	Class string
-	// Objects of the phase.
+	// Objects of the phase. The engine copies them before changing anything.
 	Objects []*unstructured.Unstructured
+	// Digests, when set, holds manifests.ObjectDigest of each object, in the order of Objects
+	// (manifests.Phase has them): the engine then does not encode the objects on every pass.
+	// Objects must not change while Digests describe them.
+	Digests []manifests.Digest
+}
+
+// sourceDigest returns the digest of object i of the phase.
+func (ph *Phase) sourceDigest(i int) (manifests.Digest, bool) {
+	if len(ph.Digests) == len(ph.Objects) {
+		return ph.Digests[i], true
+	}
+	return manifests.ObjectDigest(ph.Objects[i])
 }
 
 // NeedsHostedCluster reports whether a phase with objects lands in the hosted cluster.
@@ -116,7 +129,7 @@ func (c *cluster) labels() map[string]string {
 // keepsOwnShard reports whether obj's manifest names a convoy.dev/shard of its own: it is
 // kept (on a Package or an ObjectDeployment it says which replica reconciles the object).
 func keepsOwnShard(obj *unstructured.Unstructured) bool {
-	_, ok := obj.GetLabels()[convoyv1alpha1.ShardLabel]
+	_, ok := labelOf(obj, convoyv1alpha1.ShardLabel)
 	return ok
 }
 

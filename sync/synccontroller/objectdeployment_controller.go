@@ -104,7 +104,7 @@ func templateHash(spec *convoyv1alpha1.ObjectSetTemplateSpec) (string, error) {
 func revisionOf(id string, r *manifests.Rendered) *engine.Revision {
 	rev := &engine.Revision{ID: id, Probes: r.Probes, Phases: make([]engine.Phase, len(r.Phases))}
 	for i, ph := range r.Phases {
-		rev.Phases[i] = engine.Phase{Name: ph.Name, Class: ph.Class, Objects: ph.Objects}
+		rev.Phases[i] = engine.Phase{Name: ph.Name, Class: ph.Class, Objects: ph.Objects, Digests: ph.Digests}
 	}
 	return rev
 }

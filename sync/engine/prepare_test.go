@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/test/kubetest"
+)
+
+func TestPreparedDigestsTellEveryPreparedObjectApart(t *testing.T) {
+	g := NewWithT(t)
+	e := NewEngine(Options{})
+	c := &scopeClient{scopes: map[string]bool{"ConfigMap": true}}
+	prepared := func(target *Target, data string, digests bool) manifests.Digest {
+		target.Management = c
+		ph := &Phase{Name: "deploy", Objects: []*unstructured.Unstructured{kubetest.ConfigMap("", "a", map[string]string{"v": data})}}
+		if digests {
+			d, ok := manifests.ObjectDigest(ph.Objects[0])
+			g.Expect(ok).To(BeTrue())
+			ph.Digests = []manifests.Digest{d}
+		}
+		_, rest := splitStages(ph)
+		g.Expect(e.prepare(target.cluster(convoyv1alpha1.ClassManagement), ph, rest)).To(Succeed())
+		g.Expect(rest[0].obj.GetNamespace()).To(Equal(target.Namespace))
+		g.Expect(ph.Objects[0].GetNamespace()).To(BeEmpty(), "the source is not changed")
+		return rest[0].digest
+	}
+	base := prepared(&Target{Kind: "Package", Namespace: "ns", Name: "p"}, "1", true)
+	g.Expect(prepared(&Target{Kind: "Package", Namespace: "ns", Name: "p"}, "1", false)).To(Equal(base),
+		"digests given with the phase are the ones the engine computes")
+	for name, other := range map[string]manifests.Digest{
+		"another source":    prepared(&Target{Kind: "Package", Namespace: "ns", Name: "p"}, "2", true),
+		"another namespace": prepared(&Target{Kind: "Package", Namespace: "ns2", Name: "p"}, "1", true),
+		"another owner":     prepared(&Target{Kind: "Package", Namespace: "ns", Name: "q"}, "1", true),
+		"another shard":     prepared(&Target{Kind: "Package", Namespace: "ns", Name: "p", Shard: "a"}, "1", true),
+	} {
+		g.Expect(other).NotTo(Equal(base), name)
+	}
+}
