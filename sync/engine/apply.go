@@ -54,21 +54,22 @@ func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase, rules [s
 	return out, e.applyStage(ctx, c, ph, rest, out)
 }
 
-// applyStage prepares, reads, checks ownership of and applies objs. Objects the ledger says
-// this owner applied in another state are applied directly; quiet ones are not read (nothing
-// changed them since they were judged available); the others are read first, and those found
-// as this owner left them are not written.
+// applyStage places the objects of states, then prepares, reads, checks ownership of and
+// applies those that are not quiet. Quiet ones are neither copied nor read (nothing changed
+// them since they were judged available); objects the ledger says this owner applied in
+// another state are applied directly; the others are read first, and those found as this
+// owner left them are not written.
 func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
 	if len(states) == 0 {
 		return nil
 	}
-	if err := e.prepare(c, ph, states); err != nil {
+	if err := e.place(c, ph, states); err != nil {
 		return err
 	}
 	out.unwatched = out.unwatched || !e.watched(c, states)
-	changed, rest := e.applied.changedSinceApplied(c, states)
-	quiet, rest := e.splitQuiet(c, rest, out)
-	e.markQuiet(c, quiet, out)
+	e.markQuiet(c, states, out)
+	c.prepare(states)
+	changed, rest := e.applied.changedSinceApplied(c, loud(states))
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}

@@ -72,10 +72,18 @@ func ledgerCluster(c *cluster) string {
 // ownerID identifies the owner of a target.
 func ownerID(t *Target) string { return t.Kind + "/" + t.Namespace + "/" + t.Name }
 
-// desiredState is a prepared object with its digest (see prepare); ok is false for an object
-// that does not encode, which the ledger then never matches.
+// desiredState is an object of a revision as this pass wants it, with its digest (see
+// place); ok is false for an object that does not encode, which the ledger then never
+// matches.
 type desiredState struct {
-	obj    *unstructured.Unstructured
+	// source is the revision's object; it is never changed.
+	source *unstructured.Unstructured
+	// obj is the object to apply (prepare), or only its name while it may be quiet (place).
+	obj *unstructured.Unstructured
+	// namespace is where the object lands; shard is the convoy.dev/shard label it carries.
+	namespace, shard string
+	// quiet is set when nothing changed the object since it was judged available (quiet.go).
+	quiet  bool
 	digest manifests.Digest
 	ok     bool
 	// uid is the object's UID when this owner applied it, for an object applied directly: the

@@ -14,14 +14,15 @@ import (
 	"github.com/convoy-gitops/convoy/manifests"
 )
 
-// splitStages copies the objects of a phase into the definitions applied first
-// (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each copy
-// carries the digest of its source until prepare makes it the digest of the copy.
+// splitStages splits the objects of a phase into the definitions applied first
+// (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each state
+// holds its source, read-only, and the source's digest until place makes it the digest of
+// the object as it will be applied.
 func splitStages(ph *Phase) (defs, rest []desiredState) {
 	for i, o := range ph.Objects {
-		s := desiredState{obj: o.DeepCopy()}
+		s := desiredState{source: o}
 		s.digest, s.ok = ph.sourceDigest(i)
-		if isDefinition(s.obj) {
+		if isDefinition(o) {
 			defs = append(defs, s)
 		} else {
 			rest = append(rest, s)
@@ -43,26 +44,54 @@ func isDefinitionKind(gk schema.GroupKind) bool {
 		(gk.Group == "" && gk.Kind == "Namespace")
 }
 
-// prepare labels the objects (copies) and places them: in the owner's namespace on the
-// management cluster, where the manifest says in a hosted cluster. It turns each digest of a
-// source into the digest of the prepared object: the source, the labels added and the
-// namespace given determine the object, so hashing them identifies it without encoding it.
-func (e *Engine) prepare(c *cluster, ph *Phase, states []desiredState) error {
+// place decides, without copying them, where the objects land: in the owner's namespace on
+// the management cluster, where the manifest says in a hosted cluster. Each state gets its
+// namespace, the shard label it will carry, the digest of the object as it will be applied
+// (the source, the labels added and the namespace determine it, so hashing them identifies it
+// without encoding it), and a stub naming it, which is all a quiet object needs.
+func (e *Engine) place(c *cluster, ph *Phase, states []desiredState) error {
 	labels := c.labels()
 	added := labelsDigest(c.name, labels)
 	for i := range states {
-		obj := states[i].obj
-		setLabels(obj, labels)
-		namespaced, err := e.scopes.isNamespaced(c, obj)
+		s := &states[i]
+		namespaced, err := e.scopes.isNamespaced(c, s.source)
 		if err != nil {
 			return c.classify(err)
 		}
-		if err := c.place(ph, obj, namespaced); err != nil {
+		if s.namespace, err = c.placement(ph, s.source, namespaced); err != nil {
 			return err
 		}
-		states[i].digest = preparedDigest(states[i].digest, added, obj.GetNamespace())
+		s.shard = labels[convoyv1alpha1.ShardLabel]
+		if own, ok := labelOf(s.source, convoyv1alpha1.ShardLabel); ok {
+			s.shard = own
+		}
+		s.digest = preparedDigest(s.digest, added, s.namespace)
+		s.obj = stubOf(s.source, s.namespace)
 	}
 	return nil
+}
+
+// prepare makes the object of each state that is not quiet: a copy of its source, labelled
+// and placed.
+func (c *cluster) prepare(states []desiredState) {
+	labels := c.labels()
+	for i := range states {
+		if s := &states[i]; !s.quiet {
+			s.obj = s.source.DeepCopy()
+			setLabels(s.obj, labels)
+			s.obj.SetNamespace(s.namespace)
+		}
+	}
+}
+
+// stubOf names the object source becomes in namespace, and holds nothing else.
+func stubOf(source *unstructured.Unstructured, namespace string) *unstructured.Unstructured {
+	meta := map[string]any{"name": source.GetName()}
+	if namespace != "" {
+		meta["namespace"] = namespace
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": source.GetAPIVersion(), "kind": source.GetKind(), "metadata": meta}}
 }
 
 // labelsDigest hashes the cluster's name and the labels prepare adds to its objects.
@@ -92,36 +121,34 @@ func preparedDigest(source, added manifests.Digest, namespace string) manifests.
 	return d
 }
 
-// place applies the namespace rules to one object.
-func (c *cluster) place(ph *Phase, obj *unstructured.Unstructured, namespaced bool) error {
+// placement applies the namespace rules to one object: the namespace it lands in.
+func (c *cluster) placement(ph *Phase, obj *unstructured.Unstructured, namespaced bool) (string, error) {
 	if c.hosted() {
 		return placeHosted(ph, obj, namespaced)
 	}
 	t := c.target
 	switch {
 	case !namespaced:
-		return pass.Stallf(convoyv1alpha1.ForbiddenTargetReason,
+		return "", pass.Stallf(convoyv1alpha1.ForbiddenTargetReason,
 			"phase %q: %s is cluster-scoped: management phases may only hold objects of namespace %s",
 			ph.Name, describe(obj), t.Namespace)
-	case obj.GetNamespace() == "":
-		obj.SetNamespace(t.Namespace)
-	case obj.GetNamespace() != t.Namespace:
-		return forbiddenNamespace(t, ph, obj)
+	case obj.GetNamespace() != "" && obj.GetNamespace() != t.Namespace:
+		return "", forbiddenNamespace(t, ph, obj)
 	}
-	return nil
+	return t.Namespace, nil
 }
 
 // placeHosted applies the namespace rules of a hosted cluster: any scope, and namespaced
 // objects name their namespace.
-func placeHosted(ph *Phase, obj *unstructured.Unstructured, namespaced bool) error {
+func placeHosted(ph *Phase, obj *unstructured.Unstructured, namespaced bool) (string, error) {
 	switch {
 	case namespaced && obj.GetNamespace() == "":
-		return pass.Stallf(convoyv1alpha1.ApplyFailedReason,
+		return "", pass.Stallf(convoyv1alpha1.ApplyFailedReason,
 			"phase %q: %s has no namespace: objects of hosted-cluster phases name their namespace", ph.Name, describe(obj))
 	case !namespaced:
-		obj.SetNamespace("")
+		return "", nil
 	}
-	return nil
+	return obj.GetNamespace(), nil
 }
 
 // forbiddenNamespace is the error of a management object that names another namespace.

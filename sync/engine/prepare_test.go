@@ -11,7 +11,7 @@ import (
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
-func TestPreparedDigestsTellEveryPreparedObjectApart(t *testing.T) {
+func TestPlacedDigestsTellEveryPreparedObjectApart(t *testing.T) {
 	g := NewWithT(t)
 	e := NewEngine(Options{})
 	c := &scopeClient{scopes: map[string]bool{"ConfigMap": true}}
@@ -24,9 +24,16 @@ func TestPreparedDigestsTellEveryPreparedObjectApart(t *testing.T) {
 			ph.Digests = []manifests.Digest{d}
 		}
 		_, rest := splitStages(ph)
-		g.Expect(e.prepare(target.cluster(convoyv1alpha1.ClassManagement), ph, rest)).To(Succeed())
+		c := target.cluster(convoyv1alpha1.ClassManagement)
+		g.Expect(e.place(c, ph, rest)).To(Succeed())
+		g.Expect(rest[0].obj.Object).To(HaveLen(3), "a stub: apiVersion, kind and metadata")
 		g.Expect(rest[0].obj.GetNamespace()).To(Equal(target.Namespace))
+		c.prepare(rest)
+		g.Expect(rest[0].obj.GetNamespace()).To(Equal(target.Namespace))
+		g.Expect(rest[0].obj.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.PackageNameLabel, target.Name))
+		g.Expect(rest[0].obj.Object["data"]).To(HaveKeyWithValue("v", data))
 		g.Expect(ph.Objects[0].GetNamespace()).To(BeEmpty(), "the source is not changed")
+		g.Expect(ph.Objects[0].GetLabels()).To(BeEmpty(), "the source is not changed")
 		return rest[0].digest
 	}
 	base := prepared(&Target{Kind: "Package", Namespace: "ns", Name: "p"}, "1", true)

@@ -89,9 +89,11 @@ func (c *cluster) dryRunOne(ctx context.Context, ph *Phase, obj *unstructured.Un
 	if err != nil {
 		return ObjectPreview{}, c.classify(err)
 	}
-	if err := c.place(ph, obj, namespaced); err != nil {
+	ns, err := c.placement(ph, obj, namespaced)
+	if err != nil {
 		return ObjectPreview{}, err
 	}
+	obj.SetNamespace(ns)
 	out := ObjectPreview{Applied: obj}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())

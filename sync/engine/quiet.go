@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
@@ -50,28 +49,45 @@ func (e *Engine) watched(c *cluster, states []desiredState) bool {
 	}
 	for _, s := range states {
 		// The watch selects the owner's shard: an object whose manifest names another is not in it.
-		if shard, _ := labelOf(s.obj, convoyv1alpha1.ShardLabel); shard != c.target.Shard || !e.opts.Versions.Synced(s.obj.GroupVersionKind()) {
+		if s.shard != c.target.Shard || !e.opts.Versions.Synced(s.obj.GroupVersionKind()) {
 			return false
 		}
 	}
 	return true
 }
 
-// splitQuiet splits states into the quiet objects and the rest.
-func (e *Engine) splitQuiet(c *cluster, states []desiredState, out *phaseOutcome) (quiet, rest []desiredState) {
+// markQuiet marks the quiet objects of a stage, and records them as unchanged and available
+// without a read.
+func (e *Engine) markQuiet(c *cluster, states []desiredState, out *phaseOutcome) {
 	if e.opts.Versions == nil || c.hosted() || out.rules == ([sha256.Size]byte{}) {
-		return nil, states
+		return
 	}
-	for _, s := range states {
-		gvk := s.obj.GroupVersionKind()
-		rv, ok := e.opts.Versions.ResourceVersion(gvk, s.obj.GetNamespace(), s.obj.GetName())
-		if ok && e.applied.availableAt(c, s, rv, out.rules) {
-			quiet = append(quiet, s)
-		} else {
-			rest = append(rest, s)
+	quiet := 0
+	for i := range states {
+		s := &states[i]
+		rv, ok := e.opts.Versions.ResourceVersion(s.obj.GroupVersionKind(), s.namespace, s.obj.GetName())
+		if s.quiet = ok && e.applied.availableAt(c, *s, rv, out.rules); s.quiet {
+			out.observer.markQuiet(s.obj)
+			quiet++
 		}
 	}
-	return quiet, rest
+	if quiet == 0 {
+		return
+	}
+	out.changes.Unchanged += quiet
+	appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Add(float64(quiet))
+	quietObjects.WithLabelValues(e.opts.Controller).Add(float64(quiet))
+}
+
+// loud returns the states that are not quiet.
+func loud(states []desiredState) []desiredState {
+	out := make([]desiredState, 0, len(states))
+	for _, s := range states {
+		if !s.quiet {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // recordVerdicts notes, for every object of out seen live, that it was judged available
@@ -85,19 +101,6 @@ func (e *Engine) recordVerdicts(c *cluster, out *phaseOutcome) {
 			e.applied.judgedAvailable(c, obj, live.GetResourceVersion(), out.rules)
 		}
 	}
-}
-
-// markQuiet records the quiet objects of a stage as unchanged and available without a read.
-func (e *Engine) markQuiet(c *cluster, quiet []desiredState, out *phaseOutcome) {
-	if len(quiet) == 0 {
-		return
-	}
-	for _, s := range quiet {
-		out.observer.markQuiet(s.obj)
-	}
-	out.changes.Unchanged += len(quiet)
-	appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Add(float64(len(quiet)))
-	quietObjects.WithLabelValues(e.opts.Controller).Add(float64(len(quiet)))
 }
 
 // markQuiet notes that obj was not read: it is as it was when judged available.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -37,8 +38,9 @@ type appliedWatches struct {
 	mu       sync.Mutex
 	watchers []*appliedWatcher
 	kinds    map[schema.GroupVersionKind]bool
-	// synced are the kinds whose watch has synced (Synced).
-	synced map[schema.GroupVersionKind]bool
+	// synced are the kinds whose watch has synced (Synced), with the informer's store when it
+	// has one to read without the cache's lookups (nil otherwise).
+	synced map[schema.GroupVersionKind]toolscache.Store
 }
 
 // appliedWatcher is one controller's registration.
@@ -68,7 +70,7 @@ func newAppliedWatches(mgr ctrl.Manager, shard string) (*appliedWatches, error) 
 	if err := mgr.Add(c); err != nil {
 		return nil, err
 	}
-	return &appliedWatches{cache: c, kinds: map[schema.GroupVersionKind]bool{}, synced: map[schema.GroupVersionKind]bool{}}, nil
+	return &appliedWatches{cache: c, kinds: map[schema.GroupVersionKind]bool{}, synced: map[schema.GroupVersionKind]toolscache.Store{}}, nil
 }
 
 // watchApplied registers controller c for the events of objects applied by owners of the
@@ -172,38 +174,63 @@ func statusOnlyUpdate(old, updated client.Object) bool {
 // Synced implements engine.ResourceVersions: the kind is watched and its watch has synced. It
 // never waits.
 func (a *appliedWatches) Synced(gvk schema.GroupVersionKind) bool {
+	_, synced := a.syncedStore(gvk)
+	return synced
+}
+
+// syncedStore reports whether gvk's watch has synced, with its informer's store when it has
+// one. It never waits.
+func (a *appliedWatches) syncedStore(gvk schema.GroupVersionKind) (toolscache.Store, bool) {
 	if a == nil {
-		return false
+		return nil, false
 	}
 	a.mu.Lock()
-	watched, synced := a.kinds[gvk], a.synced[gvk]
+	watched := a.kinds[gvk]
+	store, synced := a.synced[gvk]
 	a.mu.Unlock()
 	if !watched || synced {
-		return synced
+		return store, synced
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	inf, err := a.cache.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
 	if err != nil || !inf.HasSynced() {
-		return false
+		return nil, false
+	}
+	if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
+		store = s.GetStore()
 	}
 	a.mu.Lock()
-	a.synced[gvk] = true // an informer stays synced: the passes ask once per object, twice
+	a.synced[gvk] = store // an informer stays synced: the passes ask once per object, twice
 	a.mu.Unlock()
-	return true
+	return store, true
 }
 
 // ResourceVersion implements engine.ResourceVersions from the cache: it answers only for a
-// kind watched and synced, and never waits. It reads the cached object without a deep copy
-// (every settled pass asks for each of its objects) and keeps nothing of it but a string.
+// kind watched and synced, and never waits. Every settled pass asks it for each of its
+// objects, so it reads the informer's store directly when it can, without the cache's
+// lookups and copies, and keeps nothing of the object but a string.
 func (a *appliedWatches) ResourceVersion(gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
-	if !a.Synced(gvk) {
+	store, synced := a.syncedStore(gvk)
+	if !synced {
 		return "", false
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	key := client.ObjectKey{Namespace: namespace, Name: name}
-	if err := a.cache.Get(context.Background(), key, obj, client.UnsafeDisableDeepCopy); err != nil {
+	if store == nil {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		err := a.cache.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj, client.UnsafeDisableDeepCopy)
+		return obj.GetResourceVersion(), err == nil
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	item, found, err := store.GetByKey(key)
+	if err != nil || !found {
+		return "", false
+	}
+	obj, ok := item.(metav1.Object)
+	if !ok {
 		return "", false
 	}
 	return obj.GetResourceVersion(), true

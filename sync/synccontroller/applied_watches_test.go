@@ -5,15 +5,21 @@ import (
 	"testing"
 	"time"
 
+	cliobject "github.com/fluxcd/cli-utils/pkg/object"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 // recordingQueue records the adds of an event handler.
@@ -61,4 +67,33 @@ func TestStatusChurnOfASettledOwnerIsSpaced(t *testing.T) {
 	g.Expect(update("settled", 1, 1, map[string]string{"a": "b"}).now).To(HaveLen(1), "annotations changed")
 	g.Expect(update("settled", 0, 0, nil).now).To(HaveLen(1), "a kind without generation")
 	g.Expect(update("busy", 1, 1, nil).now).To(HaveLen(1), "status only, owner not settled")
+}
+
+func TestResourceVersionReadsTheInformersStore(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = c.Start(ctx) }()
+	a := &appliedWatches{cache: c, kinds: map[schema.GroupVersionKind]bool{}, synced: map[schema.GroupVersionKind]toolscache.Store{}}
+	ns := fleet.NewNamespaceIn(t, env.Client)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Data: map[string]string{"v": "1"}}
+	g.Expect(env.Client.Create(ctx, cm)).To(Succeed())
+	id := cliobject.ObjMetadata{Namespace: ns, Name: "agent", GroupKind: schema.GroupKind{Kind: "ConfigMap"}}.String()
+	a.ensure(ctx, []convoyv1alpha1.InventoryEntry{{ID: id, Version: "v1", Cluster: convoyv1alpha1.InventoryClusterManagement}})
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+
+	resourceVersion := func(name string) func() string {
+		return func() string { rv, _ := a.ResourceVersion(gvk, ns, name); return rv }
+	}
+	g.Eventually(resourceVersion("agent")).Should(Equal(cm.ResourceVersion))
+	g.Expect(a.synced[gvk]).NotTo(BeNil(), "read from the informer's store")
+	cm.Data["v"] = "2"
+	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+	g.Eventually(resourceVersion("agent")).Should(Equal(cm.ResourceVersion))
+	_, found := a.ResourceVersion(gvk, ns, "missing")
+	g.Expect(found).To(BeFalse())
+	_, found = a.ResourceVersion(corev1.SchemeGroupVersion.WithKind("Secret"), ns, "agent")
+	g.Expect(found).To(BeFalse(), "a kind not watched")
 }

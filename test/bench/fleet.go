@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -221,7 +222,9 @@ func (f *fleetRun) steady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	profiled := f.profileSteady(ctx, d)
 	w, err := f.e.measureFor(ctx, d)
+	profiled()
 	if err != nil {
 		return err
 	}
@@ -244,6 +247,26 @@ func (f *fleetRun) steady(ctx context.Context) error {
 	}
 	f.addSteadyRows(w, idle, cpu)
 	return nil
+}
+
+// maxSteadyProfile bounds the CPU profile of the steady window.
+const maxSteadyProfile = 2 * time.Minute
+
+// profileSteady captures, when asked (-pprof), a CPU profile of the controller over the start
+// of the steady window (at most maxSteadyProfile of d); the returned function waits for it.
+func (f *fleetRun) profileSteady(ctx context.Context, d time.Duration) func() {
+	if f.e.cfg.PprofDir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		kind := fmt.Sprintf("profile?seconds=%d", int(min(d, maxSteadyProfile).Seconds()))
+		if err := f.e.ctrl.CaptureProfile(ctx, kind, filepath.Join(f.e.cfg.PprofDir, "fleet-steady.cpu.pprof")); err != nil {
+			f.res.note("pprof steady: %v", err)
+		}
+	}()
+	return func() { <-done }
 }
 
 // packageReconcilesMetric prefixes the series of the Package controller's reconciles, one per
