@@ -68,6 +68,9 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	}
 	out.unwatched = out.unwatched || !e.watched(c, states)
 	e.markQuiet(c, states, out)
+	if err := e.placeLoud(c, ph, states); err != nil {
+		return err
+	}
 	c.prepare(states)
 	changed, rest := e.applied.changedSinceApplied(c, loud(states))
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {

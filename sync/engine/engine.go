@@ -73,6 +73,7 @@ func NewEngine(opts Options) *Engine {
 	if opts.DeleteInterval <= 0 {
 		opts.DeleteInterval = DefaultDeleteInterval
 	}
+	quietObjects.WithLabelValues(opts.Controller) // the series exists before the first quiet object
 	return &Engine{opts: opts, applied: newLedger(defaultLedgerSize), scopes: newScopes()}
 }
 

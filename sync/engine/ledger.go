@@ -83,9 +83,10 @@ type desiredState struct {
 	// namespace is where the object lands; shard is the convoy.dev/shard label it carries.
 	namespace, shard string
 	// quiet is set when nothing changed the object since it was judged available (quiet.go).
-	quiet  bool
-	digest manifests.Digest
-	ok     bool
+	quiet bool
+	// sourceDigest is the source's; digest the object's as it will be applied (place).
+	sourceDigest, digest manifests.Digest
+	ok                   bool
 	// uid is the object's UID when this owner applied it, for an object applied directly: the
 	// apply then fails, instead of writing, if the object was deleted or replaced since.
 	uid types.UID

@@ -16,12 +16,11 @@ import (
 
 // splitStages splits the objects of a phase into the definitions applied first
 // (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each state
-// holds its source, read-only, and the source's digest until place makes it the digest of
-// the object as it will be applied.
+// holds its source, read-only, and the source's digest.
 func splitStages(ph *Phase) (defs, rest []desiredState) {
 	for i, o := range ph.Objects {
 		s := desiredState{source: o}
-		s.digest, s.ok = ph.sourceDigest(i)
+		s.sourceDigest, s.ok = ph.sourceDigest(i)
 		if isDefinition(o) {
 			defs = append(defs, s)
 		} else {
@@ -48,26 +47,63 @@ func isDefinitionKind(gk schema.GroupKind) bool {
 // the management cluster, where the manifest says in a hosted cluster. Each state gets its
 // namespace, the shard label it will carry, the digest of the object as it will be applied
 // (the source, the labels added and the namespace determine it, so hashing them identifies it
-// without encoding it), and a stub naming it, which is all a quiet object needs.
+// without encoding it), and a stub naming it, which is all a quiet object needs. It uses the
+// scopes remembered (see scopes); placeLoud places again what the pass will read or write.
 func (e *Engine) place(c *cluster, ph *Phase, states []desiredState) error {
-	labels := c.labels()
-	added := labelsDigest(c.name, labels)
+	added := preparationOf(c)
 	for i := range states {
-		s := &states[i]
-		namespaced, err := e.scopes.isNamespaced(c, s.source)
-		if err != nil {
-			return c.classify(err)
-		}
-		if s.namespace, err = c.placement(ph, s.source, namespaced); err != nil {
+		if err := e.placeOne(c, ph, &states[i], added, false); err != nil {
 			return err
 		}
-		s.shard = labels[convoyv1alpha1.ShardLabel]
-		if own, ok := labelOf(s.source, convoyv1alpha1.ShardLabel); ok {
-			s.shard = own
-		}
-		s.digest = preparedDigest(s.digest, added, s.namespace)
-		s.obj = stubOf(s.source, s.namespace)
 	}
+	return nil
+}
+
+// placeLoud places the objects that are not quiet again, with the mapper's current answers.
+func (e *Engine) placeLoud(c *cluster, ph *Phase, states []desiredState) error {
+	added := preparationOf(c)
+	for i := range states {
+		if states[i].quiet {
+			continue
+		}
+		if err := e.placeOne(c, ph, &states[i], added, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// preparation is what prepare adds to every object of a cluster.
+type preparation struct {
+	labels map[string]string
+	digest manifests.Digest
+}
+
+func preparationOf(c *cluster) preparation {
+	labels := c.labels()
+	return preparation{labels: labels, digest: labelsDigest(c.name, labels)}
+}
+
+// placeOne places one object; a remembered scope that refuses it is asked again (fresh).
+func (e *Engine) placeOne(c *cluster, ph *Phase, s *desiredState, p preparation, fresh bool) error {
+	namespaced, err := e.scopes.isNamespaced(c, s.source, fresh)
+	if err != nil {
+		return c.classify(err)
+	}
+	ns, err := c.placement(ph, s.source, namespaced)
+	switch {
+	case err != nil && !fresh && !c.hosted():
+		return e.placeOne(c, ph, s, p, true)
+	case err != nil:
+		return err
+	}
+	s.namespace = ns
+	s.shard = p.labels[convoyv1alpha1.ShardLabel]
+	if own, ok := labelOf(s.source, convoyv1alpha1.ShardLabel); ok {
+		s.shard = own
+	}
+	s.digest = preparedDigest(s.sourceDigest, p.digest, ns)
+	s.obj = stubOf(s.source, ns)
 	return nil
 }
 
@@ -186,12 +222,14 @@ func labelMap(obj *unstructured.Unstructured) map[string]any {
 	return l
 }
 
-// labelOf reads one label of obj without copying its labels (GetLabels makes a map).
+// labelOf reads one label of obj without copying its labels (GetLabels makes a map); a null
+// value is an empty one, as GetLabels has it.
 func labelOf(obj *unstructured.Unstructured, key string) (string, bool) {
 	meta, _ := obj.Object["metadata"].(map[string]any)
 	l, _ := meta["labels"].(map[string]any)
-	v, ok := l[key].(string)
-	return v, ok
+	v, ok := l[key]
+	s, _ := v.(string)
+	return s, ok
 }
 
 // describe names an object in messages: "apps/Deployment ns/name", "Namespace name".

@@ -48,3 +48,24 @@ func TestPlacedDigestsTellEveryPreparedObjectApart(t *testing.T) {
 		g.Expect(other).NotTo(Equal(base), name)
 	}
 }
+
+func TestWhatAPassReadsOrWritesIsPlacedWithTheMappersCurrentAnswer(t *testing.T) {
+	g := NewWithT(t)
+	e := NewEngine(Options{})
+	c := &scopeClient{scopes: map[string]bool{"ConfigMap": true}}
+	target := &Target{Kind: "Package", Namespace: "ns", Name: "p", Management: c}
+	mgmt := target.cluster(convoyv1alpha1.ClassManagement)
+	ph := &Phase{Name: "deploy", Objects: []*unstructured.Unstructured{kubetest.ConfigMap("", "a", nil)}}
+	_, states := splitStages(ph)
+	g.Expect(e.place(mgmt, ph, states)).To(Succeed())
+
+	c.scopes["ConfigMap"] = false // made again cluster-scoped: management phases refuse it
+	g.Expect(e.place(mgmt, ph, states)).To(Succeed(), "a remembered answer finds the quiet objects")
+	err := e.placeLoud(mgmt, ph, states)
+	g.Expect(err).To(HaveOccurred(), "an object the pass reads or writes is placed with the current answer")
+	g.Expect(err.Error()).To(ContainSubstring("is cluster-scoped"))
+
+	c.scopes["ConfigMap"] = true // namespaced again: the remembered refusal is asked again
+	g.Expect(e.place(mgmt, ph, states)).To(Succeed())
+	g.Expect(states[0].namespace).To(Equal("ns"))
+}

@@ -9,11 +9,16 @@ import (
 
 // scopes remembers which kinds of the management cluster are namespaced. Asking the REST
 // mapper merges the mappings of every API group and allocates a few KiB each time: once per
-// object per pass, it was most of what a settled Package's pass allocated. Only answers are
-// kept, never errors (an unknown kind is asked again), so a kind is as fresh as the mapper,
-// which itself answers from the discovery it loaded and reloads a group only on a miss.
-// The kinds of the management cluster bound the map. Hosted clusters come and go, and their
-// objects are read on every pass anyway: they ask their own mapper.
+// object per pass, it was most of what a settled Package's pass allocated.
+//
+// A remembered answer can be stale: a CustomResourceDefinition deleted and created again with
+// the other scope, which the mapper learns on its next reload. So remembered answers only
+// serve to find the quiet objects of a pass, which are neither read nor written (an object
+// whose kind changed scope is not where the watch saw it, so it is not quiet); every object a
+// pass reads or writes, and every object a remembered answer would refuse, is placed with
+// the mapper's current answer, which is remembered in turn. Errors are never remembered. The
+// kinds of the management cluster bound the map. Hosted clusters come and go, and their
+// objects are read on every pass anyway: they always ask their own mapper.
 type scopes struct {
 	mu         sync.RWMutex
 	namespaced map[schema.GroupVersionKind]bool
@@ -23,17 +28,20 @@ func newScopes() *scopes {
 	return &scopes{namespaced: map[schema.GroupVersionKind]bool{}}
 }
 
-// isNamespaced reports whether obj's kind is namespaced in c.
-func (s *scopes) isNamespaced(c *cluster, obj *unstructured.Unstructured) (bool, error) {
+// isNamespaced reports whether obj's kind is namespaced in c: the mapper's current answer
+// when fresh is set, else the one remembered if there is one.
+func (s *scopes) isNamespaced(c *cluster, obj *unstructured.Unstructured, fresh bool) (bool, error) {
 	if c.hosted() {
 		return c.client.IsObjectNamespaced(obj)
 	}
 	gvk := obj.GroupVersionKind()
-	s.mu.RLock()
-	namespaced, ok := s.namespaced[gvk]
-	s.mu.RUnlock()
-	if ok {
-		return namespaced, nil
+	if !fresh {
+		s.mu.RLock()
+		namespaced, ok := s.namespaced[gvk]
+		s.mu.RUnlock()
+		if ok {
+			return namespaced, nil
+		}
 	}
 	namespaced, err := c.client.IsObjectNamespaced(obj)
 	if err != nil {

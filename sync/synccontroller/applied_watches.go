@@ -39,7 +39,8 @@ type appliedWatches struct {
 	watchers []*appliedWatcher
 	kinds    map[schema.GroupVersionKind]bool
 	// synced are the kinds whose watch has synced (Synced), with the informer's store when it
-	// has one to read without the cache's lookups (nil otherwise).
+	// has one to read without the cache's lookups (nil otherwise). An informer of this cache
+	// is never removed, so its store stays the one its watch feeds.
 	synced map[schema.GroupVersionKind]toolscache.Store
 }
 
