@@ -255,3 +255,22 @@ func TestErrorsListsTheFirstProblemsAndCountsTheRest(t *testing.T) {
 	g.Expect(lines[0]).To(HavePrefix("objects.yaml:3: missing-phase: ConfigMap \"cm-0000\""))
 	g.Expect(lines[MaxListedErrors]).To(Equal("… and 980 more problems"))
 }
+
+func TestLoadErrorMetadataThatIsNoMapOfStrings(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+	for _, tc := range []errorCase{
+		{name: "a number as a label", files: map[string]string{"a.yaml": cm + "  labels: {tier: 3}\n"},
+			fragment: "metadata.labels[tier]: Invalid value: 3: must be a string"},
+		{name: "labels as a list", files: map[string]string{"a.yaml": cm + "  labels: [a]\n"},
+			fragment: "metadata.labels: Invalid value"},
+		{name: "a map as an annotation", files: map[string]string{"a.yaml": cm + "  annotations: {note: {a: b}}\n"},
+			fragment: "metadata.annotations[note]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.file, tc.rule = "a.yaml", RuleObjectMetadata
+			checkErrorCase(t, tc)
+		})
+	}
+	_, err := Load(pkgFS(map[string]string{"a.yaml": cm + "  labels: {tier: }\n  annotations: {convoy.dev/phase: one}\n"}), ".", TemplateData{})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "a null value is an empty string")
+}

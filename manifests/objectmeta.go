@@ -1,9 +1,12 @@
 package manifests
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -15,7 +18,9 @@ import (
 // metadata is valid.
 func checkMetadata(o *object, errs *errorList) bool {
 	meta := field.NewPath("metadata")
-	fieldErrs := metav1validation.ValidateLabels(o.u.GetLabels(), meta.Child("labels"))
+	fieldErrs := stringMapErrors(o.u, meta, "labels")
+	fieldErrs = append(fieldErrs, stringMapErrors(o.u, meta, "annotations")...)
+	fieldErrs = append(fieldErrs, metav1validation.ValidateLabels(o.u.GetLabels(), meta.Child("labels"))...)
 	fieldErrs = append(fieldErrs, apivalidation.ValidateAnnotations(o.u.GetAnnotations(), meta.Child("annotations"))...)
 	if ns := o.u.GetNamespace(); ns != "" {
 		for _, msg := range validation.IsDNS1123Label(ns) {
@@ -36,4 +41,27 @@ func fieldKey(fe *field.Error) string {
 		return ""
 	}
 	return fe.Field[i+1 : len(fe.Field)-1]
+}
+
+// stringMapErrors reports metadata.<name> when it is not a map of strings (a null value is an
+// empty string, as the API server reads it). GetLabels and GetAnnotations give nothing for
+// such a map, so the validation above would see none of its keys.
+func stringMapErrors(u *unstructured.Unstructured, meta *field.Path, name string) field.ErrorList {
+	metadata, _ := u.Object["metadata"].(map[string]any)
+	raw, found := metadata[name]
+	if !found || raw == nil {
+		return nil
+	}
+	path := meta.Child(name)
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return field.ErrorList{field.Invalid(path, raw, "must be a map of strings")}
+	}
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if _, ok := m[k].(string); !ok && m[k] != nil {
+			errs = append(errs, field.Invalid(path.Key(k), m[k], "must be a string"))
+		}
+	}
+	return errs
 }
