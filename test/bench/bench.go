@@ -35,6 +35,9 @@ type Config struct {
 	SteadyPackages int `json:"steadyPackages"`
 	// SteadyDuration is the steady-state window; default 5 minutes (1 when Short).
 	SteadyDuration time.Duration `json:"steadyDuration"`
+	// SteadyInterval, when set, is the spec.interval of the steady state's Packages: the window
+	// then holds many passes of settled Packages at their interval, and reports their cost.
+	SteadyInterval time.Duration `json:"steadyInterval,omitempty"`
 	// FleetSteadyDuration is the fleet scenario's steady-state window: SteadyDuration when that
 	// is set, else one Package spec.interval (10 minutes; 1 when Short), so that the window
 	// holds the pass every settled Package makes per interval.

@@ -41,6 +41,16 @@ func packageTemplate(path string) convoyv1alpha1.PackageTemplateSpec {
 	}
 }
 
+// packageTemplate is the Package spec this env's drivers stamp out: packageTemplate, with the
+// env's spec.interval when it has one.
+func (e *env) packageTemplate(path string) convoyv1alpha1.PackageTemplateSpec {
+	t := packageTemplate(path)
+	if e.packageInterval > 0 {
+		t.Interval = &metav1.Duration{Duration: e.packageInterval}
+	}
+	return t
+}
+
 // strategy returns the HostedClusterPackage strategy.
 func strategy(rolling bool) convoyv1alpha1.HostedClusterPackageStrategy {
 	if rolling {
@@ -57,7 +67,7 @@ func (e *env) createHostedClusterPackage(ctx context.Context) error {
 		Spec: convoyv1alpha1.HostedClusterPackageSpec{
 			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench.convoy.dev/fleet": "true"}},
 			Strategy:              strategy(false),
-			Template:              convoyv1alpha1.PackageTemplate{Spec: packageTemplate(managementPath)},
+			Template:              convoyv1alpha1.PackageTemplate{Spec: e.packageTemplate(managementPath)},
 		},
 	}
 	if err := e.admin.Create(ctx, hcp); err != nil {
@@ -81,7 +91,7 @@ func (e *env) createPackages(ctx context.Context, name, path string) error {
 	return e.forEachNamespace(ctx, func(ns string) error {
 		return e.admin.Create(ctx, &convoyv1alpha1.Package{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec:       convoyv1alpha1.PackageSpec{PackageTemplateSpec: packageTemplate(path)},
+			Spec:       convoyv1alpha1.PackageSpec{PackageTemplateSpec: e.packageTemplate(path)},
 		})
 	})
 }

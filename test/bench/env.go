@@ -42,6 +42,8 @@ type env struct {
 	rev      int
 	commit   string
 	previous string
+	// packageInterval is the spec.interval of the Packages the drivers make; zero leaves it unset.
+	packageInterval time.Duration
 	// clusters and namespaces are the HostedClusters and their HCP namespaces.
 	clusters   []*devfleet.HostedCluster
 	namespaces map[string]bool
@@ -66,6 +68,8 @@ type envInput struct {
 	// APIServerSample gives the first APIServerSample HostedClusters a hosted API server and
 	// the label hostedSampleLabel.
 	APIServerSample int
+	// PackageInterval, when set, is the spec.interval of the Packages the drivers make.
+	PackageInterval time.Duration
 }
 
 // newEnv starts the management server, the HostedClusters, the Git server with revision 1
@@ -75,7 +79,7 @@ func newEnv(ctx context.Context, cfg Config, in envInput) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{cfg: cfg, dir: dir, namespaces: map[string]bool{}}
+	e := &env{cfg: cfg, dir: dir, namespaces: map[string]bool{}, packageInterval: in.PackageInterval}
 	if e.fleet, err = devfleet.Start(ctx, devfleet.Options{ClientQPS: 1000, ClientBurst: 2000}); err != nil {
 		return nil, err
 	}

@@ -48,6 +48,7 @@ func parseFlags() (bench.Config, string) {
 	flag.StringVar(&sizes, "sizes", "", "comma-separated fleet sizes of the rollout (default 100,1000; 100 with -short)")
 	flag.IntVar(&cfg.SteadyPackages, "steady-packages", 0, "available Packages of the steady state (default 1000)")
 	flag.DurationVar(&cfg.SteadyDuration, "steady-duration", 0, "steady-state window (default 5m; 1m with -short)")
+	flag.DurationVar(&cfg.SteadyInterval, "steady-interval", 0, "spec.interval of the steady state's Packages, so that its window holds many interval passes and reports their cost (default: unset, the Packages' 10m)")
 	flag.IntVar(&cfg.HostedClusters, "hosted-clusters", 0, "hosted API servers of the hosted scenario (default 5)")
 	flag.IntVar(&cfg.FleetAddons, "fleet-addons", 0, "add-ons (HostedClusterPackages) of the fleet scenario (default 20; 4 with -short)")
 	flag.IntVar(&cfg.FleetHostedAddons, "fleet-hosted-addons", 0, "of which with hosted-cluster phases (default 2; 1 with -short)")
