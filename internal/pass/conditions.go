@@ -81,6 +81,9 @@ func MarkUnknown(obj Conditioned, condType, reason, format string, args ...any) 
 // Delete removes condType and reports whether it was there.
 func Delete(obj Conditioned, condType string) bool {
 	conds := obj.GetConditions()
+	if apimeta.FindStatusCondition(conds, condType) == nil {
+		return false // most passes: RemoveStatusCondition would copy the slice anyway
+	}
 	removed := apimeta.RemoveStatusCondition(&conds, condType)
 	obj.SetConditions(conds)
 	return removed

@@ -306,19 +306,17 @@ func statusPatch(before, after runtime.Object) ([]byte, bool, error) {
 }
 
 // sameTypedStatus reports whether before and after, pointers to structs of one type, hold
-// semantically equal Status fields: the outcome of most passes, answered without converting
-// both whole objects to unstructured. False means "compare the unstructured statuses".
-//
-// Note: semantic equality takes a nil slice or map for an empty one, and Quantities by value.
-// Both encode alike only because every status field of those types is omitempty, and status
-// types hold no Quantity; a field that breaks this would need the unstructured comparison.
+// identical Status fields: the outcome of most passes, answered without converting both whole
+// objects to unstructured. It is strict (a nil slice is not an empty one, times compare with
+// their location), so equal statuses always encode alike; false means "compare the
+// unstructured statuses", which decide.
 func sameTypedStatus(before, after runtime.Object) bool {
 	b, a := reflect.ValueOf(before), reflect.ValueOf(after)
 	if b.Type() != a.Type() || b.Kind() != reflect.Pointer || b.IsNil() || a.IsNil() || b.Elem().Kind() != reflect.Struct {
 		return false
 	}
 	bs, as := b.Elem().FieldByName("Status"), a.Elem().FieldByName("Status")
-	return bs.IsValid() && as.IsValid() && equality.Semantic.DeepEqual(bs.Addr().Interface(), as.Addr().Interface())
+	return bs.IsValid() && as.IsValid() && reflect.DeepEqual(bs.Addr().Interface(), as.Addr().Interface())
 }
 
 // statusOf returns the unstructured status of obj.

@@ -18,6 +18,7 @@ import (
 // (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each state
 // holds its source, read-only, and the source's digest.
 func splitStages(ph *Phase) (defs, rest []desiredState) {
+	rest = make([]desiredState, 0, len(ph.Objects))
 	for i, o := range ph.Objects {
 		s := desiredState{source: o}
 		s.sourceDigest, s.ok = ph.sourceDigest(i)
