@@ -161,3 +161,31 @@ func (e *env) paceRollingUpgrade(ctx context.Context, name, commit string, budge
 	}
 	return nil
 }
+
+// waitRolloutsCompleted waits until the named HostedClusterPackages have written the end of
+// their rollout (current revision = update revision, at their generation): their last status
+// patch and events come after their Packages', and must not fall into a window measured next.
+func (e *env) waitRolloutsCompleted(ctx context.Context, names ...string) error {
+	deadline := time.Now().Add(time.Minute)
+	for _, name := range names {
+		for {
+			hcp := &convoyv1alpha1.HostedClusterPackage{}
+			if err := e.admin.Get(ctx, client.ObjectKey{Name: name}, hcp); err != nil {
+				return err
+			}
+			st := hcp.Status
+			if st.UpdateRevision != "" && st.CurrentRevision == st.UpdateRevision && st.ObservedGeneration == hcp.Generation {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("HostedClusterPackage %s has not completed its rollout a minute after its Packages", name)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}

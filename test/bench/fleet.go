@@ -475,26 +475,9 @@ func (w *packageWatch) countAll(pred func(*convoyv1alpha1.Package) bool) int {
 // revision = update revision, spec observed), so that the steady state does not count the last
 // status patches and events of the rollout before it.
 func (f *fleetRun) waitSettled(ctx context.Context) error {
-	deadline := time.Now().Add(time.Minute)
+	names := make([]string, 0, len(f.addons))
 	for _, a := range f.addons {
-		for {
-			hcp := &convoyv1alpha1.HostedClusterPackage{}
-			if err := f.e.admin.Get(ctx, client.ObjectKey{Name: a.name()}, hcp); err != nil {
-				return err
-			}
-			st := hcp.Status
-			if st.UpdateRevision != "" && st.CurrentRevision == st.UpdateRevision && st.ObservedGeneration == hcp.Generation {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("HostedClusterPackage %s has not completed its rollout a minute after its Packages", a.name())
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
+		names = append(names, a.name())
 	}
-	return nil
+	return f.e.waitRolloutsCompleted(ctx, names...)
 }

@@ -104,6 +104,9 @@ func format(v float64, unit string) string {
 	case "s":
 		return fmt.Sprintf("%.2f s", v)
 	case "ms":
+		if v < 10 {
+			return fmt.Sprintf("%.2f ms", v) // a pass of a settled Package costs a fraction of one
+		}
 		return fmt.Sprintf("%.1f ms", v)
 	case "MiB":
 		return fmt.Sprintf("%.0f MiB", v)

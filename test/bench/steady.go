@@ -28,6 +28,12 @@ func prepareSteady(ctx context.Context, cfg Config, res *Results) (*env, error) 
 		_ = e.close()
 		return nil, fmt.Errorf("steady: %w", err)
 	}
+	if r.driver == DriverHostedClusterPackage {
+		if err := e.waitRolloutsCompleted(ctx, hcpName); err != nil {
+			_ = e.close()
+			return nil, fmt.Errorf("steady: %w", err)
+		}
+	}
 	res.Notes = append(res.Notes, scratch.Notes...)
 	return e, nil
 }
