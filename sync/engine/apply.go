@@ -63,15 +63,15 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	if len(states) == 0 {
 		return nil
 	}
-	if err := e.place(c, ph, states); err != nil {
+	p := preparationOf(c)
+	if err := e.place(c, ph, states, p); err != nil {
 		return err
 	}
 	out.unwatched = out.unwatched || !e.watched(c, states)
 	e.markQuiet(c, states, out)
-	if err := e.placeLoud(c, ph, states); err != nil {
+	if err := e.prepare(c, ph, states, p); err != nil {
 		return err
 	}
-	c.prepare(states)
 	changed, rest := e.applied.changedSinceApplied(c, loud(states))
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)

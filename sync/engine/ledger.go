@@ -80,8 +80,10 @@ type desiredState struct {
 	source *unstructured.Unstructured
 	// obj is the object to apply (prepare), or only its name while it may be quiet (place).
 	obj *unstructured.Unstructured
-	// namespace is where the object lands; shard is the convoy.dev/shard label it carries.
+	// namespace is where the object lands, as of a kind namespaced or not; shard is the
+	// convoy.dev/shard label it carries.
 	namespace, shard string
+	namespaced       bool
 	// quiet is set when nothing changed the object since it was judged available (quiet.go).
 	quiet bool
 	// sourceDigest is the source's; digest the object's as it will be applied (place).

@@ -49,25 +49,20 @@ func isDefinitionKind(gk schema.GroupKind) bool {
 // namespace, the shard label it will carry, the digest of the object as it will be applied
 // (the source, the labels added and the namespace determine it, so hashing them identifies it
 // without encoding it), and a stub naming it, which is all a quiet object needs. It uses the
-// scopes remembered (see scopes); placeLoud places again what the pass will read or write.
-func (e *Engine) place(c *cluster, ph *Phase, states []desiredState) error {
-	added := preparationOf(c)
+// scopes remembered (see scopes); prepare checks again what the pass will read or write.
+func (e *Engine) place(c *cluster, ph *Phase, states []desiredState, p preparation) error {
 	for i := range states {
-		if err := e.placeOne(c, ph, &states[i], added, false); err != nil {
-			return err
+		s := &states[i]
+		namespaced, err := e.scopes.isNamespaced(c, s.source, false)
+		if err != nil {
+			return c.classify(err)
 		}
-	}
-	return nil
-}
-
-// placeLoud places the objects that are not quiet again, with the mapper's current answers.
-func (e *Engine) placeLoud(c *cluster, ph *Phase, states []desiredState) error {
-	added := preparationOf(c)
-	for i := range states {
-		if states[i].quiet {
-			continue
+		err = c.placeAs(ph, s, p, namespaced)
+		if err != nil && !c.hosted() {
+			// A remembered scope may be stale: ask the mapper before refusing the object.
+			err = e.placeCurrent(c, ph, s, p, false)
 		}
-		if err := e.placeOne(c, ph, &states[i], added, true); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -85,20 +80,13 @@ func preparationOf(c *cluster) preparation {
 	return preparation{labels: labels, digest: labelsDigest(c.name, labels)}
 }
 
-// placeOne places one object; a remembered scope that refuses it is asked again (fresh).
-func (e *Engine) placeOne(c *cluster, ph *Phase, s *desiredState, p preparation, fresh bool) error {
-	namespaced, err := e.scopes.isNamespaced(c, s.source, fresh)
-	if err != nil {
-		return c.classify(err)
-	}
+// placeAs places one object as of a kind that is namespaced or not.
+func (c *cluster) placeAs(ph *Phase, s *desiredState, p preparation, namespaced bool) error {
 	ns, err := c.placement(ph, s.source, namespaced)
-	switch {
-	case err != nil && !fresh && !c.hosted():
-		return e.placeOne(c, ph, s, p, true)
-	case err != nil:
+	if err != nil {
 		return err
 	}
-	s.namespace = ns
+	s.namespaced, s.namespace = namespaced, ns
 	s.shard = p.labels[convoyv1alpha1.ShardLabel]
 	if own, ok := labelOf(s.source, convoyv1alpha1.ShardLabel); ok {
 		s.shard = own
@@ -109,16 +97,38 @@ func (e *Engine) placeOne(c *cluster, ph *Phase, s *desiredState, p preparation,
 }
 
 // prepare makes the object of each state that is not quiet: a copy of its source, labelled
-// and placed.
-func (c *cluster) prepare(states []desiredState) {
-	labels := c.labels()
+// and placed. It asks the mapper for the kind's current scope first, and places the object
+// again when the remembered one was stale: what a pass reads or writes is never placed by a
+// remembered answer.
+func (e *Engine) prepare(c *cluster, ph *Phase, states []desiredState, p preparation) error {
 	for i := range states {
-		if s := &states[i]; !s.quiet {
-			s.obj = s.source.DeepCopy()
-			setLabels(s.obj, labels)
-			s.obj.SetNamespace(s.namespace)
+		s := &states[i]
+		if s.quiet {
+			continue
 		}
+		if !c.hosted() { // a hosted cluster's scope was the current one already
+			if err := e.placeCurrent(c, ph, s, p, true); err != nil {
+				return err
+			}
+		}
+		s.obj = s.source.DeepCopy()
+		setLabels(s.obj, p.labels)
+		s.obj.SetNamespace(s.namespace)
 	}
+	return nil
+}
+
+// placeCurrent places s as the mapper's current answer says, unless s is placed (placed) as
+// that answer says already.
+func (e *Engine) placeCurrent(c *cluster, ph *Phase, s *desiredState, p preparation, placed bool) error {
+	namespaced, err := e.scopes.isNamespaced(c, s.source, true)
+	if err != nil {
+		return c.classify(err)
+	}
+	if placed && namespaced == s.namespaced {
+		return nil
+	}
+	return c.placeAs(ph, s, p, namespaced)
 }
 
 // stubOf names the object source becomes in namespace, and holds nothing else.

@@ -25,10 +25,11 @@ func TestPlacedDigestsTellEveryPreparedObjectApart(t *testing.T) {
 		}
 		_, rest := splitStages(ph)
 		c := target.cluster(convoyv1alpha1.ClassManagement)
-		g.Expect(e.place(c, ph, rest)).To(Succeed())
+		p := preparationOf(c)
+		g.Expect(e.place(c, ph, rest, p)).To(Succeed())
 		g.Expect(rest[0].obj.Object).To(HaveLen(3), "a stub: apiVersion, kind and metadata")
 		g.Expect(rest[0].obj.GetNamespace()).To(Equal(target.Namespace))
-		c.prepare(rest)
+		g.Expect(e.prepare(c, ph, rest, p)).To(Succeed())
 		g.Expect(rest[0].obj.GetNamespace()).To(Equal(target.Namespace))
 		g.Expect(rest[0].obj.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.PackageNameLabel, target.Name))
 		g.Expect(rest[0].obj.Object["data"]).To(HaveKeyWithValue("v", data))
@@ -57,15 +58,16 @@ func TestWhatAPassReadsOrWritesIsPlacedWithTheMappersCurrentAnswer(t *testing.T)
 	mgmt := target.cluster(convoyv1alpha1.ClassManagement)
 	ph := &Phase{Name: "deploy", Objects: []*unstructured.Unstructured{kubetest.ConfigMap("", "a", nil)}}
 	_, states := splitStages(ph)
-	g.Expect(e.place(mgmt, ph, states)).To(Succeed())
+	p := preparationOf(mgmt)
+	g.Expect(e.place(mgmt, ph, states, p)).To(Succeed())
 
 	c.scopes["ConfigMap"] = false // made again cluster-scoped: management phases refuse it
-	g.Expect(e.place(mgmt, ph, states)).To(Succeed(), "a remembered answer finds the quiet objects")
-	err := e.placeLoud(mgmt, ph, states)
+	g.Expect(e.place(mgmt, ph, states, p)).To(Succeed(), "a remembered answer finds the quiet objects")
+	err := e.prepare(mgmt, ph, states, p)
 	g.Expect(err).To(HaveOccurred(), "an object the pass reads or writes is placed with the current answer")
 	g.Expect(err.Error()).To(ContainSubstring("is cluster-scoped"))
 
 	c.scopes["ConfigMap"] = true // namespaced again: the remembered refusal is asked again
-	g.Expect(e.place(mgmt, ph, states)).To(Succeed())
+	g.Expect(e.place(mgmt, ph, states, p)).To(Succeed())
 	g.Expect(states[0].namespace).To(Equal("ns"))
 }
