@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -255,18 +254,12 @@ const maxSteadyProfile = 2 * time.Minute
 // profileSteady captures, when asked (-pprof), a CPU profile of the controller over the start
 // of the steady window (at most maxSteadyProfile of d); the returned function waits for it.
 func (f *fleetRun) profileSteady(ctx context.Context, d time.Duration) func() {
-	if f.e.cfg.PprofDir == "" {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		kind := fmt.Sprintf("profile?seconds=%d", int(min(d, maxSteadyProfile).Seconds()))
-		if err := f.e.ctrl.CaptureProfile(ctx, kind, filepath.Join(f.e.cfg.PprofDir, "fleet-steady.cpu.pprof")); err != nil {
+	wait := f.e.profileCPU(ctx, int(min(d, maxSteadyProfile).Seconds()), "fleet-steady.cpu.pprof")
+	return func() {
+		if err := wait(); err != nil {
 			f.res.note("pprof steady: %v", err)
 		}
-	}()
-	return func() { <-done }
+	}
 }
 
 // packageReconcilesMetric prefixes the series of the Package controller's reconciles, one per

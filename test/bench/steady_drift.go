@@ -47,16 +47,22 @@ func (e *env) measureDriftPasses(ctx context.Context) (window, int, error) {
 // profileDrift captures a CPU profile of the controller over the requested passes when asked
 // (-pprof); the returned function waits for it.
 func (e *env) profileDrift(ctx context.Context) func() {
+	wait := e.profileCPU(ctx, driftProfileSeconds, fmt.Sprintf("drift-%d.cpu.pprof", len(e.namespaces)))
+	return func() { _ = wait() }
+}
+
+// profileCPU captures, when asked (-pprof), a CPU profile of the controller over the next
+// seconds into file of the pprof folder; the returned function waits for it and returns its
+// error.
+func (e *env) profileCPU(ctx context.Context, seconds int, file string) func() error {
 	if e.cfg.PprofDir == "" || e.ctrl == nil {
-		return func() {}
+		return func() error { return nil }
 	}
-	done := make(chan struct{})
-	path := filepath.Join(e.cfg.PprofDir, fmt.Sprintf("drift-%d.cpu.pprof", len(e.namespaces)))
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
-		_ = e.ctrl.CaptureProfile(ctx, fmt.Sprintf("profile?seconds=%d", driftProfileSeconds), path)
+		done <- e.ctrl.CaptureProfile(ctx, fmt.Sprintf("profile?seconds=%d", seconds), filepath.Join(e.cfg.PprofDir, file))
 	}()
-	return func() { <-done }
+	return func() error { return <-done }
 }
 
 // driftProfileSeconds is the length of the CPU profile of the requested passes.
