@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/eventrec"
 	"github.com/convoy-gitops/convoy/internal/statusmetrics"
 	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
 	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
@@ -177,6 +178,9 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := registerBuildInfo(metrics.Registry); err != nil {
+		return err
+	}
+	if mgr, err = eventrec.WrapManager(mgr); err != nil {
 		return err
 	}
 	if mgr, err = forwardEvents(mgr, opts.eventsAddr); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/internal/eventrec"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -65,6 +66,8 @@ func startRolloutOnly(ctx context.Context, g Gomega, f *fleet.Fleet) <-chan erro
 	mgr, err := ctrl.NewManager(f.Config, ctrl.Options{Scheme: f.Scheme, Cache: cacheOpts,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	g.Expect(err).NotTo(HaveOccurred())
+	mgr, err = eventrec.WrapManager(mgr)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(Setup(mgr, SetupOptions{CRDPollInterval: 200 * time.Millisecond})).To(Succeed())
 	errs := make(chan error, 1)

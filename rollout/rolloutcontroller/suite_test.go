@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/convoy-gitops/convoy/internal/eventrec"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
 	"github.com/convoy-gitops/convoy/sync/hosted"
@@ -56,6 +57,9 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
 	if err != nil {
+		return nil, err
+	}
+	if mgr, err = eventrec.WrapManager(mgr); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "convoy-rollout-test-")

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/convoy-gitops/convoy/internal/eventrec"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
@@ -56,6 +57,9 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if mgr, err = eventrec.WrapManager(mgr); err != nil {
+		return nil, err
 	}
 	storageDir, err := os.MkdirTemp("", "convoy-sources-suite-*")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/convoy-gitops/convoy/internal/eventrec"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
@@ -39,6 +40,9 @@ func startManager(ctx context.Context) (func(), error) {
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
+		return nil, err
+	}
+	if mgr, err = eventrec.WrapManager(mgr); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "convoy-sync-test-")
