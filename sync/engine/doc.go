@@ -27,6 +27,12 @@
 //     it), and copies and labels only what it reads or writes. The revision's objects are
 //     shared between owners and never changed.
 //
+// A pass that finds everything quiet, every phase available and nothing to prune is settled.
+// The engine remembers it, and the owner's next pass with the same revision, target and
+// inventory repeats its outcome without placing or looking up a single object, as long as the
+// watch has delivered no event of the owner's objects since it began (Options.Events,
+// settled.go).
+//
 // The first phase that is not available ends the pass with a Waiting error: the controller
 // requeues instead of blocking a worker. Once every phase is available, objects of the previous
 // inventory that left the revision are pruned in reverse phase order, only while they still

@@ -42,14 +42,20 @@ type Options struct {
 	// Versions, when set, is a watch of the management objects the engine applied: a pass
 	// does not read the objects it saw unchanged since they were judged available (quiet.go).
 	Versions ResourceVersions
+	// Events, when set with Versions, counts the watch's deliveries per owner: a pass that would
+	// repeat the owner's last settled pass returns its outcome without looking at any object
+	// (settled.go).
+	Events OwnerEvents
 }
 
 // Engine applies revisions to targets. It is safe for concurrent use. Between calls it keeps
-// only a cache, the ledger of what it applied, which saves reads and never changes an outcome.
+// only caches, which save work and never change an outcome: the ledger of what it applied, and
+// each owner's last settled pass.
 type Engine struct {
 	opts    Options
 	applied *ledger
 	scopes  *scopes
+	settled *settledPasses
 }
 
 // AppliedByEngine reports whether a watch event of obj, an object of the management cluster,
@@ -74,7 +80,9 @@ func NewEngine(opts Options) *Engine {
 		opts.DeleteInterval = DefaultDeleteInterval
 	}
 	quietObjects.WithLabelValues(opts.Controller) // the series exists before the first quiet object
-	return &Engine{opts: opts, applied: newLedger(defaultLedgerSize), scopes: newScopes()}
+	settledRepeats.WithLabelValues(opts.Controller)
+	return &Engine{opts: opts, applied: newLedger(defaultLedgerSize), scopes: newScopes(),
+		settled: newSettledPasses(defaultSettledOwners)}
 }
 
 // Result is what one Sync pass did. It is returned with the error of a failed pass too, so
@@ -101,6 +109,8 @@ type Result struct {
 	previous  []convoyv1alpha1.InventoryEntry
 	applied   []convoyv1alpha1.InventoryEntry
 	unwatched bool
+	// objects counts the revision's objects, quiet those of them the pass found quiet.
+	objects, quiet int
 	// rules is the digest of the revision's probes (rulesDigest).
 	rules [sha256.Size]byte
 }
@@ -125,8 +135,23 @@ func (c Changes) String() string {
 
 // Sync applies rev to t phase by phase and, once every phase is available, prunes what the
 // previous inventory holds and rev does not. It returns a Waiting error when a phase is not
-// available yet; later phases are then neither applied nor pruned.
+// available yet; later phases are then neither applied nor pruned. A pass that would repeat
+// the owner's last settled pass returns its outcome at once (settled.go).
 func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
+	mark := e.markOf(t, rev) // before the pass looks at any object
+	if res, ok := e.repeat(mark, previous); ok {
+		return res, nil
+	}
+	e.forgetSettled(t) // whatever this pass does, even if it panics, the last settled one is past
+	res, err := e.sync(ctx, t, rev, previous)
+	if settledOutcome(res, err, previous) {
+		e.remember(mark, res, previous)
+	}
+	return res, err
+}
+
+// sync is one pass of Sync in full.
+func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
 	res := newResult(rev, previous)
 	defer res.mergeInventory()
 	if err := checkNotEmpty(rev, previous); err != nil {
@@ -221,6 +246,7 @@ func newResult(rev *Revision, previous []convoyv1alpha1.InventoryEntry) *Result 
 	res := &Result{previous: previous, Phases: make([]convoyv1alpha1.PhaseStatus, len(rev.Phases))}
 	for i, ph := range rev.Phases {
 		res.Phases[i] = convoyv1alpha1.PhaseStatus{Name: ph.Name, Class: ph.Class, Objects: int32(len(ph.Objects))}
+		res.objects += len(ph.Objects)
 	}
 	return res
 }
@@ -234,6 +260,7 @@ func (r *Result) record(c *cluster, ph *Phase, out *phaseOutcome) {
 		r.applied = append(r.applied, entryFor(c, ph.Name, obj))
 	}
 	r.unwatched = r.unwatched || out.unwatched
+	r.quiet += out.quiet
 	r.Changes.Created += out.changes.Created
 	r.Changes.Configured += out.changes.Configured
 	r.Changes.Unchanged += out.changes.Unchanged

@@ -75,6 +75,7 @@ func (e *Engine) markQuiet(c *cluster, states []desiredState, out *phaseOutcome)
 		return
 	}
 	out.changes.Unchanged += quiet
+	out.quiet += quiet
 	appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Add(float64(quiet))
 	quietObjects.WithLabelValues(e.opts.Controller).Add(float64(quiet))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/sync/engine"
 )
 
 // appliedWatches watches, metadata only, the kinds convoy applied to the management cluster,
@@ -42,6 +44,10 @@ type appliedWatches struct {
 	// has one to read without the cache's lookups (nil otherwise). An informer of this cache
 	// is never removed, so its store stays the one its watch feeds.
 	synced map[schema.GroupVersionKind]toolscache.Store
+	// events counts every event of the watch per owner; counted holds, per kind, the
+	// registration of its counting handler, which Synced waits for too.
+	events  *ownerEvents
+	counted map[schema.GroupVersionKind]toolscache.ResourceEventHandlerRegistration
 }
 
 // appliedWatcher is one controller's registration.
@@ -71,7 +77,13 @@ func newAppliedWatches(mgr ctrl.Manager, shard string) (*appliedWatches, error) 
 	if err := mgr.Add(c); err != nil {
 		return nil, err
 	}
-	return &appliedWatches{cache: c, kinds: map[schema.GroupVersionKind]bool{}, synced: map[schema.GroupVersionKind]toolscache.Store{}}, nil
+	return appliedWatchesOn(c), nil
+}
+
+// appliedWatchesOn returns the watches of applied objects served by c, none started yet.
+func appliedWatchesOn(c cache.Cache) *appliedWatches {
+	return &appliedWatches{cache: c, kinds: map[schema.GroupVersionKind]bool{}, synced: map[schema.GroupVersionKind]toolscache.Store{},
+		events: newOwnerEvents(), counted: map[schema.GroupVersionKind]toolscache.ResourceEventHandlerRegistration{}}
 }
 
 // watchApplied registers controller c for the events of objects applied by owners of the
@@ -105,6 +117,10 @@ func (a *appliedWatches) ensure(ctx context.Context, inv []convoyv1alpha1.Invent
 			continue
 		}
 		started := true
+		if err := a.count(ctx, gvk); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Counting the events of applied objects", "kind", gvk)
+			started = false
+		}
 		for _, w := range a.watchers {
 			if err := a.start(w, gvk); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Watching applied objects", "kind", gvk)
@@ -132,7 +148,8 @@ const statusChurnDelay = 2 * time.Second
 // enqueueOwner enqueues the owner (of the type of owner) of an applied object: at once for a
 // deletion, a change of what convoy applied, or any update while the owner is not settled;
 // after statusChurnDelay for a status-only update of a settled owner's object (the work queue
-// keeps one pending add per owner).
+// keeps one pending add per owner). An update that changed the ownership labels enqueues the
+// owner the object left too.
 func (c *Common) enqueueOwner(owner pass.Object) handler.EventHandler {
 	owners := requestsForOwner(ownerKind(owner))
 	return handler.Funcs{
@@ -143,7 +160,13 @@ func (c *Common) enqueueOwner(owner pass.Object) handler.EventHandler {
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			statusOnly := statusOnlyUpdate(e.ObjectOld, e.ObjectNew)
-			for _, req := range owners(ctx, e.ObjectNew) {
+			reqs := owners(ctx, e.ObjectNew)
+			for _, left := range owners(ctx, e.ObjectOld) {
+				if !slices.Contains(reqs, left) {
+					reqs = append(reqs, left)
+				}
+			}
+			for _, req := range reqs {
 				if statusOnly && c.settled(ctx, owner, req) {
 					q.AddAfter(req, statusChurnDelay)
 				} else {
@@ -188,6 +211,7 @@ func (a *appliedWatches) syncedStore(gvk schema.GroupVersionKind) (toolscache.St
 	a.mu.Lock()
 	watched := a.kinds[gvk]
 	store, synced := a.synced[gvk]
+	counted := a.counted[gvk]
 	a.mu.Unlock()
 	if !watched || synced {
 		return store, synced
@@ -195,7 +219,7 @@ func (a *appliedWatches) syncedStore(gvk schema.GroupVersionKind) (toolscache.St
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	inf, err := a.cache.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
-	if err != nil || !inf.HasSynced() {
+	if err != nil || !inf.HasSynced() || counted == nil || !counted.HasSynced() {
 		return nil, false
 	}
 	if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
@@ -244,4 +268,34 @@ func gvkOf(e convoyv1alpha1.InventoryEntry) (schema.GroupVersionKind, bool) {
 		return schema.GroupVersionKind{}, false
 	}
 	return m.GroupKind.WithVersion(e.Version), true
+}
+
+// count makes the owners' event counts (ownerEvents) follow every event of gvk's watch, once.
+// Every event counts, the engine's own writes and creations included: an owner's count only
+// has to move whenever one of its objects changes, and may move more.
+func (a *appliedWatches) count(ctx context.Context, gvk schema.GroupVersionKind) error {
+	if a.counted[gvk] != nil {
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	inf, err := a.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	reg, err := inf.AddEventHandler(a.events.handler())
+	if err != nil {
+		return err
+	}
+	a.counted[gvk] = reg
+	return nil
+}
+
+// ownerEvents returns the count of the events of each owner's objects, for the engine; nil
+// without a watch.
+func (a *appliedWatches) ownerEvents() engine.OwnerEvents {
+	if a == nil {
+		return nil
+	}
+	return a.events
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -76,9 +75,10 @@ func TestResourceVersionReadsTheInformersStore(t *testing.T) {
 	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = c.Start(ctx) }()
-	a := &appliedWatches{cache: c, kinds: map[schema.GroupVersionKind]bool{}, synced: map[schema.GroupVersionKind]toolscache.Store{}}
+	a := appliedWatchesOn(c)
 	ns := fleet.NewNamespaceIn(t, env.Client)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Data: map[string]string{"v": "1"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent", Labels: map[string]string{
+		convoyv1alpha1.PackageNameLabel: "app", convoyv1alpha1.PackageNamespaceLabel: ns}}, Data: map[string]string{"v": "1"}}
 	g.Expect(env.Client.Create(ctx, cm)).To(Succeed())
 	id := cliobject.ObjMetadata{Namespace: ns, Name: "agent", GroupKind: schema.GroupKind{Kind: "ConfigMap"}}.String()
 	a.ensure(ctx, []convoyv1alpha1.InventoryEntry{{ID: id, Version: "v1", Cluster: convoyv1alpha1.InventoryClusterManagement}})
@@ -89,9 +89,12 @@ func TestResourceVersionReadsTheInformersStore(t *testing.T) {
 	}
 	g.Eventually(resourceVersion("agent")).Should(Equal(cm.ResourceVersion))
 	g.Expect(a.synced[gvk]).NotTo(BeNil(), "read from the informer's store")
+	counted := a.events.Count("", ns, "app")
+	g.Expect(counted).NotTo(BeZero(), "the object's addition counted for its owner before the kind is synced")
 	cm.Data["v"] = "2"
 	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
 	g.Eventually(resourceVersion("agent")).Should(Equal(cm.ResourceVersion))
+	g.Eventually(func() uint64 { return a.events.Count("", ns, "app") }).Should(BeNumerically(">", counted), "the update counted")
 	_, found := a.ResourceVersion(gvk, ns, "missing")
 	g.Expect(found).To(BeFalse())
 	_, found = a.ResourceVersion(corev1.SchemeGroupVersion.WithKind("Secret"), ns, "agent")

@@ -31,7 +31,8 @@ func (c *Common) setup(mgr ctrl.Manager, recorderName string) error {
 		return err
 	}
 	if c.Engine == nil {
-		c.Engine = engine.NewEngine(engine.Options{Controller: recorderName, Versions: c.applied})
+		c.Engine = engine.NewEngine(engine.Options{Controller: recorderName, Versions: c.applied,
+			Events: c.applied.ownerEvents()})
 	}
 	if c.Recorder == nil {
 		c.Recorder = mgr.GetEventRecorder(recorderName)

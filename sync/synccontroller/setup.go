@@ -108,12 +108,14 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget}),
 		Environment: &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()}}
 	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
-		Versions: common.applied})
+		Versions: common.applied,
+		Events:   common.applied.ownerEvents()})
 	pkg.Recorder = mgr.GetEventRecorder("convoy-package")
 	if err := pkg.SetupWithManager(mgr, PackageReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
 		return fmt.Errorf("setting up the Package controller: %w", err)
 	}
 	od := &ObjectDeploymentReconciler{Common: common}
+	// No Events: an ObjectDeployment's revision has no render digests to repeat a pass by.
 	od.Engine = engine.NewEngine(engine.Options{Controller: "objectdeployment", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
 		Versions: common.applied})
 	od.Recorder = mgr.GetEventRecorder("convoy-objectdeployment")
