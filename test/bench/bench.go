@@ -42,6 +42,10 @@ type Config struct {
 	// is set, else one Package spec.interval (10 minutes; 1 when Short), so that the window
 	// holds the pass every settled Package makes per interval.
 	FleetSteadyDuration time.Duration `json:"fleetSteadyDuration"`
+	// FleetSteadyWindows is how many such windows are measured one after the other; default 2
+	// (1 when Short): the first interval after a rollout holds each Package's first pass since,
+	// the next ones the passes of Packages long settled.
+	FleetSteadyWindows int `json:"fleetSteadyWindows"`
 	// HostedClusters is the number of hosted API servers of the hosted scenario; default 5.
 	HostedClusters int `json:"hostedClusters"`
 	// FleetAddons is the number of add-ons (HostedClusterPackages) of the fleet scenario;
@@ -95,6 +99,9 @@ func (c Config) withDefaults() (Config, error) {
 		if c.FleetSteadyDuration == 0 {
 			c.FleetSteadyDuration = map[bool]time.Duration{false: driftInterval, true: time.Minute}[c.Short]
 		}
+	}
+	if c.FleetSteadyWindows <= 0 {
+		c.FleetSteadyWindows = map[bool]int{false: 2, true: 1}[c.Short]
 	}
 	if c.SteadyDuration == 0 {
 		c.SteadyDuration = 5 * time.Minute

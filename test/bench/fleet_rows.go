@@ -96,11 +96,15 @@ func (f *fleetRun) addRollAllRows(w fleetWindow) {
 	}
 }
 
-// addSteadyRows reports the steady state and the peak RSS of the whole scenario. The writes
+// addSteadyRows reports steady window sw and, withRSS, the peak RSS of the whole scenario. The writes
 // are set beside the API server's own (idle, the controller stopped), scaled to the window: the
 // target is that the controller adds none.
-func (f *fleetRun) addSteadyRows(w, idle window, cpu steadyCPU) {
+func (f *fleetRun) addSteadyRows(sw steadyWindow, idle window, withRSS bool) {
+	w, cpu := sw.w, sw.cpu
 	scenario := f.scenario(fmt.Sprintf("steady %s", f.e.cfg.FleetSteadyDuration))
+	if sw.n > 1 {
+		scenario = f.scenario(fmt.Sprintf("steady %s, window %d", f.e.cfg.FleetSteadyDuration, sw.n))
+	}
 	share := cpu.window + cpu.requested
 	own := idle.requests.Writes() * w.wall.Seconds() / idle.wall.Seconds()
 	cpuNote := fmt.Sprintf("over the window, which spans a Package spec.interval (%s): %.0f Package passes in it", driftInterval, cpu.passes)
@@ -117,10 +121,12 @@ func (f *fleetRun) addSteadyRows(w, idle window, cpu steadyCPU) {
 			Target: "0", Met: ptr(w.git.UploadPacks == 0), Note: fmt.Sprintf("%d ref advertisements", w.git.Advertisements)},
 		{Scenario: scenario, Metric: "controller CPU", Value: 100 * share, Unit: "% of a core",
 			Target: fmt.Sprintf("< %.0f%%", 100*targetSteadyCPUShare), Met: ptr(share < targetSteadyCPUShare), Note: cpuNote},
-		{Scenario: scenario, Metric: "controller peak RSS", Value: mib(w.peakRSS), Unit: "MiB",
-			Target: fmt.Sprintf("< %d MiB", targetFleetRSSMiB), Met: ptr(mib(w.peakRSS) < targetFleetRSSMiB),
-			Note: fmt.Sprintf("over the whole scenario, %d Packages on one replica", f.packages())},
 	} {
 		f.res.add(row)
+	}
+	if withRSS {
+		f.res.add(Row{Scenario: scenario, Metric: "controller peak RSS", Value: mib(w.peakRSS), Unit: "MiB",
+			Target: fmt.Sprintf("< %d MiB", targetFleetRSSMiB), Met: ptr(mib(w.peakRSS) < targetFleetRSSMiB),
+			Note: fmt.Sprintf("over the whole scenario, %d Packages on one replica", f.packages())})
 	}
 }

@@ -47,8 +47,12 @@ func runSteady(ctx context.Context, cfg Config, res *Results, e *env) error {
 	if err != nil {
 		return err
 	}
+	profiled := e.profileCPU(ctx, int(min(cfg.SteadyDuration, maxSteadyProfile).Seconds()), "steady.cpu.pprof")
 	w, err := e.measureFor(ctx, cfg.SteadyDuration)
 	if err != nil {
+		return err
+	}
+	if err := profiled(); err != nil {
 		return err
 	}
 	passesAfter, err := e.ctrl.CounterSum(ctx, packageReconcilesMetric)
