@@ -3,7 +3,6 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"hash"
 	"slices"
 	"sync"
 
@@ -74,46 +73,48 @@ func (e *Engine) markOf(t *Target, rev *Revision) settledMark {
 		return settledMark{}
 	}
 	m := settledMark{owner: ownerID(t), count: e.opts.Events.Count(t.Kind, t.Namespace, t.Name)}
-	h := sha256.New()
-	for _, s := range []string{rev.ID, t.Kind, t.Namespace, t.Name, t.Shard} {
-		writeString(h, s)
-	}
+	in := make(digestInput, 0, 256)
+	in = in.strings(rev.ID, t.Kind, t.Namespace, t.Name, t.Shard)
 	rules := rulesDigest(rev.Probes)
-	h.Write(rules[:])
+	in = append(in, rules[:]...)
 	for i := range rev.Phases {
 		ph := &rev.Phases[i]
 		if len(ph.Digests) != len(ph.Objects) {
 			return settledMark{}
 		}
-		writeString(h, ph.Name)
-		writeString(h, ph.Class)
-		_ = binary.Write(h, binary.LittleEndian, uint64(len(ph.Digests)))
+		in = in.strings(ph.Name, ph.Class).length(len(ph.Digests))
 		for _, d := range ph.Digests {
-			h.Write(d[:])
+			in = append(in, d[:]...)
 		}
 	}
-	h.Sum(m.digest[:0])
-	m.ok = true
+	m.digest, m.ok = sha256.Sum256(in), true
 	return m
 }
 
-// writeString writes s to h, length first, so that no two sequences of strings hash alike.
-func writeString(h hash.Hash, s string) {
-	_ = binary.Write(h, binary.LittleEndian, uint64(len(s)))
-	h.Write([]byte(s))
+// digestInput is what a digest is taken of: strings and counts, each length-prefixed, so that
+// no two sequences of them give the same input.
+type digestInput []byte
+
+// strings appends each of ss.
+func (in digestInput) strings(ss ...string) digestInput {
+	for _, s := range ss {
+		in = append(in.length(len(s)), s...)
+	}
+	return in
+}
+
+// length appends n.
+func (in digestInput) length(n int) digestInput {
+	return binary.LittleEndian.AppendUint64(in, uint64(n))
 }
 
 // inventoryDigest digests an inventory.
 func inventoryDigest(inv []convoyv1alpha1.InventoryEntry) manifests.Digest {
-	h := sha256.New()
+	in := make(digestInput, 0, 128*len(inv))
 	for _, e := range inv {
-		for _, s := range []string{e.ID, e.Version, e.Cluster, e.Phase} {
-			writeString(h, s)
-		}
+		in = in.strings(e.ID, e.Version, e.Cluster, e.Phase)
 	}
-	var d manifests.Digest
-	h.Sum(d[:0])
-	return d
+	return sha256.Sum256(in)
 }
 
 // repeat returns the outcome of the owner's settled pass when m and previous match it.
