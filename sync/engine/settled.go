@@ -17,8 +17,9 @@ import (
 type OwnerEvents interface {
 	// Count returns a number that moves with every event the watch delivers of an object whose
 	// ownership labels name the owner of kind (a Target.Kind), namespace and name, before or
-	// after the event, and that has moved by the time Versions.Synced reports the object's kind
-	// synced. It may move without such an event; it never stays when one is delivered.
+	// after the event. It has moved by the time Versions.Synced reports the object's kind synced,
+	// and by the time the event makes the owner's pass. It may move without such an event; it
+	// never stays when one is delivered.
 	Count(kind, namespace, name string) uint64
 }
 

@@ -149,12 +149,16 @@ const statusChurnDelay = 2 * time.Second
 // deletion, a change of what convoy applied, or any update while the owner is not settled;
 // after statusChurnDelay for a status-only update of a settled owner's object (the work queue
 // keeps one pending add per owner). An update that changed the ownership labels enqueues the
-// owner the object left too.
+// owner the object left too. Each owner's event count moves before it is enqueued: the
+// counting handler of the same informer runs in a goroutine of its own, maybe later, and the
+// pass must not repeat a settled one that this event ends.
 func (c *Common) enqueueOwner(owner pass.Object) handler.EventHandler {
-	owners := requestsForOwner(ownerKind(owner))
+	kind := ownerKind(owner)
+	owners := requestsForOwner(kind)
 	return handler.Funcs{
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			for _, req := range owners(ctx, e.Object) {
+				c.applied.countEvent(kind, req)
 				q.Add(req)
 			}
 		},
@@ -167,6 +171,7 @@ func (c *Common) enqueueOwner(owner pass.Object) handler.EventHandler {
 				}
 			}
 			for _, req := range reqs {
+				c.applied.countEvent(kind, req)
 				if statusOnly && c.settled(ctx, owner, req) {
 					q.AddAfter(req, statusChurnDelay)
 				} else {
@@ -298,4 +303,11 @@ func (a *appliedWatches) ownerEvents() engine.OwnerEvents {
 		return nil
 	}
 	return a.events
+}
+
+// countEvent moves the event count of the owner req names, of kind.
+func (a *appliedWatches) countEvent(kind string, req reconcile.Request) {
+	if a != nil {
+		a.events.bucket(kind, req.Namespace, req.Name).Add(1)
+	}
 }

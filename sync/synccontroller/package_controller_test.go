@@ -228,14 +228,25 @@ func TestPackageWatchesItsManagementObjects(t *testing.T) {
 	key := newPackage(t, ns, "app", "pkg") // the default interval is 10m: only the watch can be quick
 	expectAvailableAt(g, key, c1)
 
-	editData(g, env.Client, kubetest.ConfigMap(ns, "out", nil))
-	g.Eventually(func(g Gomega) {
-		g.Expect(kubetest.Get(g, env.Client, kubetest.ConfigMap(ns, "out", nil)).Object["data"]).To(Equal(map[string]any{"v": "1"}))
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	expectEditRepaired(g, ns, "out")
+	expectDeletionRepaired(g, ns, "out")
+}
 
-	g.Expect(env.Client.Delete(context.Background(), kubetest.ConfigMap(ns, "out", nil))).To(Succeed())
+// expectEditRepaired edits the data of the Package's ConfigMap ns/name by hand, and waits until
+// the Package has put back its value "1".
+func expectEditRepaired(g Gomega, ns, name string) {
+	editData(g, env.Client, kubetest.ConfigMap(ns, name, nil))
 	g.Eventually(func(g Gomega) {
-		g.Expect(kubetest.Exists(g, env.Client, kubetest.ConfigMap(ns, "out", nil))).To(BeTrue())
+		g.Expect(kubetest.Get(g, env.Client, kubetest.ConfigMap(ns, name, nil)).Object["data"]).To(Equal(map[string]any{"v": "1"}))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// expectDeletionRepaired deletes the Package's ConfigMap ns/name by hand, and waits until the
+// Package has made it again.
+func expectDeletionRepaired(g Gomega, ns, name string) {
+	g.Expect(env.Client.Delete(context.Background(), kubetest.ConfigMap(ns, name, nil))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(kubetest.Exists(g, env.Client, kubetest.ConfigMap(ns, name, nil))).To(BeTrue())
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
 

@@ -57,16 +57,9 @@ func TestSettledPackageRepeatsItsPassAndStillSeesEveryChange(t *testing.T) {
 	repeated(g)
 	g.Expect(getPackage(g, key).ResourceVersion).To(Equal(pkg.ResourceVersion), "a repeated pass writes no status")
 
-	editData(g, env.Client, kubetest.ConfigMap(ns, "out", nil))
-	g.Eventually(func(g Gomega) {
-		g.Expect(kubetest.Get(g, env.Client, kubetest.ConfigMap(ns, "out", nil)).Object["data"]).To(Equal(map[string]any{"v": "1"}))
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	expectEditRepaired(g, ns, "out")
 	repeated(g)
-
-	g.Expect(env.Client.Delete(context.Background(), kubetest.ConfigMap(ns, "other", nil))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(kubetest.Exists(g, env.Client, kubetest.ConfigMap(ns, "other", nil))).To(BeTrue())
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	expectDeletionRepaired(g, ns, "other")
 	repeated(g)
 
 	// An ownership label removed by hand: the object stays in the watch, which tells no owner
