@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// steady measures the fleet doing nothing for cfg.FleetSteadyWindows windows of
+// cfg.FleetSteadyDuration each, then the API server's own writes with the controller stopped,
+// as the steady scenario does. A window shorter than a Package's spec.interval may see none of
+// the passes settled Packages make once per interval; then every Package is asked for one, and
+// their cost is added as an upper bound.
+func (f *fleetRun) steady(ctx context.Context) error {
+	if err := f.waitSettled(ctx); err != nil {
+		return err
+	}
+	var windows []steadyWindow
+	for i := 1; i <= f.e.cfg.FleetSteadyWindows; i++ {
+		sw, err := f.steadyWindow(ctx, i)
+		if err != nil {
+			return err
+		}
+		windows = append(windows, sw)
+	}
+	d := f.e.cfg.FleetSteadyDuration
+	idle, err := f.e.measureIdle(ctx, min(d, maxIdleWindow))
+	if err != nil {
+		return err
+	}
+	var requested float64
+	if d < driftInterval {
+		logf(f.e.cfg, "fleet: one requested pass of every Package")
+		drift, passes, err := f.e.measureDriftPasses(ctx)
+		if err != nil {
+			return err
+		}
+		requested = driftShare(drift, passes, passes)
+	}
+	for _, sw := range windows {
+		sw.cpu.requested = requested
+		f.addSteadyRows(sw, idle, sw.n == len(windows))
+	}
+	return nil
+}
+
+// steadyWindow is one measured window of the steady state, the nth.
+type steadyWindow struct {
+	n   int
+	w   window
+	cpu steadyCPU
+}
+
+// steadyWindow measures the nth steady window, with its Package passes.
+func (f *fleetRun) steadyWindow(ctx context.Context, n int) (steadyWindow, error) {
+	d := f.e.cfg.FleetSteadyDuration
+	logf(f.e.cfg, "fleet: steady state for %s (window %d)", d, n)
+	passesBefore, err := f.e.ctrl.CounterSum(ctx, packageReconcilesMetric)
+	if err != nil {
+		return steadyWindow{}, err
+	}
+	profiled := f.profileSteady(ctx, d, n)
+	w, err := f.e.measureFor(ctx, d)
+	profiled()
+	if err != nil {
+		return steadyWindow{}, err
+	}
+	passesAfter, err := f.e.ctrl.CounterSum(ctx, packageReconcilesMetric)
+	cpu := steadyCPU{window: w.cpu.Seconds() / w.wall.Seconds(), passes: passesAfter - passesBefore}
+	return steadyWindow{n: n, w: w, cpu: cpu}, err
+}
+
+// maxSteadyProfile bounds the CPU profile of the steady window.
+const maxSteadyProfile = 2 * time.Minute
+
+// profileSteady captures, when asked (-pprof), a CPU profile of the controller over the start
+// of the nth steady window (at most maxSteadyProfile of d); the returned function waits for it.
+func (f *fleetRun) profileSteady(ctx context.Context, d time.Duration, n int) func() {
+	file := "fleet-steady.cpu.pprof"
+	if n > 1 {
+		file = fmt.Sprintf("fleet-steady-%d.cpu.pprof", n)
+	}
+	wait := f.e.profileCPU(ctx, int(min(d, maxSteadyProfile).Seconds()), file)
+	return func() {
+		if err := wait(); err != nil {
+			f.res.note("pprof steady: %v", err)
+		}
+	}
+}
+
+// packageReconcilesMetric prefixes the series of the Package controller's reconciles, one per
+// result.
+const packageReconcilesMetric = `controller_runtime_reconcile_total{controller="package",`
+
+// steadyCPU is the controller's share of a core in the steady state.
+type steadyCPU struct {
+	// window is the share over the steady window, which held passes Package passes.
+	window float64
+	passes float64
+	// requested is the upper bound of the passes at spec.interval, measured by asking every
+	// Package for one; zero when the window spans an interval.
+	requested float64
+}
+
+// waitSettled waits until every HostedClusterPackage reports its rollout complete (current
+// revision = update revision, spec observed), so that the steady state does not count the last
+// status patches and events of the rollout before it.
+func (f *fleetRun) waitSettled(ctx context.Context) error {
+	names := make([]string, 0, len(f.addons))
+	for _, a := range f.addons {
+		names = append(names, a.name())
+	}
+	return f.e.waitRolloutsCompleted(ctx, names...)
+}
