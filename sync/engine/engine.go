@@ -138,12 +138,13 @@ func (c Changes) String() string {
 // available yet; later phases are then neither applied nor pruned. A pass that would repeat
 // the owner's last settled pass returns its outcome at once (settled.go).
 func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
-	mark := e.markOf(t, rev) // before the pass looks at any object
+	rules := rulesDigest(rev.Probes) // once per pass: every phase is judged under the same probes
+	mark := e.markOf(t, rev, rules)  // before the pass looks at any object
 	if res, ok := e.repeat(mark, previous); ok {
 		return res, nil
 	}
-	e.forgetSettled(t) // whatever this pass does, even if it panics, the last settled one is past
-	res, err := e.sync(ctx, t, rev, previous)
+	e.forgetSettled(mark.owner) // whatever this pass does, even if it panics, the last settled one is past
+	res, err := e.sync(ctx, t, rev, rules, previous)
 	if settledOutcome(res, err, previous) {
 		e.remember(mark, res, previous)
 	}
@@ -151,7 +152,7 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 }
 
 // sync is one pass of Sync in full.
-func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
+func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
 	res := newResult(rev, previous)
 	defer res.mergeInventory()
 	if err := checkNotEmpty(rev, previous); err != nil {
@@ -160,7 +161,7 @@ func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, previous []
 	if err := checkRevision(t, rev); err != nil {
 		return res, err
 	}
-	res.rules = rulesDigest(rev.Probes) // once per pass: every phase is judged under the same probes
+	res.rules = rules
 	for i := range rev.Phases {
 		available, err := e.syncPhase(ctx, t, rev, i, res)
 		if err != nil {

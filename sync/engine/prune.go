@@ -61,7 +61,7 @@ type TeardownResult struct {
 // Namespaces not annotated convoy.dev/prune: enabled, and reported in the result's Left.
 func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.InventoryEntry, opts TeardownOptions) (*TeardownResult, error) {
 	res := &TeardownResult{}
-	e.forgetSettled(t)
+	e.forgetSettled(ownerID(t))
 	groups := groupByPhase(inv)
 	for i := len(groups) - 1; i >= 0; i-- {
 		c := t.clusterNamed(groups[i].cluster)

@@ -44,7 +44,8 @@ type settledPass struct {
 }
 
 // settledMark is what a pass must match to repeat a settled one: the owner's event count read
-// before the pass looked at anything, and the digest of the revision and target.
+// before the pass looked at anything, and the digest of the revision and target. owner is set
+// even when ok is false.
 type settledMark struct {
 	owner  string
 	count  uint64
@@ -67,21 +68,22 @@ func newSettledPasses(max int) *settledPasses {
 	return &settledPasses{passes: map[string]settledPass{}, max: max}
 }
 
-// markOf reads the owner's event count, then digests the revision and the target; ok is false
-// when the engine has no OwnerEvents or the revision has objects without digests.
-func (e *Engine) markOf(t *Target, rev *Revision) settledMark {
+// markOf reads the owner's event count, then digests the revision, its probe rules and the
+// target; ok is false when the engine has no OwnerEvents or the revision has objects without
+// digests.
+func (e *Engine) markOf(t *Target, rev *Revision, rules [sha256.Size]byte) settledMark {
+	m := settledMark{owner: ownerID(t)}
 	if e.opts.Events == nil {
-		return settledMark{}
+		return m
 	}
-	m := settledMark{owner: ownerID(t), count: e.opts.Events.Count(t.Kind, t.Namespace, t.Name)}
+	m.count = e.opts.Events.Count(t.Kind, t.Namespace, t.Name)
 	in := make(digestInput, 0, 256)
 	in = in.strings(rev.ID, t.Kind, t.Namespace, t.Name, t.Shard)
-	rules := rulesDigest(rev.Probes)
 	in = append(in, rules[:]...)
 	for i := range rev.Phases {
 		ph := &rev.Phases[i]
 		if len(ph.Digests) != len(ph.Objects) {
-			return settledMark{}
+			return settledMark{owner: m.owner}
 		}
 		in = in.strings(ph.Name, ph.Class).length(len(ph.Digests))
 		for _, d := range ph.Digests {
@@ -143,8 +145,7 @@ func (e *Engine) repeat(m settledMark, previous []convoyv1alpha1.InventoryEntry)
 // (an object being deleted, one it could not delete, a kind no watch sees).
 func settledOutcome(res *Result, err error, previous []convoyv1alpha1.InventoryEntry) bool {
 	return err == nil && res.Available && res.Watched && res.Pruned == 0 && len(res.Left) == 0 &&
-		res.quiet == res.objects && len(res.Inventory) == len(res.applied) &&
-		inventoryDigest(res.Inventory) == inventoryDigest(previous)
+		res.quiet == res.objects && len(res.Inventory) == len(res.applied) && slices.Equal(res.Inventory, previous)
 }
 
 // remember keeps the outcome of a settled pass begun at m, evicting any other owner's when
@@ -165,9 +166,10 @@ func (e *Engine) remember(m settledMark, res *Result, previous []convoyv1alpha1.
 	e.settled.passes[m.owner] = last
 }
 
-// forgetSettled forgets the owner's last settled pass: it is being torn down.
-func (e *Engine) forgetSettled(t *Target) {
+// forgetSettled forgets the last settled pass of owner (an ownerID): a pass in full begins, or
+// the owner is torn down.
+func (e *Engine) forgetSettled(owner string) {
 	e.settled.mu.Lock()
 	defer e.settled.mu.Unlock()
-	delete(e.settled.passes, ownerID(t))
+	delete(e.settled.passes, owner)
 }

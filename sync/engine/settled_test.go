@@ -146,7 +146,7 @@ func TestASettledPassIsRepeatedUntilTheWatchDeliversAChange(t *testing.T) {
 			_, err := engine.Sync(ctx, tgt, plain, settled.Inventory)
 			g.Expect(err).NotTo(HaveOccurred())
 		}
-		g.Expect(engine.markOf(tgt, plain).ok).To(BeFalse())
+		g.Expect(engine.markOf(tgt, plain, rulesDigest(plain.Probes)).ok).To(BeFalse())
 	})
 }
 
