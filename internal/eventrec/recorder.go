@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +21,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // Bounds and intervals of a Provider.
@@ -182,7 +183,7 @@ func (p *Provider) newEvent(controller string, regarding, related runtime.Object
 		Reason:              reason,
 		Regarding:           *ref,
 		Related:             rel,
-		Note:                truncate(strings.ToValidUTF8(note, "\uFFFD"), maxNoteBytes),
+		Note:                pass.CutUTF8(strings.ToValidUTF8(note, "\uFFFD"), maxNoteBytes),
 		Type:                eventType,
 	}, nil
 }
@@ -200,22 +201,11 @@ func (p *Provider) eventName(name string) string {
 		}
 	}
 	suffix := fmt.Sprintf(".%x", stamp)
-	full := strings.TrimRight(truncate(name, maxNameBytes-len(suffix)), ".-") + suffix
+	full := strings.TrimRight(pass.CutUTF8(name, maxNameBytes-len(suffix)), ".-") + suffix
 	if len(validation.IsDNS1123Subdomain(full)) > 0 {
 		return string(uuid.NewUUID())
 	}
 	return full
-}
-
-// truncate cuts s to at most n bytes without splitting a character.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // manager is a manager whose event recorders are a Provider's.

@@ -56,11 +56,19 @@ func BoundMessage(msg string) string {
 	if cut := strings.LastIndexByte(msg[:room], '\n'); cut > 0 {
 		return msg[:cut] + fmt.Sprintf("\n… and %d more lines", strings.Count(msg[cut:], "\n"))
 	}
-	cut := room
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
+	head := CutUTF8(msg, room)
+	return head + fmt.Sprintf("… and %d more bytes", len(msg)-len(head))
+}
+
+// CutUTF8 returns s cut to at most n bytes without splitting a UTF-8 sequence.
+func CutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return msg[:cut] + fmt.Sprintf("… and %d more bytes", len(msg)-cut)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // MarkTrue sets condType to True with a formatted message.
