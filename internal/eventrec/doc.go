@@ -8,8 +8,7 @@
 // Recorder keys a series by the note too: an event repeats only when it says the same thing
 // about the same object. Annotations are no part of what an event says: a repeat that carries a
 // newer convoy.dev/revision counts on the Event of the first. Notes that vary from pass to pass
-// (an error naming a changing port) make one Event per pass, as many as the passes their
-// backoff allows.
+// (an error naming a changing port) make one Event per pass, within the object's budget.
 //
 // Writes happen only when an event is recorded, never on a timer. An event's first repeat marks
 // it a series; later repeats write the count at most once per SeriesUpdateInterval. So the
@@ -17,7 +16,9 @@
 // exchange a controller at rest writes nothing (client-go closes each series with a write six
 // minutes after its last repeat).
 //
-// Bounds: a note is cut to the API's 1 KiB limit. The queue holds QueueSize events and drops new
+// Bounds: an object gets at most Burst new Events at once, then one per Refill, as client-go's
+// older recorder allowed (a repeat only counts on its Event); past that they are dropped and
+// logged. A note is cut to the API's 1 KiB limit. The queue holds QueueSize events and drops new
 // ones when full, so recording never blocks a reconcile. The series cache remembers CacheSize
 // events, each for SeriesWindow after its last occurrence. Delivery is best effort: a write that
 // fails for a transient reason is tried Attempts times in all, each within WriteTimeout, then

@@ -66,9 +66,12 @@ type Provider struct {
 	instance string
 	queue    chan *eventsv1.Event
 	series   *seriesCache
+	budgets  *budgets
 	stamp    atomic.Int64 // the last name stamp handed out
 	started  atomic.Bool
 	dropped  atomic.Int64 // events dropped because the queue was full
+	// overBudget counts events dropped because their object had too many (budgets).
+	overBudget atomic.Int64
 }
 
 // NewProvider returns a Provider writing through opts.Client.
@@ -78,7 +81,7 @@ func NewProvider(opts Options) *Provider {
 	}
 	host, _ := os.Hostname()
 	return &Provider{opts: opts, instance: host, queue: make(chan *eventsv1.Event, QueueSize),
-		series: newSeriesCache(CacheSize)}
+		series: newSeriesCache(CacheSize), budgets: newBudgets()}
 }
 
 // Recorder returns the recorder of the controller named controller, its events' reporting

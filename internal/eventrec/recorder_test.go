@@ -2,6 +2,7 @@ package eventrec
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -216,4 +218,32 @@ func TestRecordingNeverBlocksWhenTheQueueIsFull(t *testing.T) {
 	}
 	g.Expect(p.queue).To(HaveLen(QueueSize))
 	g.Expect(p.dropped.Load()).To(BeEquivalentTo(10))
+}
+
+func TestAnObjectGetsAtMostItsBudgetOfNewEvents(t *testing.T) {
+	g := NewWithT(t)
+	p, c, cm := started(t)
+	rec := p.Recorder("convoy-rollout")
+	for i := range Burst + 5 {
+		rec.Eventf(cm, nil, corev1.EventTypeWarning, "PackageFailed", "Reconcile", "HostedCluster %d: broken", i)
+	}
+	queueEmpty(g, p)
+	g.Eventually(func(g Gomega) { g.Expect(eventsIn(g, cm.Namespace)).To(HaveLen(Burst)) }).Should(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(eventsIn(g, cm.Namespace)).To(HaveLen(Burst)) }, "300ms").Should(Succeed())
+	g.Expect(p.overBudget.Load()).To(BeEquivalentTo(5))
+
+	c.Advance(Refill)
+	rec.Eventf(cm, nil, corev1.EventTypeWarning, "PackageFailed", "Reconcile", "HostedCluster %d: broken", Burst+5)
+	rec.Eventf(cm, nil, corev1.EventTypeWarning, "PackageFailed", "Reconcile", "HostedCluster %d: broken", Burst+6)
+	g.Eventually(func(g Gomega) { g.Expect(eventsIn(g, cm.Namespace)).To(HaveLen(Burst + 1)) }).Should(Succeed())
+	g.Expect(p.overBudget.Load()).To(BeEquivalentTo(6), "one more per Refill")
+}
+
+func TestBudgetsForgetAnObjectWhenFull(t *testing.T) {
+	g := NewWithT(t)
+	b, now := newBudgets(), time.Now()
+	for i := range CacheSize + 10 {
+		g.Expect(b.take(types.UID(fmt.Sprint(i)), now)).To(BeTrue())
+	}
+	g.Expect(b.left).To(HaveLen(CacheSize))
 }
