@@ -46,6 +46,9 @@ type Config struct {
 	// (1 when Short): the first interval after a rollout holds each Package's first pass since,
 	// the next ones the passes of Packages long settled.
 	FleetSteadyWindows int `json:"fleetSteadyWindows"`
+	// FleetSteps are the fleet scenario's steps to run, in their order (FleetStepNames); default
+	// all. A step whose baseline is left out reports no ratio.
+	FleetSteps []string `json:"fleetSteps,omitempty"`
 	// HostedClusters is the number of hosted API servers of the hosted scenario; default 5.
 	HostedClusters int `json:"hostedClusters"`
 	// FleetAddons is the number of add-ons (HostedClusterPackages) of the fleet scenario;
@@ -99,6 +102,9 @@ func (c Config) withDefaults() (Config, error) {
 		if c.FleetSteadyDuration == 0 {
 			c.FleetSteadyDuration = map[bool]time.Duration{false: driftInterval, true: time.Minute}[c.Short]
 		}
+	}
+	if err := checkFleetSteps(c.FleetSteps); err != nil {
+		return c, err
 	}
 	if c.FleetSteadyWindows <= 0 {
 		c.FleetSteadyWindows = map[bool]int{false: 2, true: 1}[c.Short]

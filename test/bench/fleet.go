@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,11 +46,42 @@ func runFleet(ctx context.Context, cfg Config, res *Results) error {
 	if _, err := f.commit(ctx, "fleet revision 1", f.addons...); err != nil {
 		return err
 	}
-	steps := []func(context.Context) error{f.measureFloor, f.rollAlone, f.removeFirst, f.installAll, f.rollOne,
-		f.rollAll, f.steady, f.sharded}
-	for _, step := range steps {
-		if err := step(ctx); err != nil {
+	steps := map[string]func(context.Context) error{"floor": f.measureFloor, "alone": f.rollAloneAndRemove,
+		"install": f.installAll, "one": f.rollOne, "all": f.rollAll, "steady": f.steady, "sharded": f.sharded}
+	for _, name := range FleetStepNames {
+		if len(cfg.FleetSteps) > 0 && !slices.Contains(cfg.FleetSteps, name) {
+			continue
+		}
+		if name != "floor" && e.ctrl == nil {
+			if err := e.startController(ctx); err != nil {
+				return err
+			}
+		}
+		if err := steps[name](ctx); err != nil {
 			return fmt.Errorf("fleet: %w", err)
+		}
+	}
+	return nil
+}
+
+// FleetStepNames are the fleet scenario's steps, in the order they run.
+var FleetStepNames = []string{"floor", "alone", "install", "one", "all", "steady", "sharded"}
+
+// fleetStepNeeds are the steps each step needs before it: the install its fleet, or its baseline.
+var fleetStepNeeds = map[string][]string{"one": {"install", "alone"}, "all": {"install", "floor"},
+	"steady": {"install"}, "sharded": {"install"}}
+
+// checkFleetSteps refuses steps that are not fleet steps, or that leave out what one needs.
+func checkFleetSteps(steps []string) error {
+	for _, s := range steps {
+		needs, known := fleetStepNeeds[s]
+		if !known && !slices.Contains(FleetStepNames, s) {
+			return fmt.Errorf("fleet: no step %q (steps: %s)", s, strings.Join(FleetStepNames, ","))
+		}
+		for _, n := range needs {
+			if !slices.Contains(steps, n) {
+				return fmt.Errorf("fleet: step %q needs step %q", s, n)
+			}
 		}
 	}
 	return nil
@@ -97,7 +130,7 @@ func (f *fleetRun) bareBatches(rev int) [][]*unstructured.Unstructured {
 }
 
 // measureFloor times the bare loop creating, then updating, the management objects of every
-// add-on, then starts the controller.
+// add-on, before the controller starts.
 func (f *fleetRun) measureFloor(ctx context.Context) error {
 	c := f.e.cfg.Concurrency
 	logf(f.e.cfg, "fleet: bare SSA loop, %d objects at concurrency %d", f.managementObjects(), c)
@@ -117,7 +150,7 @@ func (f *fleetRun) measureFloor(ctx context.Context) error {
 		return err
 	}
 	f.floorRq = after.server.Sub(before.server)
-	return f.e.startController(ctx)
+	return nil
 }
 
 // rollAlone installs add-on 0 alone, then measures the rollout of its next revision.
@@ -135,6 +168,15 @@ func (f *fleetRun) rollAlone(ctx context.Context) error {
 	f.res.add(Row{Scenario: f.scenario("one add-on rolled, empty fleet"), Metric: "wall time to all progressed",
 		Value: f.alone.wall.Seconds(), Unit: "s", Note: fmt.Sprintf("%d Packages updated; the baseline of the next scenario", f.alone.updated)})
 	return err
+}
+
+// rollAloneAndRemove measures add-on 0 rolled alone, the baseline of rolling it among the
+// others, then removes it.
+func (f *fleetRun) rollAloneAndRemove(ctx context.Context) error {
+	if err := f.rollAlone(ctx); err != nil {
+		return err
+	}
+	return f.removeFirst(ctx)
 }
 
 // removeFirst deletes add-on 0 and waits until its Packages are gone, leaving the fleet empty.

@@ -70,17 +70,14 @@ func (f *fleetRun) steadyWindow(ctx context.Context, n int) (steadyWindow, error
 	return steadyWindow{n: n, w: w, cpu: cpu}, err
 }
 
-// maxSteadyProfile bounds the CPU profile of the steady window.
-const maxSteadyProfile = 2 * time.Minute
-
-// profileSteady captures, when asked (-pprof), a CPU profile of the controller over the start
-// of the nth steady window (at most maxSteadyProfile of d); the returned function waits for it.
+// profileSteady captures, when asked (-pprof), a CPU profile of the controller over the whole
+// nth steady window, d; the returned function waits for it.
 func (f *fleetRun) profileSteady(ctx context.Context, d time.Duration, n int) func() {
 	file := "fleet-steady.cpu.pprof"
 	if n > 1 {
 		file = fmt.Sprintf("fleet-steady-%d.cpu.pprof", n)
 	}
-	wait := f.e.profileCPU(ctx, int(min(d, maxSteadyProfile).Seconds()), file)
+	wait := f.e.profileCPU(ctx, int(d.Seconds()), file)
 	return func() {
 		if err := wait(); err != nil {
 			f.res.note("pprof steady: %v", err)

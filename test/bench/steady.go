@@ -47,7 +47,7 @@ func runSteady(ctx context.Context, cfg Config, res *Results, e *env) error {
 	if err != nil {
 		return err
 	}
-	profiled := e.profileCPU(ctx, int(min(cfg.SteadyDuration, maxSteadyProfile).Seconds()), "steady.cpu.pprof")
+	profiled := e.profileCPU(ctx, int(cfg.SteadyDuration.Seconds()), "steady.cpu.pprof")
 	w, err := e.measureFor(ctx, cfg.SteadyDuration)
 	if err != nil {
 		return err

@@ -42,7 +42,7 @@ func main() {
 // parseFlags returns the run's configuration and the JSON output path.
 func parseFlags() (bench.Config, string) {
 	cfg := bench.Config{Log: os.Stderr}
-	var scenarios, sizes, out string
+	var scenarios, sizes, fleetSteps, out string
 	flag.BoolVar(&cfg.Short, "short", false, "rollout at N=100 only and a 1-minute steady state (under 10 minutes on 2 cores)")
 	flag.StringVar(&scenarios, "scenarios", strings.Join(bench.AllScenarios, ","), "comma-separated scenarios to run")
 	flag.StringVar(&sizes, "sizes", "", "comma-separated fleet sizes of the rollout (default 100,1000; 100 with -short)")
@@ -51,6 +51,7 @@ func parseFlags() (bench.Config, string) {
 	flag.DurationVar(&cfg.SteadyInterval, "steady-interval", 0, "spec.interval of the steady state's Packages, so that its window holds many interval passes and reports their cost (default: unset, the Packages' 10m)")
 	flag.IntVar(&cfg.HostedClusters, "hosted-clusters", 0, "hosted API servers of the hosted scenario (default 5)")
 	flag.IntVar(&cfg.FleetSteadyWindows, "fleet-steady-windows", 0, "steady windows of the fleet scenario, one after the other (default 2; 1 with -short)")
+	flag.StringVar(&fleetSteps, "fleet-steps", "", "comma-separated steps of the fleet scenario (default all: "+strings.Join(bench.FleetStepNames, ",")+"); e.g. install,steady")
 	flag.IntVar(&cfg.FleetAddons, "fleet-addons", 0, "add-ons (HostedClusterPackages) of the fleet scenario (default 20; 4 with -short)")
 	flag.IntVar(&cfg.FleetHostedAddons, "fleet-hosted-addons", 0, "of which with hosted-cluster phases (default 2; 1 with -short)")
 	flag.IntVar(&cfg.FleetClusters, "fleet-clusters", 0, "HostedClusters of the fleet scenario (default 500; 50 with -short)")
@@ -65,6 +66,7 @@ func parseFlags() (bench.Config, string) {
 	flag.StringVar(&out, "out", "bench-results.json", "where to write the results as JSON")
 	flag.Parse()
 	cfg.Scenarios = splitList(scenarios)
+	cfg.FleetSteps = splitList(fleetSteps)
 	for _, s := range splitList(sizes) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
