@@ -184,11 +184,15 @@ func stopReason(ctx context.Context, state *os.ProcessState, stderr string, b Re
 	return msg, false
 }
 
-// killedAtCPULimit reports whether the kernel killed a process at its CPU limit: it was killed
-// (the hard RLIMIT_CPU sends SIGKILL) after using about as much CPU time.
+// killedAtCPULimit reports whether a process stopped at its CPU limit: it exited as told to at
+// the soft limit (exitCPULimit), or was killed (the hard RLIMIT_CPU, a second later, sends
+// SIGKILL) after using about as much CPU time.
 func killedAtCPULimit(state *os.ProcessState, b RenderBudget) bool {
 	if state == nil {
 		return false
+	}
+	if state.ExitCode() == exitCPULimit {
+		return true
 	}
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || (ws.Signal() != syscall.SIGKILL && ws.Signal() != syscall.SIGXCPU) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -61,6 +62,7 @@ func runRenderChild(in io.Reader, out io.Writer, memory int64, cpuSeconds uint64
 		fmt.Fprintf(os.Stderr, "decoding the request: %v\n", err)
 		return 3
 	}
+	exitAtCPULimit()
 	if err := limitProcess(memory, cpuSeconds); err != nil {
 		fmt.Fprintf(os.Stderr, "limiting the render process: %v\n", err)
 		return 3
@@ -79,15 +81,32 @@ func runRenderChild(in io.Reader, out io.Writer, memory int64, cpuSeconds uint64
 	return 0
 }
 
-// limitProcess sets the kernel limits of the render process: CPU time, and data segment (the
-// memory already mapped plus the budget), bounds goroutine stacks, and makes the process the
-// first the kernel kills when memory runs out, before the controller.
+// exitCPULimit is the exit code of a render process that reached its CPU limit.
+const exitCPULimit = 4
+
+// exitAtCPULimit makes the process exit with exitCPULimit when the kernel signals that it
+// reached its soft CPU limit (SIGXCPU). The parent then knows the limit stopped it, however
+// the kernel's tick-sampled CPU time and the exact one reported at exit differ on a busy
+// machine; the hard limit, a second later, kills a process that does not get to exit.
+func exitAtCPULimit() {
+	xcpu := make(chan os.Signal, 1)
+	signal.Notify(xcpu, unix.SIGXCPU)
+	go func() {
+		<-xcpu
+		os.Exit(exitCPULimit)
+	}()
+}
+
+// limitProcess sets the kernel limits of the render process: CPU time (SIGXCPU at the budget,
+// SIGKILL a second later), and data segment (the memory already mapped plus the budget), bounds
+// goroutine stacks, and makes the process the first the kernel kills when memory runs out,
+// before the controller.
 func limitProcess(memory int64, cpuSeconds uint64) error {
 	debug.SetMaxStack(int(maxStack(memory)))
 	// Best effort: there is no /proc outside Linux.
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 	if cpuSeconds > 0 {
-		if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: cpuSeconds, Max: cpuSeconds}); err != nil {
+		if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: cpuSeconds, Max: cpuSeconds + 1}); err != nil {
 			return fmt.Errorf("RLIMIT_CPU: %w", err)
 		}
 	}

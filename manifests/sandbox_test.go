@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -76,6 +77,26 @@ func TestHostileTemplatesAreStopped(t *testing.T) {
 
 // TestIncludeRecursionFailsFast checks that include's own depth bound stops recursion with a
 // template error, without reaching the budget.
+// TestAProcessStoppedAtItsCPULimitIsToldApart checks how a render process's end is read: the
+// exit it makes at its soft CPU limit is the limit, whatever CPU time the kernel reports at exit
+// (on a busy machine that can be less than the limit), and another SIGKILL is not.
+func TestAProcessStoppedAtItsCPULimitIsToldApart(t *testing.T) {
+	g := NewWithT(t)
+	budget := RenderBudget{CPU: 2 * time.Second}
+	for _, tc := range []struct {
+		script string
+		limit  bool
+	}{
+		{"exit 4", true},
+		{"exit 3", false},
+		{"kill -9 $$", false},
+	} {
+		cmd := exec.Command("sh", "-c", tc.script)
+		_ = cmd.Run()
+		g.Expect(killedAtCPULimit(cmd.ProcessState, budget)).To(Equal(tc.limit), tc.script)
+	}
+}
+
 func TestIncludeRecursionFailsFast(t *testing.T) {
 	g := NewWithT(t)
 	errs, took, _ := loadHostile(t, "include-recursion", hostileBudget)
