@@ -61,6 +61,33 @@ func BenchmarkLoad200Cached(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadTemplateFreeCached answers a template-free package from a Cache for a Package
+// and HostedCluster with the labels and annotations they carry on a fleet: what each settled
+// pass of such a Package asks.
+func BenchmarkLoadTemplateFreeCached(b *testing.B) {
+	fsys := pkgFS(nil)
+	fsys["objects.yaml"] = &fstest.MapFile{Data: []byte(configMap("settled", "one"))}
+	meta := map[string]string{}
+	for i := range 8 {
+		meta[fmt.Sprintf("example.com/key-%d", i)] = strings.Repeat("v", 40)
+	}
+	data := TemplateData{Package: PackageRef{Name: "addon", Namespace: "clusters-demo", Labels: meta, Annotations: meta},
+		HostedCluster: &HostedClusterRef{Name: "demo", Namespace: "clusters", Labels: meta, Annotations: meta},
+		Revision:      "0123456789abcdef0123456789abcdef01234567"}
+	c := NewCache(0)
+	open := func() (fs.FS, error) { return fsys, nil }
+	key := Key{Source: "fleet/addons", Commit: data.Revision, Dir: "."}
+	if _, err := c.Load(key, data, open); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Load(key, data, open); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func TestBenchPackageIsValid(t *testing.T) {
 	r := mustLoad(t, benchPackage(200), benchData)
 	if n := len(r.Phases[0].Objects) + len(r.Phases[1].Objects); n != 200 {

@@ -115,32 +115,41 @@ func NewCacheWithOptions(o CacheOptions) *Cache {
 		order: list.New(), entries: map[string]*list.Element{}}
 }
 
-// cacheKeys are the cache keys one Load may use.
+// cacheKeys are the cache keys one Load may use. The whole-data key is hashed only when a
+// lookup needs it: a template-free package found by its config never hashes the Package's and
+// HostedCluster's labels and annotations, which every settled pass would otherwise do.
 type cacheKeys struct {
 	// templated marks the directory at the commit as having templates.
 	templated string
 	// byConfig holds a template-free render; it also keys the first, deduplicated render.
 	byConfig string
-	// byData holds a templated render.
-	byData string
+	// dir is the prefix of every key; data what the whole-data key hashes.
+	dir  string
+	data TemplateData
+	// dataKey is the whole-data key once hashed.
+	dataKey string
 }
 
 // newCacheKeys returns the keys of key for data.
-func newCacheKeys(key Key, data TemplateData) (cacheKeys, error) {
-	dataHash, err := data.Hash()
-	if err != nil {
-		return cacheKeys{}, err
-	}
+func newCacheKeys(key Key, data TemplateData) (*cacheKeys, error) {
 	configHash, err := hashConfig(data.Config)
 	if err != nil {
-		return cacheKeys{}, err
+		return nil, err
 	}
 	dir := key.Source + "\x00" + key.Commit + "\x00" + key.Dir + "\x00" + data.Component + "\x00"
-	return cacheKeys{
-		templated: dir + "templated",
-		byConfig:  dir + "config\x00" + configHash,
-		byData:    dir + "data\x00" + dataHash,
-	}, nil
+	return &cacheKeys{templated: dir + "templated", byConfig: dir + "config\x00" + configHash, dir: dir, data: data}, nil
+}
+
+// byData returns the key that holds a templated render, hashing the data the first time.
+func (k *cacheKeys) byData() (string, error) {
+	if k.dataKey == "" {
+		h, err := k.data.Hash()
+		if err != nil {
+			return "", err
+		}
+		k.dataKey = k.dir + "data\x00" + h
+	}
+	return k.dataKey, nil
 }
 
 // Load returns the render of key for data, calling open for the commit's filesystem and Load
@@ -170,15 +179,17 @@ func (c *Cache) Load(key Key, data TemplateData, open func() (fs.FS, error)) (*R
 // it when nothing valid for data is cached. It returns nil (and no error) when the package turns
 // out to have templates and the render in flight was for other data: the caller then loads by
 // data.
-func (c *Cache) loadByConfig(keys cacheKeys, key Key, data TemplateData, open func() (fs.FS, error)) (*cacheEntry, error) {
-	if e, ok := c.cachedFor(keys); ok {
-		c.hits.Add(1)
-		return e, nil
+func (c *Cache) loadByConfig(keys *cacheKeys, key Key, data TemplateData, open func() (fs.FS, error)) (*cacheEntry, error) {
+	if e, ok, err := c.cachedFor(keys); err != nil || ok {
+		if ok {
+			c.hits.Add(1)
+		}
+		return e, err
 	}
 	rendered := false
 	v, err, _ := c.flight.Do(keys.byConfig, func() (any, error) {
-		if e, ok := c.cachedFor(keys); ok {
-			return e, nil
+		if e, ok, err := c.cachedFor(keys); err != nil || ok {
+			return e, err
 		}
 		if c.isTemplated(keys) {
 			return (*cacheEntry)(nil), nil
@@ -190,10 +201,14 @@ func (c *Cache) loadByConfig(keys cacheKeys, key Key, data TemplateData, open fu
 		return nil, err
 	}
 	e := v.(*cacheEntry)
-	if rendered {
+	if rendered || e == nil {
 		return e, nil
 	}
-	if e != nil && (e.key == keys.byConfig || e.key == keys.byData) {
+	byData, err := keys.byData()
+	if err != nil {
+		return nil, err
+	}
+	if e.key == keys.byConfig || e.key == byData {
 		c.hits.Add(1)
 		return e, nil
 	}
@@ -201,14 +216,18 @@ func (c *Cache) loadByConfig(keys cacheKeys, key Key, data TemplateData, open fu
 }
 
 // loadByData answers from the whole-data key, rendering under a flight keyed by it on a miss.
-func (c *Cache) loadByData(keys cacheKeys, key Key, data TemplateData, open func() (fs.FS, error)) (*cacheEntry, error) {
-	if e, ok := c.get(keys.byData); ok {
+func (c *Cache) loadByData(keys *cacheKeys, key Key, data TemplateData, open func() (fs.FS, error)) (*cacheEntry, error) {
+	byData, err := keys.byData()
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := c.get(byData); ok {
 		c.hits.Add(1)
 		return e, nil
 	}
 	rendered := false
-	v, err, _ := c.flight.Do(keys.byData, func() (any, error) {
-		if e, ok := c.get(keys.byData); ok {
+	v, err, _ := c.flight.Do(byData, func() (any, error) {
+		if e, ok := c.get(byData); ok {
 			return e, nil
 		}
 		rendered = true
@@ -226,7 +245,7 @@ func (c *Cache) loadByData(keys cacheKeys, key Key, data TemplateData, open func
 // render opens the commit and loads the package for data. Unless open failed or Load failed
 // with something other than Errors, it caches the result: a template-free package's under the
 // config-level key, a templated one's under the whole-data key, marking the directory templated.
-func (c *Cache) render(keys cacheKeys, key Key, data TemplateData, open func() (fs.FS, error)) (*cacheEntry, error) {
+func (c *Cache) render(keys *cacheKeys, key Key, data TemplateData, open func() (fs.FS, error)) (*cacheEntry, error) {
 	c.misses.Add(1)
 	fsys, err := open()
 	if err != nil {
@@ -235,7 +254,9 @@ func (c *Cache) render(keys cacheKeys, key Key, data TemplateData, open func() (
 	r, templated, err := load(fsys, key.Dir, data, c.budget)
 	e := &cacheEntry{key: keys.byConfig, rendered: r, err: err, size: entrySize(r, err)}
 	if templated {
-		e.key = keys.byData
+		if e.key, err = keys.byData(); err != nil {
+			return nil, err
+		}
 	}
 	var loadErrs Errors
 	if err != nil && !errors.As(err, &loadErrs) {
@@ -250,15 +271,20 @@ func (c *Cache) render(keys cacheKeys, key Key, data TemplateData, open func() (
 
 // cachedFor returns a cached render valid for the data keys were made for: by config, or by
 // the whole data (found there when the directory's templated mark was dropped before it).
-func (c *Cache) cachedFor(keys cacheKeys) (*cacheEntry, bool) {
+func (c *Cache) cachedFor(keys *cacheKeys) (*cacheEntry, bool, error) {
 	if e, ok := c.get(keys.byConfig); ok {
-		return e, true
+		return e, true, nil
 	}
-	return c.get(keys.byData)
+	byData, err := keys.byData()
+	if err != nil {
+		return nil, false, err
+	}
+	e, ok := c.get(byData)
+	return e, ok, nil
 }
 
 // isTemplated reports whether the directory is marked as having templates.
-func (c *Cache) isTemplated(keys cacheKeys) bool {
+func (c *Cache) isTemplated(keys *cacheKeys) bool {
 	_, ok := c.get(keys.templated)
 	return ok
 }
