@@ -77,7 +77,8 @@ func (e *Engine) markOf(t *Target, rev *Revision, rules [sha256.Size]byte) settl
 		return m
 	}
 	m.count = e.opts.Events.Count(t.Kind, t.Namespace, t.Name)
-	in := make(digestInput, 0, 256)
+	var buf [digestBuffer]byte
+	in := digestInput(buf[:0])
 	in = in.strings(rev.ID, t.Kind, t.Namespace, t.Name, t.Shard)
 	in = append(in, rules[:]...)
 	for i := range rev.Phases {
@@ -93,6 +94,10 @@ func (e *Engine) markOf(t *Target, rev *Revision, rules [sha256.Size]byte) settl
 	m.digest, m.ok = sha256.Sum256(in), true
 	return m
 }
+
+// digestBuffer is the size of the stack buffer a digest's input starts in: that of a package
+// of about 30 objects, or an inventory of about 20; a larger one grows on the heap.
+const digestBuffer = 2048
 
 // digestInput is what a digest is taken of: strings and counts, each length-prefixed, so that
 // no two sequences of them give the same input.
@@ -113,7 +118,8 @@ func (in digestInput) length(n int) digestInput {
 
 // inventoryDigest digests an inventory.
 func inventoryDigest(inv []convoyv1alpha1.InventoryEntry) manifests.Digest {
-	in := make(digestInput, 0, 128*len(inv))
+	var buf [digestBuffer]byte
+	in := digestInput(buf[:0])
 	for _, e := range inv {
 		in = in.strings(e.ID, e.Version, e.Cluster, e.Phase)
 	}

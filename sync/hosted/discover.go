@@ -69,7 +69,8 @@ func Discover(ctx context.Context, r client.Reader, namespace string) (*Cluster,
 func controlPlaneOf(ctx context.Context, r client.Reader, namespace string) (*metav1.PartialObjectMetadata, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(HostedControlPlaneGVK.GroupVersion().WithKind(HostedControlPlaneGVK.Kind + "List"))
-	err := r.List(ctx, list, client.InNamespace(namespace))
+	// Read-only, and only one annotation is read: no copy of the namespace's HostedControlPlanes.
+	err := r.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy)
 	switch {
 	case apimeta.IsNoMatchError(err):
 		return nil, fmt.Errorf("%w: HyperShift is not installed (no HostedControlPlane API)", ErrNoHostedCluster)

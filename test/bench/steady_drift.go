@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,17 +54,21 @@ func (e *env) profileDrift(ctx context.Context) func() {
 }
 
 // profileCPU captures, when asked (-pprof), a CPU profile of the controller over the next
-// seconds into file of the pprof folder; the returned function waits for it and returns its
-// error.
+// seconds into file (a name ending in .cpu.pprof) of the pprof folder, and the allocations of
+// the same seconds beside it (.allocs.pprof); the returned function waits for both and returns
+// their error.
 func (e *env) profileCPU(ctx context.Context, seconds int, file string) func() error {
 	if e.cfg.PprofDir == "" || e.ctrl == nil {
 		return func() error { return nil }
 	}
-	done := make(chan error, 1)
-	go func() {
-		done <- e.ctrl.CaptureProfile(ctx, fmt.Sprintf("profile?seconds=%d", seconds), filepath.Join(e.cfg.PprofDir, file))
-	}()
-	return func() error { return <-done }
+	allocs := strings.TrimSuffix(file, ".cpu.pprof") + ".allocs.pprof"
+	done := make(chan error, 2)
+	for kind, name := range map[string]string{"profile": file, "allocs": allocs} {
+		go func() {
+			done <- e.ctrl.CaptureProfile(ctx, fmt.Sprintf("%s?seconds=%d", kind, seconds), filepath.Join(e.cfg.PprofDir, name))
+		}()
+	}
+	return func() error { return errors.Join(<-done, <-done) }
 }
 
 // driftProfileSeconds is the length of the CPU profile of the requested passes.
