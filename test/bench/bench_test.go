@@ -92,3 +92,16 @@ func buildConvoy(t *testing.T) string {
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
 	return convoy
 }
+
+// TestFleetStepsRefuseWhatCannotRunAlone checks -fleet-steps: unknown steps, and steps without
+// the install or the baseline they need, are refused before anything starts.
+func TestFleetStepsRefuseWhatCannotRunAlone(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(checkFleetSteps(nil)).To(Succeed())
+	g.Expect(checkFleetSteps([]string{"install", "steady"})).To(Succeed())
+	g.Expect(checkFleetSteps([]string{"floor", "install", "all"})).To(Succeed())
+	g.Expect(checkFleetSteps([]string{"steady"})).To(MatchError(`fleet: step "steady" needs step "install"`))
+	g.Expect(checkFleetSteps([]string{"install", "all"})).To(MatchError(`fleet: step "all" needs step "floor"`))
+	g.Expect(checkFleetSteps([]string{"install", "one"})).To(MatchError(`fleet: step "one" needs step "alone"`))
+	g.Expect(checkFleetSteps([]string{"instal"})).To(MatchError(ContainSubstring(`no step "instal"`)))
+}
