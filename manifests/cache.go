@@ -254,9 +254,11 @@ func (c *Cache) render(keys *cacheKeys, key Key, data TemplateData, open func() 
 	r, templated, err := load(fsys, key.Dir, data, c.budget)
 	e := &cacheEntry{key: keys.byConfig, rendered: r, err: err, size: entrySize(r, err)}
 	if templated {
-		if e.key, err = keys.byData(); err != nil {
-			return nil, err
+		byData, keyErr := keys.byData()
+		if keyErr != nil {
+			return nil, keyErr
 		}
+		e.key = byData
 	}
 	var loadErrs Errors
 	if err != nil && !errors.As(err, &loadErrs) {

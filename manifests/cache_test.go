@@ -129,6 +129,33 @@ func TestCacheKeepsLoadErrorsNotOpenErrors(t *testing.T) {
 	g.Expect(calls.Load()).To(BeEquivalentTo(3), "open errors are retried")
 }
 
+// faultFS is a package whose storage failed while it was read, as a Git store's tree reports.
+type faultFS struct {
+	fs.FS
+	fault error
+}
+
+// Fault returns the failure of the storage.
+func (f faultFS) Fault() error { return f.fault }
+
+// TestCacheRetriesAStorageFault checks that a storage failure during a load, which load reports
+// as templated, is not cached: the next Load reads the package again.
+func TestCacheRetriesAStorageFault(t *testing.T) {
+	g := NewWithT(t)
+	c := NewCache(10)
+	var calls atomic.Int32
+	fault := errors.New("reading object abc: disk failed")
+	broken := faultFS{FS: pkgFS(map[string]string{"a.yaml": configMap("a", "")}), fault: fault}
+	for range 2 {
+		_, err := c.Load(Key{Source: "s", Commit: "c"}, TemplateData{}, countingOpener(broken, &calls))
+		g.Expect(err).To(MatchError(fault))
+	}
+	g.Expect(calls.Load()).To(BeEquivalentTo(2), "a storage fault is retried")
+	healthy := pkgFS(map[string]string{"a.yaml": configMap("a", "one")})
+	_, err := c.Load(Key{Source: "s", Commit: "c"}, TemplateData{}, countingOpener(healthy, &calls))
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
 func TestRenderedDeepCopy(t *testing.T) {
 	g := NewWithT(t)
 	r := mustLoad(t, pkgFS(map[string]string{"a.yaml": configMap("a", "one")}), TemplateData{Config: map[string]any{"k": "v"}})

@@ -75,8 +75,6 @@ func TestHostileTemplatesAreStopped(t *testing.T) {
 	}
 }
 
-// TestIncludeRecursionFailsFast checks that include's own depth bound stops recursion with a
-// template error, without reaching the budget.
 // TestAProcessStoppedAtItsCPULimitIsToldApart checks how a render process's end is read: the
 // exit it makes at its soft CPU limit is the limit, whatever CPU time the kernel reports at exit
 // (on a busy machine that can be less than the limit), and another SIGKILL is not.
@@ -97,6 +95,8 @@ func TestAProcessStoppedAtItsCPULimitIsToldApart(t *testing.T) {
 	}
 }
 
+// TestIncludeRecursionFailsFast checks that include's own depth bound stops recursion with a
+// template error, without reaching the budget.
 func TestIncludeRecursionFailsFast(t *testing.T) {
 	g := NewWithT(t)
 	errs, took, _ := loadHostile(t, "include-recursion", hostileBudget)

@@ -120,6 +120,9 @@ func (in digestInput) length(n int) digestInput {
 func inventoryDigest(inv []convoyv1alpha1.InventoryEntry) manifests.Digest {
 	var buf [digestBuffer]byte
 	in := digestInput(buf[:0])
+	if size := 128 * len(inv); size > digestBuffer {
+		in = make(digestInput, 0, size)
+	}
 	for _, e := range inv {
 		in = in.strings(e.ID, e.Version, e.Cluster, e.Phase)
 	}

@@ -61,6 +61,7 @@ func (e *env) profileCPU(ctx context.Context, seconds int, file string) func() e
 	if e.cfg.PprofDir == "" || e.ctrl == nil {
 		return func() error { return nil }
 	}
+	seconds = max(seconds, 1) // zero would ask for pprof's default length, and all allocations
 	allocs := strings.TrimSuffix(file, ".cpu.pprof") + ".allocs.pprof"
 	done := make(chan error, 2)
 	for kind, name := range map[string]string{"profile": file, "allocs": allocs} {
