@@ -182,11 +182,12 @@ func (c *Common) enqueueOwner(owner pass.Object) handler.EventHandler {
 	}
 }
 
-// settled reports whether the owner req names (read from the cache into a copy of owner) is
-// Ready and Available.
+// settled reports whether the owner req names (read from the cache into a new object of
+// owner's type, without copying what the cache holds: only its conditions are read) is Ready
+// and Available.
 func (c *Common) settled(ctx context.Context, owner pass.Object, req reconcile.Request) bool {
 	o, ok := owner.DeepCopyObject().(pass.Object)
-	if !ok || c.Client.Get(ctx, req.NamespacedName, o) != nil {
+	if !ok || c.Client.Get(ctx, req.NamespacedName, o, client.UnsafeDisableDeepCopy) != nil {
 		return false
 	}
 	return pass.IsReady(o) && pass.IsTrue(o, convoyv1alpha1.AvailableCondition)
