@@ -70,7 +70,7 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 		return err
 	}
 	out.unwatched = out.unwatched || !e.watched(c, states)
-	e.markQuiet(c, states, out)
+	e.markQuiet(ctx, c, states, out)
 	if err := e.prepare(c, ph, states, p); err != nil {
 		return err
 	}

@@ -21,7 +21,9 @@
 //   - judges availability from the live objects it just read or wrote (manifests/probe),
 //     without extra requests. A management object that the watch of applied objects
 //     (Options.Versions) sees at the resourceVersion at which it was judged available under the
-//     same probes is not read at all: nothing changed it since (quiet.go). Such a quiet object
+//     same probes is not read at all: nothing changed it since (quiet.go). Nor is a
+//     hosted-cluster object that one list of the owner's objects of its kind and namespace,
+//     metadata only, shows at that resourceVersion and UID (hosted_quiet.go). Such a quiet object
 //     is not even copied: a pass decides where each object lands and its digest from the
 //     revision's object, read-only (Phase.Digests, computed once per render, spares encoding
 //     it), and copies and labels only what it reads or writes. The revision's objects are

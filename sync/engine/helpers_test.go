@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -44,10 +45,12 @@ func crd(group, kind string) *unstructured.Unstructured {
 	})
 }
 
-// requestCounter counts the requests a client sends, by verb; dry-run requests apart.
+// requestCounter counts the requests a client sends, by verb; dry-run requests and lists
+// (LIST) apart. While failLists is set, lists fail with an internal error.
 type requestCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu        sync.Mutex
+	counts    map[string]int
+	failLists bool
 }
 
 // countingClient returns a client of cfg whose requests are counted.
@@ -57,7 +60,10 @@ func countingClient(t *testing.T, cfg *rest.Config) (client.Client, *requestCoun
 	cfg = rest.CopyConfig(cfg)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			rc.add(req)
+			if rc.add(req) == "LIST" && rc.failingLists() {
+				return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
+					Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+			}
 			return rt.RoundTrip(req)
 		})
 	}
@@ -66,17 +72,36 @@ func countingClient(t *testing.T, cfg *rest.Config) (client.Client, *requestCoun
 	return c, rc
 }
 
-func (rc *requestCounter) add(req *http.Request) {
+// add counts req and returns what it was counted as.
+func (rc *requestCounter) add(req *http.Request) string {
 	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	if (segs[0] == "api" && len(segs) <= 2) || (segs[0] == "apis" && len(segs) <= 3) || segs[0] == "openapi" {
 		rc.inc("DISCOVERY")
-		return
+		return "DISCOVERY"
 	}
 	verb := req.Method
 	if req.URL.Query().Get("dryRun") != "" {
 		verb += "(dry-run)"
 	}
+	// After the group and version: "resource", "namespaces/<ns>/resource" name a collection.
+	if rest := len(segs) - map[bool]int{true: 2, false: 3}[segs[0] == "api"]; verb == http.MethodGet && rest%2 == 1 {
+		verb = "LIST"
+	}
 	rc.inc(verb)
+	return verb
+}
+
+// setFailLists makes lists fail, or not.
+func (rc *requestCounter) setFailLists(fail bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.failLists = fail
+}
+
+func (rc *requestCounter) failingLists() bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.failLists
 }
 
 func (rc *requestCounter) inc(k string) {

@@ -153,16 +153,30 @@ func (l *ledger) judgedAvailable(c *cluster, obj *unstructured.Unstructured, rv 
 }
 
 // availableAt reports whether this owner applied desired as it is now and judged it available
-// under rules at resourceVersion rv.
-func (l *ledger) availableAt(c *cluster, desired desiredState, rv string, rules [sha256.Size]byte) bool {
+// under rules where it was seen: at its resourceVersion and, when the source tells it, with its
+// UID.
+func (l *ledger) availableAt(c *cluster, desired desiredState, seen seenAt, rules [sha256.Size]byte) bool {
+	e, ok := l.verdict(c, desired, rules)
+	return ok && e.resourceVersion == seen.resourceVersion && (seen.uid == "" || seen.uid == e.uid)
+}
+
+// judged reports whether this owner applied desired as it is now and judged it available
+// under rules, at whatever resourceVersion.
+func (l *ledger) judged(c *cluster, desired desiredState, rules [sha256.Size]byte) bool {
+	_, ok := l.verdict(c, desired, rules)
+	return ok
+}
+
+// verdict returns the entry of desired when this owner applied it as it is now and judged it
+// available under rules.
+func (l *ledger) verdict(c *cluster, desired desiredState, rules [sha256.Size]byte) (ledgerEntry, bool) {
 	if !desired.ok {
-		return false
+		return ledgerEntry{}, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, found := l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}]
-	return found && e.owner == ownerID(c.target) && e.digest == desired.digest && e.resourceVersion == rv &&
-		e.availableUnder == rules
+	return e, found && e.owner == ownerID(c.target) && e.digest == desired.digest && e.availableUnder == rules
 }
 
 // begin notes an apply of desired in flight; the returned function ends it with the

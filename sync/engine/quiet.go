@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 
@@ -27,7 +28,7 @@ type ResourceVersions interface {
 // of the management cluster still sees that resourceVersion. Nothing changed it since (any
 // write, status included, gives a new resourceVersion), so reading it again would only repeat
 // the same verdict. A change the watch has not delivered yet is seen by the pass its event
-// triggers. Hosted-cluster objects have no watch and are always read.
+// triggers. Hosted-cluster objects have no watch: a list tells where they are (hosted_quiet.go).
 
 // rulesDigest identifies the probe rules an object is judged under.
 func rulesDigest(rules []probe.Rule) [sha256.Size]byte {
@@ -58,15 +59,24 @@ func (e *Engine) watched(c *cluster, states []desiredState) bool {
 
 // markQuiet marks the quiet objects of a stage, and records them as unchanged and available
 // without a read.
-func (e *Engine) markQuiet(c *cluster, states []desiredState, out *phaseOutcome) {
-	if e.opts.Versions == nil || c.hosted() || out.rules == ([sha256.Size]byte{}) {
+func (e *Engine) markQuiet(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) {
+	if out.rules == ([sha256.Size]byte{}) {
+		return
+	}
+	var listed map[objectKey]seenAt
+	switch {
+	case c.hosted():
+		if listed = e.listHosted(ctx, c, states, out.rules); len(listed) == 0 {
+			return
+		}
+	case e.opts.Versions == nil:
 		return
 	}
 	quiet := 0
 	for i := range states {
 		s := &states[i]
-		rv, ok := e.opts.Versions.ResourceVersion(s.obj.GroupVersionKind(), s.namespace, s.obj.GetName())
-		if s.quiet = ok && e.applied.availableAt(c, *s, rv, out.rules); s.quiet {
+		seen, ok := e.lastSeen(c, s, listed)
+		if s.quiet = ok && e.applied.availableAt(c, *s, seen, out.rules); s.quiet {
 			out.observer.markQuiet(s.obj)
 			quiet++
 		}
@@ -78,6 +88,17 @@ func (e *Engine) markQuiet(c *cluster, states []desiredState, out *phaseOutcome)
 	out.quiet += quiet
 	appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Add(float64(quiet))
 	quietObjects.WithLabelValues(e.opts.Controller).Add(float64(quiet))
+}
+
+// lastSeen tells where the object of s was last seen without reading it: in listed for a
+// hosted cluster, by the watch of the management cluster otherwise.
+func (e *Engine) lastSeen(c *cluster, s *desiredState, listed map[objectKey]seenAt) (seenAt, bool) {
+	if c.hosted() {
+		seen, ok := listed[keyOf(s.obj)]
+		return seen, ok
+	}
+	rv, ok := e.opts.Versions.ResourceVersion(s.obj.GroupVersionKind(), s.namespace, s.obj.GetName())
+	return seenAt{resourceVersion: rv}, ok
 }
 
 // loud returns the states that are not quiet.
@@ -94,7 +115,7 @@ func loud(states []desiredState) []desiredState {
 // recordVerdicts notes, for every object of out seen live, that it was judged available
 // under rules at its resourceVersion. Only called when the whole phase is available.
 func (e *Engine) recordVerdicts(c *cluster, out *phaseOutcome) {
-	if e.opts.Versions == nil || c.hosted() || out.rules == ([sha256.Size]byte{}) {
+	if (e.opts.Versions == nil && !c.hosted()) || out.rules == ([sha256.Size]byte{}) {
 		return
 	}
 	for _, obj := range out.objects {

@@ -9,10 +9,10 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
@@ -129,25 +129,94 @@ func TestSettledPassReadsOnlyWhatTheWatchSawChange(t *testing.T) {
 	})
 }
 
-// Hosted-cluster objects have no watch: every pass reads them.
-func TestHostedObjectsAreAlwaysRead(t *testing.T) {
+// No watch sees a hosted cluster: a pass lists the owner's objects there, metadata only, one
+// request per kind and namespace, and reads only those that changed since they were judged
+// available, or that the lists could not tell about.
+func TestSettledHostedPassListsInsteadOfReading(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt := engineTarget(t)
 	hosted, counter := countingClient(t, blue.Config)
 	tgt.Hosted = hosted
-	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
+	ns := tgt.Namespace // a namespace the hosted cluster does not have yet
 	engine := NewEngine(Options{Controller: "test", Versions: &liveVersions{}})
 	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "in", Class: convoyv1alpha1.ClassHostedCluster,
-		Objects: []*unstructured.Unstructured{kubetest.ConfigMap(hostedNS, "a", map[string]string{"v": "1"})}}}}
+		Objects: []*unstructured.Unstructured{kubetest.Object("v1", "Namespace", "", ns, nil),
+			kubetest.ConfigMap(ns, "a", map[string]string{"v": "1"}), kubetest.ConfigMap(ns, "b", map[string]string{"v": "1"})}}}}
 	res, err := engine.Sync(ctx, tgt, rev, nil)
 	g.Expect(err).NotTo(HaveOccurred())
+	inventory := res.Inventory
 	counter.take()
-	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.Watched).To(BeFalse())
-	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 1}))
+	syncAgain := func(g Gomega) (Changes, map[string]int) {
+		res, err := engine.Sync(ctx, tgt, rev, inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Available).To(BeTrue())
+		g.Expect(res.Watched).To(BeFalse(), "no watch tells about a hosted cluster: the owner still needs its timer")
+		return res.Changes, counter.takeWithoutDiscovery()
+	}
+	settled := func(g Gomega) {
+		changes, counts := syncAgain(g)
+		g.Expect(changes).To(Equal(Changes{Unchanged: 3}))
+		g.Expect(counts).To(Equal(map[string]int{"LIST": 2}), "the owner's namespaces, then its ConfigMaps")
+	}
+
+	t.Run("a settled pass lists, one request per kind and namespace", func(t *testing.T) { settled(NewWithT(t)) })
+	t.Run("a changed object is read and applied again", func(t *testing.T) {
+		g := NewWithT(t)
+		patch := []byte(`{"data":{"v":"drifted"}}`)
+		g.Expect(blue.Client.Patch(ctx, kubetest.ConfigMap(ns, "a", nil), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		changes, counts := syncAgain(g)
+		g.Expect(changes).To(Equal(Changes{Configured: 1, Unchanged: 2}))
+		g.Expect(counts).To(HaveKeyWithValue("LIST", 2))
+		g.Expect(counts).To(HaveKeyWithValue("GET", 1), "only the changed object is read")
+		g.Expect(kubetest.Get(g, blue.Client, kubetest.ConfigMap(ns, "a", nil)).Object["data"]).To(HaveKeyWithValue("v", "1"))
+		settled(g)
+	})
+	t.Run("a deleted object is created again", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(blue.Client.Delete(ctx, kubetest.ConfigMap(ns, "b", nil))).To(Succeed())
+		changes, counts := syncAgain(g)
+		g.Expect(changes).To(Equal(Changes{Created: 1, Unchanged: 2}))
+		g.Expect(counts).To(Equal(map[string]int{"LIST": 2, "GET": 1, "PATCH": 1}))
+		settled(g)
+	})
+	t.Run("objects a failed list cannot tell about are read", func(t *testing.T) {
+		g := NewWithT(t)
+		counter.setFailLists(true)
+		defer counter.setFailLists(false)
+		changes, counts := syncAgain(g)
+		g.Expect(changes).To(Equal(Changes{Unchanged: 3}))
+		g.Expect(counts).To(Equal(map[string]int{"LIST": 2, "GET": 3}))
+	})
+	t.Run("other probes judge again", func(t *testing.T) {
+		g := NewWithT(t)
+		other := &Revision{ID: "r1", Probes: gateRules(t), Phases: rev.Phases}
+		_, err := engine.Sync(ctx, tgt, other, inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3}), "no verdict under these probes: nothing to list")
+	})
+}
+
+// An object seen at the resourceVersion of the verdict but with another UID is another object:
+// the hosted cluster behind a namespace was replaced, and its resourceVersions started over.
+func TestVerdictNeedsTheSameObject(t *testing.T) {
+	g := NewWithT(t)
+	tgt := &Target{Namespace: "ns", Name: "pkg"}
+	c := tgt.cluster(convoyv1alpha1.ClassHostedCluster)
+	l := newLedger(10)
+	desired := desiredState{obj: kubetest.ConfigMap("ns", "a", nil), ok: true}
+	live := kubetest.ConfigMap("ns", "a", nil)
+	live.SetResourceVersion("5")
+	live.SetUID("first")
+	rules := rulesDigest(nil)
+	l.record(c, desired, live)
+	g.Expect(l.judged(c, desired, rules)).To(BeFalse(), "not judged yet")
+	l.judgedAvailable(c, live, "5", rules)
+	g.Expect(l.availableAt(c, desired, seenAt{resourceVersion: "5", uid: "first"}, rules)).To(BeTrue())
+	g.Expect(l.availableAt(c, desired, seenAt{resourceVersion: "5"}, rules)).To(BeTrue(), "a watch that does not tell the UID")
+	g.Expect(l.availableAt(c, desired, seenAt{resourceVersion: "5", uid: "second"}, rules)).To(BeFalse())
+	g.Expect(l.availableAt(c, desired, seenAt{resourceVersion: "6", uid: "first"}, rules)).To(BeFalse())
 }
 
 // A sharded owner labels its management objects with its shard, which its replica's watch
