@@ -7,8 +7,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -101,33 +105,66 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
-	gs := &convoyv1alpha1.GitSourceList{}
-	if r.List(ctx, gs) == nil {
-		for i := range gs.Items {
-			send(ch, "GitSource", &gs.Items[i].ObjectMeta, gs.Items[i].Status.Conditions)
-		}
-	}
-	pkgs := &convoyv1alpha1.PackageList{}
-	if r.List(ctx, pkgs) == nil {
-		for i := range pkgs.Items {
-			send(ch, "Package", &pkgs.Items[i].ObjectMeta, pkgs.Items[i].Status.Conditions)
-		}
-	}
-	hcpkgs := &convoyv1alpha1.HostedClusterPackageList{}
-	if r.List(ctx, hcpkgs) == nil {
-		for i := range hcpkgs.Items {
-			send(ch, "HostedClusterPackage", &hcpkgs.Items[i].ObjectMeta, hcpkgs.Items[i].Status.Conditions)
-		}
+	for _, k := range []struct {
+		kind string
+		obj  client.Object
+		list client.ObjectList
+	}{
+		{"GitSource", &convoyv1alpha1.GitSource{}, &convoyv1alpha1.GitSourceList{}},
+		{"Package", &convoyv1alpha1.Package{}, &convoyv1alpha1.PackageList{}},
+		{"HostedClusterPackage", &convoyv1alpha1.HostedClusterPackage{}, &convoyv1alpha1.HostedClusterPackageList{}},
+	} {
+		each(ctx, r, k.obj, k.list, func(obj client.Object) {
+			if o, ok := obj.(conditioned); ok {
+				send(ch, k.kind, obj, o.GetConditions())
+			}
+		})
 	}
 }
 
+// conditioned is an object with status conditions.
+type conditioned interface{ GetConditions() []metav1.Condition }
+
+// informers is what a manager's cache offers beyond a client.Reader.
+type informers interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
+}
+
+// each calls fn, read-only, with every object of obj's kind that r holds. A cache's objects are
+// read where its informer keeps them, neither copied nor listed into a new slice: at 10,000
+// Packages, a list copied from the cache was about 50 MB of garbage at every scrape. Any other
+// reader lists into list.
+func each(ctx context.Context, r client.Reader, obj client.Object, list client.ObjectList, fn func(client.Object)) {
+	if inf, ok := r.(informers); ok {
+		if i, err := inf.GetInformer(ctx, obj); err == nil {
+			if s, ok := i.(interface{ GetStore() toolscache.Store }); ok {
+				for _, o := range s.GetStore().List() {
+					if co, ok := o.(client.Object); ok {
+						fn(co)
+					}
+				}
+				return
+			}
+		}
+	}
+	if r.List(ctx, list, client.UnsafeDisableDeepCopy) != nil {
+		return
+	}
+	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+		if co, ok := o.(client.Object); ok {
+			fn(co)
+		}
+		return nil
+	})
+}
+
 // send sends the exported conditions of one object.
-func send(ch chan<- prometheus.Metric, kind string, meta *metav1.ObjectMeta, conds []metav1.Condition) {
+func send(ch chan<- prometheus.Metric, kind string, obj client.Object, conds []metav1.Condition) {
 	for _, cond := range conds {
 		if !exportedConditions[cond.Type] {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(conditionDesc, prometheus.GaugeValue, 1,
-			kind, meta.Namespace, meta.Name, cond.Type, string(cond.Status), cond.Reason)
+			kind, obj.GetNamespace(), obj.GetName(), cond.Type, string(cond.Status), cond.Reason)
 	}
 }

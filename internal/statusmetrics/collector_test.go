@@ -1,14 +1,20 @@
 package statusmetrics
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -45,6 +51,51 @@ convoy_resource_condition{kind="HostedClusterPackage",name="addon",namespace="",
 convoy_resource_condition{kind="Package",name="addon",namespace="clusters-a",reason="HostedClusterUnreachable",status="False",type="Ready"} 1
 `
 	g.Expect(testutil.CollectAndCompare(collector, strings.NewReader(want))).To(Succeed())
+}
+
+// A manager's cache is read where its informers keep the objects, without copying them: the
+// conditions exported are the same, and the cached objects are left as they were.
+func TestCollectorReadsTheCacheInPlace(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.NewNamespace(t)
+	pkg := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "addon"},
+		Spec: convoyv1alpha1.PackageSpec{PackageTemplateSpec: convoyv1alpha1.PackageTemplateSpec{
+			SourceRef: convoyv1alpha1.SourceReference{Name: "addons"}, Path: "addon"}}}
+	g.Expect(env.Client.Create(ctx, pkg)).To(Succeed())
+	pkg.Status.Conditions = []metav1.Condition{{Type: convoyv1alpha1.ReadyCondition, Status: metav1.ConditionTrue,
+		Reason: "RevisionAvailable", LastTransitionTime: metav1.Now()}}
+	g.Expect(env.Client.Status().Update(ctx, pkg)).To(Succeed())
+
+	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = c.Start(ctx) }()
+	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+	collector.push(c)
+	defer collector.remove(c)
+
+	want := fmt.Sprintf(`convoy_resource_condition{kind="Package",name="addon",namespace=%q,reason="RevisionAvailable",status="True",type="Ready"} 1`, ns)
+	g.Eventually(func() string { return scrape(g) }).Should(ContainSubstring(want))
+	cached := &convoyv1alpha1.Package{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pkg), cached)).To(Succeed())
+	g.Expect(cached.Status.Conditions).To(HaveLen(1))
+	g.Expect(scrape(g)).To(ContainSubstring(want), "a second scrape reads the same")
+}
+
+// scrape returns the collector's output in the text format.
+func scrape(g Gomega) string {
+	reg := prometheus.NewPedanticRegistry()
+	g.Expect(reg.Register(collector)).To(Succeed())
+	families, err := reg.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var out strings.Builder
+	for _, f := range families {
+		_, err := expfmt.MetricFamilyToText(&out, f)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	return out.String()
 }
 
 func TestCollectorExportsNothingWithoutAManager(t *testing.T) {
