@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // countingOpener returns fsys and counts the calls.
@@ -418,4 +420,7 @@ func TestRendersCarryTheDigestOfEachObject(t *testing.T) {
 	g.Expect(ph.Digests[0]).To(Equal(want))
 	g.Expect(ph.Digests[1]).NotTo(Equal(want))
 	g.Expect(r.DeepCopy().Phases[0].Digests).To(BeNil(), "a copy is made to be changed")
+	g.Expect(r.ProbesDigest).To(Equal(probe.Digest(r.Probes)), "the probes' digest too, once per render")
+	g.Expect(r.ProbesDigest).NotTo(BeZero())
+	g.Expect(r.DeepCopy().ProbesDigest).To(BeZero())
 }

@@ -82,6 +82,8 @@ type Rendered struct {
 	Phases []Phase
 	// Probes judge the availability of the objects they select.
 	Probes []probe.Rule
+	// ProbesDigest is probe.Digest(Probes), computed once per render like the phases' Digests.
+	ProbesDigest Digest
 	// Config is the config after defaulting and validation; never nil.
 	Config map[string]any
 	// Warnings are problems that did not fail the load (a repeated key in a Package Operator
@@ -123,9 +125,11 @@ func ObjectDigest(obj *unstructured.Unstructured) (d Digest, ok bool) {
 	return sha256.Sum256(raw), true
 }
 
-// digestPhases fills in the Digests of r's phases; an object that does not encode leaves
-// its phase without them (a consumer then encodes the objects itself, and fails the same way).
+// digestPhases fills in the Digests of r's phases, and its ProbesDigest; an object that does
+// not encode leaves its phase without them (a consumer then encodes the objects itself, and
+// fails the same way).
 func (r *Rendered) digestPhases() {
+	r.ProbesDigest = probe.Digest(r.Probes)
 	for i := range r.Phases {
 		ph := &r.Phases[i]
 		ph.Digests = make([]Digest, len(ph.Objects))
@@ -140,7 +144,7 @@ func (r *Rendered) digestPhases() {
 }
 
 // DeepCopy copies the phases and the config; the compiled probes are immutable and shared.
-// The copy has no Digests: it is made to be changed.
+// The copy has no Digests, nor ProbesDigest: it is made to be changed.
 func (r *Rendered) DeepCopy() *Rendered {
 	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config), Warnings: r.Warnings, size: r.size, files: r.files}
 	out.Phases = make([]Phase, len(r.Phases))

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -193,4 +195,14 @@ func (p Path) Lookup(obj map[string]any) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+// Digest identifies rules: verdicts reached under one set of rules hold under rules of the same
+// digest. It is zero, which no verdict is recorded under, when the rules do not encode.
+func Digest(rules []Rule) [sha256.Size]byte {
+	raw, err := json.Marshal(rules)
+	if err != nil {
+		return [sha256.Size]byte{}
+	}
+	return sha256.Sum256(raw)
 }

@@ -138,8 +138,8 @@ func (c Changes) String() string {
 // available yet; later phases are then neither applied nor pruned. A pass that would repeat
 // the owner's last settled pass returns its outcome at once (settled.go).
 func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
-	rules := rulesDigest(rev.Probes) // once per pass: every phase is judged under the same probes
-	mark := e.markOf(t, rev, rules)  // before the pass looks at any object
+	rules := rev.probesDigest()     // once per pass: every phase is judged under the same probes
+	mark := e.markOf(t, rev, rules) // before the pass looks at any object
 	if res, ok := e.repeat(mark, previous); ok {
 		return res, nil
 	}

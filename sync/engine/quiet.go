@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,13 +30,7 @@ type ResourceVersions interface {
 // triggers. Hosted-cluster objects have no watch: a list tells where they are (hosted_quiet.go).
 
 // rulesDigest identifies the probe rules an object is judged under.
-func rulesDigest(rules []probe.Rule) [sha256.Size]byte {
-	raw, err := json.Marshal(rules)
-	if err != nil {
-		return [sha256.Size]byte{} // never matches a recorded verdict: see judgedAvailable
-	}
-	return sha256.Sum256(raw)
-}
+func rulesDigest(rules []probe.Rule) [sha256.Size]byte { return probe.Digest(rules) }
 
 // watched reports whether every object of states is of a kind the watch of the management
 // cluster has synced: a change of any of them will then make an event.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +24,17 @@ type Revision struct {
 	Phases []Phase
 	// Probes judge the objects they select; kstatus judges the others.
 	Probes []probe.Rule
+	// ProbesDigest, when set, is probe.Digest(Probes), computed once per render
+	// (manifests.Rendered has it): a pass then does not encode the probes.
+	ProbesDigest [sha256.Size]byte
+}
+
+// probesDigest returns the digest of the revision's probes.
+func (r *Revision) probesDigest() [sha256.Size]byte {
+	if r.ProbesDigest != ([sha256.Size]byte{}) {
+		return r.ProbesDigest
+	}
+	return rulesDigest(r.Probes)
 }
 
 // Phase is a named group of objects that land in one cluster.

@@ -102,7 +102,7 @@ func templateHash(spec *convoyv1alpha1.ObjectSetTemplateSpec) (string, error) {
 // revisionOf converts a render into the engine's input; the objects are shared, not copied
 // (the engine never modifies them).
 func revisionOf(id string, r *manifests.Rendered) *engine.Revision {
-	rev := &engine.Revision{ID: id, Probes: r.Probes, Phases: make([]engine.Phase, len(r.Phases))}
+	rev := &engine.Revision{ID: id, Probes: r.Probes, ProbesDigest: r.ProbesDigest, Phases: make([]engine.Phase, len(r.Phases))}
 	for i, ph := range r.Phases {
 		rev.Phases[i] = engine.Phase{Name: ph.Name, Class: ph.Class, Objects: ph.Objects, Digests: ph.Digests}
 	}
