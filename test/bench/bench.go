@@ -46,6 +46,10 @@ type Config struct {
 	// (1 when Short): the first interval after a rollout holds each Package's first pass since,
 	// the next ones the passes of Packages long settled.
 	FleetSteadyWindows int `json:"fleetSteadyWindows"`
+	// MetricsScrapeInterval, when set, makes the steady windows scrape the controller's
+	// /metrics this often, as a Prometheus would: the cost of a scrape (the per-object condition
+	// series) is then part of the steady state's.
+	MetricsScrapeInterval time.Duration `json:"metricsScrapeInterval,omitempty"`
 	// FleetSteps are the fleet scenario's steps to run, in their order (FleetStepNames); default
 	// all. A step whose baseline is left out reports no ratio.
 	FleetSteps []string `json:"fleetSteps,omitempty"`

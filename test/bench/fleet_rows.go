@@ -117,6 +117,9 @@ func (f *fleetRun) addSteadyRows(sw steadyWindow, idle window, withRSS bool) {
 	share := cpu.window + cpu.requested
 	own := idle.requests.Writes() * w.wall.Seconds() / idle.wall.Seconds()
 	cpuNote := fmt.Sprintf("over the window, which spans a Package spec.interval (%s): %.0f Package passes in it", driftInterval, cpu.passes)
+	if sw.scrapes > 0 {
+		cpuNote += fmt.Sprintf(", and %d scrapes of its metrics every %s", sw.scrapes, f.e.cfg.MetricsScrapeInterval)
+	}
 	if cpu.requested > 0 {
 		cpuNote = fmt.Sprintf("%.2f%% in the window (%.0f Package passes), plus %.2f%% for every Package's pass every %s (upper bound: measured by asking each for one)",
 			100*cpu.window, cpu.passes, 100*cpu.requested, driftInterval)
@@ -130,6 +133,8 @@ func (f *fleetRun) addSteadyRows(sw steadyWindow, idle window, withRSS bool) {
 			Target: "0", Met: ptr(w.git.UploadPacks == 0), Note: fmt.Sprintf("%d ref advertisements", w.git.Advertisements)},
 		{Scenario: scenario, Metric: "controller CPU", Value: 100 * share, Unit: "% of a core",
 			Target: fmt.Sprintf("< %.0f%%", 100*targetSteadyCPUShare), Met: ptr(share < targetSteadyCPUShare), Note: cpuNote},
+		{Scenario: scenario, Metric: "hosted API server requests", Value: sw.hosted.Total(), Unit: "req",
+			Note: fmt.Sprintf("%s; the %d hosted clusters of the sample, whose objects no watch sees", sw.hosted, len(f.e.sample))},
 	} {
 		f.res.add(row)
 	}

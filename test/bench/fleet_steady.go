@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -49,6 +50,10 @@ type steadyWindow struct {
 	n   int
 	w   window
 	cpu steadyCPU
+	// hosted are the requests the hosted API servers of the sample served in the window.
+	hosted Requests
+	// scrapes counts the scrapes of the controller's metrics (-metrics-scrape-interval).
+	scrapes int
 }
 
 // steadyWindow measures the nth steady window, with its Package passes.
@@ -59,15 +64,73 @@ func (f *fleetRun) steadyWindow(ctx context.Context, n int) (steadyWindow, error
 	if err != nil {
 		return steadyWindow{}, err
 	}
+	hostedBefore, err := f.e.hostedRequests(ctx)
+	if err != nil {
+		return steadyWindow{}, err
+	}
 	profiled := f.profileSteady(ctx, d, n)
+	scraped := f.e.scrapeEvery(ctx, f.e.cfg.MetricsScrapeInterval)
 	w, err := f.e.measureFor(ctx, d)
+	scrapes := scraped()
 	profiled()
+	if err != nil {
+		return steadyWindow{}, err
+	}
+	hostedAfter, err := f.e.hostedRequests(ctx)
 	if err != nil {
 		return steadyWindow{}, err
 	}
 	passesAfter, err := f.e.ctrl.CounterSum(ctx, packageReconcilesMetric)
 	cpu := steadyCPU{window: w.cpu.Seconds() / w.wall.Seconds(), passes: passesAfter - passesBefore}
-	return steadyWindow{n: n, w: w, cpu: cpu}, err
+	return steadyWindow{n: n, w: w, cpu: cpu, hosted: hostedAfter.Sub(hostedBefore), scrapes: scrapes}, err
+}
+
+// scrapeEvery reads the controller's /metrics every interval (none when zero), as a Prometheus
+// would, until the returned function is called; that returns how many scrapes succeeded.
+func (e *env) scrapeEvery(ctx context.Context, interval time.Duration) func() int {
+	if interval <= 0 {
+		return func() int { return 0 }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan int)
+	go func() {
+		n := 0
+		defer func() { done <- n }()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if _, err := e.ctrl.Metrics(ctx); err == nil {
+					n++
+				}
+			}
+		}
+	}()
+	return func() int { cancel(); return <-done }
+}
+
+// hostedRequests sums the requests on objects (not Leases) that the hosted API servers of the
+// sample have served.
+func (e *env) hostedRequests(ctx context.Context) (Requests, error) {
+	out := Requests{}
+	for _, hc := range e.clusters {
+		if hc.Config == nil {
+			continue
+		}
+		r, err := scrapeRequests(ctx, hc.Config)
+		if err != nil {
+			return nil, fmt.Errorf("hosted cluster %s: %w", hc.Name, err)
+		}
+		for k, v := range r {
+			if _, rest, _ := strings.Cut(k, "/"); rest != "leases" {
+				out[k] += v
+			}
+		}
+	}
+	return out, nil
 }
 
 // profileSteady captures, when asked (-pprof), a CPU profile of the controller over the whole

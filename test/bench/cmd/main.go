@@ -51,6 +51,7 @@ func parseFlags() (bench.Config, string) {
 	flag.DurationVar(&cfg.SteadyInterval, "steady-interval", 0, "spec.interval of the steady state's Packages, so that its window holds many interval passes and reports their cost (default: unset, the Packages' 10m)")
 	flag.IntVar(&cfg.HostedClusters, "hosted-clusters", 0, "hosted API servers of the hosted scenario (default 5)")
 	flag.IntVar(&cfg.FleetSteadyWindows, "fleet-steady-windows", 0, "steady windows of the fleet scenario, one after the other (default 2; 1 with -short)")
+	flag.DurationVar(&cfg.MetricsScrapeInterval, "metrics-scrape-interval", 0, "scrape the controller's /metrics this often during the steady windows, as a Prometheus would (e.g. 30s; default: only the benchmark's own reads)")
 	flag.StringVar(&fleetSteps, "fleet-steps", "", "comma-separated steps of the fleet scenario (default all: "+strings.Join(bench.FleetStepNames, ",")+"); e.g. install,steady")
 	flag.IntVar(&cfg.FleetAddons, "fleet-addons", 0, "add-ons (HostedClusterPackages) of the fleet scenario (default 20; 4 with -short)")
 	flag.IntVar(&cfg.FleetHostedAddons, "fleet-hosted-addons", 0, "of which with hosted-cluster phases (default 2; 1 with -short)")
