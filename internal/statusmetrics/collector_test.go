@@ -73,8 +73,9 @@ func TestCollectorReadsTheCacheInPlace(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = c.Start(ctx) }()
 	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
-	collector.push(c)
-	defer collector.remove(c)
+	inPlace := &listForbidden{Cache: c, t: t}
+	collector.push(inPlace)
+	defer collector.remove(inPlace)
 
 	want := fmt.Sprintf(`convoy_resource_condition{kind="Package",name="addon",namespace=%q,reason="RevisionAvailable",status="True",type="Ready"} 1`, ns)
 	g.Eventually(func() string { return scrape(g) }).Should(ContainSubstring(want))
@@ -82,6 +83,18 @@ func TestCollectorReadsTheCacheInPlace(t *testing.T) {
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pkg), cached)).To(Succeed())
 	g.Expect(cached.Status.Conditions).To(HaveLen(1))
 	g.Expect(scrape(g)).To(ContainSubstring(want), "a second scrape reads the same")
+}
+
+// listForbidden is a cache whose List fails the test: the collector must read the informers'
+// stores in place.
+type listForbidden struct {
+	cache.Cache
+	t *testing.T
+}
+
+func (l *listForbidden) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	l.t.Errorf("the collector listed %T from a cache", list)
+	return l.Cache.List(ctx, list, opts...)
 }
 
 // scrape returns the collector's output in the text format.

@@ -83,12 +83,22 @@ func (rc *requestCounter) add(req *http.Request) string {
 	if req.URL.Query().Get("dryRun") != "" {
 		verb += "(dry-run)"
 	}
-	// After the group and version: "resource", "namespaces/<ns>/resource" name a collection.
-	if rest := len(segs) - map[bool]int{true: 2, false: 3}[segs[0] == "api"]; verb == http.MethodGet && rest%2 == 1 {
+	if verb == http.MethodGet && namesCollection(segs) {
 		verb = "LIST"
 	}
 	rc.inc(verb)
 	return verb
+}
+
+// namesCollection reports a path, split at its slashes, that names a collection rather than one
+// object: after the group and version, "<resource>" or "namespaces/<namespace>/<resource>".
+// (A subresource's path would pass for one; the tests read none.)
+func namesCollection(segs []string) bool {
+	rest := segs[3:] // apis/<group>/<version>/...
+	if segs[0] == "api" {
+		rest = segs[2:] // api/v1/...
+	}
+	return len(rest)%2 == 1
 }
 
 // setFailLists makes lists fail, or not.

@@ -121,7 +121,7 @@ func (l *ledger) untouched(c *cluster, desired desiredState, live *unstructured.
 	defer l.mu.Unlock()
 	e, found := l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}]
 	return found && e.owner == ownerID(c.target) && e.digest == desired.digest &&
-		e.resourceVersion == live.GetResourceVersion()
+		e.resourceVersion == live.GetResourceVersion() && e.uid == live.GetUID()
 }
 
 // record notes that desired is what live, as the API server answered, holds for this owner.
@@ -140,16 +140,26 @@ func (l *ledger) record(c *cluster, desired desiredState, live *unstructured.Uns
 	}
 }
 
-// judgedAvailable notes that obj, at resourceVersion rv, was judged available under rules, if
-// the ledger holds it for this owner at rv.
-func (l *ledger) judgedAvailable(c *cluster, obj *unstructured.Unstructured, rv string, rules [sha256.Size]byte) {
+// judgedAvailable notes that live, as it is, was judged available under rules, if the ledger
+// holds it for this owner at its resourceVersion and UID.
+func (l *ledger) judgedAvailable(c *cluster, live *unstructured.Unstructured, rules [sha256.Size]byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(obj)}
-	if e, found := l.entries[key]; found && e.owner == ownerID(c.target) && e.resourceVersion == rv {
+	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(live)}
+	if e, found := l.entries[key]; found && e.owner == ownerID(c.target) && e.resourceVersion == live.GetResourceVersion() &&
+		e.uid == live.GetUID() {
 		e.availableUnder = rules
 		l.entries[key] = e
 	}
+}
+
+// seenAt is where an object was last seen without reading it: its resourceVersion and, from a
+// source that tells it (a list does, the watch of the management cluster does not), its UID.
+type seenAt struct {
+	resourceVersion string
+	uid             types.UID
+	// uidKnown is set when uid must match: a source that tells UIDs always does.
+	uidKnown bool
 }
 
 // availableAt reports whether this owner applied desired as it is now and judged it available
@@ -157,7 +167,7 @@ func (l *ledger) judgedAvailable(c *cluster, obj *unstructured.Unstructured, rv 
 // UID.
 func (l *ledger) availableAt(c *cluster, desired desiredState, seen seenAt, rules [sha256.Size]byte) bool {
 	e, ok := l.verdict(c, desired, rules)
-	return ok && e.resourceVersion == seen.resourceVersion && (seen.uid == "" || seen.uid == e.uid)
+	return ok && e.resourceVersion == seen.resourceVersion && (!seen.uidKnown || seen.uid == e.uid)
 }
 
 // judged reports whether this owner applied desired as it is now and judged it available
@@ -168,9 +178,9 @@ func (l *ledger) judged(c *cluster, desired desiredState, rules [sha256.Size]byt
 }
 
 // verdict returns the entry of desired when this owner applied it as it is now and judged it
-// available under rules.
+// available under rules (which are never zero: see probe.Digest).
 func (l *ledger) verdict(c *cluster, desired desiredState, rules [sha256.Size]byte) (ledgerEntry, bool) {
-	if !desired.ok {
+	if !desired.ok || rules == ([sha256.Size]byte{}) {
 		return ledgerEntry{}, false
 	}
 	l.mu.Lock()

@@ -78,7 +78,11 @@ func (e *Engine) markQuiet(ctx context.Context, c *cluster, states []desiredStat
 		return
 	}
 	out.changes.Unchanged += quiet
-	out.quiet += quiet
+	if !c.hosted() {
+		// Only a watch vouches that a quiet object stays so until it makes an event: a pass with
+		// hosted objects is never settled (settled.go), however quiet a list found them.
+		out.quiet += quiet
+	}
 	appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Add(float64(quiet))
 	quietObjects.WithLabelValues(e.opts.Controller).Add(float64(quiet))
 }
@@ -113,7 +117,7 @@ func (e *Engine) recordVerdicts(c *cluster, out *phaseOutcome) {
 	}
 	for _, obj := range out.objects {
 		if live := out.observer.live(obj); live != nil {
-			e.applied.judgedAvailable(c, obj, live.GetResourceVersion(), out.rules)
+			e.applied.judgedAvailable(c, live, out.rules)
 		}
 	}
 }

@@ -26,12 +26,12 @@ type Revision struct {
 	Probes []probe.Rule
 	// ProbesDigest, when set, is probe.Digest(Probes), computed once per render
 	// (manifests.Rendered has it): a pass then does not encode the probes.
-	ProbesDigest [sha256.Size]byte
+	ProbesDigest manifests.Digest
 }
 
 // probesDigest returns the digest of the revision's probes.
 func (r *Revision) probesDigest() [sha256.Size]byte {
-	if r.ProbesDigest != ([sha256.Size]byte{}) {
+	if r.ProbesDigest != (manifests.Digest{}) {
 		return r.ProbesDigest
 	}
 	return rulesDigest(r.Probes)

@@ -17,8 +17,8 @@ import (
 // whose kind changed scope is not where the watch saw it, so it is not quiet); every object a
 // pass reads or writes, and every object a remembered answer would refuse, is placed with
 // the mapper's current answer, which is remembered in turn. Errors are never remembered. The
-// kinds of the management cluster bound the map. Hosted clusters come and go, and their
-// objects are read on every pass anyway: they always ask their own mapper.
+// kinds of the management cluster bound the map. Hosted clusters come and go, and no watch
+// tells when their objects change: they always ask their own mapper.
 type scopes struct {
 	mu         sync.RWMutex
 	namespaced map[schema.GroupVersionKind]bool

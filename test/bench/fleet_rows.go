@@ -134,7 +134,7 @@ func (f *fleetRun) addSteadyRows(sw steadyWindow, idle window, withRSS bool) {
 		{Scenario: scenario, Metric: "controller CPU", Value: 100 * share, Unit: "% of a core",
 			Target: fmt.Sprintf("< %.0f%%", 100*targetSteadyCPUShare), Met: ptr(share < targetSteadyCPUShare), Note: cpuNote},
 		{Scenario: scenario, Metric: "hosted API server requests", Value: sw.hosted.Total(), Unit: "req",
-			Note: fmt.Sprintf("%s; the %d hosted clusters of the sample, whose objects no watch sees", sw.hosted, len(f.e.sample))},
+			Note: fmt.Sprintf("%s; the hosted API servers of the fleet, whose objects no watch sees", sw.hosted)},
 	} {
 		f.res.add(row)
 	}
