@@ -40,6 +40,9 @@ var conditionDesc = prometheus.NewDesc("convoy_resource_condition",
 type Collector struct {
 	mu      sync.Mutex
 	readers []client.Reader
+	// scraping serializes the scrapes, which share memo.
+	scraping sync.Mutex
+	memo     seriesMemo
 }
 
 // collector is the one registered with controller-runtime's registry.
@@ -105,6 +108,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
+	c.scraping.Lock()
+	defer c.scraping.Unlock()
+	c.memo.begin()
+	defer c.memo.end()
 	for _, k := range []struct {
 		kind string
 		obj  client.Object
@@ -115,8 +122,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		{"HostedClusterPackage", &convoyv1alpha1.HostedClusterPackage{}, &convoyv1alpha1.HostedClusterPackageList{}},
 	} {
 		each(ctx, r, k.obj, k.list, func(obj client.Object) {
-			if o, ok := obj.(conditioned); ok {
-				send(ch, k.kind, obj, o.GetConditions())
+			o, ok := obj.(conditioned)
+			if !ok {
+				return
+			}
+			for _, m := range c.memo.seriesOf(obj, func() []prometheus.Metric { return series(k.kind, obj, o.GetConditions()) }) {
+				ch <- m
 			}
 		})
 	}
@@ -158,13 +169,15 @@ func each(ctx context.Context, r client.Reader, obj client.Object, list client.O
 	})
 }
 
-// send sends the exported conditions of one object.
-func send(ch chan<- prometheus.Metric, kind string, obj client.Object, conds []metav1.Condition) {
+// series makes the series of the exported conditions of one object.
+func series(kind string, obj client.Object, conds []metav1.Condition) []prometheus.Metric {
+	var out []prometheus.Metric
 	for _, cond := range conds {
 		if !exportedConditions[cond.Type] {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(conditionDesc, prometheus.GaugeValue, 1,
-			kind, obj.GetNamespace(), obj.GetName(), cond.Type, string(cond.Status), cond.Reason)
+		out = append(out, prometheus.MustNewConstMetric(conditionDesc, prometheus.GaugeValue, 1,
+			kind, obj.GetNamespace(), obj.GetName(), cond.Type, string(cond.Status), cond.Reason))
 	}
+	return out
 }

@@ -83,6 +83,47 @@ func TestCollectorReadsTheCacheInPlace(t *testing.T) {
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pkg), cached)).To(Succeed())
 	g.Expect(cached.Status.Conditions).To(HaveLen(1))
 	g.Expect(scrape(g)).To(ContainSubstring(want), "a second scrape reads the same")
+
+	pkg.Status.Conditions[0].Status, pkg.Status.Conditions[0].Reason = metav1.ConditionFalse, "ProbeFailed"
+	g.Expect(env.Client.Status().Update(ctx, pkg)).To(Succeed())
+	changed := fmt.Sprintf(`convoy_resource_condition{kind="Package",name="addon",namespace=%q,reason="ProbeFailed",status="False",type="Ready"} 1`, ns)
+	g.Eventually(func() string { return scrape(g) }).Should(And(ContainSubstring(changed), Not(ContainSubstring(want))),
+		"a new resourceVersion makes new series")
+	g.Expect(env.Client.Delete(ctx, pkg)).To(Succeed())
+	g.Eventually(func() string { return scrape(g) }).ShouldNot(ContainSubstring(changed))
+	g.Expect(collector.memo.entries).NotTo(HaveKey(pkg.UID), "the series of a deleted object are forgotten")
+}
+
+// The memo sends an object's series again while its resourceVersion stays, and forgets the
+// objects a scrape did not see.
+func TestSeriesAreMadeOncePerResourceVersion(t *testing.T) {
+	g := NewWithT(t)
+	var memo seriesMemo
+	made := 0
+	newSeries := func() []prometheus.Metric {
+		made++
+		return []prometheus.Metric{prometheus.MustNewConstMetric(conditionDesc, prometheus.GaugeValue, 1,
+			"Package", "ns", "a", "Ready", "True", "RevisionAvailable")}
+	}
+	a := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "a", ResourceVersion: "1"}}
+	b := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b", ResourceVersion: "1"}}
+	scrape := func(objs ...client.Object) {
+		memo.begin()
+		defer memo.end()
+		for _, o := range objs {
+			g.Expect(memo.seriesOf(o, newSeries)).To(HaveLen(1))
+		}
+	}
+	scrape(a, b)
+	scrape(a, b)
+	g.Expect(made).To(Equal(2), "unchanged objects keep their series")
+	a.ResourceVersion = "2"
+	scrape(a)
+	g.Expect(made).To(Equal(3))
+	g.Expect(memo.entries).To(HaveLen(1), "b was not seen")
+	scrape(&convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Name: "no-uid"}})
+	g.Expect(made).To(Equal(4))
+	g.Expect(memo.entries).To(BeEmpty(), "an object without a UID is not remembered")
 }
 
 // listForbidden is a cache whose List fails the test: the collector must read the informers'
