@@ -130,6 +130,14 @@ func TestSettledPassReadsOnlyWhatTheWatchSawChange(t *testing.T) {
 	})
 }
 
+// hostedCountedTarget returns an engineTarget whose hosted client, of blue, counts its requests.
+func hostedCountedTarget(t *testing.T) (*Target, *requestCounter) {
+	tgt := engineTarget(t)
+	hosted, counter := countingClient(t, blue.Config)
+	tgt.Hosted = hosted
+	return tgt, counter
+}
+
 // No watch sees a hosted cluster: a pass lists the owner's objects there, metadata only, one
 // request per kind and namespace, and reads only those that changed since they were judged
 // available, or that the lists could not tell about. A kind and namespace of one object is read,
@@ -138,9 +146,7 @@ func TestSettledHostedPassListsInsteadOfReading(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	tgt := engineTarget(t)
-	hosted, counter := countingClient(t, blue.Config)
-	tgt.Hosted = hosted
+	tgt, counter := hostedCountedTarget(t)
 	ns := tgt.Namespace // a namespace the hosted cluster does not have yet
 	engine := NewEngine(Options{Controller: "test", Versions: &liveVersions{}, Events: &manualEvents{counts: map[string]uint64{}}})
 	rev := digested(g, &Revision{ID: "r1", Phases: []Phase{{Name: "in", Class: convoyv1alpha1.ClassHostedCluster,
@@ -208,10 +214,8 @@ func TestHostedListSelectsTheOwnersKind(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	tgt := engineTarget(t)
+	tgt, counter := hostedCountedTarget(t)
 	tgt.Kind = "ObjectDeployment"
-	hosted, counter := countingClient(t, blue.Config)
-	tgt.Hosted = hosted
 	ns := fleet.NewNamespaceIn(t, blue.Client)
 	engine := NewEngine(Options{Controller: "test"})
 	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "in", Class: convoyv1alpha1.ClassHostedCluster,
