@@ -169,7 +169,7 @@ func stopReason(ctx context.Context, state *os.ProcessState, stderr string, b Re
 		return stopped + fmt.Sprintf("it used more than %s of CPU time (render CPU limit, --render-cpu-limit)", b.CPU), true
 	case strings.Contains(stderr, "stack exceeds") || strings.Contains(stderr, "stack overflow"):
 		return stopped + fmt.Sprintf("it recursed too deep (stack limit %s; a value that contains itself, or unbounded include)", formatBytes(maxStack(b.Memory))), true
-	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory"):
+	case outOfMemory(stderr):
 		return stopped + fmt.Sprintf("it needed more than %s of memory (render memory limit, --render-memory-limit)", formatBytes(b.Memory)), true
 	}
 	msg := "the render process failed"
@@ -182,6 +182,18 @@ func stopReason(ctx context.Context, state *os.ProcessState, stderr string, b Re
 		msg += ": " + err.Error()
 	}
 	return msg, false
+}
+
+// outOfMemory reports a render process that the kernel refused memory under its data limit:
+// an allocation, or the stack of a new thread (the runtime then cannot create the thread and
+// stops, under load as much as on a big render).
+func outOfMemory(stderr string) bool {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "pthread_create failed", "failed to create new OS thread"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // killedAtCPULimit reports whether a process stopped at its CPU limit: it exited as told to at

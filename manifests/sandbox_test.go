@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -198,4 +199,23 @@ func TestRenderChildRefusesABadRequest(t *testing.T) {
 	var out bytes.Buffer
 	g.Expect(runRenderChild(strings.NewReader("not a request"), &out, 64<<20, 1)).To(Equal(3))
 	g.Expect(out.Len()).To(BeZero())
+}
+
+// A render process that cannot create a thread under its data limit ran out of memory: the
+// stack of a new thread counts against the limit like any allocation.
+func TestAThreadRefusedUnderTheDataLimitIsTheMemoryLimit(t *testing.T) {
+	g := NewWithT(t)
+	b := RenderBudget{Memory: 32 << 20}
+	for _, stderr := range []string{
+		"runtime/cgo: pthread_create failed: Resource temporarily unavailable",
+		"runtime: failed to create new OS thread (have 5 already; errno=11)",
+		"fatal error: runtime: out of memory",
+	} {
+		msg, limit := stopReason(context.Background(), nil, stderr, b, nil)
+		g.Expect(limit).To(BeTrue(), stderr)
+		g.Expect(msg).To(ContainSubstring("it needed more than 32 MiB of memory"), stderr)
+	}
+	msg, limit := stopReason(context.Background(), nil, "panic: something else", b, nil)
+	g.Expect(limit).To(BeFalse())
+	g.Expect(msg).To(HavePrefix("the render process failed"))
 }
