@@ -54,7 +54,7 @@ func (e *Engine) listHosted(ctx context.Context, c *cluster, states []desiredSta
 		if wanted[scope] == nil {
 			wanted[scope] = map[objectKey]bool{}
 		}
-		wanted[scope][keyOf(s.obj)] = true
+		wanted[scope][objectKey{gk: scope.gvk.GroupKind(), namespace: s.obj.GetNamespace(), name: s.obj.GetName()}] = true
 	}
 	maps.DeleteFunc(wanted, func(_ listScope, keys map[objectKey]bool) bool { return len(keys) < 2 })
 	if len(wanted) == 0 {
