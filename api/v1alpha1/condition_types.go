@@ -123,6 +123,10 @@ const (
 	// HostedClusterUnreachableReason: the hosted cluster's API server cannot be reached.
 	HostedClusterUnreachableReason = "HostedClusterUnreachable"
 
+	// HostedResponseTooLargeReason: the hosted cluster's API server answered with more than the
+	// controller reads of one answer (--hosted-max-response-bytes).
+	HostedResponseTooLargeReason = "HostedResponseTooLarge"
+
 	// HostedClusterNotFoundReason: a phase needs a hosted cluster and the namespace has none.
 	HostedClusterNotFoundReason = "HostedClusterNotFound"
 

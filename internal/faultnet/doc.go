@@ -1,7 +1,7 @@
 // Package faultnet injects network faults in front of real servers, for the tests and the
 // fault harness: a TCP proxy that forwards, blackholes (accepts connections and never answers)
-// or refuses, switchable while clients are connected, and an HTTP server that answers with
-// headers and then stalls.
+// or refuses, switchable while clients are connected, an HTTP server that answers with
+// headers and then stalls, and one whose answer never ends.
 //
 // Example:
 //

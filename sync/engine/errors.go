@@ -20,6 +20,9 @@ const (
 	dependencyInterval = 10 * time.Second
 	// UnreachableInterval: the hosted cluster's API server does not answer.
 	UnreachableInterval = 30 * time.Second
+	// tooLargeInterval: the hosted cluster's API server answered with more than the
+	// controller reads; what it sends changes with what its tenant stores, rarely.
+	tooLargeInterval = time.Minute
 )
 
 // classify turns an error of a request to c into a classified error. It is the one place
@@ -29,6 +32,7 @@ func (c *cluster) classify(err error) error {
 	var (
 		stalling *pass.Stalling
 		waiting  *pass.Waiting
+		large    tooLarge
 	)
 	switch {
 	case err == nil || errors.As(err, &stalling) || errors.As(err, &waiting):
@@ -36,6 +40,10 @@ func (c *cluster) classify(err error) error {
 	case isNoMatch(err):
 		return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, dependencyInterval,
 			"%s cluster has no API for %w", c.name, err)
+	case errors.As(err, &large):
+		// Note: large alone, without client-go's "unexpected error… Please retry" around it.
+		return pass.Waitf(convoyv1alpha1.HostedResponseTooLargeReason, tooLargeInterval,
+			"hosted cluster of namespace %s: %w", c.target.Namespace, large)
 	case isUnreachable(err):
 		if c.hosted() {
 			return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, unreachableDelay(err),
@@ -75,6 +83,12 @@ func unreachableDelay(err error) time.Duration {
 		return min(ra.RetryAfter(), UnreachableInterval)
 	}
 	return UnreachableInterval
+}
+
+// tooLarge is an answer longer than the client reads (hosted.ResponseTooLargeError).
+type tooLarge interface {
+	error
+	ResponseLimit() int64
 }
 
 // immutableHint tells how to get past an immutable field.

@@ -63,6 +63,9 @@ type Options struct {
 	MaxProbes int
 	// IdleTimeout drops a client unused that long; default 10m.
 	IdleTimeout time.Duration
+	// MaxResponseBytes bounds each answer of a hosted API server, decompressed; a longer one
+	// fails with a *ResponseTooLargeError. Default DefaultMaxResponseBytes.
+	MaxResponseBytes int64
 	// Scheme of the clients; default client-go's.
 	Scheme *runtime.Scheme
 	// Kubeconfig says what a kubeconfig Secret may ask for beyond plain data; the zero value
@@ -94,6 +97,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxProbes <= 0 {
 		o.MaxProbes = DefaultMaxProbes
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if o.Scheme == nil {
 		o.Scheme = clientgoscheme.Scheme

@@ -46,8 +46,9 @@ func (c *Clients) build(key secretKey, secret *corev1.Secret) (*entry, error) {
 	return &entry{resourceVersion: secret.ResourceVersion, client: cl, http: httpClient}, nil
 }
 
-// guard bounds the connect and TLS handshake of cfg's transport and puts a circuit in front
-// of it, which every new connection's handshake reports to. Note: a custom dialer also gives
+// guard bounds the connect and TLS handshake of cfg's transport, puts a circuit in front of
+// it, which every new connection's handshake reports to, and bounds the size of each answer
+// in front of the circuit: an answer too large is an answer all the same. Note: a custom dialer also gives
 // each client its own transport, so that the connections of one hosted cluster never wait
 // behind another's.
 func (c *Clients) guard(cfg *rest.Config) {
@@ -64,7 +65,7 @@ func (c *Clients) guard(cfg *rest.Config) {
 	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		cb.next = rt
-		return cb
+		return &capped{host: cfg.Host, limit: c.opts.MaxResponseBytes, next: cb}
 	}
 }
 

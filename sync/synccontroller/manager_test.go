@@ -29,6 +29,10 @@ var mgrClient client.Client
 
 // startManager starts the GitSource, Package and ObjectDeployment controllers against the
 // fleet; it returns a function that stops them.
+// testMaxResponseBytes is what the controller reads of one answer of a hosted API server: less
+// than the largest object an API server stores, so that a test can meet it.
+const testMaxResponseBytes = 512 << 10
+
 func startManager(ctx context.Context) (func(), error) {
 	log.SetLogger(logr.Discard())
 	if os.Getenv("CONVOY_TEST_LOG") != "" {
@@ -56,7 +60,8 @@ func startManager(ctx context.Context) (func(), error) {
 	}
 	err = Setup(mgr, store, SetupOptions{Concurrency: 4, ProbeInterval: time.Second,
 		Hosted: hosted.Options{Timeout: 5 * time.Second, ConnectTimeout: time.Second,
-			UnreachableBackoff: time.Second, MaxUnreachableBackoff: 5 * time.Second}, RenderBudget: testRenderBudget})
+			UnreachableBackoff: time.Second, MaxUnreachableBackoff: 5 * time.Second, MaxResponseBytes: testMaxResponseBytes},
+		RenderBudget: testRenderBudget})
 	if err != nil {
 		return nil, err
 	}

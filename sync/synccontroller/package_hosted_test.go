@@ -2,6 +2,7 @@ package synccontroller
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,4 +153,40 @@ func TestPackageExamples(t *testing.T) {
 		g.Expect(collector.GetAnnotations()).NotTo(HaveKey(convoyv1alpha1.PKOPhaseAnnotation))
 		g.Expect(collector.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.PackageNameLabel, "log-collector"))
 	})
+}
+
+// TestHostedObjectGrownPastTheResponseLimitIsReported: the tenant of a hosted cluster grows an
+// object of a Package past what the controller reads of one answer. The Package says so,
+// keeps the object, and the Packages of other clusters are unaffected.
+func TestHostedObjectGrownPastTheResponseLimitIsReported(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := hcpNamespace(t, blue)
+	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
+	repo := newGitSource(t, ns)
+	c, err := repo.Commit("main", "one", map[string]string{
+		"pkg/manifest.yaml": manifest("inside:hosted-cluster"),
+		"pkg/objects.yaml":  cmYAML("inside", hostedNS, "grown", "1"),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	key := newPackage(t, ns, "grown", "pkg", func(p *convoyv1alpha1.Package) {
+		p.Spec.Interval = &metav1.Duration{Duration: 2 * time.Second}
+	})
+	expectAvailableAt(g, key, c)
+	other := healthyPackage(t)
+
+	grown := &corev1.ConfigMap{}
+	g.Expect(blue.Client.Get(ctx, client.ObjectKey{Namespace: hostedNS, Name: "grown"}, grown)).To(Succeed())
+	grown.Data["blob"] = strings.Repeat("x", testMaxResponseBytes)
+	g.Expect(blue.Client.Update(ctx, grown)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		avail := conditionOf(getPackage(g, key).Status.Conditions, convoyv1alpha1.AvailableCondition)
+		g.Expect(avail).NotTo(BeNil())
+		g.Expect(avail.Reason).To(Equal(convoyv1alpha1.HostedResponseTooLargeReason))
+		g.Expect(avail.Message).To(MatchRegexp(`^hosted cluster of namespace %s: https://\S+ answered GET /api/v1/namespaces/%s/configmaps/grown with more than %d bytes \(--hosted-max-response-bytes\); the rest was not read$`,
+			ns, hostedNS, testMaxResponseBytes))
+	}).Should(Succeed(), "noticed at the next health check")
+	g.Expect(kubetest.Exists(g, blue.Client, kubetest.ConfigMap(hostedNS, "grown", nil))).To(BeTrue(), "kept")
+	g.Expect(getPackage(g, other).Status.Conditions).To(haveCondition(convoyv1alpha1.ReadyCondition, metav1.ConditionTrue, ""))
 }

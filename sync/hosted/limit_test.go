@@ -1,0 +1,101 @@
+package hosted
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/internal/faultnet"
+	"github.com/convoy-gitops/convoy/test/fleet"
+)
+
+func TestCappedBodyReadsUpToItsLimit(t *testing.T) {
+	read := func(body string, contentLength int64) (string, error) {
+		c := &capped{host: "https://h", limit: 4, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusOK, ContentLength: contentLength, Body: io.NopCloser(strings.NewReader(body))}, nil
+		})}
+		req, _ := http.NewRequest(http.MethodGet, "https://h/api/v1/namespaces", nil)
+		resp, err := c.RoundTrip(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	g := NewWithT(t)
+	got, err := read("abcd", -1)
+	g.Expect(err).NotTo(HaveOccurred(), "exactly the limit")
+	g.Expect(got).To(Equal("abcd"))
+
+	got, err = read("abcde", -1)
+	var tl *ResponseTooLargeError
+	g.Expect(errors.As(err, &tl)).To(BeTrue(), "one byte more: %v", err)
+	g.Expect(got).To(Equal("abcd"), "nothing past the limit is returned")
+	g.Expect(tl.Error()).To(Equal("https://h answered GET /api/v1/namespaces with more than 4 bytes (--hosted-max-response-bytes); the rest was not read"))
+
+	got, err = read("abcdefgh", 8)
+	g.Expect(errors.As(err, &tl)).To(BeTrue(), "announced too long: %v", err)
+	g.Expect(got).To(BeEmpty(), "not a byte is read")
+}
+
+// TestAnswerLongerThanTheLimitFailsAndTheClusterStaysReachable reads objects of a real API
+// server around the limit.
+func TestAnswerLongerThanTheLimitFailsAndTheClusterStaysReachable(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := fleet.NewNamespaceIn(t, blue.Client)
+	for name, size := range map[string]int{"small": 100 << 10, "large": 300 << 10} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Data: map[string]string{"blob": strings.Repeat("x", size)}}
+		g.Expect(blue.Client.Create(ctx, cm)).To(Succeed())
+	}
+	secretNS, ref := kubeconfigFor(t, blue.Config.Host)
+	clients := NewClients(env.Client, env.Client, Options{Scheme: env.Scheme, MaxResponseBytes: 256 << 10, UnreachableBackoff: time.Hour})
+	c, err := clients.Client(ctx, secretNS, ref)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "large"}, &corev1.ConfigMap{})
+	var tl *ResponseTooLargeError
+	g.Expect(errors.As(err, &tl)).To(BeTrue(), "%v", err)
+	g.Expect(tl.Path).To(Equal("/api/v1/namespaces/" + ns + "/configmaps/large"))
+	g.Expect(tl.Limit).To(Equal(int64(256 << 10)))
+
+	small := &corev1.ConfigMap{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, small)).To(Succeed(),
+		"an answer too large is an answer: the circuit stays closed")
+	g.Expect(small.Data["blob"]).To(HaveLen(100 << 10))
+}
+
+// TestFloodingServerIsReadOnlyUpToTheLimit points a client at a server whose gzip-compressed
+// answer never ends: the client stops at the limit, decompressed, long before its timeout.
+func TestFloodingServerIsReadOnlyUpToTheLimit(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	srv := faultnet.NewFloodingServer()
+	defer srv.Close()
+	ns, ref := kubeconfigFor(t, srv.URL)
+	clients := NewClients(env.Client, env.Client, Options{Scheme: env.Scheme, MaxResponseBytes: 1 << 20,
+		Timeout: time.Minute, UnreachableBackoff: time.Hour})
+	c, err := clients.Client(context.Background(), ns, ref)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	took, err := timedList(c)
+	var tl *ResponseTooLargeError
+	g.Expect(errors.As(err, &tl)).To(BeTrue(), "%v", err)
+	g.Expect(took).To(BeNumerically("<", 30*time.Second), "cut at the limit, not at the 1-minute timeout")
+	requests := srv.Requests()
+	_, err = timedList(c)
+	g.Expect(errors.As(err, &tl)).To(BeTrue(), "the circuit stays closed: %v", err)
+	g.Expect(srv.Requests()).To(Equal(requests+1), "the request was sent")
+}
