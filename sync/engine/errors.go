@@ -42,6 +42,8 @@ func (c *cluster) classify(err error) error {
 			"%s cluster has no API for %w", c.name, err)
 	case errors.As(err, &large):
 		// Note: large alone, without client-go's "unexpected error… Please retry" around it.
+		// A discovery error that is also a NoMatch (another group is missing) says
+		// DependencyNotReady above: either way the pass waits.
 		return pass.Waitf(convoyv1alpha1.HostedResponseTooLargeReason, tooLargeInterval,
 			"hosted cluster of namespace %s: %w", c.target.Namespace, large)
 	case isUnreachable(err):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,6 +47,14 @@ func TestCappedBodyReadsUpToItsLimit(t *testing.T) {
 	got, err = read("abcdefgh", 8)
 	g.Expect(errors.As(err, &tl)).To(BeTrue(), "announced too long: %v", err)
 	g.Expect(got).To(BeEmpty(), "not a byte is read")
+
+	huge := &cappedBody{ReadCloser: io.NopCloser(strings.NewReader("abc")), left: math.MaxInt64}
+	b, err := io.ReadAll(huge)
+	g.Expect(err).NotTo(HaveOccurred(), "the largest limit does not overflow")
+	g.Expect(string(b)).To(Equal("abc"))
+
+	patch := &ResponseTooLargeError{Host: "https://h", Method: http.MethodPatch, Path: "/api/v1/namespaces/a/configmaps/b", Limit: 4}
+	g.Expect(patch.Error()).To(HaveSuffix("; the request itself may have taken effect"), "a write may have been carried out")
 }
 
 // TestAnswerLongerThanTheLimitFailsAndTheClusterStaysReachable reads objects of a real API

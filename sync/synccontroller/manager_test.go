@@ -27,12 +27,12 @@ var testRenderBudget = manifests.RenderBudget{CPU: 2 * time.Second, Timeout: tim
 // mgrClient is the manager's cached client; tests read through env.Client (uncached).
 var mgrClient client.Client
 
-// startManager starts the GitSource, Package and ObjectDeployment controllers against the
-// fleet; it returns a function that stops them.
 // testMaxResponseBytes is what the controller reads of one answer of a hosted API server: less
 // than the largest object an API server stores, so that a test can meet it.
 const testMaxResponseBytes = 512 << 10
 
+// startManager starts the GitSource, Package and ObjectDeployment controllers against the
+// fleet; it returns a function that stops them.
 func startManager(ctx context.Context) (func(), error) {
 	log.SetLogger(logr.Discard())
 	if os.Getenv("CONVOY_TEST_LOG") != "" {
