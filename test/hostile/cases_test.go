@@ -62,6 +62,13 @@ func corpus(t *testing.T) []hostileCase {
 			}),
 			reason: convoyv1alpha1.KubeconfigRefusedReason, within: answerBound,
 			message: kubeconfigMessage("clusters["+hostedName+"].proxy-url", "--insecure-kubeconfig-proxy")},
+		{name: "kubeconfig Secret pointing at a server whose gzip-compressed answer never ends", hosted: true,
+			attack: hostileKubeconfig(func(c *clientcmdapi.Config, r *run) {
+				c.Clusters[hostedName].Server = r.flood.URL
+				c.Clusters[hostedName].CertificateAuthorityData = nil
+			}),
+			retried: true, reason: convoyv1alpha1.HostedResponseTooLargeReason, within: answerBound,
+			message: []string{"hosted cluster of namespace $NS: ", " with more than 16777216 bytes (--hosted-max-response-bytes); the rest was not read"}},
 		{name: "Package naming the GitSource of another namespace, which has no `accessFrom`",
 			attack: func(g Gomega, r *run, tn *tenant) {
 				patchPackage(g, r, tn, func(p *convoyv1alpha1.Package) { p.Spec.SourceRef.Namespace = r.healthy.ns })

@@ -20,6 +20,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/internal/faultnet"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/test/bench"
 	"github.com/convoy-gitops/convoy/test/fleet"
@@ -56,6 +57,8 @@ type run struct {
 	healthy *tenant
 	// marker is the file an exec plugin of a hostile kubeconfig would create.
 	marker string
+	// flood is a server whose gzip-compressed answer never ends.
+	flood *faultnet.FloodingServer
 	// healthyRevision counts the healthy tenant's commits.
 	healthyRevision int
 }
@@ -81,6 +84,8 @@ func startRun(t *testing.T) *run {
 	r.hosted, err = env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: hostedName})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = r.hosted.StopAPIServer() })
+	r.flood = faultnet.NewFloodingServer()
+	t.Cleanup(r.flood.Close)
 	r.git, err = gitserver.New(t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(r.git.Close)
