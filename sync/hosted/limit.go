@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // DefaultMaxResponseBytes is the default of Options.MaxResponseBytes: about ten times the
@@ -12,10 +13,16 @@ import (
 // kube-apiserver meets it.
 const DefaultMaxResponseBytes = 16 << 20
 
-// ResponseTooLargeError is returned when a hosted API server's answer is longer than
-// Options.MaxResponseBytes. The rest of it is not read, and the answer counts as one for the
-// cluster's circuit. What is bounded is the bytes read: decoded, an answer of adversarial JSON
-// (many tiny arrays) takes up to about twenty times its size.
+// jsonValueCost is what an answer is charged, beyond its bytes, for each value, key or element
+// of its JSON: about what decoding one into the maps, slices and interfaces of an
+// unstructured object costs (an empty array decodes to about 60 bytes). Without it a body of
+// tiny arrays decodes to twenty times its size under the limit.
+const jsonValueCost = 64
+
+// ResponseTooLargeError is returned when a hosted API server's answer weighs more than
+// Options.MaxResponseBytes: its bytes, plus jsonValueCost for each value of a JSON answer, so
+// that what the answer takes once decoded is bounded too. The rest of it is not read, and the
+// answer counts as one for the cluster's circuit.
 type ResponseTooLargeError struct {
 	// Host is the API server.
 	Host string
@@ -27,8 +34,8 @@ type ResponseTooLargeError struct {
 
 // Error implements error.
 func (e *ResponseTooLargeError) Error() string {
-	msg := fmt.Sprintf("%s answered %s %s with more than %d bytes (--hosted-max-response-bytes); the rest was not read",
-		e.Host, e.Method, e.Path, e.Limit)
+	msg := fmt.Sprintf("%s answered %s %s with more than %d bytes, counting %d for each JSON value (--hosted-max-response-bytes); the rest was not read",
+		e.Host, e.Method, e.Path, e.Limit, jsonValueCost)
 	if e.Method != http.MethodGet && e.Method != http.MethodHead {
 		msg += "; the request itself may have taken effect"
 	}
@@ -38,10 +45,11 @@ func (e *ResponseTooLargeError) Error() string {
 // ResponseLimit returns the limit that was exceeded.
 func (e *ResponseTooLargeError) ResponseLimit() int64 { return e.Limit }
 
-// capped bounds the body of every answer of a hosted API server to limit bytes, as the
-// transport hands it over: decompressed when it is gzip the transport asked for (client-go
-// asks for no other encoding), so that a small compressed answer cannot grow past it. Hosted
-// clients do not watch, so every body is one answer; a watch would be cut at limit in all.
+// capped bounds the body of every answer of a hosted API server to limit bytes, JSON values
+// charged (jsonValueCost), as the transport hands it over: decompressed when it is gzip the
+// transport asked for (client-go asks for no other encoding), so that a small compressed
+// answer cannot grow past it. Hosted clients do not watch, so every body is one answer; a
+// watch would be cut at limit in all.
 type capped struct {
 	host  string
 	limit int64
@@ -54,7 +62,7 @@ func (c *capped) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := &cappedBody{ReadCloser: resp.Body, left: c.limit,
+	body := &cappedBody{ReadCloser: resp.Body, left: c.limit, json: !strings.Contains(resp.Header.Get("Content-Type"), "protobuf"),
 		tooLarge: &ResponseTooLargeError{Host: c.host, Method: req.Method, Path: req.URL.Path, Limit: c.limit}}
 	if resp.ContentLength > c.limit {
 		body.left = -1 // announced too long: not a byte is read
@@ -63,11 +71,16 @@ func (c *capped) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// cappedBody returns tooLarge once more than its limit would be read.
+// cappedBody returns tooLarge once more than its limit would be read, a JSON body's values
+// counted in.
 type cappedBody struct {
 	io.ReadCloser
 	left     int64
 	tooLarge *ResponseTooLargeError
+	// json charges the values of the body: any but protobuf, which client-go decodes as JSON
+	// (or YAML, which it turns into JSON) when the header is missing or says so. inString and
+	// escaped follow its strings.
+	json, inString, escaped bool
 }
 
 // Read implements io.Reader.
@@ -80,8 +93,31 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
+	if b.json {
+		b.left -= jsonValueCost * b.values(p[:n])
+	}
 	if b.left < 0 {
-		return n - 1, b.tooLarge
+		return max(0, n-1), b.tooLarge
 	}
 	return n, err
+}
+
+// values counts the values, keys and elements p starts or separates outside strings; a
+// string's content is charged as bytes only.
+func (b *cappedBody) values(p []byte) int64 {
+	var n int64
+	for _, c := range p {
+		switch {
+		case b.escaped:
+			b.escaped = false
+		case b.inString:
+			b.escaped = c == '\\'
+			b.inString = c != '"'
+		case c == '"':
+			b.inString = true
+		case c == '{' || c == '[' || c == ',' || c == ':':
+			n++
+		}
+	}
+	return n
 }

@@ -20,19 +20,7 @@ import (
 )
 
 func TestCappedBodyReadsUpToItsLimit(t *testing.T) {
-	read := func(body string, contentLength int64) (string, error) {
-		c := &capped{host: "https://h", limit: 4, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
-			return &http.Response{StatusCode: http.StatusOK, ContentLength: contentLength, Body: io.NopCloser(strings.NewReader(body))}, nil
-		})}
-		req, _ := http.NewRequest(http.MethodGet, "https://h/api/v1/namespaces", nil)
-		resp, err := c.RoundTrip(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return string(b), err
-	}
+	read := func(body string, contentLength int64) (string, error) { return readCapped(4, body, contentLength, "") }
 	g := NewWithT(t)
 	got, err := read("abcd", -1)
 	g.Expect(err).NotTo(HaveOccurred(), "exactly the limit")
@@ -42,7 +30,7 @@ func TestCappedBodyReadsUpToItsLimit(t *testing.T) {
 	var tl *ResponseTooLargeError
 	g.Expect(errors.As(err, &tl)).To(BeTrue(), "one byte more: %v", err)
 	g.Expect(got).To(Equal("abcd"), "nothing past the limit is returned")
-	g.Expect(tl.Error()).To(Equal("https://h answered GET /api/v1/namespaces with more than 4 bytes (--hosted-max-response-bytes); the rest was not read"))
+	g.Expect(tl.Error()).To(Equal("https://h answered GET /api/v1/namespaces with more than 4 bytes, counting 64 for each JSON value (--hosted-max-response-bytes); the rest was not read"))
 
 	got, err = read("abcdefgh", 8)
 	g.Expect(errors.As(err, &tl)).To(BeTrue(), "announced too long: %v", err)
@@ -55,6 +43,43 @@ func TestCappedBodyReadsUpToItsLimit(t *testing.T) {
 
 	patch := &ResponseTooLargeError{Host: "https://h", Method: http.MethodPatch, Path: "/api/v1/namespaces/a/configmaps/b", Limit: 4}
 	g.Expect(patch.Error()).To(HaveSuffix("; the request itself may have taken effect"), "a write may have been carried out")
+}
+
+// readCapped reads body through a capped transport of limit, as sent with contentLength and
+// contentType.
+func readCapped(limit int64, body string, contentLength int64, contentType string) (string, error) {
+	c := &capped{host: "https://h", limit: limit, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, ContentLength: contentLength, Header: http.Header{"Content-Type": {contentType}},
+			Body: io.NopCloser(strings.NewReader(body))}, nil
+	})}
+	req, _ := http.NewRequest(http.MethodGet, "https://h/api/v1/namespaces", nil)
+	resp, err := c.RoundTrip(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// TestJSONValuesAreChargedWhatTheyCostDecoded: an answer of tiny arrays, which would decode to
+// twenty times its size, is cut as soon as its values weigh the limit; a string's content and a
+// protobuf answer are charged their bytes only.
+func TestJSONValuesAreChargedWhatTheyCostDecoded(t *testing.T) {
+	g := NewWithT(t)
+	var tl *ResponseTooLargeError
+	const limit = 1 << 20
+	flood := "[" + strings.Repeat("[],", limit)
+	got, err := readCapped(limit, flood, -1, "application/json")
+	g.Expect(errors.As(err, &tl)).To(BeTrue(), "%v", err)
+	g.Expect(len(got)).To(BeNumerically("<", limit/(2*jsonValueCost)+32<<10), "cut after about limit/(2×64) bytes of two values each 3 bytes")
+
+	_, err = readCapped(limit, `{"data":{"k":"`+strings.Repeat(`[],\"`, 200<<10)+`"}}`, -1, "application/json")
+	g.Expect(err).NotTo(HaveOccurred(), "inside a string, brackets and escaped quotes are bytes")
+	_, err = readCapped(limit, flood, -1, "application/vnd.kubernetes.protobuf")
+	g.Expect(errors.As(err, &tl)).To(BeTrue(), "protobuf: its bytes only")
+	got, _ = readCapped(limit, flood, -1, "application/vnd.kubernetes.protobuf")
+	g.Expect(got).To(HaveLen(limit))
 }
 
 // TestAnswerLongerThanTheLimitFailsAndTheClusterStaysReachable reads objects of a real API

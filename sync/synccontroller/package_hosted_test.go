@@ -184,7 +184,7 @@ func TestHostedObjectGrownPastTheResponseLimitIsReported(t *testing.T) {
 		avail := conditionOf(getPackage(g, key).Status.Conditions, convoyv1alpha1.AvailableCondition)
 		g.Expect(avail).NotTo(BeNil())
 		g.Expect(avail.Reason).To(Equal(convoyv1alpha1.HostedResponseTooLargeReason))
-		g.Expect(avail.Message).To(MatchRegexp(`^hosted cluster of namespace %s: https://\S+ answered GET /api/v1/namespaces/%s/configmaps/grown with more than %d bytes \(--hosted-max-response-bytes\); the rest was not read$`,
+		g.Expect(avail.Message).To(MatchRegexp(`^hosted cluster of namespace %s: https://\S+ answered GET /api/v1/namespaces/%s/configmaps/grown with more than %d bytes, counting 64 for each JSON value \(--hosted-max-response-bytes\); the rest was not read$`,
 			ns, hostedNS, testMaxResponseBytes))
 	}).Should(Succeed(), "noticed at the next health check")
 	g.Expect(kubetest.Exists(g, blue.Client, kubetest.ConfigMap(hostedNS, "grown", nil))).To(BeTrue(), "kept")

@@ -68,7 +68,7 @@ func corpus(t *testing.T) []hostileCase {
 				c.Clusters[hostedName].CertificateAuthorityData = nil
 			}),
 			retried: true, reason: convoyv1alpha1.HostedResponseTooLargeReason, within: answerBound,
-			message: []string{"hosted cluster of namespace $NS: ", " with more than 16777216 bytes (--hosted-max-response-bytes); the rest was not read"}},
+			message: []string{"hosted cluster of namespace $NS: ", " with more than 16777216 bytes, counting 64 for each JSON value (--hosted-max-response-bytes); the rest was not read"}},
 		{name: "Package naming the GitSource of another namespace, which has no `accessFrom`",
 			attack: func(g Gomega, r *run, tn *tenant) {
 				patchPackage(g, r, tn, func(p *convoyv1alpha1.Package) { p.Spec.SourceRef.Namespace = r.healthy.ns })
