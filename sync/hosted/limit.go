@@ -3,6 +3,7 @@ package hosted
 import (
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 )
@@ -20,9 +21,11 @@ const DefaultMaxResponseBytes = 16 << 20
 const jsonValueCost = 64
 
 // ResponseTooLargeError is returned when a hosted API server's answer weighs more than
-// Options.MaxResponseBytes: its bytes, plus jsonValueCost for each value of a JSON answer, so
-// that what the answer takes once decoded is bounded too. The rest of it is not read, and the
-// answer counts as one for the cluster's circuit.
+// Options.MaxResponseBytes: its bytes, plus jsonValueCost for each value of a JSON answer (for
+// each byte of any other), so that what the answer takes decoded is a small multiple of the
+// limit: about four times at worst once decoded (an element of a typed list decodes to up to
+// 288 bytes and is charged 66), ten while decoding grows the list. The rest of it is not read,
+// and the answer counts as one for the cluster's circuit.
 type ResponseTooLargeError struct {
 	// Host is the API server.
 	Host string
@@ -56,13 +59,20 @@ type capped struct {
 	next  http.RoundTripper
 }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper. It asks for JSON only, whatever the client
+// prefers (the metadata client asks for protobuf first), since what a JSON answer costs decoded
+// can be charged as it is read; an answer in any other form is charged as if each of its bytes
+// were a value.
 func (c *capped) RoundTrip(req *http.Request) (*http.Response, error) {
+	if accept := req.Header.Get("Accept"); accept != "" {
+		req = req.Clone(req.Context())
+		req.Header.Set("Accept", jsonOnly(accept))
+	}
 	resp, err := c.next.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
-	body := &cappedBody{ReadCloser: resp.Body, left: c.limit, json: !strings.Contains(resp.Header.Get("Content-Type"), "protobuf"),
+	body := &cappedBody{ReadCloser: resp.Body, left: c.limit, perValue: isJSON(resp.Header.Get("Content-Type")),
 		tooLarge: &ResponseTooLargeError{Host: c.host, Method: req.Method, Path: req.URL.Path, Limit: c.limit}}
 	if resp.ContentLength > c.limit {
 		body.left = -1 // announced too long: not a byte is read
@@ -71,16 +81,36 @@ func (c *capped) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// cappedBody returns tooLarge once more than its limit would be read, a JSON body's values
-// counted in.
+// jsonOnly keeps the JSON media types of an Accept header, or says application/json.
+func jsonOnly(accept string) string {
+	var kept []string
+	for _, t := range strings.Split(accept, ",") {
+		if isJSON(t) {
+			kept = append(kept, strings.TrimSpace(t))
+		}
+	}
+	if len(kept) == 0 {
+		return "application/json"
+	}
+	return strings.Join(kept, ",")
+}
+
+// isJSON reports a media type whose base type is application/json: what client-go decodes as
+// JSON. Note: a missing type is not, as client-go then decodes with the client's own type,
+// protobuf for the metadata client.
+func isJSON(mediaType string) bool {
+	base, _, err := mime.ParseMediaType(mediaType)
+	return err == nil && base == "application/json"
+}
+
+// cappedBody returns tooLarge once its charge passes its limit: its bytes, and jsonValueCost
+// for each value of a JSON body, or for each byte of any other.
 type cappedBody struct {
 	io.ReadCloser
 	left     int64
 	tooLarge *ResponseTooLargeError
-	// json charges the values of the body: any but protobuf, which client-go decodes as JSON
-	// (or YAML, which it turns into JSON) when the header is missing or says so. inString and
-	// escaped follow its strings.
-	json, inString, escaped bool
+	// perValue charges a JSON body by its values; inString and escaped follow its strings.
+	perValue, inString, escaped bool
 }
 
 // Read implements io.Reader.
@@ -92,12 +122,13 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		p = p[:b.left+1] // one byte past the limit tells a body of exactly the limit from a longer one
 	}
 	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	if b.json {
-		b.left -= jsonValueCost * b.values(p[:n])
+	values := int64(n)
+	if b.perValue {
+		values = b.values(p[:n])
 	}
+	b.left -= int64(n) + jsonValueCost*values
 	if b.left < 0 {
-		return max(0, n-1), b.tooLarge
+		return 0, b.tooLarge // nothing of the read that passed the limit
 	}
 	return n, err
 }

@@ -20,7 +20,9 @@ import (
 )
 
 func TestCappedBodyReadsUpToItsLimit(t *testing.T) {
-	read := func(body string, contentLength int64) (string, error) { return readCapped(4, body, contentLength, "") }
+	read := func(body string, contentLength int64) (string, error) {
+		return readCapped(4, body, contentLength, "application/json")
+	}
 	g := NewWithT(t)
 	got, err := read("abcd", -1)
 	g.Expect(err).NotTo(HaveOccurred(), "exactly the limit")
@@ -29,7 +31,7 @@ func TestCappedBodyReadsUpToItsLimit(t *testing.T) {
 	got, err = read("abcde", -1)
 	var tl *ResponseTooLargeError
 	g.Expect(errors.As(err, &tl)).To(BeTrue(), "one byte more: %v", err)
-	g.Expect(got).To(Equal("abcd"), "nothing past the limit is returned")
+	g.Expect(got).To(BeEmpty(), "nothing of the read that passed the limit is returned")
 	g.Expect(tl.Error()).To(Equal("https://h answered GET /api/v1/namespaces with more than 4 bytes, counting 64 for each JSON value (--hosted-max-response-bytes); the rest was not read"))
 
 	got, err = read("abcdefgh", 8)
@@ -76,10 +78,39 @@ func TestJSONValuesAreChargedWhatTheyCostDecoded(t *testing.T) {
 
 	_, err = readCapped(limit, `{"data":{"k":"`+strings.Repeat(`[],\"`, 200<<10)+`"}}`, -1, "application/json")
 	g.Expect(err).NotTo(HaveOccurred(), "inside a string, brackets and escaped quotes are bytes")
-	_, err = readCapped(limit, flood, -1, "application/vnd.kubernetes.protobuf")
-	g.Expect(errors.As(err, &tl)).To(BeTrue(), "protobuf: its bytes only")
-	got, _ = readCapped(limit, flood, -1, "application/vnd.kubernetes.protobuf")
-	g.Expect(got).To(HaveLen(limit))
+	_, err = readCapped(limit, flood, -1, "application/json; charset=utf-8")
+	g.Expect(errors.As(err, &tl)).To(BeTrue(), "parameters do not change the base type")
+	for _, other := range []string{"application/vnd.kubernetes.protobuf", "application/yaml", "", "application/cbor"} {
+		got, err = readCapped(limit, strings.Repeat("x", limit/2), -1, other)
+		g.Expect(errors.As(err, &tl)).To(BeTrue(), "%q: every byte is charged as a value", other)
+		g.Expect(len(got)).To(BeNumerically("<", limit/jsonValueCost+32<<10), "%q", other)
+	}
+}
+
+// TestHostedClientsAskForJSONOnly: an answer in JSON is what the cap can charge by its values.
+func TestHostedClientsAskForJSONOnly(t *testing.T) {
+	g := NewWithT(t)
+	var asked []string
+	c := &capped{host: "https://h", limit: 1 << 20, next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		asked = append(asked, r.Header.Get("Accept"))
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})}
+	for _, accept := range []string{
+		"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+		"application/vnd.kubernetes.protobuf",
+		"application/json",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "https://h/api/v1/namespaces", nil)
+		req.Header.Set("Accept", accept)
+		_, err := c.RoundTrip(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(req.Header.Get("Accept")).To(Equal(accept), "the caller's request is left as it is")
+	}
+	g.Expect(asked).To(Equal([]string{
+		"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+		"application/json",
+		"application/json",
+	}))
 }
 
 // TestAnswerLongerThanTheLimitFailsAndTheClusterStaysReachable reads objects of a real API
@@ -109,6 +140,13 @@ func TestAnswerLongerThanTheLimitFailsAndTheClusterStaysReachable(t *testing.T) 
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, small)).To(Succeed(),
 		"an answer too large is an answer: the circuit stays closed")
 	g.Expect(small.Data["blob"]).To(HaveLen(100 << 10))
+
+	meta := &metav1.PartialObjectMetadataList{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	g.Expect(c.List(ctx, meta, client.InNamespace(ns), client.Limit(1))).To(Succeed(),
+		"the metadata client, asked for JSON only, still lists: what the engine's hosted lists do")
+	g.Expect(meta.Items).To(HaveLen(1))
+	g.Expect(meta.Items[0].ResourceVersion).NotTo(BeEmpty())
 }
 
 // TestFloodingServerIsReadOnlyUpToTheLimit points a client at a server whose gzip-compressed

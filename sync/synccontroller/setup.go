@@ -67,7 +67,7 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Hosted.UnreachableBackoff, "hosted-unreachable-backoff", hosted.DefaultUnreachableBackoff, "How long requests to a hosted cluster fail at once after one got no answer; doubles with each failure in a row.")
 	fs.DurationVar(&o.Hosted.MaxUnreachableBackoff, "hosted-max-unreachable-backoff", hosted.DefaultMaxUnreachableBackoff, "Cap of --hosted-unreachable-backoff.")
 	fs.IntVar(&o.Hosted.MaxProbes, "hosted-max-probes", hosted.DefaultMaxProbes, "Requests that may try unreachable hosted clusters at once, across all of them.")
-	fs.Int64Var(&o.Hosted.MaxResponseBytes, "hosted-max-response-bytes", hosted.DefaultMaxResponseBytes, "Longest answer read from a hosted cluster's API server, decompressed, each JSON value counted 64 bytes more (what decoding it costs); a longer one fails the request. Zero or less means the default.")
+	fs.Int64Var(&o.Hosted.MaxResponseBytes, "hosted-max-response-bytes", hosted.DefaultMaxResponseBytes, "Longest answer read from a hosted cluster's API server, decompressed, each JSON value (each byte of an answer that is not JSON) counted 64 bytes more (what decoding it costs); a longer one fails the request. Zero or less means the default.")
 	fs.DurationVar(&o.Hosted.IdleTimeout, "hosted-idle-timeout", hosted.DefaultIdleTimeout, "Drop the client of a hosted cluster unused this long.")
 	fs.DurationVar(&o.ProbeInterval, "probe-interval", engine.DefaultProbeInterval, "Requeue delay of a Package whose phase is not available yet.")
 	fs.DurationVar(&o.HealthCheckInterval, "health-check-interval", DefaultHealthCheckInterval,
