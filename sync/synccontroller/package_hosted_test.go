@@ -70,18 +70,27 @@ func TestPackageHostedClusterOutageRotationAndDeletion(t *testing.T) {
 // healthyPackage creates an available Package on the blue hosted cluster and returns its key.
 func healthyPackage(t *testing.T) client.ObjectKey {
 	t.Helper()
+	key, _ := availableHostedPackage(t, "healthy")
+	return key
+}
+
+// availableHostedPackage creates an available Package name on the blue hosted cluster, whose
+// ConfigMap name it applies into a new namespace of that cluster; it returns the Package's key
+// and that namespace.
+func availableHostedPackage(t *testing.T, name string, opts ...func(*convoyv1alpha1.Package)) (client.ObjectKey, string) {
+	t.Helper()
 	g := NewWithT(t)
 	ns := hcpNamespace(t, blue)
 	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	repo := newGitSource(t, ns)
 	c, err := repo.Commit("main", "one", map[string]string{
 		"pkg/manifest.yaml": manifest("inside:hosted-cluster"),
-		"pkg/objects.yaml":  cmYAML("inside", hostedNS, "healthy", "1"),
+		"pkg/objects.yaml":  cmYAML("inside", hostedNS, name, "1"),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	key := newPackage(t, ns, "healthy", "pkg")
+	key := newPackage(t, ns, name, "pkg", opts...)
 	expectAvailableAt(g, key, c)
-	return key
+	return key, hostedNS
 }
 
 // writeKubeconfig replaces the kubeconfig Secret of namespace with one reaching hc.
@@ -162,18 +171,10 @@ func TestHostedObjectGrownPastTheResponseLimitIsReported(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := hcpNamespace(t, blue)
-	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
-	repo := newGitSource(t, ns)
-	c, err := repo.Commit("main", "one", map[string]string{
-		"pkg/manifest.yaml": manifest("inside:hosted-cluster"),
-		"pkg/objects.yaml":  cmYAML("inside", hostedNS, "grown", "1"),
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	key := newPackage(t, ns, "grown", "pkg", func(p *convoyv1alpha1.Package) {
+	key, hostedNS := availableHostedPackage(t, "grown", func(p *convoyv1alpha1.Package) {
 		p.Spec.Interval = &metav1.Duration{Duration: 2 * time.Second}
 	})
-	expectAvailableAt(g, key, c)
+	ns := key.Namespace
 	other := healthyPackage(t)
 
 	grown := &corev1.ConfigMap{}
