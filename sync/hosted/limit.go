@@ -65,8 +65,10 @@ type capped struct {
 // were a value.
 func (c *capped) RoundTrip(req *http.Request) (*http.Response, error) {
 	if accept := req.Header.Get("Accept"); accept != "" {
-		req = req.Clone(req.Context())
-		req.Header.Set("Accept", jsonOnly(accept))
+		if only := jsonOnly(accept); only != accept {
+			req = req.Clone(req.Context()) // a RoundTripper must not change its caller's request
+			req.Header.Set("Accept", only)
+		}
 	}
 	resp, err := c.next.RoundTrip(req)
 	if err != nil {
