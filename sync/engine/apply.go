@@ -36,8 +36,6 @@ type phaseOutcome struct {
 	// unwatched is set when an object is one no watch tells about: a hosted-cluster object, or
 	// a kind whose watch has not synced yet.
 	unwatched bool
-	// quiet counts the objects found quiet.
-	quiet int
 }
 
 // applyPhase applies the objects of ph to c: CustomResourceDefinitions and Namespaces first,

@@ -29,11 +29,14 @@
 //     it), and copies and labels only what it reads or writes. The revision's objects are
 //     shared between owners and never changed.
 //
-// A pass that finds everything quiet, every phase available and nothing to prune is settled.
-// The engine remembers it, and the owner's next pass with the same revision, target and
-// inventory repeats its outcome without placing or looking up a single object, as long as the
-// watch has delivered no event of the owner's objects since it began (Options.Events,
-// settled.go).
+// A pass that ends with every phase available, every object judged at a state the ledger
+// holds for the owner (found quiet, or applied or read by the pass), and nothing to prune is
+// settled, whether it wrote or not. The engine remembers it, and the owner's next pass with the
+// same revision, target and the inventory it wrote repeats its outcome without placing or
+// looking up a single object, as long as the watch has delivered no event of the owner's
+// objects since it began, other than events of the states the pass itself saw, and, checked
+// once from the watch's store, the watch holds each of those states (Options.Events,
+// Engine.HoldsState, settled.go).
 //
 // The first phase that is not available ends the pass with a Waiting error: the controller
 // requeues instead of blocking a worker. Once every phase is available, objects of the previous
@@ -52,5 +55,5 @@
 // The exported surface is small: NewEngine, Engine.Sync, Engine.Teardown, DryRun (which
 // previews a Sync with server-side dry runs and writes nothing, for `convoy diff --package`) and
 // Engine.AppliedByEngine, which lets a controller drop the watch events of the engine's own
-// applies.
+// applies, and Engine.HoldsState, which lets an owner's event count skip them.
 package engine

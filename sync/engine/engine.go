@@ -65,6 +65,15 @@ func (e *Engine) AppliedByEngine(obj client.Object) bool {
 	return e.applied.wroteManagement(obj)
 }
 
+// HoldsState reports whether a watch event of obj, an object of the management cluster, is of
+// the state the engine last applied or read for the owner its ownership labels name, at the
+// same resourceVersion and UID. Such an event tells that owner nothing its pass did not
+// see, so OwnerEvents need not count it: a pass that applied objects can then be repeated as
+// settled (settled.go).
+func (e *Engine) HoldsState(obj client.Object) bool {
+	return e.applied.holdsManagement(obj)
+}
+
 // NewEngine returns an Engine with opts, defaulted.
 func NewEngine(opts Options) *Engine {
 	if opts.Concurrency <= 0 {
@@ -109,8 +118,11 @@ type Result struct {
 	previous  []convoyv1alpha1.InventoryEntry
 	applied   []convoyv1alpha1.InventoryEntry
 	unwatched bool
-	// objects counts the revision's objects, quiet those of them the pass found quiet.
-	objects, quiet int
+	// objects counts the revision's objects; vouched those of them judged available at a state
+	// the watch of the management cluster tells every change of, or will once it holds the
+	// states of unconfirmed (recordVerdicts).
+	objects, vouched int
+	unconfirmed      []watchedState
 	// rules is the digest of the revision's probes (rulesDigest).
 	rules [sha256.Size]byte
 }
@@ -145,8 +157,8 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 	}
 	e.forgetSettled(mark.owner) // whatever this pass does, even if it panics, the last settled one is past
 	res, err := e.sync(ctx, t, rev, rules, previous)
-	if settledOutcome(res, err, previous) {
-		e.remember(mark, res, previous)
+	if settledOutcome(res, err) {
+		e.remember(mark, res)
 	}
 	return res, err
 }
@@ -192,7 +204,7 @@ func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int,
 	available, msg := judgePhase(rev.Probes, out)
 	res.Phases[i].Available, res.Phases[i].Message = available, msg
 	if available {
-		e.recordVerdicts(c, out)
+		e.recordVerdicts(c, out, res)
 	} else {
 		probeFailures.WithLabelValues(e.opts.Controller, c.name).Inc()
 		markWaiting(res.Phases[i+1:], ph.Name)
@@ -261,7 +273,6 @@ func (r *Result) record(c *cluster, ph *Phase, out *phaseOutcome) {
 		r.applied = append(r.applied, entryFor(c, ph.Name, obj))
 	}
 	r.unwatched = r.unwatched || out.unwatched
-	r.quiet += out.quiet
 	r.Changes.Created += out.changes.Created
 	r.Changes.Configured += out.changes.Configured
 	r.Changes.Unchanged += out.changes.Unchanged

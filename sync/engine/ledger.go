@@ -28,7 +28,8 @@ const defaultLedgerSize = 200_000
 //
 // It is a cache: empty after a restart (every object then goes the full way once), and an
 // entry that is wrong (the object deleted, or changed by someone else) only sends the object
-// the full way. Objects another owner took over through convoy.dev/adopt are recorded under
+// the full way. It also tells which watch events are of a state a pass saw (holdsManagement):
+// an entry names a state by its resourceVersion and UID, so it cannot mistake another for it. Objects another owner took over through convoy.dev/adopt are recorded under
 // that owner, so the fast path never fights an adoption made by this process.
 type ledger struct {
 	mu      sync.Mutex
@@ -70,7 +71,16 @@ func ledgerCluster(c *cluster) string {
 }
 
 // ownerID identifies the owner of a target.
-func ownerID(t *Target) string { return t.Kind + "/" + t.Namespace + "/" + t.Name }
+func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
+
+// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
+func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// managementKey is the ledger's key of obj, an object of the management cluster.
+func managementKey(obj client.Object) ledgerKey {
+	return ledgerKey{cluster: convoyv1alpha1.InventoryClusterManagement, object: objectKey{
+		gk: obj.GetObjectKind().GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}}
+}
 
 // desiredState is an object of a revision as this pass wants it, with its digest (see
 // place); ok is false for an object that does not encode, which the ledger then never
@@ -141,16 +151,18 @@ func (l *ledger) record(c *cluster, desired desiredState, live *unstructured.Uns
 }
 
 // judgedAvailable notes that live, as it is, was judged available under rules, if the ledger
-// holds it for this owner at its resourceVersion and UID.
-func (l *ledger) judgedAvailable(c *cluster, live *unstructured.Unstructured, rules [sha256.Size]byte) {
+// holds it for this owner at its resourceVersion and UID; it reports whether it does.
+func (l *ledger) judgedAvailable(c *cluster, live *unstructured.Unstructured, rules [sha256.Size]byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(live)}
-	if e, found := l.entries[key]; found && e.owner == ownerID(c.target) && e.resourceVersion == live.GetResourceVersion() &&
-		e.uid == live.GetUID() {
-		e.availableUnder = rules
-		l.entries[key] = e
+	e, found := l.entries[key]
+	if !found || e.owner != ownerID(c.target) || e.resourceVersion != live.GetResourceVersion() || e.uid != live.GetUID() {
+		return false
 	}
+	e.availableUnder = rules
+	l.entries[key] = e
+	return true
 }
 
 // seenAt is where an object was last seen without reading it: its resourceVersion and, from a
@@ -215,12 +227,28 @@ func (l *ledger) begin(c *cluster, desired desiredState) func(applied *unstructu
 // Note: an event dropped while an apply is in flight loses nothing: the apply's response is the
 // object after every write before it, and writes after it have a newer resourceVersion.
 func (l *ledger) wroteManagement(obj client.Object) bool {
-	key := ledgerKey{cluster: convoyv1alpha1.InventoryClusterManagement, object: objectKey{
-		gk: obj.GetObjectKind().GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}}
+	key := managementKey(obj)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, found := l.entries[key]
 	return l.applying[key] > 0 || (found && e.resourceVersion == obj.GetResourceVersion())
+}
+
+// holdsManagement reports whether obj, an object of the management cluster as a watch
+// delivered it, is at the resourceVersion and UID the ledger holds for the owner its ownership
+// labels name: a state a pass of that owner applied or read. Unlike wroteManagement, an apply
+// in flight does not count: the event may be of a write made after the apply.
+func (l *ledger) holdsManagement(obj client.Object) bool {
+	labels := obj.GetLabels()
+	name, namespace := labels[convoyv1alpha1.PackageNameLabel], labels[convoyv1alpha1.PackageNamespaceLabel]
+	if name == "" || namespace == "" || obj.GetResourceVersion() == "" {
+		return false
+	}
+	owner := ownerKey(labels[convoyv1alpha1.OwnerKindLabel], namespace, name)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, found := l.entries[managementKey(obj)]
+	return found && e.owner == owner && e.resourceVersion == obj.GetResourceVersion() && e.uid == obj.GetUID()
 }
 
 // forget drops what the ledger knows of an object.

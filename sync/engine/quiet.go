@@ -78,11 +78,6 @@ func (e *Engine) markQuiet(ctx context.Context, c *cluster, states []desiredStat
 		return
 	}
 	out.changes.Unchanged += quiet
-	if !c.hosted() {
-		// Only a watch vouches that a quiet object stays so until it makes an event: a pass with
-		// hosted objects is never settled (settled.go), however quiet a list found them.
-		out.quiet += quiet
-	}
 	appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Add(float64(quiet))
 	quietObjects.WithLabelValues(e.opts.Controller).Add(float64(quiet))
 }
@@ -109,16 +104,33 @@ func loud(states []desiredState) []desiredState {
 	return out
 }
 
-// recordVerdicts notes, for every object of out seen live, that it was judged available
-// under rules at its resourceVersion. Only called when the whole phase is available.
-func (e *Engine) recordVerdicts(c *cluster, out *phaseOutcome) {
+// recordVerdicts notes, for every object of out seen live, that it was judged available under
+// rules at its resourceVersion, and adds to res those the watch of the management cluster
+// vouches for (settled.go). Only called when the whole phase is available.
+//   - A quiet object is vouched for: the watch holds the state it was judged at.
+//   - An object judged at a state the ledger holds for this owner (applied or read by this
+//     pass) and labelled for it is vouched for once the watch holds that state too: it is
+//     added to res.unconfirmed, which the first repeat checks.
+//
+// Only a watch vouches: nothing in a hosted cluster is, however quiet a list found it.
+func (e *Engine) recordVerdicts(c *cluster, out *phaseOutcome, res *Result) {
 	if (e.opts.Versions == nil && !c.hosted()) || out.rules == ([sha256.Size]byte{}) {
 		return
 	}
 	for _, obj := range out.objects {
-		if live := out.observer.live(obj); live != nil {
-			e.applied.judgedAvailable(c, live, out.rules)
+		if out.observer.isQuiet(obj) {
+			if !c.hosted() {
+				res.vouched++
+			}
+			continue
 		}
+		live := out.observer.live(obj)
+		if live == nil || !e.applied.judgedAvailable(c, live, out.rules) || c.hosted() || !c.owns(live) {
+			continue
+		}
+		res.vouched++
+		res.unconfirmed = append(res.unconfirmed, watchedState{gvk: obj.GroupVersionKind(),
+			namespace: live.GetNamespace(), name: live.GetName(), resourceVersion: live.GetResourceVersion()})
 	}
 }
 

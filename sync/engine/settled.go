@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/fluxcd/pkg/ssa"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
@@ -15,25 +16,42 @@ import (
 // OwnerEvents counts what the watch of the management cluster (Options.Versions) delivers
 // about each owner's objects.
 type OwnerEvents interface {
-	// Count returns a number that moves with every event the watch delivers of an object whose
+	// Count returns a number that moves with each event the watch delivers of an object whose
 	// ownership labels name the owner of kind (a Target.Kind), namespace and name, before or
-	// after the event. It has moved by the time Versions.Synced reports the object's kind synced,
-	// and by the time the event makes the owner's pass. It may move without such an event; it
-	// never stays when one is delivered.
+	// after the event. Two kinds of event need not move it: one of the state the engine holds
+	// for that owner when it is delivered (Engine.HoldsState), and an update to the same
+	// resourceVersion. Any other has moved it by the time the event makes the owner's pass,
+	// and, for an object in the watch's first list, by the time Versions.Synced reports its
+	// kind synced. It may move without an event; it never stays when one it counts is delivered.
 	Count(kind, namespace, name string) uint64
 }
 
-// A settled pass is one that found every object of the revision quiet, every phase available
-// and nothing left of the previous inventory to prune: it read and wrote nothing. Its outcome depends only on the revision,
-// the target, the previous inventory and the objects' resourceVersions; the last is unchanged
-// as long as the watch delivered nothing about the owner's objects (OwnerEvents). So when the
-// next pass of the owner comes with the same revision, target and inventory, and the owner's
-// count has not moved since the settled pass began, it returns the settled pass's outcome
-// without placing, or looking up, a single object. The first change the watch delivers moves
-// the count, and the pass that change triggers does the work. Only revisions whose render
-// digested every object (Phase.Digests) are remembered, as their identity is then cheap. Each
-// remembered pass holds a few hundred bytes: its mark, the digest of the inventory and the
-// phases' statuses.
+// A settled pass is one that ended with every phase available, every object of the revision
+// judged available at a state the ledger holds for its owner (quiet, or applied or read by the
+// pass: recordVerdicts), pruned nothing and left nothing of the previous inventory behind. The
+// next pass with the same revision and target, and the inventory it wrote, would find every
+// object quiet and do nothing, as long as no object moved from the state its pass saw.
+//
+// Once the watch holds each of those states, every move from them is an event the owner's count
+// counts (OwnerEvents), while the events of the states the pass saw are not counted. So when
+// the owner's count has not moved since the settled pass began, and the watch holds the state
+// of each object the pass applied or read (checked at the first repeat, from the watch's store:
+// settledPass.unconfirmed), that next pass returns the settled pass's outcome without placing,
+// or looking up, a single object. The first change the watch delivers moves the count, and the
+// pass that change triggers does the work.
+//
+// The check matters: until the watch holds a state, nothing says a change will be an event. An
+// object out of the watch (labelled for no shard of this replica) never is one, and a watch
+// that relists after a break does not tell of an object created and deleted while it was away.
+//
+// So the pass after an apply is a repeat already: the applied objects need not be found quiet
+// once first. An own event delivered before the apply's response is recorded is counted, as is
+// one the watch delivers before the first repeat's check, and a CustomResourceDefinition judged
+// at the state polled until it was established is not one the ledger holds: each costs one
+// pass in full more. Only revisions whose render digested every object (Phase.Digests) are
+// remembered, as their identity is then cheap. Each remembered pass holds a few hundred bytes:
+// its mark, the digest of the inventory, the phases' statuses and, until its first repeat, the
+// states to check.
 
 // settledPass is what the engine remembers of an owner's last settled pass.
 type settledPass struct {
@@ -41,6 +59,15 @@ type settledPass struct {
 	inventory manifests.Digest
 	phases    []convoyv1alpha1.PhaseStatus
 	objects   int
+	// unconfirmed are the states the watch must hold before the first repeat; none after it.
+	unconfirmed []watchedState
+}
+
+// watchedState is an object of the management cluster at a resourceVersion.
+type watchedState struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+	resourceVersion string
 }
 
 // settledMark is what a pass must match to repeat a settled one: the owner's event count read
@@ -137,8 +164,11 @@ func (e *Engine) repeat(m settledMark, previous []convoyv1alpha1.InventoryEntry)
 	e.settled.mu.Lock()
 	last, found := e.settled.passes[m.owner]
 	e.settled.mu.Unlock()
-	if !found || last.mark != m || last.inventory != inventoryDigest(previous) {
+	if !found || last.mark != m || last.inventory != inventoryDigest(previous) || !e.watchHolds(last.unconfirmed) {
 		return nil, false
+	}
+	if len(last.unconfirmed) > 0 {
+		e.settled.confirm(m)
 	}
 	res := &Result{Phases: slices.Clone(last.phases), Inventory: slices.Clone(previous), Available: true,
 		Watched: true, Changes: Changes{Unchanged: last.objects}}
@@ -149,21 +179,24 @@ func (e *Engine) repeat(m settledMark, previous []convoyv1alpha1.InventoryEntry)
 	return res, true
 }
 
-// settledOutcome reports whether a pass that returned res and err was settled: it found every
-// object quiet and every phase available, pruned nothing and left no entry of previous behind
-// (an object being deleted, one it could not delete, a kind no watch sees).
-func settledOutcome(res *Result, err error, previous []convoyv1alpha1.InventoryEntry) bool {
+// settledOutcome reports whether a pass that returned res and err was settled: every phase
+// available, every object vouched for by the watch, nothing pruned and no entry of the previous
+// inventory left behind (an object being deleted, one it could not delete, a kind no watch
+// sees).
+func settledOutcome(res *Result, err error) bool {
 	return err == nil && res.Available && res.Watched && res.Pruned == 0 && len(res.Left) == 0 &&
-		res.quiet == res.objects && len(res.Inventory) == len(res.applied) && slices.Equal(res.Inventory, previous)
+		res.vouched == res.objects && len(res.Inventory) == len(res.applied)
 }
 
-// remember keeps the outcome of a settled pass begun at m, evicting any other owner's when
-// full: a forgotten owner only does its next pass in full.
-func (e *Engine) remember(m settledMark, res *Result, previous []convoyv1alpha1.InventoryEntry) {
+// remember keeps the outcome of a settled pass begun at m, for the next pass that comes with
+// the inventory it wrote, evicting any other owner's when full: a forgotten owner only does its
+// next pass in full.
+func (e *Engine) remember(m settledMark, res *Result) {
 	if !m.ok {
 		return
 	}
-	last := settledPass{mark: m, inventory: inventoryDigest(previous), phases: slices.Clone(res.Phases), objects: res.objects}
+	last := settledPass{mark: m, inventory: inventoryDigest(res.Inventory), phases: slices.Clone(res.Phases), objects: res.objects,
+		unconfirmed: res.unconfirmed}
 	e.settled.mu.Lock()
 	defer e.settled.mu.Unlock()
 	if _, known := e.settled.passes[m.owner]; !known && len(e.settled.passes) >= e.settled.max {
@@ -173,6 +206,31 @@ func (e *Engine) remember(m settledMark, res *Result, previous []convoyv1alpha1.
 		}
 	}
 	e.settled.passes[m.owner] = last
+}
+
+// watchHolds reports whether the watch of the management cluster holds each of states, as its
+// store has it now.
+func (e *Engine) watchHolds(states []watchedState) bool {
+	if len(states) > 0 && e.opts.Versions == nil {
+		return false
+	}
+	for _, w := range states {
+		if rv, ok := e.opts.Versions.ResourceVersion(w.gvk, w.namespace, w.name); !ok || rv != w.resourceVersion {
+			return false
+		}
+	}
+	return true
+}
+
+// confirm notes that the watch held the states of the settled pass begun at m: later repeats
+// need not check them, as every move from them is now an event.
+func (s *settledPasses) confirm(m settledMark) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if last, found := s.passes[m.owner]; found && last.mark == m {
+		last.unconfirmed = nil
+		s.passes[m.owner] = last
+	}
 }
 
 // forgetSettled forgets the last settled pass of owner (an ownerID): a pass in full begins, or

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -20,12 +21,20 @@ import (
 type countedVersions struct {
 	liveVersions
 	asked atomic.Int64
+	// hidden names an object the watch does not hold, as if it were out of it.
+	hidden atomic.Value
 }
 
 func (v *countedVersions) ResourceVersion(gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
 	v.asked.Add(1)
+	if hidden, _ := v.hidden.Load().(string); hidden == name {
+		return "", false
+	}
 	return v.liveVersions.ResourceVersion(gvk, namespace, name)
 }
+
+// hide makes the watch hold no object named name from now on; "" hides none.
+func (v *countedVersions) hide(name string) { v.hidden.Store(name) }
 
 // manualEvents is an OwnerEvents whose count moves only when a test says so, as if the watch
 // had delivered a change.
@@ -76,14 +85,14 @@ func TestASettledPassIsRepeatedUntilTheWatchDeliversAChange(t *testing.T) {
 	res, err := engine.Sync(ctx, tgt, rev, nil)
 	g.Expect(isWaiting(err)).To(BeTrue(), "the gate is closed: %v", err)
 	kubetest.OpenGate(g, env.Client, tgt.Namespace, "gate")
-	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
-	g.Expect(err).NotTo(HaveOccurred())
-	res, err = engine.Sync(ctx, tgt, rev, res.Inventory) // judged at the watch's resourceVersions
+	res, err = engine.Sync(ctx, tgt, rev, res.Inventory) // judged at the states it read: settled
 	g.Expect(err).NotTo(HaveOccurred())
 	settled := res
-	res, err = engine.Sync(ctx, tgt, rev, settled.Inventory) // every object quiet: a settled pass
-	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Changes).To(Equal(Changes{Unchanged: 2}))
+	versions.asked.Store(0)
+	_, err = engine.Sync(ctx, tgt, rev, settled.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(versions.asked.Load()).To(Equal(int64(2)), "the first repeat checks that the watch holds what the pass read")
 	before := repeats()
 	counter.take()
 	versions.asked.Store(0)
@@ -110,10 +119,9 @@ func TestASettledPassIsRepeatedUntilTheWatchDeliversAChange(t *testing.T) {
 		g.Expect(repeats()).To(Equal(before + 1))
 		kubetest.OpenGate(g, env.Client, tgt.Namespace, "gate")
 		events.deliver(tgt)
-		for range 2 { // judged again, then settled again
-			_, err = engine.Sync(ctx, tgt, rev, settled.Inventory)
-			g.Expect(err).NotTo(HaveOccurred())
-		}
+		_, err = engine.Sync(ctx, tgt, rev, settled.Inventory) // judged again: settled again
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(repeats()).To(Equal(before + 1))
 		_, err = engine.Sync(ctx, tgt, rev, settled.Inventory)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(repeats()).To(Equal(before + 2))
@@ -194,4 +202,136 @@ func TestAPassWithAnObjectLeftToPruneIsNeverRepeated(t *testing.T) {
 		g.Expect(res.Inventory).To(HaveLen(2))
 	}
 	g.Expect(repeats()).To(Equal(start))
+}
+
+// A pass that applies a revision and ends with every object available at the state it applied
+// is settled already: the owner's next pass repeats it without looking at an object, unless
+// the watch delivered a change since.
+func TestAnApplyPassThatEndsAvailableIsRepeated(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tgt, counter := countedTarget(t)
+	versions, events := &countedVersions{}, &manualEvents{counts: map[string]uint64{}}
+	engine := NewEngine(Options{Controller: "settled-apply-test", Versions: versions, Events: events})
+	repeats := func() float64 { return testutil.ToFloat64(settledRepeats.WithLabelValues("settled-apply-test")) }
+	revision := func(id, v string) *Revision {
+		return digested(g, &Revision{ID: id, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+			kubetest.ConfigMap("", "a", map[string]string{"v": v}), kubetest.ConfigMap("", "b", nil)}}}})
+	}
+	// expectRepeated expects the next two passes to repeat the last: the first checks that the
+	// watch holds the states the pass applied, the second looks at nothing.
+	expectRepeated := func(g Gomega, rev *Revision, inventory []convoyv1alpha1.InventoryEntry, applied int64) {
+		for _, asks := range []int64{applied, 0} {
+			start := repeats()
+			counter.take()
+			versions.asked.Store(0)
+			again, err := engine.Sync(ctx, tgt, rev, inventory)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(repeats()).To(Equal(start + 1))
+			g.Expect(versions.asked.Load()).To(Equal(asks))
+			g.Expect(counter.takeWithoutDiscovery()).To(BeEmpty())
+			g.Expect(again.Changes).To(Equal(Changes{Unchanged: 2}))
+			g.Expect(again.Inventory).To(Equal(inventory))
+		}
+	}
+
+	installed, err := engine.Sync(ctx, tgt, revision("r1", "1"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(installed.Changes).To(Equal(Changes{Created: 2}))
+	expectRepeated(g, revision("r1", "1"), installed.Inventory, 2)
+
+	upgraded, err := engine.Sync(ctx, tgt, revision("r2", "2"), installed.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(upgraded.Changes).To(Equal(Changes{Configured: 1, Unchanged: 1}))
+	expectRepeated(g, revision("r2", "2"), upgraded.Inventory, 1)
+
+	t.Run("not once the watch delivered a change", func(t *testing.T) {
+		g := NewWithT(t)
+		rolled, err := engine.Sync(ctx, tgt, revision("r3", "3"), upgraded.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		events.deliver(tgt)
+		start := repeats()
+		_, err = engine.Sync(ctx, tgt, revision("r3", "3"), rolled.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(repeats()).To(Equal(start), "a pass in full")
+	})
+	t.Run("not for an inventory other than the one it wrote", func(t *testing.T) {
+		g := NewWithT(t)
+		rolled, err := engine.Sync(ctx, tgt, revision("r4", "4"), upgraded.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		start := repeats()
+		_, err = engine.Sync(ctx, tgt, revision("r4", "4"), rolled.Inventory[:1])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(repeats()).To(Equal(start), "its status was not written: a pass in full")
+	})
+	t.Run("not until the watch holds what the pass applied", func(t *testing.T) {
+		g := NewWithT(t)
+		versions.hide("a")
+		rolled, err := engine.Sync(ctx, tgt, revision("r6", "6"), upgraded.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		start := repeats()
+		for range 3 { // each a pass in full, whose apply the watch does not hold either
+			_, err = engine.Sync(ctx, tgt, revision("r6", "6"), rolled.Inventory)
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		g.Expect(repeats()).To(Equal(start))
+		g.Expect(env.Client.Delete(ctx, kubetest.ConfigMap(tgt.Namespace, "a", nil))).To(Succeed())
+		again, err := engine.Sync(ctx, tgt, revision("r6", "6"), rolled.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(again.Changes.Created).To(Equal(1), "a deletion the watch never told of is repaired")
+		versions.hide("")
+		_, err = engine.Sync(ctx, tgt, revision("r6", "6"), again.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(repeats()).To(Equal(start+1), "once the watch holds it")
+	})
+	t.Run("not when a kind is not watched", func(t *testing.T) {
+		g := NewWithT(t)
+		versions.setBlind(true)
+		defer versions.setBlind(false)
+		rolled, err := engine.Sync(ctx, tgt, revision("r5", "5"), upgraded.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rolled.Watched).To(BeFalse())
+		start := repeats()
+		_, err = engine.Sync(ctx, tgt, revision("r5", "5"), rolled.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(repeats()).To(Equal(start))
+	})
+}
+
+// HoldsState tells the watch events of the states a pass applied or read for the owner the
+// object's labels name, and no other.
+func TestHoldsStateTellsTheStatesAPassSaw(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tgt := engineTarget(t)
+	engine := NewEngine(Options{Controller: "holds-state-test", Versions: &liveVersions{}})
+	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+		kubetest.ConfigMap("", "a", map[string]string{"v": "1"})}}}}
+	metadata := func(g Gomega) *metav1.PartialObjectMetadata {
+		live := kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "a", nil))
+		m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}
+		m.ObjectMeta = metav1.ObjectMeta{Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID(),
+			ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}
+		return m
+	}
+
+	_, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	applied := metadata(g)
+	g.Expect(engine.HoldsState(applied)).To(BeTrue(), "the state the apply answered")
+	g.Expect(NewEngine(Options{}).HoldsState(applied)).To(BeFalse(), "another engine applied nothing")
+
+	other := applied.DeepCopy()
+	other.Labels = map[string]string{convoyv1alpha1.PackageNameLabel: "other", convoyv1alpha1.PackageNamespaceLabel: tgt.Namespace}
+	g.Expect(engine.HoldsState(other)).To(BeFalse(), "labels that name another owner")
+	replaced := applied.DeepCopy()
+	replaced.UID = "another-uid"
+	g.Expect(engine.HoldsState(replaced)).To(BeFalse(), "an object made again")
+
+	live := kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "a", nil))
+	g.Expect(unstructured.SetNestedField(live.Object, "edited", "data", "v")).To(Succeed())
+	g.Expect(env.Client.Update(ctx, live)).To(Succeed())
+	g.Expect(engine.HoldsState(metadata(g))).To(BeFalse(), "a write by someone else")
 }

@@ -44,8 +44,8 @@ type appliedWatches struct {
 	// has one to read without the cache's lookups (nil otherwise). An informer of this cache
 	// is never removed, so its store stays the one its watch feeds.
 	synced map[schema.GroupVersionKind]toolscache.Store
-	// events counts every event of the watch per owner; counted holds, per kind, the
-	// registration of its counting handler, which Synced waits for too.
+	// events counts the events of the watch per owner (ownerEvents); counted holds, per kind,
+	// the registration of its counting handler, which Synced waits for too.
 	events  *ownerEvents
 	counted map[schema.GroupVersionKind]toolscache.ResourceEventHandlerRegistration
 }
@@ -276,9 +276,9 @@ func gvkOf(e convoyv1alpha1.InventoryEntry) (schema.GroupVersionKind, bool) {
 	return m.GroupKind.WithVersion(e.Version), true
 }
 
-// count makes the owners' event counts (ownerEvents) follow every event of gvk's watch, once.
-// Every event counts, the engine's own writes and creations included: an owner's count only
-// has to move whenever one of its objects changes, and may move more.
+// count makes the owners' event counts (ownerEvents) follow the events of gvk's watch, once.
+// An owner's count has to move whenever one of its objects reaches a state its engine's pass did
+// not see, and may move more.
 func (a *appliedWatches) count(ctx context.Context, gvk schema.GroupVersionKind) error {
 	if a.counted[gvk] != nil {
 		return nil
@@ -304,6 +304,14 @@ func (a *appliedWatches) ownerEvents() engine.OwnerEvents {
 		return nil
 	}
 	return a.events
+}
+
+// skipStatesOf makes the owners' event counts skip the events of the states e holds
+// (ownerEvents): e is the engine whose settled passes read the counts.
+func (a *appliedWatches) skipStatesOf(e stateHolder) {
+	if a != nil {
+		a.events.skipStatesOf(e)
+	}
 }
 
 // countEvent moves the event count of the owner req names, of kind.

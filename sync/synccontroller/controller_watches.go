@@ -33,6 +33,7 @@ func (c *Common) setup(mgr ctrl.Manager, recorderName string) error {
 	if c.Engine == nil {
 		c.Engine = engine.NewEngine(engine.Options{Controller: recorderName, Versions: c.applied,
 			Events: c.applied.ownerEvents()})
+		c.applied.skipStatesOf(c.Engine)
 	}
 	if c.Recorder == nil {
 		c.Recorder = mgr.GetEventRecorder(recorderName)

@@ -15,7 +15,10 @@ import (
 )
 
 // settledRepeats reads convoy_sync_settled_repeats_total of the Package controller.
-func settledRepeats(g Gomega) float64 {
+func settledRepeats(g Gomega) float64 { return settledRepeatsOf(g, "package") }
+
+// settledRepeatsOf reads convoy_sync_settled_repeats_total of a controller.
+func settledRepeatsOf(g Gomega, controller string) float64 {
 	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
@@ -24,7 +27,7 @@ func settledRepeats(g Gomega) float64 {
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "package" {
+				if l.GetName() == "controller" && l.GetValue() == controller {
 					return m.GetCounter().GetValue()
 				}
 			}

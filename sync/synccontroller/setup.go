@@ -112,6 +112,7 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
 		Versions: common.applied,
 		Events:   common.applied.ownerEvents()})
+	common.applied.skipStatesOf(pkg.Engine)
 	pkg.Recorder = mgr.GetEventRecorder("convoy-package")
 	if err := pkg.SetupWithManager(mgr, PackageReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
 		return fmt.Errorf("setting up the Package controller: %w", err)

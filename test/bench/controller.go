@@ -281,23 +281,34 @@ func (c *Controller) Counter(ctx context.Context, name string) (float64, error) 
 // CounterSum returns the sum of the controller's metric lines that start with prefix (a
 // counter's name and its first labels), over the labels that follow; zero when there are none.
 func (c *Controller) CounterSum(ctx context.Context, prefix string) (float64, error) {
-	raw, err := c.metrics(ctx)
+	sums, err := c.CounterSums(ctx, prefix)
 	if err != nil {
 		return 0, err
 	}
-	var sum float64
-	for line := range strings.Lines(raw) {
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			return 0, fmt.Errorf("metric line %q: %w", strings.TrimSpace(line), err)
-		}
-		sum += v
+	return sums[0], nil
+}
+
+// CounterSums returns the CounterSum of each prefix, from one read of the metrics.
+func (c *Controller) CounterSums(ctx context.Context, prefixes ...string) ([]float64, error) {
+	raw, err := c.metrics(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return sum, nil
+	sums := make([]float64, len(prefixes))
+	for line := range strings.Lines(raw) {
+		for i, prefix := range prefixes {
+			if !strings.HasPrefix(line, prefix) {
+				continue
+			}
+			fields := strings.Fields(line)
+			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				return nil, fmt.Errorf("metric line %q: %w", strings.TrimSpace(line), err)
+			}
+			sums[i] += v
+		}
+	}
+	return sums, nil
 }
 
 // IsLeader reports whether the controller holds the leader election lease, from its

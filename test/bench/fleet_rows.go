@@ -116,13 +116,14 @@ func (f *fleetRun) addSteadyRows(sw steadyWindow, idle window, withRSS bool) {
 	}
 	share := cpu.window + cpu.requested
 	own := idle.requests.Writes() * w.wall.Seconds() / idle.wall.Seconds()
-	cpuNote := fmt.Sprintf("over the window, which spans a Package spec.interval (%s): %.0f Package passes in it", driftInterval, cpu.passes)
+	cpuNote := fmt.Sprintf("over the window, which spans a Package spec.interval (%s): %.0f Package passes in it, %.0f of them repeats of a settled pass",
+		driftInterval, cpu.passes, cpu.repeats)
 	if sw.scrapes > 0 {
 		cpuNote += fmt.Sprintf(", and %d scrapes of its metrics every %s", sw.scrapes, f.e.cfg.MetricsScrapeInterval)
 	}
 	if cpu.requested > 0 {
-		cpuNote = fmt.Sprintf("%.2f%% in the window (%.0f Package passes), plus %.2f%% for every Package's pass every %s (upper bound: measured by asking each for one)",
-			100*cpu.window, cpu.passes, 100*cpu.requested, driftInterval)
+		cpuNote = fmt.Sprintf("%.2f%% in the window (%.0f Package passes, %.0f repeats), plus %.2f%% for every Package's pass every %s (upper bound: measured by asking each for one)",
+			100*cpu.window, cpu.passes, cpu.repeats, 100*cpu.requested, driftInterval)
 	}
 	for _, row := range []Row{
 		{Scenario: scenario, Metric: "write requests", Value: w.requests.Writes(), Unit: "req",

@@ -60,7 +60,7 @@ type steadyWindow struct {
 func (f *fleetRun) steadyWindow(ctx context.Context, n int) (steadyWindow, error) {
 	d := f.e.cfg.FleetSteadyDuration
 	logf(f.e.cfg, "fleet: steady state for %s (window %d)", d, n)
-	passesBefore, err := f.e.ctrl.CounterSum(ctx, packageReconcilesMetric)
+	countsBefore, err := f.e.ctrl.CounterSums(ctx, packageReconcilesMetric, packageRepeatsMetric)
 	if err != nil {
 		return steadyWindow{}, err
 	}
@@ -80,9 +80,13 @@ func (f *fleetRun) steadyWindow(ctx context.Context, n int) (steadyWindow, error
 	if err != nil {
 		return steadyWindow{}, err
 	}
-	passesAfter, err := f.e.ctrl.CounterSum(ctx, packageReconcilesMetric)
-	cpu := steadyCPU{window: w.cpu.Seconds() / w.wall.Seconds(), passes: passesAfter - passesBefore}
-	return steadyWindow{n: n, w: w, cpu: cpu, hosted: hostedAfter.Sub(hostedBefore), scrapes: scrapes}, err
+	countsAfter, err := f.e.ctrl.CounterSums(ctx, packageReconcilesMetric, packageRepeatsMetric)
+	if err != nil {
+		return steadyWindow{}, err
+	}
+	cpu := steadyCPU{window: w.cpu.Seconds() / w.wall.Seconds(), passes: countsAfter[0] - countsBefore[0],
+		repeats: countsAfter[1] - countsBefore[1]}
+	return steadyWindow{n: n, w: w, cpu: cpu, hosted: hostedAfter.Sub(hostedBefore), scrapes: scrapes}, nil
 }
 
 // scrapeEvery reads the controller's /metrics every interval (none when zero), as a Prometheus
@@ -152,11 +156,17 @@ func (f *fleetRun) profileSteady(ctx context.Context, d time.Duration, n int) fu
 // result.
 const packageReconcilesMetric = `controller_runtime_reconcile_total{controller="package",`
 
+// packageRepeatsMetric is the series of the Package controller's passes that repeated a
+// settled one without looking at an object.
+const packageRepeatsMetric = `convoy_sync_settled_repeats_total{controller="package"`
+
 // steadyCPU is the controller's share of a core in the steady state.
 type steadyCPU struct {
 	// window is the share over the steady window, which held passes Package passes.
 	window float64
 	passes float64
+	// repeats counts the passes that repeated a settled pass (engine's settled.go).
+	repeats float64
 	// requested is the upper bound of the passes at spec.interval, measured by asking every
 	// Package for one; zero when the window spans an interval.
 	requested float64
