@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -147,12 +148,7 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 	sort.Sort(byKindOrder(states))
 	var refused []desiredState
 	for _, s := range states {
-		applied := s.obj.DeepCopy()
-		applied.SetUID(s.uid)
-		ssautils.RemoveCABundleFromCRD(applied)
-		done := e.applied.begin(c, s)
-		err := out.observer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager))
-		done(applied, err)
+		err := e.applyOne(ctx, c, s, out.observer)
 		switch {
 		case action == ssa.ConfiguredAction && refusedDirectApply(err):
 			e.applied.forget(c, keyOf(s.obj))
@@ -171,6 +167,22 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 	}
 	return refused, nil
 }
+
+// applyOne applies the object of s as it is, the ledger noting the apply in flight until it
+// ends, even by a panic.
+func (e *Engine) applyOne(ctx context.Context, c *cluster, s desiredState, obs *observer) error {
+	applied := s.obj.DeepCopy()
+	applied.SetUID(s.uid)
+	ssautils.RemoveCABundleFromCRD(applied)
+	done := e.applied.begin(c, s)
+	err := errApplyInterrupted
+	defer func() { done(applied, err) }()
+	err = obs.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager))
+	return err
+}
+
+// errApplyInterrupted ends an apply whose request never returned.
+var errApplyInterrupted = errors.New("apply interrupted")
 
 // refusedDirectApply reports the errors of a direct apply that the full way may overcome.
 func refusedDirectApply(err error) bool {

@@ -67,11 +67,13 @@ func (e *Engine) AppliedByEngine(obj client.Object) bool {
 
 // HoldsState reports whether a watch event of obj, an object of the management cluster, is of
 // the state the engine last applied or read for the owner its ownership labels name, at the
-// same resourceVersion and UID. Such an event tells that owner nothing its pass did not
-// see, so OwnerEvents need not count it: a pass that applied objects can then be repeated as
-// settled (settled.go).
-func (e *Engine) HoldsState(obj client.Object) bool {
-	return e.applied.holdsManagement(obj)
+// same resourceVersion and UID. Such an event tells that owner nothing its pass did not see,
+// so OwnerEvents need not count it: a pass that applied objects can then be repeated as
+// settled (settled.go). An event delivered while the engine applies obj for that owner is
+// held until the apply ends; count is called then unless it was of the state the apply
+// recorded.
+func (e *Engine) HoldsState(obj client.Object, count func()) bool {
+	return e.applied.holdsManagement(obj, count)
 }
 
 // NewEngine returns an Engine with opts, defaulted.

@@ -28,17 +28,39 @@ const defaultLedgerSize = 200_000
 //
 // It is a cache: empty after a restart (every object then goes the full way once), and an
 // entry that is wrong (the object deleted, or changed by someone else) only sends the object
-// the full way. It also tells which watch events are of a state a pass saw (holdsManagement):
-// an entry names a state by its resourceVersion and UID, so it cannot mistake another for it. Objects another owner took over through convoy.dev/adopt are recorded under
-// that owner, so the fast path never fights an adoption made by this process.
+// the full way. Objects another owner took over through convoy.dev/adopt are recorded under
+// that owner, so the fast path never fights an adoption made by this process. It also tells
+// which watch events are of a state a pass saw (holdsManagement): an entry names a state by its
+// resourceVersion and UID, so it cannot mistake another state for it.
 type ledger struct {
 	mu      sync.Mutex
 	max     int
 	entries map[ledgerKey]ledgerEntry
-	// applying counts the applies in flight per object: their watch events may come before
+	// applying holds the applies in flight per object: their watch events may come before
 	// their responses.
-	applying map[ledgerKey]int
+	applying map[ledgerKey]*inFlight
 }
+
+// inFlight is the applies of one object in flight, and the watch events delivered meanwhile
+// that may be of the state their response will tell (holdsManagement).
+type inFlight struct {
+	applies int
+	// owner is the owner of the latest apply.
+	owner  string
+	events []pendingEvent
+}
+
+// pendingEvent is a watch event of an object delivered while its owner applied it: count
+// counts it for that owner, unless it turns out to be of the state the apply recorded.
+type pendingEvent struct {
+	owner, resourceVersion string
+	uid                    types.UID
+	count                  func()
+}
+
+// maxPendingEvents bounds the events an object's applies in flight hold; later ones are
+// counted at once.
+const maxPendingEvents = 8
 
 // ledgerKey identifies an object in one cluster: the management cluster, or the hosted
 // cluster of a namespace.
@@ -59,7 +81,7 @@ type ledgerEntry struct {
 }
 
 func newLedger(max int) *ledger {
-	return &ledger{max: max, entries: map[ledgerKey]ledgerEntry{}, applying: map[ledgerKey]int{}}
+	return &ledger{max: max, entries: map[ledgerKey]ledgerEntry{}, applying: map[ledgerKey]*inFlight{}}
 }
 
 // ledgerCluster names a cluster in ledger keys: hosted clusters are told apart by namespace.
@@ -202,22 +224,47 @@ func (l *ledger) verdict(c *cluster, desired desiredState, rules [sha256.Size]by
 }
 
 // begin notes an apply of desired in flight; the returned function ends it with the
-// response and records it when the apply succeeded.
+// response, records it when the apply succeeded, and counts the watch events delivered
+// meanwhile that were not of the state recorded.
 func (l *ledger) begin(c *cluster, desired desiredState) func(applied *unstructured.Unstructured, err error) {
 	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}
 	l.mu.Lock()
-	l.applying[key]++
+	f := l.applying[key]
+	if f == nil {
+		f = &inFlight{}
+		l.applying[key] = f
+	}
+	f.applies++
+	f.owner = ownerID(c.target)
 	l.mu.Unlock()
 	return func(applied *unstructured.Unstructured, err error) {
 		if err == nil {
 			l.record(c, desired, applied)
 		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.applying[key]--; l.applying[key] <= 0 {
-			delete(l.applying, key)
+		for _, count := range l.end(key) {
+			count()
 		}
 	}
+}
+
+// end notes that an apply of key ended. Once none is in flight, it returns the counts of the
+// events delivered meanwhile that are not of the state the ledger holds for their owner.
+func (l *ledger) end(key ledgerKey) []func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.applying[key]
+	if f.applies--; f.applies > 0 {
+		return nil
+	}
+	delete(l.applying, key)
+	e, found := l.entries[key]
+	var counts []func()
+	for _, p := range f.events {
+		if !found || e.owner != p.owner || e.resourceVersion != p.resourceVersion || e.uid != p.uid {
+			counts = append(counts, p.count)
+		}
+	}
+	return counts
 }
 
 // wroteManagement reports whether a watch event of obj, an object of the management cluster,
@@ -231,23 +278,29 @@ func (l *ledger) wroteManagement(obj client.Object) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, found := l.entries[key]
-	return l.applying[key] > 0 || (found && e.resourceVersion == obj.GetResourceVersion())
+	return l.applying[key] != nil || (found && e.resourceVersion == obj.GetResourceVersion())
 }
 
 // holdsManagement reports whether obj, an object of the management cluster as a watch
 // delivered it, is at the resourceVersion and UID the ledger holds for the owner its ownership
-// labels name: a state a pass of that owner applied or read. Unlike wroteManagement, an apply
-// in flight does not count: the event may be of a write made after the apply.
-func (l *ledger) holdsManagement(obj client.Object) bool {
+// labels name: a state a pass of that owner applied or read. While that owner applies obj, the
+// event may be of the apply's state or of a write after it: it is held until the apply ends,
+// and count is called then if it was not of the state recorded.
+func (l *ledger) holdsManagement(obj client.Object, count func()) bool {
 	labels := obj.GetLabels()
 	name, namespace := labels[convoyv1alpha1.PackageNameLabel], labels[convoyv1alpha1.PackageNamespaceLabel]
 	if name == "" || namespace == "" || obj.GetResourceVersion() == "" {
 		return false
 	}
 	owner := ownerKey(labels[convoyv1alpha1.OwnerKindLabel], namespace, name)
+	key := managementKey(obj)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, found := l.entries[managementKey(obj)]
+	if f := l.applying[key]; f != nil && f.owner == owner && len(f.events) < maxPendingEvents {
+		f.events = append(f.events, pendingEvent{owner: owner, resourceVersion: obj.GetResourceVersion(), uid: obj.GetUID(), count: count})
+		return true
+	}
+	e, found := l.entries[key]
 	return found && e.owner == owner && e.resourceVersion == obj.GetResourceVersion() && e.uid == obj.GetUID()
 }
 

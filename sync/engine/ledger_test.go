@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -138,6 +140,49 @@ func TestLedgerTellsTheEngineOwnWritesApart(t *testing.T) {
 	l.forget(c, keyOf(desired.obj))
 	l.record(hosted, desired, applied)
 	g.Expect(l.wroteManagement(applied)).To(BeFalse(), "an object of the hosted cluster is another object")
+}
+
+// An event delivered while its owner applies the object is held until the apply ends, then
+// counted unless it was of the state the apply recorded.
+func TestLedgerHoldsTheEventsOfAnApplyInFlightUntilItEnds(t *testing.T) {
+	g := NewWithT(t)
+	l := newLedger(10)
+	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
+	desired := desiredState{obj: kubetest.ConfigMap("ns", "a", map[string]string{"v": "1"}), ok: true}
+	at := func(rv string) *unstructured.Unstructured {
+		obj := desired.obj.DeepCopy()
+		obj.SetLabels(c.labels())
+		obj.SetResourceVersion(rv)
+		obj.SetUID("uid")
+		return obj
+	}
+	counted := map[string]int{}
+	counter := func(rv string) func() { return func() { counted[rv]++ } }
+
+	done := l.begin(c, desired)
+	g.Expect(l.holdsManagement(at("5"), counter("5"))).To(BeTrue(), "the apply's own event, before its response")
+	g.Expect(l.holdsManagement(at("6"), counter("6"))).To(BeTrue(), "a write after it, before its response")
+	g.Expect(counted).To(BeEmpty(), "not told apart yet")
+	done(at("5"), nil)
+	g.Expect(counted).To(Equal(map[string]int{"6": 1}), "the write after the apply is counted when it ends")
+	g.Expect(l.holdsManagement(at("5"), counter("5"))).To(BeTrue(), "the state recorded")
+
+	done = l.begin(c, desired)
+	g.Expect(l.holdsManagement(at("7"), counter("7"))).To(BeTrue())
+	done(nil, errors.New("refused"))
+	g.Expect(counted).To(HaveKeyWithValue("7", 1), "nothing recorded: counted")
+
+	other := at("8")
+	other.SetLabels(map[string]string{convoyv1alpha1.PackageNameLabel: "other", convoyv1alpha1.PackageNamespaceLabel: "ns"})
+	done = l.begin(c, desired)
+	g.Expect(l.holdsManagement(other, counter("8"))).To(BeFalse(), "labels of another owner: counted at once")
+	for i := range maxPendingEvents {
+		g.Expect(l.holdsManagement(at(strconv.Itoa(10+i)), counter("many"))).To(BeTrue())
+	}
+	g.Expect(l.holdsManagement(at("99"), counter("99"))).To(BeFalse(), "past the bound: counted at once")
+	done(at("10"), nil)
+	g.Expect(counted).To(HaveKeyWithValue("many", maxPendingEvents-1))
+	g.Expect(l.applying).To(BeEmpty())
 }
 
 func TestLedgerStartsOverPastItsBound(t *testing.T) {

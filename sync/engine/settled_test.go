@@ -320,18 +320,18 @@ func TestHoldsStateTellsTheStatesAPassSaw(t *testing.T) {
 	_, err := engine.Sync(ctx, tgt, rev, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	applied := metadata(g)
-	g.Expect(engine.HoldsState(applied)).To(BeTrue(), "the state the apply answered")
-	g.Expect(NewEngine(Options{}).HoldsState(applied)).To(BeFalse(), "another engine applied nothing")
+	g.Expect(engine.HoldsState(applied, nil)).To(BeTrue(), "the state the apply answered")
+	g.Expect(NewEngine(Options{}).HoldsState(applied, nil)).To(BeFalse(), "another engine applied nothing")
 
 	other := applied.DeepCopy()
 	other.Labels = map[string]string{convoyv1alpha1.PackageNameLabel: "other", convoyv1alpha1.PackageNamespaceLabel: tgt.Namespace}
-	g.Expect(engine.HoldsState(other)).To(BeFalse(), "labels that name another owner")
+	g.Expect(engine.HoldsState(other, nil)).To(BeFalse(), "labels that name another owner")
 	replaced := applied.DeepCopy()
 	replaced.UID = "another-uid"
-	g.Expect(engine.HoldsState(replaced)).To(BeFalse(), "an object made again")
+	g.Expect(engine.HoldsState(replaced, nil)).To(BeFalse(), "an object made again")
 
 	live := kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "a", nil))
 	g.Expect(unstructured.SetNestedField(live.Object, "edited", "data", "v")).To(Succeed())
 	g.Expect(env.Client.Update(ctx, live)).To(Succeed())
-	g.Expect(engine.HoldsState(metadata(g))).To(BeFalse(), "a write by someone else")
+	g.Expect(engine.HoldsState(metadata(g), nil)).To(BeFalse(), "a write by someone else")
 }

@@ -70,12 +70,8 @@ func TestStatusChurnOfASettledOwnerIsSpaced(t *testing.T) {
 
 func TestResourceVersionReadsTheInformersStore(t *testing.T) {
 	g := NewWithT(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	go func() { _ = c.Start(ctx) }()
-	a := appliedWatchesOn(c)
+	ctx := context.Background()
+	a := startedWatches(t, g, cache.Options{Scheme: env.Scheme})
 	ns := fleet.NewNamespaceIn(t, env.Client)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent", Labels: map[string]string{
 		convoyv1alpha1.PackageNameLabel: "app", convoyv1alpha1.PackageNamespaceLabel: ns}}, Data: map[string]string{"v": "1"}}

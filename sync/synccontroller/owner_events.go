@@ -31,7 +31,7 @@ type ownerEvents struct {
 
 // stateHolder tells the events of the states an engine's passes saw (engine.Engine).
 type stateHolder interface {
-	HoldsState(obj client.Object) bool
+	HoldsState(obj client.Object, count func()) bool
 }
 
 // newOwnerEvents returns counts at zero.
@@ -53,14 +53,15 @@ func (o *ownerEvents) Count(kind, namespace, name string) uint64 {
 func (o *ownerEvents) handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if !o.held(obj) {
-				o.add(obj)
+			count := func() { o.add(obj) }
+			if !o.held(obj, count) {
+				count()
 			}
 		},
 		UpdateFunc: func(old, updated any) {
-			if !o.tellsOwnerNothing(old, updated) {
-				o.add(old)
-				o.add(updated)
+			count := func() { o.add(old); o.add(updated) }
+			if !o.tellsOwnerNothing(old, updated, count) {
+				count()
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -74,20 +75,22 @@ func (o *ownerEvents) handler() toolscache.ResourceEventHandler {
 
 // tellsOwnerNothing reports an update that tells its owner nothing new: a resync of the same
 // resourceVersion, or a state an engine holds for the owner, who owned the object before too.
-func (o *ownerEvents) tellsOwnerNothing(old, updated any) bool {
+// An engine may call count later instead (held).
+func (o *ownerEvents) tellsOwnerNothing(old, updated any, count func()) bool {
 	before, ok := old.(client.Object)
 	after, ok2 := updated.(client.Object)
 	if !ok || !ok2 {
 		return false
 	}
-	if before.GetResourceVersion() == after.GetResourceVersion() {
+	if rv := after.GetResourceVersion(); rv != "" && rv == before.GetResourceVersion() {
 		return true
 	}
-	return ownerOfLabels(before.GetLabels()) == ownerOfLabels(after.GetLabels()) && o.held(after)
+	return ownerOfLabels(before.GetLabels()) == ownerOfLabels(after.GetLabels()) && o.held(after, count)
 }
 
-// held reports whether an engine holds obj's state for the owner its labels name.
-func (o *ownerEvents) held(obj any) bool {
+// held reports whether an engine holds obj's state for the owner its labels name, or will tell
+// once its apply of obj ends, calling count if it turns out not to.
+func (o *ownerEvents) held(obj any, count func()) bool {
 	co, ok := obj.(client.Object)
 	if !ok {
 		return false
@@ -95,7 +98,7 @@ func (o *ownerEvents) held(obj any) bool {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	for _, h := range o.holders {
-		if h.HoldsState(co) {
+		if h.HoldsState(co, count) {
 			return true
 		}
 	}
