@@ -116,6 +116,11 @@ type Result struct {
 	// kind the watch of the management cluster (Options.Versions) has synced: a change to any
 	// of them will make an event, and no timer is needed to notice it.
 	Watched bool
+	// Stale is set when the owner's event count (Options.Events) moved while the pass ran: the
+	// watch delivered a change the pass may not have seen, and whose event may make no pass of
+	// its own (a controller drops the events of an object while the engine applies it:
+	// AppliedByEngine). The owner should pass again soon.
+	Stale bool
 
 	previous  []convoyv1alpha1.InventoryEntry
 	applied   []convoyv1alpha1.InventoryEntry
@@ -159,6 +164,7 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 	}
 	e.forgetSettled(mark.owner) // whatever this pass does, even if it panics, the last settled one is past
 	res, err := e.sync(ctx, t, rev, rules, previous)
+	res.Stale = e.movedSince(t, mark)
 	if settledOutcome(res, err) {
 		e.remember(mark, res)
 	}

@@ -41,13 +41,11 @@ type ledger struct {
 	applying map[ledgerKey]*inFlight
 }
 
-// inFlight is the applies of one object in flight, and the watch events delivered meanwhile
-// that may be of the state their response will tell (holdsManagement).
+// inFlight is the applies of one object in flight, per owner, and the watch events delivered
+// meanwhile that may be of the state an apply's response will tell (holdsManagement).
 type inFlight struct {
-	applies int
-	// owner is the owner of the latest apply.
-	owner  string
-	events []pendingEvent
+	applies map[string]int
+	events  []pendingEvent
 }
 
 // pendingEvent is a watch event of an object delivered while its owner applied it: count
@@ -59,7 +57,7 @@ type pendingEvent struct {
 }
 
 // maxPendingEvents bounds the events an object's applies in flight hold; later ones are
-// counted at once.
+// judged at once against what the ledger holds.
 const maxPendingEvents = 8
 
 // ledgerKey identifies an object in one cluster: the management cluster, or the hosted
@@ -227,42 +225,50 @@ func (l *ledger) verdict(c *cluster, desired desiredState, rules [sha256.Size]by
 // response, records it when the apply succeeded, and counts the watch events delivered
 // meanwhile that were not of the state recorded.
 func (l *ledger) begin(c *cluster, desired desiredState) func(applied *unstructured.Unstructured, err error) {
-	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}
+	key, owner := ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}, ownerID(c.target)
 	l.mu.Lock()
 	f := l.applying[key]
 	if f == nil {
-		f = &inFlight{}
+		f = &inFlight{applies: map[string]int{}}
 		l.applying[key] = f
 	}
-	f.applies++
-	f.owner = ownerID(c.target)
+	f.applies[owner]++
 	l.mu.Unlock()
 	return func(applied *unstructured.Unstructured, err error) {
 		if err == nil {
 			l.record(c, desired, applied)
 		}
-		for _, count := range l.end(key) {
+		for _, count := range l.end(key, owner) {
 			count()
 		}
 	}
 }
 
-// end notes that an apply of key ended. Once none is in flight, it returns the counts of the
-// events delivered meanwhile that are not of the state the ledger holds for their owner.
-func (l *ledger) end(key ledgerKey) []func() {
+// end notes that an apply of key by owner ended. Once none of owner's is in flight, it returns
+// the counts of owner's events delivered meanwhile that are not of the state the ledger holds
+// for it; they are called outside the lock.
+func (l *ledger) end(key ledgerKey, owner string) []func() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f := l.applying[key]
-	if f.applies--; f.applies > 0 {
+	if f.applies[owner]--; f.applies[owner] > 0 {
 		return nil
 	}
-	delete(l.applying, key)
+	delete(f.applies, owner)
 	e, found := l.entries[key]
 	var counts []func()
+	kept := f.events[:0]
 	for _, p := range f.events {
-		if !found || e.owner != p.owner || e.resourceVersion != p.resourceVersion || e.uid != p.uid {
+		switch {
+		case p.owner != owner:
+			kept = append(kept, p)
+		case !found || e.owner != p.owner || e.resourceVersion != p.resourceVersion || e.uid != p.uid:
 			counts = append(counts, p.count)
 		}
+	}
+	f.events = kept
+	if len(f.applies) == 0 {
+		delete(l.applying, key)
 	}
 	return counts
 }
@@ -271,8 +277,9 @@ func (l *ledger) end(key ledgerKey) []func() {
 // comes from the engine's own apply: one is in flight, or obj's resourceVersion is the one the
 // last apply answered.
 //
-// Note: an event dropped while an apply is in flight loses nothing: the apply's response is the
-// object after every write before it, and writes after it have a newer resourceVersion.
+// Note: an event dropped while an apply is in flight may be of a write after the apply. That
+// write moves the owner's event count when the apply ends (holdsManagement), during the pass,
+// which then says its outcome is stale (Result.Stale) and is followed by another pass soon.
 func (l *ledger) wroteManagement(obj client.Object) bool {
 	key := managementKey(obj)
 	l.mu.Lock()
@@ -283,9 +290,9 @@ func (l *ledger) wroteManagement(obj client.Object) bool {
 
 // holdsManagement reports whether obj, an object of the management cluster as a watch
 // delivered it, is at the resourceVersion and UID the ledger holds for the owner its ownership
-// labels name: a state a pass of that owner applied or read. While that owner applies obj, the
-// event may be of the apply's state or of a write after it: it is held until the apply ends,
-// and count is called then if it was not of the state recorded.
+// labels name: a state a pass of that owner applied or read. Otherwise, while that owner
+// applies obj, the event may be of the apply's state: it is held until the owner's applies of
+// obj end, and count is called then unless it was of the state recorded.
 func (l *ledger) holdsManagement(obj client.Object, count func()) bool {
 	labels := obj.GetLabels()
 	name, namespace := labels[convoyv1alpha1.PackageNameLabel], labels[convoyv1alpha1.PackageNamespaceLabel]
@@ -296,12 +303,15 @@ func (l *ledger) holdsManagement(obj client.Object, count func()) bool {
 	key := managementKey(obj)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if f := l.applying[key]; f != nil && f.owner == owner && len(f.events) < maxPendingEvents {
-		f.events = append(f.events, pendingEvent{owner: owner, resourceVersion: obj.GetResourceVersion(), uid: obj.GetUID(), count: count})
+	if e, found := l.entries[key]; found && e.owner == owner && e.resourceVersion == obj.GetResourceVersion() && e.uid == obj.GetUID() {
 		return true
 	}
-	e, found := l.entries[key]
-	return found && e.owner == owner && e.resourceVersion == obj.GetResourceVersion() && e.uid == obj.GetUID()
+	f := l.applying[key]
+	if count == nil || f == nil || f.applies[owner] == 0 || len(f.events) >= maxPendingEvents {
+		return false
+	}
+	f.events = append(f.events, pendingEvent{owner: owner, resourceVersion: obj.GetResourceVersion(), uid: obj.GetUID(), count: count})
+	return true
 }
 
 // forget drops what the ledger knows of an object.

@@ -183,6 +183,22 @@ func TestLedgerHoldsTheEventsOfAnApplyInFlightUntilItEnds(t *testing.T) {
 	done(at("10"), nil)
 	g.Expect(counted).To(HaveKeyWithValue("many", maxPendingEvents-1))
 	g.Expect(l.applying).To(BeEmpty())
+
+	done = l.begin(c, desired)
+	g.Expect(l.holdsManagement(at("10"), counter("10"))).To(BeTrue(), "a late event of the state recorded")
+	done(at("11"), nil)
+	g.Expect(counted).NotTo(HaveKey("10"), "skipped at once, not held")
+
+	// Another owner's apply of the object in flight holds none of this owner's events.
+	b := (&Target{Namespace: "ns", Name: "other"}).cluster(convoyv1alpha1.ClassManagement)
+	doneB := l.begin(b, desired)
+	g.Expect(l.holdsManagement(at("12"), counter("12"))).To(BeFalse(), "no apply of this owner in flight")
+	done = l.begin(c, desired)
+	g.Expect(l.holdsManagement(at("13"), counter("13"))).To(BeTrue())
+	done(at("14"), nil)
+	g.Expect(counted).To(HaveKeyWithValue("13", 1), "told apart when this owner's apply ends, not the other's")
+	doneB(nil, errors.New("refused"))
+	g.Expect(l.applying).To(BeEmpty())
 }
 
 func TestLedgerStartsOverPastItsBound(t *testing.T) {

@@ -22,7 +22,9 @@ type OwnerEvents interface {
 	// for that owner when it is delivered (Engine.HoldsState), and an update to the same
 	// resourceVersion. Any other has moved it by the time the event makes the owner's pass,
 	// and, for an object in the watch's first list, by the time Versions.Synced reports its
-	// kind synced. It may move without an event; it never stays when one it counts is delivered.
+	// kind synced; one delivered while the engine applies the object for that owner, by the
+	// time that apply ends. It may move without an event; it never stays when one it counts is
+	// delivered.
 	Count(kind, namespace, name string) uint64
 }
 
@@ -45,10 +47,11 @@ type OwnerEvents interface {
 // that relists after a break does not tell of an object created and deleted while it was away.
 //
 // So the pass after an apply is a repeat already: the applied objects need not be found quiet
-// once first. An own event delivered before the apply's response is recorded is counted, as is
-// one the watch delivers before the first repeat's check, and a CustomResourceDefinition judged
-// at the state polled until it was established is not one the ledger holds: each costs one
-// pass in full more. Only revisions whose render digested every object (Phase.Digests) are
+// once first. An own event delivered before the apply's response is held until the apply ends
+// (Engine.HoldsState). The watch not yet holding an applied state at the first repeat's check,
+// an object applied through the resource manager (read first: its own events are counted),
+// and a CustomResourceDefinition judged at the state polled until it was established (not one
+// the ledger holds) each cost one pass in full more. Only revisions whose render digested every object (Phase.Digests) are
 // remembered, as their identity is then cheap. Each remembered pass holds a few hundred bytes:
 // its mark, the digest of the inventory, the phases' statuses and, until its first repeat, the
 // states to check.
@@ -71,8 +74,8 @@ type watchedState struct {
 }
 
 // settledMark is what a pass must match to repeat a settled one: the owner's event count read
-// before the pass looked at anything, and the digest of the revision and target. owner is set
-// even when ok is false.
+// before the pass looked at anything, and the digest of the revision and target. owner and
+// count are set even when ok is false.
 type settledMark struct {
 	owner  string
 	count  uint64
@@ -111,7 +114,7 @@ func (e *Engine) markOf(t *Target, rev *Revision, rules [sha256.Size]byte) settl
 	for i := range rev.Phases {
 		ph := &rev.Phases[i]
 		if len(ph.Digests) != len(ph.Objects) {
-			return settledMark{owner: m.owner}
+			return settledMark{owner: m.owner, count: m.count}
 		}
 		in = in.strings(ph.Name, ph.Class).length(len(ph.Digests))
 		for _, d := range ph.Digests {
@@ -206,6 +209,11 @@ func (e *Engine) remember(m settledMark, res *Result) {
 		}
 	}
 	e.settled.passes[m.owner] = last
+}
+
+// movedSince reports whether the event count of t's owner moved since m was taken.
+func (e *Engine) movedSince(t *Target, m settledMark) bool {
+	return e.opts.Events != nil && e.opts.Events.Count(t.Kind, t.Namespace, t.Name) != m.count
 }
 
 // watchHolds reports whether the watch of the management cluster holds each of states, as its

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
@@ -334,4 +335,47 @@ func TestHoldsStateTellsTheStatesAPassSaw(t *testing.T) {
 	g.Expect(unstructured.SetNestedField(live.Object, "edited", "data", "v")).To(Succeed())
 	g.Expect(env.Client.Update(ctx, live)).To(Succeed())
 	g.Expect(engine.HoldsState(metadata(g), nil)).To(BeFalse(), "a write by someone else")
+}
+
+// changeDuringApply is a client that, before each apply, has the watch deliver a change of the
+// owner's objects, as if someone else wrote one while the engine applied it.
+type changeDuringApply struct {
+	client.Client
+	deliver func()
+}
+
+func (c changeDuringApply) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.deliver()
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+// A pass during which the owner's count moved says its outcome may be stale, and is not
+// remembered as settled; a pass during which nothing moved says neither.
+func TestAPassDuringWhichTheWatchDeliveredAChangeIsStale(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tgt := engineTarget(t)
+	events := &manualEvents{counts: map[string]uint64{}}
+	engine := NewEngine(Options{Controller: "stale-test", Versions: &liveVersions{}, Events: events})
+	repeats := func() float64 { return testutil.ToFloat64(settledRepeats.WithLabelValues("stale-test")) }
+	rev := digested(g, &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+		kubetest.ConfigMap("", "a", nil)}}}})
+
+	plain := tgt.Management
+	tgt.Management = changeDuringApply{Client: plain, deliver: func() { events.deliver(tgt) }}
+	res, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Stale).To(BeTrue())
+
+	tgt.Management = plain
+	start := repeats()
+	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Stale).To(BeFalse())
+	g.Expect(repeats()).To(Equal(start), "the stale pass was not repeated")
+	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Stale).To(BeFalse())
+	g.Expect(repeats()).To(Equal(start+1), "the pass after it was")
 }

@@ -52,13 +52,22 @@ type Common struct {
 // interval. When every object of the revision is of a kind the watch of the management
 // cluster has synced (engine.Result.Watched), a change to any of them makes a pass at once,
 // and the timer only corrects drift, at interval. Otherwise (hosted-cluster objects, kinds not
-// watched yet) it is at most HealthCheckInterval, so that probes run again that often.
+// watched yet) it is at most HealthCheckInterval, so that probes run again that often. A pass
+// during which the watch delivered a change it may not have seen (engine.Result.Stale) is
+// followed by another after staleResultDelay.
 func (c *Common) requeueInterval(s *scope, interval time.Duration) time.Duration {
+	if s.result != nil && s.result.Stale {
+		return min(interval, staleResultDelay)
+	}
 	if c.HealthCheckInterval > 0 && (s.result == nil || !s.result.Watched) {
 		return min(interval, c.HealthCheckInterval)
 	}
 	return interval
 }
+
+// staleResultDelay is the delay before the pass that follows a stale one: the change it may
+// have missed is seen within it, and a burst of changes costs one pass per delay.
+const staleResultDelay = 2 * time.Second
 
 // scope is what one reconcile pass reads and computes; each step documents what it fills in.
 type scope struct {

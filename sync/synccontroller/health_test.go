@@ -107,4 +107,6 @@ func TestRequeueIntervalOfASettledObject(t *testing.T) {
 	g.Expect(c.requeueInterval(&scope{result: &engine.Result{Available: true}}, 10*time.Minute)).To(Equal(20 * time.Second))
 	g.Expect(c.requeueInterval(&scope{}, 10*time.Minute)).To(Equal(20 * time.Second))
 	g.Expect(c.requeueInterval(&scope{}, 5*time.Second)).To(Equal(5 * time.Second))
+	g.Expect(c.requeueInterval(&scope{result: &engine.Result{Available: true, Watched: true, Stale: true}}, 10*time.Minute)).To(
+		Equal(staleResultDelay), "a change delivered during the pass")
 }
