@@ -37,6 +37,9 @@ type phaseOutcome struct {
 	// unwatched is set when an object is one no watch tells about: a hosted-cluster object, or
 	// a kind whose watch has not synced yet.
 	unwatched bool
+	// appliedDirectly is set when an object of the management cluster was applied without a
+	// read: the watch events of such an object are dropped while its apply is in flight.
+	appliedDirectly bool
 }
 
 // applyPhase applies the objects of ph to c: CustomResourceDefinitions and Namespaces first,
@@ -146,6 +149,7 @@ func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredStat
 // anything is.
 func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredState, action ssa.Action, out *phaseOutcome) ([]desiredState, error) {
 	sort.Sort(byKindOrder(states))
+	out.appliedDirectly = out.appliedDirectly || (len(states) > 0 && !c.hosted())
 	var refused []desiredState
 	for _, s := range states {
 		err := e.applyOne(ctx, c, s, out.observer)

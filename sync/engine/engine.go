@@ -116,15 +116,16 @@ type Result struct {
 	// kind the watch of the management cluster (Options.Versions) has synced: a change to any
 	// of them will make an event, and no timer is needed to notice it.
 	Watched bool
-	// Stale is set when the owner's event count (Options.Events) moved while the pass ran: the
-	// watch delivered a change the pass may not have seen, and whose event may make no pass of
-	// its own (a controller drops the events of an object while the engine applies it:
-	// AppliedByEngine). The owner should pass again soon.
+	// Stale is set when the pass applied management objects without reading them and the
+	// owner's event count (Options.Events) moved while it ran: the watch delivered a change
+	// the pass may not have seen, and whose event may make no pass of its own (a controller
+	// drops the events of an object while the engine applies it: AppliedByEngine). A
+	// successful pass should then be followed by another soon.
 	Stale bool
 
-	previous  []convoyv1alpha1.InventoryEntry
-	applied   []convoyv1alpha1.InventoryEntry
-	unwatched bool
+	previous                   []convoyv1alpha1.InventoryEntry
+	applied                    []convoyv1alpha1.InventoryEntry
+	unwatched, appliedDirectly bool
 	// objects counts the revision's objects; vouched those of them judged available at a state
 	// the watch of the management cluster tells every change of, or will once it holds the
 	// states of unconfirmed (recordVerdicts).
@@ -164,7 +165,7 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 	}
 	e.forgetSettled(mark.owner) // whatever this pass does, even if it panics, the last settled one is past
 	res, err := e.sync(ctx, t, rev, rules, previous)
-	res.Stale = e.movedSince(t, mark)
+	res.Stale = res.appliedDirectly && e.movedSince(t, mark)
 	if settledOutcome(res, err) {
 		e.remember(mark, res)
 	}
@@ -281,6 +282,7 @@ func (r *Result) record(c *cluster, ph *Phase, out *phaseOutcome) {
 		r.applied = append(r.applied, entryFor(c, ph.Name, obj))
 	}
 	r.unwatched = r.unwatched || out.unwatched
+	r.appliedDirectly = r.appliedDirectly || out.appliedDirectly
 	r.Changes.Created += out.changes.Created
 	r.Changes.Configured += out.changes.Configured
 	r.Changes.Unchanged += out.changes.Unchanged

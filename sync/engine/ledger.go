@@ -266,6 +266,7 @@ func (l *ledger) end(key ledgerKey, owner string) []func() {
 			counts = append(counts, p.count)
 		}
 	}
+	clear(f.events[len(kept):])
 	f.events = kept
 	if len(f.applies) == 0 {
 		delete(l.applying, key)
@@ -277,9 +278,12 @@ func (l *ledger) end(key ledgerKey, owner string) []func() {
 // comes from the engine's own apply: one is in flight, or obj's resourceVersion is the one the
 // last apply answered.
 //
-// Note: an event dropped while an apply is in flight may be of a write after the apply. That
-// write moves the owner's event count when the apply ends (holdsManagement), during the pass,
-// which then says its outcome is stale (Result.Stale) and is followed by another pass soon.
+// Note: an event dropped while an apply is in flight may be of a write after the apply. When
+// the counting handler sees it while the owner's apply is in flight too, it moves the owner's
+// count when the apply ends (holdsManagement), during the pass, which then says its outcome is
+// stale (Result.Stale) and is followed by another pass soon. The two handlers run apart, so a
+// write seen by the counting handler only after the pass, or labelled for another owner than
+// the one applying, still waits for a later event or the owner's interval.
 func (l *ledger) wroteManagement(obj client.Object) bool {
 	key := managementKey(obj)
 	l.mu.Lock()

@@ -47,12 +47,12 @@ type OwnerEvents interface {
 // that relists after a break does not tell of an object created and deleted while it was away.
 //
 // So the pass after an apply is a repeat already: the applied objects need not be found quiet
-// once first. An own event delivered before the apply's response is held until the apply ends
-// (Engine.HoldsState). The watch not yet holding an applied state at the first repeat's check,
+// once first. An event of an object delivered while its owner applies it is held until the
+// apply ends (Engine.HoldsState). The watch not yet holding an applied state at the first repeat's check,
 // an object applied through the resource manager (read first: its own events are counted),
 // and a CustomResourceDefinition judged at the state polled until it was established (not one
-// the ledger holds) each cost one pass in full more. Only revisions whose render digested every object (Phase.Digests) are
-// remembered, as their identity is then cheap. Each remembered pass holds a few hundred bytes:
+// the ledger holds) each cost one pass in full more. Only revisions whose render digested
+// every object (Phase.Digests) are remembered, as their identity is then cheap. Each remembered pass holds a few hundred bytes:
 // its mark, the digest of the inventory, the phases' statuses and, until its first repeat, the
 // states to check.
 

@@ -349,8 +349,8 @@ func (c changeDuringApply) Patch(ctx context.Context, obj client.Object, patch c
 	return c.Client.Patch(ctx, obj, patch, opts...)
 }
 
-// A pass during which the owner's count moved says its outcome may be stale, and is not
-// remembered as settled; a pass during which nothing moved says neither.
+// A pass that applied objects while the owner's count moved says its outcome may be stale, and
+// is never repeated; a pass during which nothing moved says neither.
 func TestAPassDuringWhichTheWatchDeliveredAChangeIsStale(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)

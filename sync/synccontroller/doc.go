@@ -19,5 +19,6 @@
 // --default-service-account) when one is set, else with the controller's own rights.
 //
 // The controllers ignore the watch events of the engine's own applies
-// (Engine.AppliedByEngine), so an apply does not bring its owner back for a second pass.
+// (Engine.AppliedByEngine), so an apply does not bring its owner back for a second pass, unless
+// the watch told of another change while it ran (engine.Result.Stale): a pass follows 2 s later.
 package synccontroller

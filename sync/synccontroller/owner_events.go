@@ -18,7 +18,8 @@ const ownerEventBuckets = 1 << 16
 // ownerEvents counts the events of the watch of applied objects per owner, as their ownership
 // labels name it before and after the event (engine.OwnerEvents). Owners are spread over a
 // fixed number of buckets, 512 KiB whatever the fleet: owners that share a bucket move each
-// other's count, which only costs a pass in full, never a missed change. An event of a state an
+// other's count, which only costs a pass in full (and, for a pass that applied objects, the
+// pass 2 s later a stale one makes: engine.Result.Stale), never a missed change. An event of a state an
 // engine holds for the owner (engine.Engine.HoldsState: its own write, or a state its pass read)
 // is not counted, nor is a resync that changes nothing: the owner's pass saw that state.
 type ownerEvents struct {

@@ -118,7 +118,9 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 		return fmt.Errorf("setting up the Package controller: %w", err)
 	}
 	od := &ObjectDeploymentReconciler{Common: common}
-	// No Events: an ObjectDeployment's revision has no render digests to repeat a pass by.
+	// No Events: an ObjectDeployment's revision has no render digests to repeat a pass by, and
+	// its passes never say they are stale (engine.Result.Stale): a write by someone else
+	// delivered while the engine applies the object waits for the next event or interval.
 	od.Engine = engine.NewEngine(engine.Options{Controller: "objectdeployment", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
 		Versions: common.applied})
 	od.Recorder = mgr.GetEventRecorder("convoy-objectdeployment")
