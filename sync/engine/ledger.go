@@ -78,6 +78,11 @@ type ledgerEntry struct {
 	availableUnder [sha256.Size]byte
 }
 
+// isState reports whether e is owner's record of the object at resourceVersion and uid.
+func (e ledgerEntry) isState(owner, resourceVersion string, uid types.UID) bool {
+	return e.owner == owner && e.resourceVersion == resourceVersion && e.uid == uid
+}
+
 func newLedger(max int) *ledger {
 	return &ledger{max: max, entries: map[ledgerKey]ledgerEntry{}, applying: map[ledgerKey]*inFlight{}}
 }
@@ -150,8 +155,7 @@ func (l *ledger) untouched(c *cluster, desired desiredState, live *unstructured.
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, found := l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}]
-	return found && e.owner == ownerID(c.target) && e.digest == desired.digest &&
-		e.resourceVersion == live.GetResourceVersion() && e.uid == live.GetUID()
+	return found && e.digest == desired.digest && e.isState(ownerID(c.target), live.GetResourceVersion(), live.GetUID())
 }
 
 // record notes that desired is what live, as the API server answered, holds for this owner.
@@ -177,7 +181,7 @@ func (l *ledger) judgedAvailable(c *cluster, live *unstructured.Unstructured, ru
 	defer l.mu.Unlock()
 	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(live)}
 	e, found := l.entries[key]
-	if !found || e.owner != ownerID(c.target) || e.resourceVersion != live.GetResourceVersion() || e.uid != live.GetUID() {
+	if !found || !e.isState(ownerID(c.target), live.GetResourceVersion(), live.GetUID()) {
 		return false
 	}
 	e.availableUnder = rules
@@ -262,7 +266,7 @@ func (l *ledger) end(key ledgerKey, owner string) []func() {
 		switch {
 		case p.owner != owner:
 			kept = append(kept, p)
-		case !found || e.owner != p.owner || e.resourceVersion != p.resourceVersion || e.uid != p.uid:
+		case !found || !e.isState(p.owner, p.resourceVersion, p.uid):
 			counts = append(counts, p.count)
 		}
 	}
@@ -307,7 +311,7 @@ func (l *ledger) holdsManagement(obj client.Object, count func()) bool {
 	key := managementKey(obj)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e, found := l.entries[key]; found && e.owner == owner && e.resourceVersion == obj.GetResourceVersion() && e.uid == obj.GetUID() {
+	if e, found := l.entries[key]; found && e.isState(owner, obj.GetResourceVersion(), obj.GetUID()) {
 		return true
 	}
 	f := l.applying[key]

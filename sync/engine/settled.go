@@ -48,13 +48,15 @@ type OwnerEvents interface {
 //
 // So the pass after an apply is a repeat already: the applied objects need not be found quiet
 // once first. An event of an object delivered while its owner applies it is held until the
-// apply ends (Engine.HoldsState). The watch not yet holding an applied state at the first repeat's check,
-// an object applied through the resource manager (read first: its own events are counted),
-// and a CustomResourceDefinition judged at the state polled until it was established (not one
-// the ledger holds) each cost one pass in full more. Only revisions whose render digested
-// every object (Phase.Digests) are remembered, as their identity is then cheap. Each remembered pass holds a few hundred bytes:
-// its mark, the digest of the inventory, the phases' statuses and, until its first repeat, the
-// states to check.
+// apply ends (Engine.HoldsState). Each of these costs one pass in full more: the watch not yet
+// holding an applied state at the first repeat's check, an object applied through the
+// resource manager (read first: its own events are counted), and a CustomResourceDefinition
+// judged at the state polled until it was established (not one the ledger holds).
+//
+// Only revisions whose render digested every object (Phase.Digests) are remembered, as their
+// identity is then cheap. Each remembered pass holds a few hundred bytes: its mark, the digest
+// of the inventory, the phases' statuses and, until its first repeat, the states to check (one
+// per object applied or read, at most the revision's objects).
 
 // settledPass is what the engine remembers of an owner's last settled pass.
 type settledPass struct {
