@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -29,24 +30,34 @@ func TestMain(m *testing.M) {
 
 func TestDiscover(t *testing.T) {
 	env.Require(t)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	informers, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	go func() { _ = informers.Start(ctx) }()
+	discoverer := &Discoverer{Reader: informers, Informers: informers}
 
-	t.Run("an HCP namespace", func(t *testing.T) {
-		g := NewWithT(t)
-		hc, err := Discover(ctx, env.Client, blue.HCPNamespace)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(hc.Namespace).To(Equal("clusters"))
-		g.Expect(hc.Name).To(Equal("blue.one"))
-		g.Expect(hc.Labels).To(HaveKeyWithValue("tier", "gold"))
-		g.Expect(hc.Deleting).To(BeFalse())
-	})
+	for name, discover := range map[string]func(string) (*Cluster, error){
+		"Discover, from the API server": func(ns string) (*Cluster, error) { return Discover(ctx, env.Client, ns) },
+		"a Discoverer, from the cache":  func(ns string) (*Cluster, error) { return discoverer.Discover(ctx, ns) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			for range 2 { // the Discoverer's first call reads through the cache, which starts the informer
+				g := NewWithT(t)
+				hc, err := discover(blue.HCPNamespace)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(hc.Namespace).To(Equal("clusters"))
+				g.Expect(hc.Name).To(Equal("blue.one"))
+				g.Expect(hc.Labels).To(HaveKeyWithValue("tier", "gold"))
+				g.Expect(hc.Deleting).To(BeFalse())
 
-	t.Run("a namespace without a hosted control plane", func(t *testing.T) {
-		g := NewWithT(t)
-		_, err := Discover(ctx, env.Client, "default")
-		g.Expect(err).To(MatchError(ErrNoHostedCluster))
-		g.Expect(err.Error()).To(ContainSubstring("namespace default holds no HostedControlPlane"))
-	})
+				_, err = discover("default")
+				g.Expect(err).To(MatchError(ErrNoHostedCluster))
+				g.Expect(err.Error()).To(ContainSubstring("namespace default holds no HostedControlPlane"))
+			}
+		})
+	}
+	NewWithT(t).Expect(discoverer.syncedStore(ctx)).NotTo(BeNil(), "the Discoverer reads the synced informer's store")
 }
 
 func TestClientsCacheAndRotation(t *testing.T) {

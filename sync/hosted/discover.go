@@ -42,7 +42,15 @@ type Cluster struct {
 // ErrNoHostedCluster when namespace holds no HostedControlPlane (or HyperShift is not
 // installed).
 func Discover(ctx context.Context, r client.Reader, namespace string) (*Cluster, error) {
-	hcp, err := controlPlaneOf(ctx, r, namespace)
+	return discoverWith(ctx, r, namespace, func() (*metav1.PartialObjectMetadata, error) {
+		return controlPlaneOf(ctx, r, namespace)
+	})
+}
+
+// discoverWith returns the HostedCluster of the HostedControlPlane controlPlane finds, read
+// through r.
+func discoverWith(ctx context.Context, r client.Reader, namespace string, controlPlane func() (*metav1.PartialObjectMetadata, error)) (*Cluster, error) {
+	hcp, err := controlPlane()
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +85,12 @@ func controlPlaneOf(ctx context.Context, r client.Reader, namespace string) (*me
 	case err != nil:
 		return nil, fmt.Errorf("listing HostedControlPlanes in %s: %w", namespace, err)
 	case len(list.Items) == 0:
-		return nil, fmt.Errorf("%w: namespace %s holds no HostedControlPlane", ErrNoHostedCluster, namespace)
+		return nil, noControlPlane(namespace)
 	}
 	return &list.Items[0], nil
+}
+
+// noControlPlane is the error of a namespace without a HostedControlPlane.
+func noControlPlane(namespace string) error {
+	return fmt.Errorf("%w: namespace %s holds no HostedControlPlane", ErrNoHostedCluster, namespace)
 }

@@ -44,6 +44,7 @@ type Common struct {
 
 	notifier      *pass.Notifier
 	written       *pass.WrittenVersions
+	discoverer    *hosted.Discoverer
 	applied       *appliedWatches
 	impersonating *serviceAccountClients
 }

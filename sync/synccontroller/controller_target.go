@@ -26,7 +26,7 @@ const LeftInPlaceReason = "LeftInPlace"
 // reconcileHostedCluster discovers the HostedCluster of the namespace into s.hostedCluster;
 // a namespace without one is not an error here (reconcileTarget decides whether one is needed).
 func (c *Common) reconcileHostedCluster(ctx context.Context, s *scope) error {
-	hc, err := hosted.Discover(ctx, c.Client, s.obj.GetNamespace())
+	hc, err := c.discoverer.Discover(ctx, s.obj.GetNamespace())
 	if errors.Is(err, hosted.ErrNoHostedCluster) {
 		return nil
 	}
@@ -153,7 +153,7 @@ func (c *Common) teardownTarget(ctx context.Context, s *scope) (*engine.Target, 
 	if !hasHosted(s.status.Inventory) {
 		return t, opts, nil
 	}
-	hc, err := hosted.Discover(ctx, c.Client, ns)
+	hc, err := c.discoverer.Discover(ctx, ns)
 	switch {
 	case errors.Is(err, hosted.ErrNoHostedCluster) || (err == nil && hc.Deleting):
 		c.emit(s.obj, AbandonedReason, "The hosted cluster of namespace %s is being deleted or is gone: leaving its objects to it", ns)

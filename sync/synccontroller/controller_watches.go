@@ -69,6 +69,12 @@ func (c *Common) setupShared(mgr ctrl.Manager) error {
 	if c.written == nil {
 		c.written = &pass.WrittenVersions{}
 	}
+	if c.discoverer == nil {
+		c.discoverer = &hosted.Discoverer{Reader: c.Client}
+		if c.Client == mgr.GetClient() {
+			c.discoverer.Informers = mgr.GetCache() // the informers the client reads
+		}
+	}
 	if c.applied == nil {
 		applied, err := newAppliedWatches(mgr, c.Shard)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/longwait"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
@@ -137,7 +138,7 @@ func (r *ObjectDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts Obj
 		For(&convoyv1alpha1.ObjectDeployment{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{}, requestedAtChanged(), shardChanged()))).
 		WatchesMetadata(secretObject(), r.requestsForSecret(&convoyv1alpha1.ObjectDeploymentList{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, NewQueue: longwait.NewQueue}).
 		Named("objectdeployment")
 	r.watchHostedClusters(mgr, b, &convoyv1alpha1.ObjectDeploymentList{})
 	c, err := b.Build(r)

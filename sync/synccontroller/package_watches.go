@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/longwait"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sync/hosted"
@@ -61,7 +62,7 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 		WatchesMetadata(namespaceObject(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.requestsInNamespace(ctx, &convoyv1alpha1.PackageList{}, o.GetName())
 		}), builder.WithPredicates(predicate.Or[client.Object](predicate.LabelChangedPredicate{}, deletionStarted()))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, NewQueue: longwait.NewQueue}).
 		Named("package")
 	r.watchHostedClusters(mgr, b, &convoyv1alpha1.PackageList{})
 	c, err := b.Build(r)

@@ -1,0 +1,130 @@
+package longwait
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+)
+
+// clock is a settable time for the wheel.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func newTestQueue(t *testing.T) (*Queue[string], *clock) {
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	q := Wrap[string](priorityqueue.New[string]("test"), c.now)
+	t.Cleanup(q.ShutDown)
+	return q, c
+}
+
+// get returns the next ready item and its priority, or fails after a while.
+func get(g *WithT, q *Queue[string]) (string, int) {
+	type got struct {
+		item     string
+		priority int
+	}
+	ch := make(chan got, 1)
+	go func() {
+		item, priority, _ := q.GetWithPriority()
+		ch <- got{item, priority}
+	}()
+	var r got
+	g.Eventually(ch, 3*time.Second).Should(Receive(&r))
+	q.Done(r.item)
+	return r.item, r.priority
+}
+
+func TestALongRequeueWaitsOnTheWheelUntilDue(t *testing.T) {
+	g := NewWithT(t)
+	q, c := newTestQueue(t)
+	q.AddWithOpts(priorityqueue.AddOpts{After: 10 * time.Minute, Priority: new(-100)}, "a")
+	g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero(), "nothing is due yet")
+
+	c.advance(10*time.Minute - time.Second)
+	q.handOver()
+	g.Expect(q.Len()).To(BeZero(), "a second early")
+
+	c.advance(time.Second)
+	item, priority := get(g, q)
+	g.Expect(item).To(Equal("a"))
+	g.Expect(priority).To(Equal(-100), "handed over with the priority it was added with")
+	g.Expect(q.due).To(BeEmpty())
+	g.Expect(q.buckets).To(BeEmpty())
+}
+
+func TestAnyOtherAddGoesAtOnceAndDropsTheLongWait(t *testing.T) {
+	for name, opts := range map[string]priorityqueue.AddOpts{
+		"event":        {},
+		"short":        {After: time.Millisecond},
+		"rate-limited": {RateLimited: true, After: time.Hour},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			q, c := newTestQueue(t)
+			q.AddWithOpts(priorityqueue.AddOpts{After: time.Minute}, "a")
+			q.AddWithOpts(opts, "a")
+			g.Expect(get(g, q)).To(Equal("a"))
+
+			c.advance(2 * time.Minute)
+			q.handOver()
+			g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero(), "the long wait was dropped: one pass, not two")
+		})
+	}
+}
+
+func TestTheEarlierOfTwoLongWaitsHolds(t *testing.T) {
+	g := NewWithT(t)
+	q, c := newTestQueue(t)
+	q.AddAfter("late-first", 10*time.Minute)
+	q.AddAfter("late-first", time.Minute)
+	q.AddAfter("early-first", time.Minute)
+	q.AddAfter("early-first", 10*time.Minute)
+
+	c.advance(time.Minute)
+	q.handOver()
+	g.Expect([]string{first(g, q), first(g, q)}).To(ConsistOf("late-first", "early-first"))
+
+	c.advance(10 * time.Minute)
+	q.handOver()
+	g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero(), "each item was handed over once")
+}
+
+func TestAClockSetBackStrandsNoWait(t *testing.T) {
+	g := NewWithT(t)
+	q, c := newTestQueue(t)
+	c.advance(time.Hour)
+	q.handOver()
+	c.advance(-time.Hour)
+	q.AddAfter("a", time.Minute)
+	c.advance(time.Hour)
+	q.handOver()
+	g.Expect(q.Len()).To(BeZero(), "the wheel has not passed that second yet")
+	c.advance(time.Second)
+	g.Expect(get(g, q)).To(Equal("a"), "handed over once the wheel passes the second it was moved to")
+}
+
+func TestShutDownStopsTheWheel(t *testing.T) {
+	g := NewWithT(t)
+	q, c := newTestQueue(t)
+	q.AddAfter("a", time.Minute)
+	q.ShutDown()
+	q.ShutDown()
+	c.advance(time.Hour)
+	g.Expect(q.ShuttingDown()).To(BeTrue())
+	g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero())
+}
+
+// first returns the next ready item.
+func first(g *WithT, q *Queue[string]) string {
+	item, _ := get(g, q)
+	return item
+}
