@@ -1,6 +1,7 @@
 package longwait
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -150,14 +151,36 @@ func (q *Queue[T]) takeDue(now int64) []ready[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []ready[T]
-	for ; q.next <= now; q.next++ {
-		for _, item := range q.buckets[q.next] {
-			if w, ok := q.due[item]; ok && w.second == q.next {
+	for _, second := range q.dueSeconds(now) {
+		for _, item := range q.buckets[second] {
+			if w, ok := q.due[item]; ok && w.second == second {
 				delete(q.due, item)
 				out = append(out, ready[T]{item: item, priority: w.priority})
 			}
 		}
-		delete(q.buckets, q.next)
+		delete(q.buckets, second)
 	}
+	q.next = max(q.next, now+1)
 	return out
+}
+
+// dueSeconds returns, in order, the seconds up to now that have a bucket. After a jump of the
+// clock longer than the wheel has buckets, it looks at the buckets rather than at each second.
+func (q *Queue[T]) dueSeconds(now int64) []int64 {
+	var seconds []int64
+	if now-q.next > int64(len(q.buckets)) {
+		for second := range q.buckets {
+			if second <= now {
+				seconds = append(seconds, second)
+			}
+		}
+		slices.Sort(seconds)
+		return seconds
+	}
+	for second := q.next; second <= now; second++ {
+		if _, ok := q.buckets[second]; ok {
+			seconds = append(seconds, second)
+		}
+	}
+	return seconds
 }

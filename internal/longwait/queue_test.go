@@ -128,3 +128,16 @@ func first(g *WithT, q *Queue[string]) string {
 	item, _ := get(g, q)
 	return item
 }
+
+func TestAClockJumpForwardHandsOverEverythingDue(t *testing.T) {
+	g := NewWithT(t)
+	q, c := newTestQueue(t)
+	q.AddAfter("a", time.Minute)
+	q.AddAfter("b", 24*time.Hour)
+	q.AddAfter("c", 100*365*24*time.Hour)
+	c.advance(10 * 365 * 24 * time.Hour)
+	q.handOver()
+	g.Expect([]string{first(g, q), first(g, q)}).To(ConsistOf("a", "b"))
+	g.Expect(q.due).To(HaveKey("c"), "not due yet")
+	g.Expect(q.buckets).To(HaveLen(1))
+}

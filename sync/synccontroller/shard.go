@@ -53,7 +53,7 @@ func (c *Common) releaseStranded(ctx context.Context, obj pass.Object) error {
 // status field manager (pass.ShardStatusFieldOwner).
 func (c *Common) statusOptions() pass.StatusOptions {
 	return pass.StatusOptions{Notifier: c.notifier, FieldOwner: pass.ShardStatusFieldOwner(c.Shard),
-		Written: c.written, Reader: c.Direct}
+		Written: c.written, Reader: c.Direct, SameStatus: sameSyncStatus}
 }
 
 // ShardSelector returns the label selector of the objects the replica of shard reconciles:
