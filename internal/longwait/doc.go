@@ -11,7 +11,15 @@
 //
 // Every other add (an event, a short requeue, a rate-limited retry) goes to the priority
 // queue at once and drops the item's long wait: the pass it makes ends with a requeue of its
-// own, so an item waits in one place at a time, as in the priority queue alone. A long wait
-// added for an item that already waits here keeps the earlier of the two times, as the
-// priority queue does. A due item is handed over at most a second late.
+// own. A long wait added for an item that already waits here keeps the earlier of the two
+// times and the higher priority, as the priority queue does. The wheel holds each item once,
+// so its memory grows with the items, not with the adds. It counts ticks of the monotonic
+// clock since it started, so a step of the wall clock moves no wait; a due item is handed
+// over at most a second late, never early.
+//
+// One difference remains: the priority queue merges a long requeue into a ready entry of the
+// same item, and the wheel does not see the priority queue's entries. A pass that ends while
+// an event has already queued the item again leaves its requeue here, so the item may get one
+// more pass when that requeue is due, which goes through every step of a pass like any
+// other.
 package longwait

@@ -14,35 +14,32 @@ import (
 // queue, which times them to the millisecond.
 const MinDelay = 10 * time.Second
 
-// tick is the wheel's resolution: a due item is handed over at most this late.
+// tick is the wheel's resolution: a due item is handed over at most this late, never early.
 const tick = time.Second
 
 // Queue is a priority queue whose long requeues wait on a wheel of one-second buckets.
 type Queue[T comparable] struct {
 	priorityqueue.PriorityQueue[T]
 
-	now  func() time.Time
-	stop chan struct{}
-	once sync.Once
+	// now reads the time; the wheel counts ticks since epoch, so that it follows the
+	// monotonic clock as the priority queue does, and a step of the wall clock moves nothing.
+	now   func() time.Time
+	epoch time.Time
+	stop  chan struct{}
+	once  sync.Once
 
 	mu sync.Mutex
-	// due holds, per waiting item, the second it is due and its priority; buckets the items
-	// due in each second. An item is handed over only from the bucket of the second due
-	// holds for it, so that a wait replaced by an earlier one or dropped leaves no trace.
-	due     map[T]wait
-	buckets map[int64][]T
-	// next is the first second not handed over yet.
-	next int64
+	// due holds the tick each waiting item is due at; buckets hold, per tick, its items and
+	// their priorities. Both hold each waiting item once.
+	due     map[T]int64
+	buckets map[int64]map[T]*int
+	// next is the first tick not handed over yet.
+	next    int64
+	stopped bool
 }
 
-// wait is when an item is due, and the priority it was added with.
-type wait struct {
-	second   int64
-	priority *int
-}
-
-// NewQueue returns a constructor for controller.Options.NewQueue: controller-runtime's
-// priority queue, with the long requeues on a wheel.
+// NewQueue is a constructor for controller.Options.NewQueue: controller-runtime's priority
+// queue, with the long requeues on a wheel.
 func NewQueue(controllerName string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	inner := priorityqueue.New(controllerName, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter = rateLimiter
@@ -53,8 +50,8 @@ func NewQueue(controllerName string, rateLimiter workqueue.TypedRateLimiter[reco
 // Wrap starts the wheel of inner, reading the time from now, and returns the queue; ShutDown
 // stops it.
 func Wrap[T comparable](inner priorityqueue.PriorityQueue[T], now func() time.Time) *Queue[T] {
-	q := &Queue[T]{PriorityQueue: inner, now: now, stop: make(chan struct{}),
-		due: map[T]wait{}, buckets: map[int64][]T{}, next: now().Unix()}
+	q := &Queue[T]{PriorityQueue: inner, now: now, epoch: now(), stop: make(chan struct{}),
+		due: map[T]int64{}, buckets: map[int64]map[T]*int{}}
 	go q.run()
 	return q
 }
@@ -62,22 +59,62 @@ func Wrap[T comparable](inner priorityqueue.PriorityQueue[T], now func() time.Ti
 // AddWithOpts keeps a long requeue on the wheel and hands any other add to the priority queue,
 // dropping the items' long waits.
 func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
-	if o.RateLimited || o.After < MinDelay {
-		q.drop(items)
+	if !q.wait(o, items) {
 		q.PriorityQueue.AddWithOpts(o, items...)
-		return
 	}
-	second := q.now().Add(o.After).Unix()
+}
+
+// wait puts items on the wheel for o.After, dropping their long waits instead when o is not a
+// long requeue. It reports whether it put them there: not when the queue is shut down.
+func (q *Queue[T]) wait(o priorityqueue.AddOpts, items []T) bool {
+	long := !o.RateLimited && o.After >= MinDelay
+	elapsed := q.now().Add(o.After).Sub(q.epoch)
+	at := int64((elapsed + tick - 1) / tick) // rounded up: never handed over early
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	second = max(second, q.next) // a clock set back must not strand the wait behind the wheel
+	at = max(at, q.next)
 	for _, item := range items {
-		if w, ok := q.due[item]; ok && w.second <= second {
-			continue
+		was, waiting := q.due[item]
+		switch {
+		case !long || q.stopped:
+			q.remove(item, was, waiting)
+		case waiting && was <= at: // the earlier wait holds, with the higher priority
+			q.buckets[was][item] = higher(q.buckets[was][item], o.Priority)
+		default:
+			q.remove(item, was, waiting)
+			q.put(item, at, o.Priority)
 		}
-		q.due[item] = wait{second: second, priority: o.Priority}
-		q.buckets[second] = append(q.buckets[second], item)
 	}
+	return long && !q.stopped
+}
+
+// put makes item wait for tick at.
+func (q *Queue[T]) put(item T, at int64, priority *int) {
+	q.due[item] = at
+	if q.buckets[at] == nil {
+		q.buckets[at] = map[T]*int{}
+	}
+	q.buckets[at][item] = priority
+}
+
+// remove drops item's wait for tick at, if waiting.
+func (q *Queue[T]) remove(item T, at int64, waiting bool) {
+	if !waiting {
+		return
+	}
+	delete(q.due, item)
+	delete(q.buckets[at], item)
+	if len(q.buckets[at]) == 0 {
+		delete(q.buckets, at)
+	}
+}
+
+// higher returns the higher of two priorities, nil meaning 0.
+func higher(a, b *int) *int {
+	if b != nil && (a == nil || *b > *a) {
+		return b
+	}
+	return a
 }
 
 // Add hands item to the priority queue at once.
@@ -96,7 +133,7 @@ func (q *Queue[T]) AddRateLimited(item T) {
 // ShutDown stops the wheel, dropping what waits on it, and the priority queue, once.
 func (q *Queue[T]) ShutDown() {
 	q.once.Do(func() {
-		close(q.stop)
+		q.halt()
 		q.PriorityQueue.ShutDown()
 	})
 }
@@ -105,18 +142,26 @@ func (q *Queue[T]) ShutDown() {
 // once.
 func (q *Queue[T]) ShutDownWithDrain() {
 	q.once.Do(func() {
-		close(q.stop)
+		q.halt()
 		q.PriorityQueue.ShutDownWithDrain()
 	})
 }
 
-// drop forgets the long waits of items.
-func (q *Queue[T]) drop(items []T) {
+// halt stops the wheel and empties it.
+func (q *Queue[T]) halt() {
+	close(q.stop)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, item := range items {
-		delete(q.due, item)
-	}
+	q.stopped = true
+	clear(q.due)
+	clear(q.buckets)
+}
+
+// Waiting returns the number of items waiting on the wheel.
+func (q *Queue[T]) Waiting() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.due)
 }
 
 // run hands the due items over every tick until the queue shuts down.
@@ -133,9 +178,9 @@ func (q *Queue[T]) run() {
 	}
 }
 
-// handOver gives the priority queue the items due up to now.
+// handOver gives the priority queue the items due by now.
 func (q *Queue[T]) handOver() {
-	for _, r := range q.takeDue(q.now().Unix()) {
+	for _, r := range q.takeDue(int64(q.now().Sub(q.epoch) / tick)) {
 		q.PriorityQueue.AddWithOpts(priorityqueue.AddOpts{Priority: r.priority}, r.item)
 	}
 }
@@ -146,41 +191,40 @@ type ready[T comparable] struct {
 	priority *int
 }
 
-// takeDue removes from the wheel the items due in the seconds up to now.
+// takeDue removes from the wheel the items due at the ticks up to now.
 func (q *Queue[T]) takeDue(now int64) []ready[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []ready[T]
-	for _, second := range q.dueSeconds(now) {
-		for _, item := range q.buckets[second] {
-			if w, ok := q.due[item]; ok && w.second == second {
-				delete(q.due, item)
-				out = append(out, ready[T]{item: item, priority: w.priority})
-			}
+	for _, at := range q.dueTicks(now) {
+		for item, priority := range q.buckets[at] {
+			delete(q.due, item)
+			out = append(out, ready[T]{item: item, priority: priority})
 		}
-		delete(q.buckets, second)
+		delete(q.buckets, at)
 	}
 	q.next = max(q.next, now+1)
 	return out
 }
 
-// dueSeconds returns, in order, the seconds up to now that have a bucket. After a jump of the
-// clock longer than the wheel has buckets, it looks at the buckets rather than at each second.
-func (q *Queue[T]) dueSeconds(now int64) []int64 {
-	var seconds []int64
+// dueTicks returns, in order, the ticks up to now that have a bucket. When more ticks passed
+// than the wheel has buckets (the process was stopped a long while), it looks at the buckets
+// rather than at each tick.
+func (q *Queue[T]) dueTicks(now int64) []int64 {
+	var ticks []int64
 	if now-q.next > int64(len(q.buckets)) {
-		for second := range q.buckets {
-			if second <= now {
-				seconds = append(seconds, second)
+		for at := range q.buckets {
+			if at <= now {
+				ticks = append(ticks, at)
 			}
 		}
-		slices.Sort(seconds)
-		return seconds
+		slices.Sort(ticks)
+		return ticks
 	}
-	for second := q.next; second <= now; second++ {
-		if _, ok := q.buckets[second]; ok {
-			seconds = append(seconds, second)
+	for at := q.next; at <= now; at++ {
+		if _, ok := q.buckets[at]; ok {
+			ticks = append(ticks, at)
 		}
 	}
-	return seconds
+	return ticks
 }

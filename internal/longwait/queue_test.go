@@ -98,18 +98,43 @@ func TestTheEarlierOfTwoLongWaitsHolds(t *testing.T) {
 	g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero(), "each item was handed over once")
 }
 
-func TestAClockSetBackStrandsNoWait(t *testing.T) {
+func TestAWaitBehindTheWheelIsHandedOverAtItsNextTick(t *testing.T) {
 	g := NewWithT(t)
 	q, c := newTestQueue(t)
 	c.advance(time.Hour)
 	q.handOver()
-	c.advance(-time.Hour)
+	c.advance(-time.Hour) // only a test clock goes back: the wheel counts monotonic time
 	q.AddAfter("a", time.Minute)
 	c.advance(time.Hour)
 	q.handOver()
-	g.Expect(q.Len()).To(BeZero(), "the wheel has not passed that second yet")
+	g.Expect(q.Len()).To(BeZero(), "the wheel has not passed that tick yet")
 	c.advance(time.Second)
-	g.Expect(get(g, q)).To(Equal("a"), "handed over once the wheel passes the second it was moved to")
+	g.Expect(get(g, q)).To(Equal("a"))
+}
+
+func TestTheWheelHoldsEachItemOnce(t *testing.T) {
+	g := NewWithT(t)
+	q, _ := newTestQueue(t)
+	for i := range 1000 {
+		q.AddAfter("a", time.Hour-time.Duration(i)*time.Second) // earlier each time: replaced
+		q.AddAfter("b", time.Hour)
+		q.Add("b") // an event: dropped
+	}
+	g.Expect(q.Waiting()).To(Equal(1))
+	g.Expect(q.buckets).To(HaveLen(1))
+	g.Expect(get(g, q)).To(Equal("b"))
+}
+
+func TestTheEarlierWaitKeepsTheHigherPriority(t *testing.T) {
+	g := NewWithT(t)
+	q, c := newTestQueue(t)
+	q.AddWithOpts(priorityqueue.AddOpts{After: time.Minute, Priority: new(-100)}, "a")
+	q.AddWithOpts(priorityqueue.AddOpts{After: time.Hour, Priority: new(10)}, "a")
+	c.advance(time.Minute)
+	q.handOver()
+	item, priority := get(g, q)
+	g.Expect(item).To(Equal("a"))
+	g.Expect(priority).To(Equal(10))
 }
 
 func TestShutDownStopsTheWheel(t *testing.T) {
@@ -118,8 +143,10 @@ func TestShutDownStopsTheWheel(t *testing.T) {
 	q.AddAfter("a", time.Minute)
 	q.ShutDown()
 	q.ShutDown()
+	q.AddAfter("b", time.Minute)
 	c.advance(time.Hour)
 	g.Expect(q.ShuttingDown()).To(BeTrue())
+	g.Expect(q.Waiting()).To(BeZero(), "a shut-down wheel keeps nothing")
 	g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero())
 }
 

@@ -51,9 +51,9 @@ type StatusOptions struct {
 	// Reader reads the object from the API server when a status patch computed from a stale
 	// base is refused; nil reads through the client.
 	Reader client.Reader
-	// SameStatus reports whether two versions of the kind hold identical statuses, strictly
-	// (as sameTypedStatus does), faster than reflection; nil compares by reflection. Every
-	// settled pass asks it.
+	// SameStatus reports whether two versions of the kind hold statuses that encode to the same
+	// JSON, faster than reflection; false means "compare them as JSON". Nil compares by
+	// reflection. Every settled pass asks it.
 	SameStatus func(before, after client.Object) bool
 }
 

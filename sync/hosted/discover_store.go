@@ -2,7 +2,9 @@ package hosted
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -25,7 +27,14 @@ type Discoverer struct {
 
 	mu    sync.Mutex
 	store toolscache.Indexer // the synced informer's, once known
+	// retryAt is when to ask for the informer again after it could not be had (HyperShift
+	// not installed: each ask is a discovery request).
+	retryAt time.Time
 }
+
+// informerRetry is how long a Discoverer reads through Reader after the informer could not be
+// had, before it asks again.
+const informerRetry = 10 * time.Second
 
 // Discover returns the HostedCluster of the HCP namespace, as the package function Discover.
 func (d *Discoverer) Discover(ctx context.Context, namespace string) (*Cluster, error) {
@@ -45,37 +54,45 @@ func (d *Discoverer) syncedStore(ctx context.Context) toolscache.Indexer {
 		return nil
 	}
 	d.mu.Lock()
-	store := d.store
+	store, retryAt := d.store, d.retryAt
 	d.mu.Unlock()
-	if store != nil {
+	if store != nil || time.Now().Before(retryAt) {
 		return store
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(HostedControlPlaneGVK)
 	inf, err := d.Informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil || !inf.HasSynced() {
+	if err != nil {
+		d.mu.Lock()
+		d.retryAt = time.Now().Add(informerRetry)
+		d.mu.Unlock()
 		return nil
 	}
 	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
-	if !ok {
+	if !ok || !inf.HasSynced() {
 		return nil
 	}
+	store = indexed.GetIndexer()
 	d.mu.Lock()
-	d.store = indexed.GetIndexer() // an informer of the cache stays synced and is never replaced
+	d.store = store // an informer of the cache stays synced and is never replaced
 	d.mu.Unlock()
-	return d.store
+	return store
 }
 
-// controlPlaneInStore returns a HostedControlPlane of namespace from store, not a copy.
+// controlPlaneInStore returns a HostedControlPlane of namespace from store: the store's own
+// object, which must not be changed. Anything but metadata in the store is an error, never
+// "no hosted cluster", which would abandon the hosted objects of a Package being deleted.
 func controlPlaneInStore(store toolscache.Indexer, namespace string) (*metav1.PartialObjectMetadata, error) {
 	items, err := store.ByIndex(toolscache.NamespaceIndex, namespace)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("listing HostedControlPlanes in %s: %w", namespace, err)
 	}
-	for _, item := range items {
-		if hcp, ok := item.(*metav1.PartialObjectMetadata); ok {
-			return hcp, nil
-		}
+	if len(items) == 0 {
+		return nil, noControlPlane(namespace)
 	}
-	return nil, noControlPlane(namespace)
+	hcp, ok := items[0].(*metav1.PartialObjectMetadata)
+	if !ok {
+		return nil, fmt.Errorf("listing HostedControlPlanes in %s: the cache holds a %T", namespace, items[0])
+	}
+	return hcp, nil
 }

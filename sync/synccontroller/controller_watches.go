@@ -48,6 +48,8 @@ func (c *Common) setup(mgr ctrl.Manager, recorderName string) error {
 func (c *Common) setupShared(mgr ctrl.Manager) error {
 	if c.Client == nil {
 		c.Client = mgr.GetClient()
+		// It reads the manager's cache: the HostedControlPlanes are read from its informer.
+		c.discoverer = &hosted.Discoverer{Reader: c.Client, Informers: mgr.GetCache()}
 	}
 	if c.Direct == nil {
 		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(),
@@ -71,9 +73,6 @@ func (c *Common) setupShared(mgr ctrl.Manager) error {
 	}
 	if c.discoverer == nil {
 		c.discoverer = &hosted.Discoverer{Reader: c.Client}
-		if c.Client == mgr.GetClient() {
-			c.discoverer.Informers = mgr.GetCache() // the informers the client reads
-		}
 	}
 	if c.applied == nil {
 		applied, err := newAppliedWatches(mgr, c.Shard)

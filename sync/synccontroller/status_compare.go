@@ -10,8 +10,9 @@ import (
 
 // sameSyncStatus implements pass.StatusOptions.SameStatus for Packages and ObjectDeployments:
 // their statuses are identical, field by field. Times are equal only with the same *Location
-// pointer, stricter than reflect.DeepEqual; false only means "compare them as JSON", which
-// decides. Every settled pass compares its status, and reflection took a fortieth of a settled
+// pointer, stricter than reflect.DeepEqual; a nil slice equals an empty one, since every slice
+// of SyncStatus is omitempty and both encode alike. False only means "compare them as JSON",
+// which decides. Every settled pass compares its status, and reflection took a fortieth of a settled
 // fleet's CPU.
 func sameSyncStatus(before, after client.Object) bool {
 	b, a := syncStatusOf(before), syncStatusOf(after)

@@ -1,6 +1,7 @@
 package synccontroller
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 )
 
 func TestSameSyncStatusComparesEveryField(t *testing.T) {
+	NewWithT(t).Expect(reflect.TypeFor[convoyv1alpha1.SyncStatus]().NumField()).To(Equal(7),
+		"a field added to SyncStatus must be compared by sameSyncStatus, and changed below")
 	at := metav1.NewTime(time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC))
 	settled := func() *convoyv1alpha1.Package {
 		p := &convoyv1alpha1.Package{}
