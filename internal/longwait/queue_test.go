@@ -74,9 +74,7 @@ func TestAnyOtherAddGoesAtOnceAndDropsTheLongWait(t *testing.T) {
 			q.AddWithOpts(opts, "a")
 			g.Expect(get(g, q)).To(Equal("a"))
 
-			c.advance(2 * time.Minute)
-			q.handOver()
-			g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero(), "the long wait was dropped: one pass, not two")
+			expectNoneDueIn(g, q, c, 2*time.Minute, "the long wait was dropped: one pass, not two")
 		})
 	}
 }
@@ -93,9 +91,7 @@ func TestTheEarlierOfTwoLongWaitsHolds(t *testing.T) {
 	q.handOver()
 	g.Expect([]string{first(g, q), first(g, q)}).To(ConsistOf("late-first", "early-first"))
 
-	c.advance(10 * time.Minute)
-	q.handOver()
-	g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero(), "each item was handed over once")
+	expectNoneDueIn(g, q, c, 10*time.Minute, "each item was handed over once")
 }
 
 func TestAWaitBehindTheWheelIsHandedOverAtItsNextTick(t *testing.T) {
@@ -167,4 +163,11 @@ func TestAClockJumpForwardHandsOverEverythingDue(t *testing.T) {
 	g.Expect([]string{first(g, q), first(g, q)}).To(ConsistOf("a", "b"))
 	g.Expect(q.due).To(HaveKey("c"), "not due yet")
 	g.Expect(q.buckets).To(HaveLen(1))
+}
+
+// expectNoneDueIn moves the clock by d and expects the wheel to hand nothing over.
+func expectNoneDueIn(g *WithT, q *Queue[string], c *clock, d time.Duration, why string) {
+	c.advance(d)
+	q.handOver()
+	g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero(), why)
 }
