@@ -35,6 +35,7 @@ func TestDiscover(t *testing.T) {
 	informers, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	go func() { _ = informers.Start(ctx) }()
+	NewWithT(t).Expect(informers.WaitForCacheSync(ctx)).To(BeTrue(), "started, as a manager starts its cache before its controllers")
 	discoverer := &Discoverer{Reader: informers, Informers: informers}
 
 	for name, discover := range map[string]func(string) (*Cluster, error){
