@@ -42,18 +42,16 @@ type Cluster struct {
 // ErrNoHostedCluster when namespace holds no HostedControlPlane (or HyperShift is not
 // installed).
 func Discover(ctx context.Context, r client.Reader, namespace string) (*Cluster, error) {
-	return discoverWith(ctx, r, namespace, func() (*metav1.PartialObjectMetadata, error) {
-		return controlPlaneOf(ctx, r, namespace)
-	})
-}
-
-// discoverWith returns the HostedCluster of the HostedControlPlane controlPlane finds, read
-// through r.
-func discoverWith(ctx context.Context, r client.Reader, namespace string, controlPlane func() (*metav1.PartialObjectMetadata, error)) (*Cluster, error) {
-	hcp, err := controlPlane()
+	hcp, err := controlPlaneOf(ctx, r, namespace)
 	if err != nil {
 		return nil, err
 	}
+	return clusterOf(ctx, r, namespace, hcp)
+}
+
+// clusterOf returns the HostedCluster hcp, the HostedControlPlane of namespace, belongs to,
+// read through r.
+func clusterOf(ctx context.Context, r client.Reader, namespace string, hcp *metav1.PartialObjectMetadata) (*Cluster, error) {
 	ref := hcp.GetAnnotations()[convoyv1alpha1.HostedClusterAnnotation]
 	ns, name, ok := strings.Cut(ref, "/")
 	if !ok || ns == "" || name == "" {
@@ -62,7 +60,7 @@ func discoverWith(ctx context.Context, r client.Reader, namespace string, contro
 	}
 	hc := &metav1.PartialObjectMetadata{}
 	hc.SetGroupVersionKind(HostedClusterGVK)
-	err = r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hc)
+	err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hc)
 	switch {
 	case apierrors.IsNotFound(err):
 		return &Cluster{Namespace: ns, Name: name, Deleting: true}, nil

@@ -42,9 +42,11 @@ func (d *Discoverer) Discover(ctx context.Context, namespace string) (*Cluster, 
 	if store == nil {
 		return Discover(ctx, d.Reader, namespace)
 	}
-	return discoverWith(ctx, d.Reader, namespace, func() (*metav1.PartialObjectMetadata, error) {
-		return controlPlaneInStore(store, namespace)
-	})
+	hcp, err := controlPlaneInStore(store, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return clusterOf(ctx, d.Reader, namespace, hcp)
 }
 
 // syncedStore returns the store of the synced informer of HostedControlPlanes, or nil. It
