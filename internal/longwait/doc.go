@@ -15,7 +15,8 @@
 // times and the higher priority, as the priority queue does. The wheel holds each item once,
 // so its memory grows with the items, not with the adds. It counts ticks of the monotonic
 // clock since it started, so a step of the wall clock moves no wait; a due item is handed
-// over at most a second late, never early.
+// over at most a second late, never early. The gauge convoy_requeue_wheel_items exports how
+// many items wait, per controller.
 //
 // One difference remains: the priority queue merges a long requeue into a ready entry of the
 // same item, and the wheel does not see the priority queue's entries. A pass that ends while

@@ -36,6 +36,9 @@ type Queue[T comparable] struct {
 	// next is the first tick not handed over yet.
 	next    int64
 	stopped bool
+
+	// unexport, when set, stops exporting the wheel's size; the queue calls it on shutdown.
+	unexport func()
 }
 
 // NewQueue is a constructor for controller.Options.NewQueue: controller-runtime's priority
@@ -44,7 +47,10 @@ func NewQueue(controllerName string, rateLimiter workqueue.TypedRateLimiter[reco
 	inner := priorityqueue.New(controllerName, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter = rateLimiter
 	})
-	return Wrap(inner, time.Now)
+	q := Wrap(inner, time.Now)
+	wheels.add(controllerName, q)
+	q.unexport = func() { wheels.remove(q) }
+	return q
 }
 
 // Wrap starts the wheel of inner, reading the time from now, and returns the queue; ShutDown
@@ -147,9 +153,12 @@ func (q *Queue[T]) ShutDownWithDrain() {
 	})
 }
 
-// halt stops the wheel and empties it.
+// halt stops the wheel, empties it and stops exporting its size.
 func (q *Queue[T]) halt() {
 	close(q.stop)
+	if q.unexport != nil {
+		q.unexport()
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.stopped = true

@@ -6,7 +6,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // clock is a settable time for the wheel.
@@ -170,4 +174,39 @@ func expectNoneDueIn(g *WithT, q *Queue[string], c *clock, d time.Duration, why 
 	c.advance(d)
 	q.handOver()
 	g.Consistently(q.Len, 1500*time.Millisecond).Should(BeZero(), why)
+}
+
+// TestNewQueueExportsTheWheelsSize checks the gauge of the items waiting on the wheel, per
+// controller, and that a queue shut down is no longer exported.
+func TestNewQueueExportsTheWheelsSize(t *testing.T) {
+	g := NewWithT(t)
+	const controller = "wheel-metric-test"
+	q := NewQueue(controller, workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "settled"}}, time.Minute)
+	q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "retried"}}, time.Second)
+
+	g.Expect(wheelItems(g, controller)).To(Equal([]float64{1}), "only the long requeue waits on the wheel")
+	q.ShutDown()
+	g.Expect(wheelItems(g, controller)).To(BeEmpty(), "a queue shut down is not exported")
+}
+
+// wheelItems returns the values of convoy_requeue_wheel_items for controller.
+func wheelItems(g *WithT, controller string) []float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var out []float64
+	for _, f := range families {
+		if f.GetName() != "convoy_requeue_wheel_items" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					out = append(out, m.GetGauge().GetValue())
+				}
+			}
+		}
+	}
+	return out
 }
