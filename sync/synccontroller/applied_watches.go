@@ -59,7 +59,7 @@ type appliedWatcher struct {
 
 // newAppliedWatches creates the label-filtered metadata cache and adds it to mgr: the objects
 // applied by the owners of shard (the engine labels them with it; none on the unsharded
-// replica).
+// replica), each trimmed to what the watches read (trimAppliedMetadata).
 func newAppliedWatches(mgr ctrl.Manager, shard string) (*appliedWatches, error) {
 	owned, err := labels.NewRequirement(convoyv1alpha1.PackageNameLabel, selection.Exists, nil)
 	if err != nil {
@@ -69,7 +69,7 @@ func newAppliedWatches(mgr ctrl.Manager, shard string) (*appliedWatches, error) 
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
 		DefaultLabelSelector: labels.NewSelector().Add(*owned).Add(ofShard...),
-		DefaultTransform:     cache.TransformStripManagedFields(),
+		DefaultTransform:     trimAppliedMetadata,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the cache of applied objects: %w", err)
