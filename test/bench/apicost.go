@@ -21,46 +21,66 @@ import (
 // deleted before the controller starts.
 const writeCostNamespace = "bench-write-cost"
 
+// writeCost is one kind of write whose cost to the API server measureWriteCosts reports: prepare
+// brings n objects to revision 1, write(rev) writes object i at revision rev.
+type writeCost struct {
+	metric, note string
+	prepare      []func(rev int) func(int) error
+	write        func(rev int) func(int) error
+}
+
 // measureWriteCosts measures what the API server (kube-apiserver and etcd) spends on each
 // of a Package's two bookkeeping writes per revision, next to what it spent per object in the
 // floor: n applies of a Package's spec at a new revision (the HostedClusterPackage's), then n
 // status patches of a Package holding a settled Package's status (4 conditions, 2 phases, an
-// inventory of 10 objects). It runs before the controller starts, so nothing else writes.
+// inventory of 10 objects). Two more writes say where a Package write's cost lies: the same
+// apply to a Package that has no status, and the apply of a small custom resource (the floor's
+// Widget). It runs before the controller starts, so nothing else writes.
 func (r *rolloutRun) measureWriteCosts(ctx context.Context, floorCPU time.Duration) error {
 	c := r.e.admin
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: writeCostNamespace}}); err != nil {
 		return err
 	}
-	apply := func(rev int) func(int) error {
-		return func(i int) error {
-			return c.Patch(ctx, costPackage(i, rev), client.Apply, client.ForceOwnership, client.FieldOwner(bareOwner))
+	applyOf := func(prefix string) func(rev int) func(int) error {
+		return func(rev int) func(int) error {
+			return func(i int) error {
+				return c.Patch(ctx, costPackage(prefix, i, rev), client.Apply, client.ForceOwnership, client.FieldOwner(bareOwner))
+			}
 		}
 	}
-	if err := runConcurrently(ctx, r.n, r.e.cfg.Concurrency, apply(1)); err != nil {
-		return err
+	status := func(rev int) func(int) error { return func(i int) error { return patchCostStatus(ctx, c, i, rev) } }
+	widgetApply := func(rev int) func(int) error {
+		return func(i int) error {
+			o := widget(writeCostNamespace, fmt.Sprintf("addon-%d", i), rev)
+			return c.Patch(ctx, o, client.Apply, client.ForceOwnership, client.FieldOwner(bareOwner))
+		}
 	}
-	if err := runConcurrently(ctx, r.n, r.e.cfg.Concurrency, func(i int) error { return patchCostStatus(ctx, c, i, 1) }); err != nil {
-		return err
-	}
-	applyCPU, err := r.e.serverCPUOf(func() error { return runConcurrently(ctx, r.n, r.e.cfg.Concurrency, apply(2)) })
-	if err != nil {
-		return err
-	}
-	statusCPU, err := r.e.serverCPUOf(func() error {
-		return runConcurrently(ctx, r.n, r.e.cfg.Concurrency, func(i int) error { return patchCostStatus(ctx, c, i, 2) })
-	})
-	if err != nil {
-		return err
+	costs := []writeCost{
+		{metric: "CPU per Package apply", note: "kube-apiserver and etcd; a new spec.revision",
+			prepare: []func(int) func(int) error{applyOf(""), status}, write: applyOf("")},
+		{metric: "CPU per Package status patch", note: "a settled Package's status at a new revision", write: status},
+		{metric: "CPU per Package apply, no status", note: "the same apply to a Package that never had a status",
+			prepare: []func(int) func(int) error{applyOf("nostatus-")}, write: applyOf("nostatus-")},
+		{metric: "CPU per Widget apply", note: "a custom resource of one field, as in the floor",
+			prepare: []func(int) func(int) error{widgetApply}, write: widgetApply},
 	}
 	perObject := ms(floorCPU) / float64(r.n*objectsPerPackage)
 	scenario := fmt.Sprintf("API server cost N=%d", r.n)
-	for _, row := range []Row{
-		{Scenario: scenario, Metric: "CPU per Package apply", Value: ms(applyCPU) / float64(r.n), Unit: "ms",
-			Baseline: ptr(perObject), BaselineName: "per object, bare SSA loop", Note: "kube-apiserver and etcd; a new spec.revision"},
-		{Scenario: scenario, Metric: "CPU per Package status patch", Value: ms(statusCPU) / float64(r.n), Unit: "ms",
-			Baseline: ptr(perObject), BaselineName: "per object, bare SSA loop", Note: "a settled Package's status at a new revision"},
-	} {
-		r.res.add(row)
+	for _, cost := range costs {
+		for _, prepare := range cost.prepare {
+			if err := runConcurrently(ctx, r.n, r.e.cfg.Concurrency, prepare(1)); err != nil {
+				return err
+			}
+		}
+		cpu, err := r.e.serverCPUOf(func() error { return runConcurrently(ctx, r.n, r.e.cfg.Concurrency, cost.write(2)) })
+		if err != nil {
+			return err
+		}
+		r.res.add(Row{Scenario: scenario, Metric: cost.metric, Value: ms(cpu) / float64(r.n), Unit: "ms",
+			Baseline: ptr(perObject), BaselineName: "per object, bare SSA loop", Note: cost.note})
+	}
+	if err := c.DeleteAllOf(ctx, widget("", "", 0), client.InNamespace(writeCostNamespace)); err != nil {
+		return err
 	}
 	return c.DeleteAllOf(ctx, &convoyv1alpha1.Package{}, client.InNamespace(writeCostNamespace))
 }
@@ -106,13 +126,14 @@ func runConcurrently(ctx context.Context, n, concurrency int, fn func(int) error
 	return first
 }
 
-// costPackage is Package i as a HostedClusterPackage applies it, pinned to revision rev.
-func costPackage(i, rev int) *unstructured.Unstructured {
+// costPackage is Package i as a HostedClusterPackage applies it, pinned to revision rev; its
+// name starts with prefix.
+func costPackage(prefix string, i, rev int) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(convoyv1alpha1.GroupVersion.String())
 	u.SetKind("Package")
 	u.SetNamespace(writeCostNamespace)
-	u.SetName(fmt.Sprintf("addon-%d", i))
+	u.SetName(fmt.Sprintf("%saddon-%d", prefix, i))
 	u.SetLabels(map[string]string{convoyv1alpha1.GroupVersion.Group + "/hostedclusterpackage": "addon",
 		convoyv1alpha1.GroupVersion.Group + "/partition": "default"})
 	u.Object["spec"] = map[string]any{

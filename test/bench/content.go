@@ -80,14 +80,19 @@ func managementObjects(namespace, prefix string, rev int) []*unstructured.Unstru
 			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": n("addon")}}}),
 		obj("v1", "Secret", namespace, n("addon-credentials"), "deploy", rev, map[string]any{
 			"stringData": map[string]any{"token": fmt.Sprintf("token-%d", rev)}}),
-		obj(widgetGroup+"/v1", "Widget", namespace, n("addon"), "deploy", rev, map[string]any{
-			"spec": map[string]any{"size": int64(rev%3 + 1)}}),
+		widget(namespace, n("addon"), rev),
 	}
 	for i := range 5 {
 		objs = append(objs, obj("v1", "ConfigMap", namespace, n(fmt.Sprintf("addon-config-%d", i)), "deploy", rev,
 			map[string]any{"data": map[string]any{"revision": fmt.Sprint(rev), "settings": strings.Repeat("x", 200)}}))
 	}
 	return objs
+}
+
+// widget is the Widget of the management package at rev: a custom resource of one field.
+func widget(namespace, name string, rev int) *unstructured.Unstructured {
+	return obj(widgetGroup+"/v1", "Widget", namespace, name, "deploy", rev, map[string]any{
+		"spec": map[string]any{"size": int64(rev%3 + 1)}})
 }
 
 // hostedObjectsAt returns the 50 objects of the hosted package at rev, in namespace ns of the
