@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -36,7 +36,7 @@ var digestSeed = maphash.MakeSeed()
 // reads, go too. Prune and adoption annotations are read from the live object, never from this
 // cache. Trimming a trimmed object changes nothing.
 func trimAppliedMetadata(in any) (any, error) {
-	obj, err := meta.Accessor(in)
+	obj, err := apimeta.Accessor(in)
 	if err != nil {
 		return in, nil // not an object: nothing to trim
 	}
