@@ -74,7 +74,7 @@ func storeDeleted(ctx context.Context, e *env, tgt *target, row *FaultResult) (t
 	if err := waitUpdated(ctx, e, tgt.get(), 2); err != nil {
 		return time.Time{}, err
 	}
-	if err := os.RemoveAll(filepath.Join(e.dir, "sources")); err != nil {
+	if err := removeUnderWriter(filepath.Join(e.dir, "sources")); err != nil {
 		return time.Time{}, err
 	}
 	deleted := time.Now()
@@ -168,4 +168,17 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// removeUnderWriter deletes dir while the controller may be writing into it: a file it creates
+// during the walk fails the removal with "directory not empty", so it tries again, a few times.
+func removeUnderWriter(dir string) error {
+	var err error
+	for range 20 {
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
 }
