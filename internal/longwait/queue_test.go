@@ -9,8 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 // clock is a settable time for the wheel.
@@ -193,20 +194,5 @@ func TestNewQueueExportsTheWheelsSize(t *testing.T) {
 
 // wheelItems returns the values of convoy_requeue_wheel_items for controller.
 func wheelItems(g *WithT, controller string) []float64 {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	var out []float64
-	for _, f := range families {
-		if f.GetName() != "convoy_requeue_wheel_items" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					out = append(out, m.GetGauge().GetValue())
-				}
-			}
-		}
-	}
-	return out
+	return kubetest.ControllerMetric(g, "convoy_requeue_wheel_items", controller)
 }

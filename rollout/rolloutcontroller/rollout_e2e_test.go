@@ -14,12 +14,12 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/rollout"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
 // rolloutFleet is the state of the end-to-end test.
@@ -185,22 +185,7 @@ func (f *rolloutFleet) testIdle(t *testing.T) {
 // reconcileCount returns how many passes the controller ran, from controller-runtime's
 // controller_runtime_reconcile_total.
 func reconcileCount(g Gomega) float64 {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	n := 0.0
-	for _, mf := range families {
-		if mf.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "hostedclusterpackage" {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return n
+	return kubetest.ControllerMetricSum(g, "controller_runtime_reconcile_total", "hostedclusterpackage")
 }
 
 // itoa formats a count.

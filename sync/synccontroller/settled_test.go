@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/fleet"
@@ -19,21 +18,7 @@ func settledRepeats(g Gomega) float64 { return settledRepeatsOf(g, "package") }
 
 // settledRepeatsOf reads convoy_sync_settled_repeats_total of a controller.
 func settledRepeatsOf(g Gomega, controller string) float64 {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "convoy_sync_settled_repeats_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return kubetest.ControllerMetricSum(g, "convoy_sync_settled_repeats_total", controller)
 }
 
 // A settled Package's passes repeat its last settled one without reading its objects; every
