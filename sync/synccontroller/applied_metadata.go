@@ -42,9 +42,9 @@ func trimAppliedMetadata(in any) (any, error) {
 	}
 	labels, annotations := obj.GetLabels(), obj.GetAnnotations()
 	if !trimmedAlready(labels, annotations) {
-		obj.SetLabels(ownershipOf(labels))
 		obj.SetAnnotations(digestOf(labels, annotations))
 	}
+	obj.SetLabels(ownershipOf(labels))
 	obj.SetManagedFields(nil)
 	obj.SetOwnerReferences(nil)
 	obj.SetFinalizers(nil)
@@ -52,7 +52,8 @@ func trimAppliedMetadata(in any) (any, error) {
 }
 
 // trimmedAlready reports labels and annotations as trimAppliedMetadata leaves them: only
-// ownership labels, and no annotation but the digest.
+// ownership labels, and no annotation but the digest. Their digest would be a digest of the
+// digest, so they keep it.
 func trimmedAlready(labels, annotations map[string]string) bool {
 	for k := range labels {
 		if !slices.Contains(ownershipLabels, k) {
