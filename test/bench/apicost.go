@@ -41,20 +41,18 @@ func (r *rolloutRun) measureWriteCosts(ctx context.Context, floorCPU time.Durati
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: writeCostNamespace}}); err != nil {
 		return err
 	}
-	applyOf := func(prefix string) func(rev int) func(int) error {
+	applyEach := func(object func(i, rev int) *unstructured.Unstructured) func(rev int) func(int) error {
 		return func(rev int) func(int) error {
-			return func(i int) error {
-				return c.Patch(ctx, costPackage(prefix, i, rev), client.Apply, client.ForceOwnership, client.FieldOwner(bareOwner))
-			}
+			return func(i int) error { return applyAll(ctx, c, []*unstructured.Unstructured{object(i, rev)}) }
 		}
+	}
+	applyOf := func(prefix string) func(rev int) func(int) error {
+		return applyEach(func(i, rev int) *unstructured.Unstructured { return costPackage(prefix, i, rev) })
 	}
 	status := func(rev int) func(int) error { return func(i int) error { return patchCostStatus(ctx, c, i, rev) } }
-	widgetApply := func(rev int) func(int) error {
-		return func(i int) error {
-			o := widget(writeCostNamespace, fmt.Sprintf("addon-%d", i), rev)
-			return c.Patch(ctx, o, client.Apply, client.ForceOwnership, client.FieldOwner(bareOwner))
-		}
-	}
+	widgetApply := applyEach(func(i, rev int) *unstructured.Unstructured {
+		return widget(writeCostNamespace, fmt.Sprintf("addon-%d", i), rev)
+	})
 	costs := []writeCost{
 		{metric: "CPU per Package apply", note: "kube-apiserver and etcd; a new spec.revision",
 			prepare: []func(int) func(int) error{applyOf(""), status}, write: applyOf("")},
