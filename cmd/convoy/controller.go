@@ -160,6 +160,7 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	// Nothing reads the managed fields of cached objects; they are a large part of each.
 	cacheOpts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	rolloutcontroller.ConfigureCache(&cacheOpts)
+	synccontroller.ConfigureCompactCache(&cacheOpts)
 	opts.shards.configureCache(&cacheOpts)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache:                   cacheOpts,

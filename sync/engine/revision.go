@@ -104,9 +104,9 @@ func (t *Target) ownerLabels() map[string]string {
 // cluster returns the cluster of a phase class.
 func (t *Target) cluster(class string) *cluster {
 	if class == convoyv1alpha1.ClassHostedCluster {
-		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t}
+		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t, owner: ownerID(t)}
 	}
-	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t}
+	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t, owner: ownerID(t)}
 }
 
 // clusterNamed returns the cluster of an inventory entry's cluster name.
@@ -123,6 +123,8 @@ type cluster struct {
 	name   string
 	client client.Client
 	target *Target
+	// owner is ownerID(target), made once: the ledger keeps it in each of the owner's entries.
+	owner string
 }
 
 func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }

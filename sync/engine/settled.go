@@ -200,8 +200,10 @@ func (e *Engine) remember(m settledMark, res *Result) {
 	if !m.ok {
 		return
 	}
+	// Cloned to their length: the list grew by appends, and is kept until the first repeat, a
+	// Package's spec.interval later.
 	last := settledPass{mark: m, inventory: inventoryDigest(res.Inventory), phases: slices.Clone(res.Phases), objects: res.objects,
-		unconfirmed: res.unconfirmed}
+		unconfirmed: slices.Clone(res.unconfirmed)}
 	e.settled.mu.Lock()
 	defer e.settled.mu.Unlock()
 	if _, known := e.settled.passes[m.owner]; !known && len(e.settled.passes) >= e.settled.max {

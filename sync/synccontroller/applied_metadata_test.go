@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unsafe"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -39,11 +40,12 @@ func TestTrimAppliedMetadataKeepsWhatTheWatchesRead(t *testing.T) {
 	}}
 	got := trimmed(g, obj)
 
-	g.Expect(got.Labels).To(Equal(map[string]string{
-		convoyv1alpha1.PackageNameLabel: "app", convoyv1alpha1.PackageNamespaceLabel: "ns",
-		convoyv1alpha1.OwnerKindLabel: "ObjectDeployment"}), "the ownership labels, as they are")
-	g.Expect(got.Annotations).To(HaveLen(1))
-	g.Expect(len(got.Annotations[metadataDigestAnnotation])).To(BeNumerically("<=", 16), "200 KiB of annotation cost 16 bytes")
+	g.Expect(got.Labels).To(HaveLen(4))
+	g.Expect(got.Labels).To(HaveKeyWithValue(convoyv1alpha1.PackageNameLabel, "app"), "the ownership labels, as they are")
+	g.Expect(got.Labels).To(HaveKeyWithValue(convoyv1alpha1.PackageNamespaceLabel, "ns"))
+	g.Expect(got.Labels).To(HaveKeyWithValue(convoyv1alpha1.OwnerKindLabel, "ObjectDeployment"))
+	g.Expect(len(got.Labels[metadataDigestLabel])).To(BeNumerically("<=", 16), "200 KiB of annotation cost 16 bytes")
+	g.Expect(got.Annotations).To(BeNil(), "one map, not two")
 	g.Expect(trimmed(g, got)).To(Equal(got), "trimming a trimmed object changes nothing")
 	g.Expect(got.ManagedFields).To(BeNil())
 	g.Expect(got.OwnerReferences).To(BeNil())
@@ -76,15 +78,19 @@ func TestTrimAppliedMetadataKeepsWhatTheWatchesRead(t *testing.T) {
 		To(BeTrue(), "the owner changed")
 	g.Expect(changed(func(o *metav1.PartialObjectMetadata) { o.Labels[convoyv1alpha1.ShardLabel] = "b" })).
 		To(BeTrue(), "the shard changed")
-	digest := func(annotations map[string]string) string {
-		return digestOf(nil, annotations)[metadataDigestAnnotation]
-	}
+	digest := func(annotations map[string]string) string { return digestOf(nil, annotations) }
 	g.Expect(digest(map[string]string{"a": "x\x00annotation\x00b\x00y"})).NotTo(Equal(digest(map[string]string{"a": "x", "b": "y"})),
 		"a value that spells out further annotations")
 
 	bare := trimmed(g, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "bare"}})
-	g.Expect(bare.Labels).To(BeNil())
-	g.Expect(bare.Annotations).To(BeNil(), "nothing to digest")
+	g.Expect(bare.Labels).To(BeNil(), "nothing to digest")
+	g.Expect(bare.Annotations).To(BeNil())
+	owned := trimmed(g, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{
+		convoyv1alpha1.PackageNameLabel: "app", convoyv1alpha1.PackageNamespaceLabel: strings.Clone("ns")}}})
+	g.Expect(owned.Labels).To(Equal(map[string]string{
+		convoyv1alpha1.PackageNameLabel: "app", convoyv1alpha1.PackageNamespaceLabel: "ns"}), "no digest of nothing")
+	g.Expect(unsafe.StringData(owned.Labels[convoyv1alpha1.PackageNamespaceLabel])).To(Equal(unsafe.StringData(owned.Namespace)),
+		"the package namespace shares the namespace's string")
 	tombstone := toolscache.DeletedFinalStateUnknown{Key: "ns/agent", Obj: obj}
 	g.Expect(trimAppliedMetadata(tombstone)).To(Equal(tombstone))
 }
@@ -114,9 +120,9 @@ func TestAppliedCacheHoldsTrimmedMetadata(t *testing.T) {
 	var before *metav1.PartialObjectMetadata
 	g.Eventually(func(g Gomega) {
 		before = cached(g)
-		g.Expect(before.Labels).To(HaveLen(2))
-		g.Expect(before.Annotations).To(HaveKey(metadataDigestAnnotation))
-		g.Expect(before.Annotations).To(HaveLen(1))
+		g.Expect(before.Labels).To(HaveLen(3))
+		g.Expect(before.Labels).To(HaveKey(metadataDigestLabel))
+		g.Expect(before.Annotations).To(BeNil())
 		g.Expect(before.ManagedFields).To(BeNil())
 	}).Should(Succeed())
 

@@ -12,6 +12,10 @@
 // manager, sharing the clients, the hosted-cluster clients (sync/hosted) and the cache of
 // applied objects.
 //
+// Memory grows with the fleet, so the caches keep little: the cache of applied objects keeps
+// the metadata its watches read and a digest of the rest (trimAppliedMetadata), and
+// ConfigureCompactCache makes the manager's cache share the strings Packages repeat.
+//
 // Trust boundaries: a Package may use a GitSource of another namespace only when the source's
 // spec.accessFrom selects its namespace or a HostedClusterPackage owns it; a kubeconfig Secret
 // that the hosted client policy refuses stalls the object; management objects are applied,
