@@ -134,7 +134,7 @@ type desiredState struct {
 func (l *ledger) changedSinceApplied(c *cluster, states []desiredState) (changed, rest []desiredState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	owner, cl := c.owner, ledgerCluster(c)
+	owner, cl := c.ownerID(), ledgerCluster(c)
 	for _, s := range states {
 		e, found := l.entries[ledgerKey{cluster: cl, object: keyOf(s.obj)}]
 		if s.ok && found && e.owner == owner && e.digest != s.digest && e.uid != "" {
@@ -155,7 +155,7 @@ func (l *ledger) untouched(c *cluster, desired desiredState, live *unstructured.
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, found := l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}]
-	return found && e.digest == desired.digest && e.isState(c.owner, live.GetResourceVersion(), live.GetUID())
+	return found && e.digest == desired.digest && e.isState(c.ownerID(), live.GetResourceVersion(), live.GetUID())
 }
 
 // record notes that desired is what live, as the API server answered, holds for this owner.
@@ -169,7 +169,7 @@ func (l *ledger) record(c *cluster, desired desiredState, live *unstructured.Uns
 		clear(l.entries)
 	}
 	l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}] = ledgerEntry{
-		owner: c.owner, digest: desired.digest, resourceVersion: live.GetResourceVersion(),
+		owner: c.ownerID(), digest: desired.digest, resourceVersion: live.GetResourceVersion(),
 		uid: live.GetUID(),
 	}
 }
@@ -181,7 +181,7 @@ func (l *ledger) judgedAvailable(c *cluster, live *unstructured.Unstructured, ru
 	defer l.mu.Unlock()
 	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(live)}
 	e, found := l.entries[key]
-	if !found || !e.isState(c.owner, live.GetResourceVersion(), live.GetUID()) {
+	if !found || !e.isState(c.ownerID(), live.GetResourceVersion(), live.GetUID()) {
 		return false
 	}
 	e.availableUnder = rules
@@ -222,14 +222,14 @@ func (l *ledger) verdict(c *cluster, desired desiredState, rules [sha256.Size]by
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, found := l.entries[ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}]
-	return e, found && e.owner == c.owner && e.digest == desired.digest && e.availableUnder == rules
+	return e, found && e.owner == c.ownerID() && e.digest == desired.digest && e.availableUnder == rules
 }
 
 // begin notes an apply of desired in flight; the returned function ends it with the
 // response, records it when the apply succeeded, and counts the watch events delivered
 // meanwhile that were not of the state recorded.
 func (l *ledger) begin(c *cluster, desired desiredState) func(applied *unstructured.Unstructured, err error) {
-	key, owner := ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}, c.owner
+	key, owner := ledgerKey{cluster: ledgerCluster(c), object: keyOf(desired.obj)}, c.ownerID()
 	l.mu.Lock()
 	f := l.applying[key]
 	if f == nil {

@@ -123,8 +123,18 @@ type cluster struct {
 	name   string
 	client client.Client
 	target *Target
-	// owner is ownerID(target), made once: the ledger keeps it in each of the owner's entries.
+	// owner is ownerID(target), made once by Target.cluster: the ledger keeps it in each of the
+	// owner's entries. Read it with ownerID.
 	owner string
+}
+
+// ownerID returns ownerID(c.target), never "": a cluster built without Target.cluster still
+// tells its owner's ledger entries from another's.
+func (c *cluster) ownerID() string {
+	if c.owner == "" {
+		return ownerID(c.target)
+	}
+	return c.owner
 }
 
 func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }

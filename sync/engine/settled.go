@@ -200,8 +200,8 @@ func (e *Engine) remember(m settledMark, res *Result) {
 	if !m.ok {
 		return
 	}
-	// Cloned to their length: the list grew by appends, and is kept until the first repeat, a
-	// Package's spec.interval later.
+	// Cloned to their length: the list grew by appends, and is kept until the first repeat,
+	// which for a settled Package may be its spec.interval later.
 	last := settledPass{mark: m, inventory: inventoryDigest(res.Inventory), phases: slices.Clone(res.Phases), objects: res.objects,
 		unconfirmed: slices.Clone(res.unconfirmed)}
 	e.settled.mu.Lock()

@@ -194,7 +194,9 @@ func (c *Common) settled(ctx context.Context, owner pass.Object, req reconcile.R
 }
 
 // statusOnlyUpdate reports an update that changed neither the generation (of a kind that has
-// one), the labels, the annotations nor the deletion of the object.
+// one), the labels, the annotations nor the deletion of the object. In the cache of applied
+// objects the labels hold the digest of the annotations and other labels, and the annotations
+// are none (trimAppliedMetadata).
 func statusOnlyUpdate(old, updated client.Object) bool {
 	return updated.GetGeneration() != 0 && old.GetGeneration() == updated.GetGeneration() &&
 		maps.Equal(old.GetLabels(), updated.GetLabels()) && maps.Equal(old.GetAnnotations(), updated.GetAnnotations()) &&

@@ -58,7 +58,7 @@ func TestCompactCachedPackageChangesNoField(t *testing.T) {
 		g.Expect(json.Unmarshal(settledPackageJSON(t, name), p)).To(Succeed())
 		return p
 	}
-	opts := cache.Options{}
+	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	ConfigureCompactCache(&opts)
 	transform := func(p *convoyv1alpha1.Package) *convoyv1alpha1.Package {
 		out, err := opts.DefaultTransform(p)
@@ -79,6 +79,18 @@ func TestCompactCachedPackageChangesNoField(t *testing.T) {
 	g.Expect(same(a.Namespace, b.Namespace)).To(BeTrue(), "the namespace")
 	runtime.KeepAlive(held)
 
-	other := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
+	managed := decode("c")
+	managed.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "convoy"}}
+	g.Expect(transform(managed).ManagedFields).To(BeNil(), "the transform it wraps still runs")
+
+	od := &convoyv1alpha1.ObjectDeployment{Status: a.Status}
+	od.Status.Inventory = append(make([]convoyv1alpha1.InventoryEntry, 0, 32), a.Status.Inventory...)
+	out, err := opts.DefaultTransform(od)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*convoyv1alpha1.ObjectDeployment).Status).To(Equal(a.Status), "an ObjectDeployment's status is compacted alike")
+	g.Expect(cap(od.Status.Inventory)).To(Equal(len(od.Status.Inventory)))
+
+	other := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}}}
 	g.Expect(opts.DefaultTransform(other)).To(BeIdenticalTo(other), "other objects are left alone")
+	g.Expect(other.Labels).To(Equal(map[string]string{"a": "b"}))
 }
