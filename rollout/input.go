@@ -46,9 +46,10 @@ type Input struct {
 	OlderRevisions []Revision
 
 	// ShardFor returns the convoy.dev/shard label a Package of namespace whose label is current
-	// should have; nil when sharding is off. A Package whose label differs is relabelled: a
-	// shard move rides only on a relabel, never with a change of revision, so that two
-	// replicas never apply two revisions of one Package at once.
+	// should have ("" for the unsharded replica); nil leaves every label as it is. A Package
+	// whose label differs is relabelled: a shard move rides only on a relabel, never with a
+	// change of revision, and the old replica cancels its pass of a Package that moves, so that
+	// two replicas never apply two revisions of one Package at once.
 	ShardFor func(namespace, current string) string
 
 	// Now is the clock.

@@ -33,18 +33,20 @@ const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccou
 // bindFlags registers the sharding flags on fs.
 func (o *shardOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.shard, "shard", "", "Reconcile only the Packages and ObjectDeployments labelled convoy.dev/shard=<name>, "+
-		"with leader election lease convoy-controller-<name>.convoy.dev; such a replica polls no GitSource, serves no webhook, "+
+		"with leader election lease convoy-controller-<name>.convoy.dev (so <name> is a lowercase DNS label of at most 45 characters); such a replica polls no GitSource, serves no webhook, "+
 		"runs no HostedClusterPackage controller, and fetches the commits its Packages need into its own --storage-path. "+
 		"Empty: the unsharded replica, which reconciles only objects without the label and runs the GitSource and HostedClusterPackage controllers.")
 	fs.StringSliceVar(&o.rollout.Shards, "shards", nil, "Shards (comma-separated) over which the HostedClusterPackage controller spreads "+
 		"the Packages it creates, by HCP namespace (label convoy.dev/shard); a Package keeps its shard while it is listed. "+
-		"Empty: no label. Unsharded replica only.")
+		"Empty: no label, and the labelled Packages move back to the unsharded replica. At most 256. Unsharded replica only.")
 	fs.StringVar(&o.configMap, "shards-configmap", "", "ConfigMap NAMESPACE/NAME whose key \"shards\" names the shards (comma- or newline-separated), "+
 		"read at run time instead of --shards; its optional key \"rebalance\" (true/false) overrides --rebalance-shards. "+
-		"A list that is not valid is reported and ignored, the last valid one staying in force; an absent ConfigMap shards nothing. "+
+		"A list that is not valid is reported and ignored, the last valid one staying in force; an absent ConfigMap shards nothing "+
+		"(the labelled Packages move back to the unsharded replica). "+
 		"Unsharded replica only.")
-	fs.BoolVar(&o.rollout.Rebalance, "rebalance-shards", false, "Move each Package to the shard hashing gives its HCP namespace "+
-		"when it is next applied, rather than keeping the shard it has (after adding a shard to --shards).")
+	fs.BoolVar(&o.rollout.Rebalance, "rebalance-shards", false, "Move each Package to the shard hashing gives its HCP namespace, "+
+		"rather than keeping the shard it has (after adding a shard to --shards): every misplaced Package is relabelled at its "+
+		"HostedClusterPackage's next pass, at once and outside the budget (a relabel keeps the revision).")
 }
 
 // validate returns an error for flags that contradict each other or bad shard names.

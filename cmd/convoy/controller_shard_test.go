@@ -33,6 +33,8 @@ func TestShardsConfigMapFlag(t *testing.T) {
 	}
 	_, err = parse("--shard=a", "--shards-configmap=convoy-system/convoy-shards")
 	g.Expect(err).To(MatchError(ContainSubstring("flags of the unsharded replica")))
+	_, err = parse("--shard=Shard_A")
+	g.Expect(err).To(MatchError(ContainSubstring("lease convoy-controller-Shard_A.convoy.dev")), "a shard names a lease")
 
 	o, err = parse("--shards=a")
 	g.Expect(err).NotTo(HaveOccurred())

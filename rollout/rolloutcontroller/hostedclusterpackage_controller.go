@@ -186,9 +186,10 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 		return err
 	}
 	in := planInput(s, hcs, foreign)
-	if len(s.sharding.Shards) > 0 {
-		in.ShardFor = s.sharding.shardFor
-	}
+	// Always: with no shard in force, a Package left on a shard moves back to the unsharded
+	// replica, as one on a shard no longer listed moves to a listed one; else nobody would
+	// reconcile it once sharding is turned off.
+	in.ShardFor = s.sharding.shardFor
 	if s.plan, err = rollout.Compute(in); err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}

@@ -5,10 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -18,15 +16,16 @@ import (
 // HCP namespace go to the same shard, chosen by rendezvous hashing of the namespace over the
 // shard names: even, and independent of the order of the names and of the other namespaces.
 // The label is sticky: a Package keeps the shard it has while that shard is listed, so adding
-// a shard moves nothing; Rebalance moves each Package to its rendezvous choice when it is next
-// applied, which moves to a new shard only its fair share.
+// a shard moves nothing; Rebalance moves each Package to its rendezvous choice, which moves to a
+// new shard only its fair share. With no shard listed, labelled Packages move back to the
+// unsharded replica. Moves are relabels, at the next pass of each HostedClusterPackage.
 //
 // The shards are named either in Shards or, read at run time, in a ConfigMap (see
 // shard_config.go); the HostedClusterPackage controller reports on each HostedClusterPackage
 // the shards whose replica holds no lease (ShardsReady, see shard_replicas.go).
 type Sharding struct {
-	// Shards names the shards (--shards); empty stamps no label, and the Packages are
-	// reconciled by the unsharded replica.
+	// Shards names the shards (--shards); empty stamps no label and removes the ones there are,
+	// so that the Packages are reconciled by the unsharded replica.
 	Shards []string
 	// Rebalance moves Packages off the shard they have when it is not their rendezvous choice
 	// (--rebalance-shards).
@@ -39,8 +38,9 @@ type Sharding struct {
 	LeaseNamespace string
 }
 
-// Validate returns an error naming the first shard name that cannot be a label value, or a
-// name listed twice, or a ConfigMap named together with Shards.
+// Validate returns an error naming the first shard name that is not valid
+// (convoyv1alpha1.ValidateShardName), or a name listed twice, or a ConfigMap named together
+// with Shards.
 func (s Sharding) Validate() error {
 	if s.ConfigMap != (types.NamespacedName{}) {
 		if len(s.Shards) > 0 {
@@ -53,12 +53,15 @@ func (s Sharding) Validate() error {
 	return s.validateShards()
 }
 
-// validateShards returns an error naming the first shard name that cannot be a label value,
-// or a name listed twice.
+// validateShards returns an error naming the first shard name that is not valid, or a name
+// listed twice, or more than MaxShards names.
 func (s Sharding) validateShards() error {
+	if len(s.Shards) > MaxShards {
+		return fmt.Errorf("%d shards: at most %d may be listed", len(s.Shards), MaxShards)
+	}
 	seen := map[string]bool{}
 	for _, name := range s.Shards {
-		if err := validateLabelValue(name); err != nil {
+		if err := convoyv1alpha1.ValidateShardName(name); err != nil {
 			return fmt.Errorf("shard %q: %w", name, err)
 		}
 		if seen[name] {
@@ -68,6 +71,11 @@ func (s Sharding) validateShards() error {
 	}
 	return nil
 }
+
+// MaxShards bounds the shards listed. Each HostedClusterPackage pass hashes a Package's
+// namespace once per shard when it chooses the Package's shard, so that a list written by
+// mistake (or by someone hostile) cannot make every pass slow.
+const MaxShards = 256
 
 // shardFor returns the shard of a Package in namespace whose current convoy.dev/shard label is
 // current ("" when it has none or does not exist yet), or "" when sharding is off.
@@ -104,17 +112,4 @@ func shardLabelOf(pkg *convoyv1alpha1.Package) string {
 }
 
 // ShardLeaseName returns the leader election lease of the replicas of shard.
-func ShardLeaseName(shard string) string {
-	return "convoy-controller-" + shard + ".convoy.dev"
-}
-
-// validateLabelValue returns an error when v is empty or not a valid label value.
-func validateLabelValue(v string) error {
-	if v == "" {
-		return fmt.Errorf("a shard name must not be empty")
-	}
-	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-		return fmt.Errorf("not a valid value of label %s: %s", convoyv1alpha1.ShardLabel, strings.Join(errs, "; "))
-	}
-	return nil
-}
+func ShardLeaseName(shard string) string { return convoyv1alpha1.ShardLeaseName(shard) }

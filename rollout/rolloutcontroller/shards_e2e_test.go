@@ -57,7 +57,7 @@ func TestShardsConfigMapChangesAtRunTime(t *testing.T) {
 
 	setShards(t, g, map[string]string{ShardsKey: "a, b c"})
 	expectShardsReady(g, name, metav1.ConditionFalse, convoyv1alpha1.InvalidShardListReason, SatisfyAll(
-		HavePrefix(`ConfigMap convoy-shards-test/convoy-shards: key "shards": shard "b c": not a valid value of label convoy.dev/shard: `),
+		HavePrefix(`ConfigMap convoy-shards-test/convoy-shards: key "shards": shard "b c": not a lowercase DNS label`),
 		ContainSubstring("; the shards in force stay a,b. Shard a has no live replica")))
 	g.Eventually(func(g Gomega) { g.Expect(configMapWarnings(g)).To(ContainElement(ContainSubstring(`shard "b c"`))) }).Should(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(shardsOf(g, name)).To(Equal(moved)) }, 2*time.Second).Should(Succeed(),
@@ -68,6 +68,10 @@ func TestShardsConfigMapChangesAtRunTime(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(conditionOf(getHCPkg(g, name), convoyv1alpha1.ShardsReadyCondition)).To(HaveField("Reason", convoyv1alpha1.ShardWithoutReplicaReason))
 	}).Should(Succeed(), "the refused list is no longer reported once a valid one replaces it")
+
+	setShards(t, g, map[string]string{})
+	g.Eventually(func(g Gomega) { g.Expect(shardsOf(g, name)).To(SatisfyAll(HaveLen(8), HaveEach(""))) }).Should(Succeed(),
+		"with no shard listed, the Packages move back to the unsharded replica: nobody else would reconcile them")
 }
 
 // TestShardWithoutLiveReplicaIsNamed: a HostedClusterPackage whose Packages sit on a shard

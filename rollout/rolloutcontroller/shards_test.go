@@ -2,6 +2,7 @@ package rolloutcontroller
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,18 @@ func TestShardingRefusesBadNames(t *testing.T) {
 	g.Expect(Sharding{Shards: []string{"a", "a"}}.Validate()).To(MatchError(ContainSubstring("listed twice")))
 	g.Expect(Sharding{Shards: []string{""}}.Validate()).To(HaveOccurred())
 	g.Expect(Sharding{Shards: []string{"a", "b"}}.Validate()).To(Succeed())
+
+	// A shard names a lease too: a label value that no lease name can hold is refused, else the
+	// shard's replica would retry taking its lease forever.
+	g.Expect(Sharding{Shards: []string{"Shard_A"}}.Validate()).To(MatchError(ContainSubstring("convoy-controller-Shard_A.convoy.dev")))
+	g.Expect(Sharding{Shards: []string{strings.Repeat("a", 46)}}.Validate()).To(MatchError(ContainSubstring("longer than 45")))
+	g.Expect(Sharding{Shards: []string{strings.Repeat("a", 45)}}.Validate()).To(Succeed())
+	many := make([]string, MaxShards+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("s%d", i)
+	}
+	g.Expect(Sharding{Shards: many}.Validate()).To(MatchError(ContainSubstring("at most 256")))
+	g.Expect(Sharding{Shards: many[:MaxShards]}.Validate()).To(Succeed())
 }
 
 // TestParseShardConfigReadsTheListOrRefusesItWhole: commas and newlines separate the names,
@@ -78,10 +91,10 @@ func TestParseShardConfigReadsTheListOrRefusesItWhole(t *testing.T) {
 		g.Expect(got.Shards).To(BeEmpty(), "no list shards nothing, as an empty --shards: %v", data)
 	}
 	for want, data := range map[string]map[string]string{
-		`key "shards": shard "b c": not a valid value of label convoy.dev/shard`: {ShardsKey: "a,b c"},
-		`key "shards": shard "a" is listed twice`:                                {ShardsKey: "a\na"},
-		`key "shard": unknown (the keys are "shards" and "rebalance")`:           {"shard": "a"},
-		`key "rebalance": "yes" is neither "true" nor "false"`:                   {ShardsKey: "a", RebalanceKey: "yes"},
+		`key "shards": shard "b c": not a lowercase DNS label`:         {ShardsKey: "a,b c"},
+		`key "shards": shard "a" is listed twice`:                      {ShardsKey: "a\na"},
+		`key "shard": unknown (the keys are "shards" and "rebalance")`: {"shard": "a"},
+		`key "rebalance": "yes" is neither "true" nor "false"`:         {ShardsKey: "a", RebalanceKey: "yes"},
 	} {
 		_, err := ParseShardConfig(data, base)
 		g.Expect(err).To(MatchError(HavePrefix(want)))

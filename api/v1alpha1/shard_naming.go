@@ -1,0 +1,41 @@
+package v1alpha1
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MaxShardNameLength bounds a shard name so that its lease name (ShardLeaseName) is a valid
+// object name: "convoy-controller-" and the name form one DNS label of at most 63 characters.
+const MaxShardNameLength = validation.DNS1123LabelMaxLength - len(shardLeasePrefix)
+
+const (
+	shardLeasePrefix = "convoy-controller-"
+	shardLeaseSuffix = ".convoy.dev"
+)
+
+// ShardLeaseName returns the leader election lease of the replicas of shard.
+func ShardLeaseName(shard string) string {
+	return shardLeasePrefix + shard + shardLeaseSuffix
+}
+
+// ValidateShardName returns an error when name cannot name a shard: it must be the value of
+// the ShardLabel and make a valid lease name, so a lowercase DNS label (a-z, 0-9 and '-',
+// starting and ending with a letter or digit) of at most MaxShardNameLength characters. A name
+// the API server would refuse in a Lease would leave the shard's replica without leadership,
+// retrying forever.
+func ValidateShardName(name string) error {
+	if name == "" {
+		return errors.New("a shard name must not be empty")
+	}
+	if len(name) > MaxShardNameLength {
+		return fmt.Errorf("longer than %d characters, the most its lease name %s allows", MaxShardNameLength, ShardLeaseName("…"))
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("not a lowercase DNS label, as label %s and lease %s need: %s", ShardLabel, ShardLeaseName(name), strings.Join(errs, "; "))
+	}
+	return nil
+}
