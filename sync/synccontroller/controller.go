@@ -47,6 +47,9 @@ type Common struct {
 	discoverer    *hosted.Discoverer
 	applied       *appliedWatches
 	impersonating *serviceAccountClients
+	// inFlight cancels the passes of objects leaving the shard (cancelPassesLeavingShard); each
+	// controller has its own.
+	inFlight *passesInFlight
 }
 
 // requeueInterval is the delay before the next pass of a settled object whose own interval is

@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/longwait"
@@ -44,6 +46,8 @@ type ObjectDeploymentReconcilerOptions struct {
 // template → hosted cluster → target → apply; the deferred status finalizer summarizes the
 // conditions and patches the status if it changed.
 func (r *ObjectDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	ctx, done := r.inFlight.start(ctx, req.NamespacedName)
+	defer done()
 	obj := &convoyv1alpha1.ObjectDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -54,6 +58,10 @@ func (r *ObjectDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused}
 	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
+		if leftShard(ctx) {
+			res, retErr = ctrl.Result{}, nil
+			return
+		}
 		res, retErr = fin.Finalize(ctx, s.summary(retErr, r.requeueInterval(s, convoyv1alpha1.DefaultPackageInterval), s.desired()))
 	}()
 	if !obj.DeletionTimestamp.IsZero() {
@@ -134,10 +142,18 @@ func (r *ObjectDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts Obj
 	if err := r.setup(mgr, opts.RecorderName); err != nil {
 		return err
 	}
+	if err := r.watchShardMoves(context.Background(), mgr, &convoyv1alpha1.ObjectDeployment{}); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&convoyv1alpha1.ObjectDeployment{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{}, requestedAtChanged(), shardChanged()))).
 		WatchesMetadata(secretObject(), r.requestsForSecret(&convoyv1alpha1.ObjectDeploymentList{})).
+		// A namespace starting its deletion releases the ObjectDeployments of shards without a
+		// replica there (releaseStranded); nothing else would wake them.
+		WatchesMetadata(namespaceObject(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.requestsInNamespace(ctx, &convoyv1alpha1.ObjectDeploymentList{}, o.GetName())
+		}), builder.WithPredicates(deletionStarted())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, NewQueue: longwait.NewQueue}).
 		Named("objectdeployment")
 	r.watchHostedClusters(mgr, b, &convoyv1alpha1.ObjectDeploymentList{})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,6 +78,8 @@ type PackageReconcilerOptions struct {
 // access → source → hosted cluster → render → target → apply; the deferred status finalizer summarizes the
 // conditions and patches the status if it changed.
 func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	ctx, done := r.inFlight.start(ctx, req.NamespacedName)
+	defer done()
 	obj := &convoyv1alpha1.Package{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -90,6 +93,10 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
+		if leftShard(ctx) {
+			res, retErr = ctrl.Result{}, nil
+			return
+		}
 		res, retErr = fin.Finalize(ctx, withoutRolloutNote(obj, s.summary(retErr, r.requeueInterval(s, obj.GetInterval()), s.desired())))
 	}()
 	if !obj.DeletionTimestamp.IsZero() {
@@ -147,11 +154,18 @@ func templateData(obj *convoyv1alpha1.Package, s *scope) (manifests.TemplateData
 
 // PackageTemplateData returns what a Package is rendered for at commit, in the namespace of
 // the HostedCluster hc (nil for none): what the controller renders, and what `convoy diff
-// --package` renders to preview it. A spec.config that is no JSON object stalls.
+// --package` renders to preview it. A spec.config that is no JSON object stalls. Templates do
+// not see the convoy.dev/shard label: which replica reconciles a Package must not change what
+// it applies, or a shard move would change every moved cluster at once, outside the rollout.
 func PackageTemplateData(obj *convoyv1alpha1.Package, hc *hosted.Cluster, commit string) (manifests.TemplateData, error) {
+	labels := obj.Labels
+	if _, ok := labels[convoyv1alpha1.ShardLabel]; ok {
+		labels = maps.Clone(labels)
+		delete(labels, convoyv1alpha1.ShardLabel)
+	}
 	data := manifests.TemplateData{
 		Package: manifests.PackageRef{Name: obj.Name, Namespace: obj.Namespace,
-			Labels: obj.Labels, Annotations: obj.Annotations},
+			Labels: labels, Annotations: obj.Annotations},
 		Revision:  commit,
 		Component: obj.Spec.Component,
 	}

@@ -37,6 +37,9 @@ func (r *PackageReconciler) SetupWithManager(mgr ctrl.Manager, opts PackageRecon
 	if err := r.setup(mgr, opts.RecorderName); err != nil {
 		return err
 	}
+	if err := r.watchShardMoves(context.Background(), mgr, &convoyv1alpha1.Package{}); err != nil {
+		return err
+	}
 	if r.Renders == nil {
 		r.Renders = manifests.NewCache(0)
 	}

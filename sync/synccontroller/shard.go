@@ -70,28 +70,27 @@ func ShardSelector(shard string) labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
-// ValidateShardName returns an error when name cannot be the value of the convoy.dev/shard
-// label.
-func ValidateShardName(name string) error {
-	_, err := labels.NewRequirement(convoyv1alpha1.ShardLabel, selection.Equals, []string{name})
-	return err
-}
+// ValidateShardName returns an error when name cannot name a shard
+// (convoyv1alpha1.ValidateShardName).
+func ValidateShardName(name string) error { return convoyv1alpha1.ValidateShardName(name) }
 
-// ConfigureShardCache makes the manager's cache hold only the ObjectDeployments of shard and,
-// on a shard replica, only the Packages of shard: Kubernetes does the distribution, and a
-// replica's memory grows with its shard, not with the fleet. The unsharded replica keeps every
-// Package, because the HostedClusterPackage controller it runs reads the Packages of all
-// shards; its Package controller skips the labelled ones. Call it on the cache options before
-// creating the manager.
+// ConfigureShardCache makes the cache of a shard replica hold only the Packages and
+// ObjectDeployments of its shard: Kubernetes does the distribution, and a replica's memory grows
+// with its shard, not with the fleet. The unsharded replica keeps every one of them: the
+// HostedClusterPackage controller it runs reads the Packages of all shards, and it releases
+// the object of a shard without a replica in a terminating namespace (releaseStranded), which it
+// must see for that; its controllers skip the other shards' objects (shardPredicate). Call it on
+// the cache options before creating the manager.
 func ConfigureShardCache(o *cache.Options, shard string) {
+	if shard == "" {
+		return
+	}
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}
 	sel := ShardSelector(shard)
 	o.ByObject[&convoyv1alpha1.ObjectDeployment{}] = cache.ByObject{Label: sel}
-	if shard != "" {
-		o.ByObject[&convoyv1alpha1.Package{}] = cache.ByObject{Label: sel}
-	}
+	o.ByObject[&convoyv1alpha1.Package{}] = cache.ByObject{Label: sel}
 }
 
 // shardChanged passes updates that change the convoy.dev/shard label, so that an object moved
