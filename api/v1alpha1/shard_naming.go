@@ -8,9 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// MaxShardNameLength bounds a shard name so that its lease name (ShardLeaseName) is a valid
-// object name: "convoy-controller-" and the name form one DNS label of at most 63 characters.
-const MaxShardNameLength = validation.DNS1123LabelMaxLength - len(shardLeasePrefix)
+// MaxShardNameLength bounds a shard name: a label value holds at most 63 characters.
+const MaxShardNameLength = validation.DNS1123LabelMaxLength
 
 const (
 	shardLeasePrefix = "convoy-controller-"
@@ -23,19 +22,17 @@ func ShardLeaseName(shard string) string {
 }
 
 // ValidateShardName returns an error when name cannot name a shard: it must be the value of
-// the ShardLabel and make a valid lease name, so a lowercase DNS label (a-z, 0-9 and '-',
-// starting and ending with a letter or digit) of at most MaxShardNameLength characters. A name
-// the API server would refuse in a Lease would leave the shard's replica without leadership,
-// retrying forever.
+// the ShardLabel and make a valid lease name (ShardLeaseName), so a lowercase DNS label (a-z,
+// 0-9 and '-', starting and ending with a letter or digit) of at most MaxShardNameLength
+// characters. A name the API server would refuse in a Lease (Shard_A, a valid label value)
+// would leave the shard's replica without leadership, retrying forever.
 func ValidateShardName(name string) error {
 	if name == "" {
 		return errors.New("a shard name must not be empty")
 	}
-	if len(name) > MaxShardNameLength {
-		return fmt.Errorf("longer than %d characters, the most its lease name %s allows", MaxShardNameLength, ShardLeaseName("…"))
-	}
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return fmt.Errorf("not a lowercase DNS label, as label %s and lease %s need: %s", ShardLabel, ShardLeaseName(name), strings.Join(errs, "; "))
+		return fmt.Errorf("not a lowercase DNS label of at most %d characters, as label %s and lease %s need: %s",
+			MaxShardNameLength, ShardLabel, ShardLeaseName(name), strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -33,16 +33,16 @@ const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccou
 // bindFlags registers the sharding flags on fs.
 func (o *shardOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.shard, "shard", "", "Reconcile only the Packages and ObjectDeployments labelled convoy.dev/shard=<name>, "+
-		"with leader election lease convoy-controller-<name>.convoy.dev (so <name> is a lowercase DNS label of at most 45 characters); such a replica polls no GitSource, serves no webhook, "+
+		"with leader election lease convoy-controller-<name>.convoy.dev (so <name> is a lowercase DNS label); such a replica polls no GitSource, serves no webhook, "+
 		"runs no HostedClusterPackage controller, and fetches the commits its Packages need into its own --storage-path. "+
 		"Empty: the unsharded replica, which reconciles only objects without the label and runs the GitSource and HostedClusterPackage controllers.")
 	fs.StringSliceVar(&o.rollout.Shards, "shards", nil, "Shards (comma-separated) over which the HostedClusterPackage controller spreads "+
 		"the Packages it creates, by HCP namespace (label convoy.dev/shard); a Package keeps its shard while it is listed. "+
-		"Empty: no label, and the labelled Packages move back to the unsharded replica. At most 256. Unsharded replica only.")
+		"Empty: no label, and a labelled Package moves back to the unsharded replica once its shard has no live replica. At most 256. Unsharded replica only.")
 	fs.StringVar(&o.configMap, "shards-configmap", "", "ConfigMap NAMESPACE/NAME whose key \"shards\" names the shards (comma- or newline-separated), "+
 		"read at run time instead of --shards; its optional key \"rebalance\" (true/false) overrides --rebalance-shards. "+
 		"A list that is not valid is reported and ignored, the last valid one staying in force; an absent ConfigMap shards nothing "+
-		"(the labelled Packages move back to the unsharded replica). "+
+		"(a labelled Package moves back to the unsharded replica once its shard has no live replica). "+
 		"Unsharded replica only.")
 	fs.BoolVar(&o.rollout.Rebalance, "rebalance-shards", false, "Move each Package to the shard hashing gives its HCP namespace, "+
 		"rather than keeping the shard it has (after adding a shard to --shards): every misplaced Package is relabelled at its "+
@@ -76,11 +76,13 @@ func (o *shardOptions) validate() error {
 	return nil
 }
 
-// setLeaseNamespace makes the HostedClusterPackage controller of a sharding unsharded replica
-// check the shard replicas' leases in namespace (the leader election namespace, default the
-// pod's). Without leader election there are no leases to check.
+// setLeaseNamespace makes the HostedClusterPackage controller of the unsharded replica check
+// the shard replicas' leases in namespace (the leader election namespace, default the pod's),
+// even with no shard named: Packages left on a shard whose replicas are gone are reported, and
+// moved back to this replica when no shard is in force. Without leader election there are no
+// leases to check.
 func (o *shardOptions) setLeaseNamespace(leaderElect bool, namespace string) {
-	if o.shard != "" || !leaderElect || (len(o.rollout.Shards) == 0 && o.rollout.ConfigMap.Name == "") {
+	if o.shard != "" || !leaderElect {
 		return
 	}
 	if namespace == "" {

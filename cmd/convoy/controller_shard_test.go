@@ -43,5 +43,10 @@ func TestShardsConfigMapFlag(t *testing.T) {
 	o, err = parse()
 	g.Expect(err).NotTo(HaveOccurred())
 	o.setLeaseNamespace(true, "convoy-system")
-	g.Expect(o.rollout.LeaseNamespace).To(BeEmpty(), "nothing sharded, no lease to watch")
+	g.Expect(o.rollout.LeaseNamespace).To(Equal("convoy-system"),
+		"nothing sharded, leases still watched: Packages left on a shard whose replicas are gone move back")
+	o, err = parse("--shard=a")
+	g.Expect(err).NotTo(HaveOccurred())
+	o.setLeaseNamespace(true, "convoy-system")
+	g.Expect(o.rollout.LeaseNamespace).To(BeEmpty(), "a shard replica runs no HostedClusterPackage controller")
 }

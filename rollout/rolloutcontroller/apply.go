@@ -42,6 +42,7 @@ func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Chang
 		labels = map[string]string{}
 	}
 	labels[convoyv1alpha1.HostedClusterPackageLabel] = hcpkg.Name
+	delete(labels, convoyv1alpha1.ShardLabel) // the controller's choice, never the template's
 	if st.shard != "" {
 		labels[convoyv1alpha1.ShardLabel] = st.shard
 	}
@@ -101,6 +102,11 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 			if err != nil {
 				return fmt.Errorf("applying Package %s: %w", change.Package, err)
 			}
+			if st.shard == "" && shardLabelOf(s.packages[change.Package]) != "" {
+				if err := r.removeShardLabel(ctx, u); err != nil {
+					return err
+				}
+			}
 			mu.Lock()
 			applied[change.Package] = u.GetGeneration()
 			mu.Unlock()
@@ -110,6 +116,18 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	err := eg.Wait()
 	r.expect.set(s.obj.Name, applied)
 	return err
+}
+
+// removeShardLabel removes the convoy.dev/shard label of the Package u was applied as, at the
+// version the apply answered: an apply that leaves the label out removes it only when no other
+// field manager set it too (a hand edit, an older template), and the Package would then be
+// relabelled at every pass.
+func (r *HostedClusterPackageReconciler) removeShardLabel(ctx context.Context, u *unstructured.Unstructured) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q,"labels":{%q:null}}}`, u.GetResourceVersion(), convoyv1alpha1.ShardLabel)
+	if err := r.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("removing the shard label of Package %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return nil
 }
 
 // shardOf returns the convoy.dev/shard label, under the sharding in force, of the Package a

@@ -96,6 +96,9 @@ type scope struct {
 	// ConfigMap's data was refused.
 	sharding     Sharding
 	shardProblem string
+	// orphanedShards are the shards holding some of the Packages whose replica holds no lease
+	// (set by markShardsReady; empty when leases are not checked).
+	orphanedShards map[string]bool
 	// packages are the Packages the HostedClusterPackage owns, by namespace and name.
 	packages map[types.NamespacedName]*convoyv1alpha1.Package
 	// update, updateData: set by reconcileSource.
@@ -186,14 +189,23 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 		return err
 	}
 	in := planInput(s, hcs, foreign)
-	// Always: with no shard in force, a Package left on a shard moves back to the unsharded
-	// replica, as one on a shard no longer listed moves to a listed one; else nobody would
-	// reconcile it once sharding is turned off.
-	in.ShardFor = s.sharding.shardFor
+	in.ShardFor = s.shardFor
 	if s.plan, err = rollout.Compute(in); err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
 	return nil
+}
+
+// shardFor is the planner's ShardFor: the sharding's choice, except that with no shard in force
+// a Package stays on its shard while that shard's replica holds its lease. It moves back to
+// the unsharded replica once the shard has no live replica (sharding turned off, the shard
+// replicas gone), since nobody else would reconcile it; not before, as a shards ConfigMap
+// deleted by mistake, or a flag dropped at a restart, must not move a fleet that is served.
+func (s *scope) shardFor(namespace, current string) string {
+	if len(s.sharding.Shards) == 0 && current != "" && !s.orphanedShards[current] {
+		return current
+	}
+	return s.sharding.shardFor(namespace, current)
 }
 
 // planInput is what the planner reads in s. The current revision is status.currentRevision,

@@ -44,7 +44,7 @@ func (r *HostedClusterPackageReconciler) markShardsReady(ctx context.Context, s 
 	var dead []string
 	if checked && len(onShard) > 0 {
 		var err error
-		if dead, err = r.shardsWithoutReplica(ctx, onShard, s.now); err != nil {
+		if dead, s.orphanedShards, err = r.shardsWithoutReplica(ctx, onShard, s.now); err != nil {
 			return err
 		}
 	}
@@ -64,25 +64,28 @@ func (r *HostedClusterPackageReconciler) markShardsReady(ctx context.Context, s 
 }
 
 // shardsWithoutReplica returns, for each shard of onShard (sorted) whose lease is not held at
-// now, a sentence naming it, its lease and the Packages waiting there.
-func (r *HostedClusterPackageReconciler) shardsWithoutReplica(ctx context.Context, onShard map[string]int, now time.Time) ([]string, error) {
+// now, a sentence naming it, its lease and the Packages waiting there; and the set of those
+// shards.
+func (r *HostedClusterPackageReconciler) shardsWithoutReplica(ctx context.Context, onShard map[string]int, now time.Time) ([]string, map[string]bool, error) {
 	list := &coordinationv1.LeaseList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(r.Sharding.LeaseNamespace)); err != nil {
-		return nil, fmt.Errorf("listing the leases of namespace %s: %w", r.Sharding.LeaseNamespace, err)
+		return nil, nil, fmt.Errorf("listing the leases of namespace %s: %w", r.Sharding.LeaseNamespace, err)
 	}
 	leases := map[string]*coordinationv1.Lease{}
 	for i := range list.Items {
 		leases[list.Items[i].Name] = &list.Items[i]
 	}
 	var out []string
+	dead := map[string]bool{}
 	for _, shard := range slices.Sorted(maps.Keys(onShard)) {
 		name := ShardLeaseName(shard)
 		if held, why := leaseHeld(leases[name], now); !held {
+			dead[shard] = true
 			out = append(out, fmt.Sprintf("Shard %s has no live replica (lease %s/%s %s): %d package(s) wait there.",
 				shard, r.Sharding.LeaseNamespace, name, why, onShard[shard]))
 		}
 	}
-	return out, nil
+	return out, dead, nil
 }
 
 // leaseHeld reports whether a leader election lease is held at now: it has a holder, and its

@@ -17,15 +17,16 @@ import (
 // shard names: even, and independent of the order of the names and of the other namespaces.
 // The label is sticky: a Package keeps the shard it has while that shard is listed, so adding
 // a shard moves nothing; Rebalance moves each Package to its rendezvous choice, which moves to a
-// new shard only its fair share. With no shard listed, labelled Packages move back to the
-// unsharded replica. Moves are relabels, at the next pass of each HostedClusterPackage.
+// new shard only its fair share. With no shard listed, a labelled Package moves back to the
+// unsharded replica once its shard has no live replica (scope.shardFor). Moves are relabels,
+// at the next pass of each HostedClusterPackage.
 //
 // The shards are named either in Shards or, read at run time, in a ConfigMap (see
 // shard_config.go); the HostedClusterPackage controller reports on each HostedClusterPackage
 // the shards whose replica holds no lease (ShardsReady, see shard_replicas.go).
 type Sharding struct {
-	// Shards names the shards (--shards); empty stamps no label and removes the ones there are,
-	// so that the Packages are reconciled by the unsharded replica.
+	// Shards names the shards (--shards); empty stamps no label, and removes it from Packages
+	// whose shard has no live replica, so that the unsharded replica reconciles them.
 	Shards []string
 	// Rebalance moves Packages off the shard they have when it is not their rendezvous choice
 	// (--rebalance-shards).

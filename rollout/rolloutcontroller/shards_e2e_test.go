@@ -106,6 +106,27 @@ func TestShardWithoutLiveReplicaIsNamed(t *testing.T) {
 	g.Expect(st.ProgressedPackages).To(BeZero(), "no replica reconciled the Packages of shard z")
 	g.Expect(st.Conditions).To(ContainElement(HaveField("Type", convoyv1alpha1.ProgressingCondition)))
 	g.Expect(conditionOf(getHCPkg(g, name), convoyv1alpha1.ProgressingCondition)).To(HaveField("Status", metav1.ConditionTrue))
+
+	// No shard in force (a ConfigMap deleted by mistake): a shard whose replica lives keeps its
+	// Packages; once its lease is gone they move back to the unsharded replica.
+	setShards(t, g, map[string]string{})
+	g.Consistently(func(g Gomega) { g.Expect(shardsOf(g, name)).To(HaveEach("z")) }, 3*time.Second).Should(Succeed(),
+		"a served shard keeps its Packages")
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: shardTestNamespace, Name: ShardLeaseName("z")}}
+	g.Expect(env.Client.Delete(context.Background(), l)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(shardsOf(g, name)).To(SatisfyAll(HaveLen(3), HaveEach(""))) }).Should(Succeed(),
+		"the Packages of a shard without a replica move back to the unsharded replica")
+
+	// A label set by hand is another field manager's: leaving it out of the apply would not
+	// remove it, and the Package would be relabelled at every pass.
+	for _, pkg := range packagesOf(g, name) {
+		patch := client.MergeFrom(pkg.DeepCopy())
+		pkg.Labels[convoyv1alpha1.ShardLabel] = "y"
+		g.Expect(env.Client.Patch(context.Background(), pkg, patch, client.FieldOwner("kubectl-label"))).To(Succeed())
+		break
+	}
+	g.Eventually(func(g Gomega) { g.Expect(shardsOf(g, name)).To(HaveEach("")) }).Should(Succeed(),
+		"a hand-set label of a shard without a replica is removed too")
 }
 
 // instant rolls out to every target at once: nothing reconciles the Packages of a shard here,

@@ -63,8 +63,8 @@ func TestShardingRefusesBadNames(t *testing.T) {
 	// A shard names a lease too: a label value that no lease name can hold is refused, else the
 	// shard's replica would retry taking its lease forever.
 	g.Expect(Sharding{Shards: []string{"Shard_A"}}.Validate()).To(MatchError(ContainSubstring("convoy-controller-Shard_A.convoy.dev")))
-	g.Expect(Sharding{Shards: []string{strings.Repeat("a", 46)}}.Validate()).To(MatchError(ContainSubstring("longer than 45")))
-	g.Expect(Sharding{Shards: []string{strings.Repeat("a", 45)}}.Validate()).To(Succeed())
+	g.Expect(Sharding{Shards: []string{strings.Repeat("a", 64)}}.Validate()).To(MatchError(ContainSubstring("at most 63")))
+	g.Expect(Sharding{Shards: []string{strings.Repeat("a", 63)}}.Validate()).To(Succeed())
 	many := make([]string, MaxShards+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("s%d", i)
