@@ -47,7 +47,7 @@ type Common struct {
 	discoverer    *hosted.Discoverer
 	applied       *appliedWatches
 	impersonating *serviceAccountClients
-	// inFlight cancels the passes of objects leaving the shard (cancelPassesLeavingShard); each
+	// inFlight cancels the passes of objects leaving the shard (watchShardMoves); each
 	// controller has its own.
 	inFlight *passesInFlight
 }

@@ -59,7 +59,7 @@ func (r *ObjectDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
 		if leftShard(ctx) {
-			res, retErr = ctrl.Result{}, nil
+			res, retErr = r.afterMove(req.NamespacedName, &convoyv1alpha1.ObjectDeployment{}), nil
 			return
 		}
 		res, retErr = fin.Finalize(ctx, s.summary(retErr, r.requeueInterval(s, convoyv1alpha1.DefaultPackageInterval), s.desired()))

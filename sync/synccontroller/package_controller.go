@@ -94,7 +94,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	fin := pass.NewStatusFinalizer(r.Client, obj, statusFields(&obj.Status), r.statusOptions())
 	defer func() {
 		if leftShard(ctx) {
-			res, retErr = ctrl.Result{}, nil
+			res, retErr = r.afterMove(req.NamespacedName, &convoyv1alpha1.Package{}), nil
 			return
 		}
 		res, retErr = fin.Finalize(ctx, withoutRolloutNote(obj, s.summary(retErr, r.requeueInterval(s, obj.GetInterval()), s.desired())))
@@ -137,8 +137,12 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 		}
 	}
 	key := sourceKey(obj)
+	// The render cache runs one load for every pass waiting on the same key: it must not end
+	// with this pass when this pass is cancelled (its Package moved to another shard). The store
+	// bounds an on-demand fetch by its own timeout.
+	shared := context.WithoutCancel(ctx)
 	rendered, err := r.Renders.Load(manifests.Key{Source: key.String(), Commit: s.desiredID, Dir: obj.Spec.Path}, data,
-		func() (fs.FS, error) { return r.open(ctx, key, s.desiredID) })
+		func() (fs.FS, error) { return r.open(shared, key, s.desiredID) })
 	if err != nil {
 		s.status.LastAttemptedRevision = s.desiredID
 		return renderError(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -93,6 +94,20 @@ func (c *Common) watchShardMoves(ctx context.Context, mgr ctrl.Manager, obj clie
 		return fmt.Errorf("watching shard moves: %w", err)
 	}
 	return nil
+}
+
+// afterMoveRecheck is how soon a pass cancelled by a move runs again when its object is in the
+// replica's shard after all.
+const afterMoveRecheck = time.Second
+
+// afterMove returns the result of a pass cancelled by a move: nothing more, unless the object
+// is in the replica's shard again (its label went back, or it was deleted and created again
+// under the same name, which also cancels by name), whose passes must not stop.
+func (c *Common) afterMove(key types.NamespacedName, obj client.Object) ctrl.Result {
+	if err := c.Client.Get(context.Background(), key, obj); err == nil && c.inShard(obj) {
+		return ctrl.Result{RequeueAfter: afterMoveRecheck}
+	}
+	return ctrl.Result{}
 }
 
 // leftShard reports whether ctx is the context of a pass cancelled because its object left the

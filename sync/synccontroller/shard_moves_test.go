@@ -5,15 +5,20 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -21,24 +26,21 @@ import (
 	"github.com/convoy-gitops/convoy/sources"
 )
 
-// blockingOpener blocks every Open until its context ends, and reports why it ended: a pass
-// held in its render.
-type blockingOpener struct {
+// gatedOpener holds every Open until release is closed, then opens fsys: a pass held in its
+// render.
+type gatedOpener struct {
 	entered chan struct{}
-	causes  chan error
+	release chan struct{}
+	fsys    fs.FS
 }
 
-func (o *blockingOpener) Open(ctx context.Context, _ sources.Key, _ string) (fs.FS, error) {
+func (o *gatedOpener) Open(context.Context, sources.Key, string) (fs.FS, error) {
 	select {
 	case o.entered <- struct{}{}:
 	default:
 	}
-	<-ctx.Done()
-	select {
-	case o.causes <- context.Cause(ctx):
-	default:
-	}
-	return nil, ctx.Err()
+	<-o.release
+	return o.fsys, nil
 }
 
 // startShardReplica starts the Package and ObjectDeployment controllers of shard, with its
@@ -74,7 +76,10 @@ func TestPassOfAPackageMovedToAnotherShardStops(t *testing.T) {
 		p.Labels = map[string]string{convoyv1alpha1.ShardLabel: "a"}
 		p.Spec.Revision = strings.Repeat("a", 40)
 	})
-	opener := &blockingOpener{entered: make(chan struct{}, 1), causes: make(chan error, 1)}
+	opener := &gatedOpener{entered: make(chan struct{}, 1), release: make(chan struct{}), fsys: fstest.MapFS{
+		"addon/manifest.yaml": {Data: []byte(manifest("deploy"))},
+		"addon/objects.yaml":  {Data: []byte(cmYAML("deploy", "", "applied-by-shard-a", "1"))},
+	}}
 	startShardReplica(t, "a", opener)
 	g.Eventually(opener.entered).WithTimeout(30*time.Second).Should(Receive(), "shard a's pass reads the commit")
 
@@ -82,9 +87,30 @@ func TestPassOfAPackageMovedToAnotherShardStops(t *testing.T) {
 	patch := client.MergeFrom(pkg.DeepCopy())
 	pkg.Labels[convoyv1alpha1.ShardLabel] = "b"
 	g.Expect(env.Client.Patch(ctx, pkg, patch)).To(Succeed())
-	g.Eventually(opener.causes).WithTimeout(10 * time.Second).Should(Receive(MatchError(errLeftShard)))
-	g.Consistently(func() []metav1.Condition { return getPackage(g, key).Status.Conditions }, 2*time.Second).
-		Should(BeEmpty(), "shard a wrote no status for a Package that is shard b's")
+	time.Sleep(2 * time.Second) // for shard a's informer to see the move (milliseconds)
+	close(opener.release)
+
+	cm := &corev1.ConfigMap{}
+	g.Consistently(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "applied-by-shard-a"}, cm))
+	}, 3*time.Second).Should(BeTrue(), "shard a applies nothing after the move")
+	g.Expect(getPackage(g, key).Status.Conditions).To(BeEmpty(), "shard a wrote no status for a Package that is shard b's")
+}
+
+// A pass cancelled by a move runs again when its object is in the replica's shard after all:
+// a label that went back, or an object created again under the same name.
+func TestPassCancelledByAMoveRunsAgainWhenTheObjectIsBack(t *testing.T) {
+	g := NewWithT(t)
+	pkg := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "p",
+		Labels: map[string]string{convoyv1alpha1.ShardLabel: "a"}}}
+	scheme := runtime.NewScheme()
+	g.Expect(convoyv1alpha1.AddToScheme(scheme)).To(Succeed())
+	c := Common{Shard: "a", Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(pkg).Build()}
+	key := client.ObjectKeyFromObject(pkg)
+	g.Expect(c.afterMove(key, &convoyv1alpha1.Package{})).To(Equal(ctrl.Result{RequeueAfter: afterMoveRecheck}))
+	c.Shard = "b"
+	g.Expect(c.afterMove(key, &convoyv1alpha1.Package{})).To(BeZero(), "another shard's: nothing more")
+	g.Expect(c.afterMove(types.NamespacedName{Namespace: "n", Name: "gone"}, &convoyv1alpha1.Package{})).To(BeZero())
 }
 
 // The registry cancels only the pass of the key that moved, and only while it runs.

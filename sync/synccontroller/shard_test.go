@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 // A Package of a shard that has no replica (a removed shard, a mistyped label) must not hold up
@@ -20,7 +21,7 @@ func TestStrandedShardPackageDoesNotHoldUpItsNamespace(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stranded-shard"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stranded-shard-" + fleet.NameSuffix()}}
 	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
 	key := newPackage(t, ns.Name, "addon", "addon", func(p *convoyv1alpha1.Package) {
 		p.Labels = map[string]string{convoyv1alpha1.ShardLabel: "gone"}
@@ -40,7 +41,7 @@ func TestStrandedShardObjectDeploymentDoesNotHoldUpItsNamespace(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stranded-shard-od"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stranded-shard-od-" + fleet.NameSuffix()}}
 	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
 	od := objectDeployment(g, ns.Name, "unused", "v")
 	od.Labels = map[string]string{convoyv1alpha1.ShardLabel: "gone"}
