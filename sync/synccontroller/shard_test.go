@@ -19,45 +19,41 @@ import (
 // the deletion of its namespace: the unsharded replica releases it there, and only there.
 func TestStrandedShardPackageDoesNotHoldUpItsNamespace(t *testing.T) {
 	env.Require(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stranded-shard-" + fleet.NameSuffix()}}
-	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	key := newPackage(t, ns.Name, "addon", "addon", func(p *convoyv1alpha1.Package) {
-		p.Labels = map[string]string{convoyv1alpha1.ShardLabel: "gone"}
-		p.Finalizers = []string{convoyv1alpha1.Finalizer}
-	})
-	g.Expect(env.Client.Delete(ctx, getPackage(g, key))).To(Succeed())
-	g.Consistently(func() []string { return getPackage(g, key).Finalizers }, 2*time.Second).
-		Should(ContainElement(convoyv1alpha1.Finalizer), "outside a terminating namespace the object is its shard's")
-
-	g.Expect(env.Client.Delete(ctx, ns)).To(Succeed())
-	expectGone(g, key, 30*time.Second)
+	expectStrandedReleased(t, &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Name: "addon"},
+		Spec: convoyv1alpha1.PackageSpec{PackageTemplateSpec: convoyv1alpha1.PackageTemplateSpec{
+			SourceRef: convoyv1alpha1.SourceReference{Name: gitSourceName}, Path: "addon"}}})
 }
 
 // An ObjectDeployment of a shard that has no replica is released alike: the unsharded replica
 // sees every ObjectDeployment, not only the unlabelled ones, so that it can.
 func TestStrandedShardObjectDeploymentDoesNotHoldUpItsNamespace(t *testing.T) {
 	env.Require(t)
+	expectStrandedReleased(t, objectDeployment(NewWithT(t), "", "unused", "v"))
+}
+
+// expectStrandedReleased creates obj on shard "gone", which has no replica, with convoy's
+// finalizer, in a namespace of its own, and deletes it: the unsharded replica leaves it to its
+// shard while the namespace lives, and releases it once the namespace terminates.
+func expectStrandedReleased(t *testing.T, obj client.Object) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stranded-shard-od-" + fleet.NameSuffix()}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stranded-shard-" + fleet.NameSuffix()}}
 	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	od := objectDeployment(g, ns.Name, "unused", "v")
-	od.Labels = map[string]string{convoyv1alpha1.ShardLabel: "gone"}
-	od.Finalizers = []string{convoyv1alpha1.Finalizer}
-	g.Expect(env.Client.Create(ctx, od)).To(Succeed())
-	key := client.ObjectKeyFromObject(od)
-	g.Expect(env.Client.Delete(ctx, od)).To(Succeed())
+	obj.SetNamespace(ns.Name)
+	obj.SetLabels(map[string]string{convoyv1alpha1.ShardLabel: "gone"})
+	obj.SetFinalizers([]string{convoyv1alpha1.Finalizer})
+	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	key := client.ObjectKeyFromObject(obj)
+	g.Expect(env.Client.Delete(ctx, obj)).To(Succeed())
 	g.Consistently(func() []string {
-		g.Expect(env.Client.Get(ctx, key, od)).To(Succeed())
-		return od.Finalizers
+		g.Expect(env.Client.Get(ctx, key, obj)).To(Succeed())
+		return obj.GetFinalizers()
 	}, 2*time.Second).Should(ContainElement(convoyv1alpha1.Finalizer), "outside a terminating namespace the object is its shard's")
 
 	g.Expect(env.Client.Delete(ctx, ns)).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, key, &convoyv1alpha1.ObjectDeployment{}))
-	}).WithTimeout(30 * time.Second).Should(BeTrue())
+	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, obj)) }).
+		WithTimeout(30 * time.Second).Should(BeTrue())
 }
 
 // Templates see a Package's labels but its shard: a shard move must render the same objects.
