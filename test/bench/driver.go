@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -78,12 +79,15 @@ func (e *env) createHostedClusterPackage(ctx context.Context) error {
 
 // setHostedClusterPackageStrategy switches the HostedClusterPackage's strategy.
 func (e *env) setHostedClusterPackageStrategy(ctx context.Context, rolling bool) error {
-	hcp := &convoyv1alpha1.HostedClusterPackage{}
-	if err := e.admin.Get(ctx, client.ObjectKey{Name: hcpName}, hcp); err != nil {
-		return err
-	}
-	hcp.Spec.Strategy = strategy(rolling)
-	return e.admin.Update(ctx, hcp)
+	// Read again on a conflict: the controller writes the status between the read and the update.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		hcp := &convoyv1alpha1.HostedClusterPackage{}
+		if err := e.admin.Get(ctx, client.ObjectKey{Name: hcpName}, hcp); err != nil {
+			return err
+		}
+		hcp.Spec.Strategy = strategy(rolling)
+		return e.admin.Update(ctx, hcp)
+	})
 }
 
 // createPackages creates one Package of path per HCP namespace, following the GitSource.
