@@ -21,6 +21,17 @@ func ShardLeaseName(shard string) string {
 	return shardLeasePrefix + shard + shardLeaseSuffix
 }
 
+// IsShardLeaseName reports whether name is the lease of the replicas of some shard
+// (ShardLeaseName of a non-empty shard).
+func IsShardLeaseName(name string) bool {
+	shard, ok := strings.CutPrefix(name, shardLeasePrefix)
+	if !ok {
+		return false
+	}
+	shard, ok = strings.CutSuffix(shard, shardLeaseSuffix)
+	return ok && shard != ""
+}
+
 // ValidateShardName returns an error when name cannot name a shard: it must be the value of
 // the ShardLabel and make a valid lease name (ShardLeaseName), so a lowercase DNS label (a-z,
 // 0-9 and '-', starting and ending with a letter or digit) of at most MaxShardNameLength

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
 )
@@ -52,7 +53,7 @@ func (o *shardOptions) bindFlags(fs *pflag.FlagSet) {
 // validate returns an error for flags that contradict each other or bad shard names.
 func (o *shardOptions) validate() error {
 	if o.shard != "" {
-		if err := synccontroller.ValidateShardName(o.shard); err != nil {
+		if err := convoyv1alpha1.ValidateShardName(o.shard); err != nil {
 			return fmt.Errorf("--shard %q: %w", o.shard, err)
 		}
 		if len(o.rollout.Shards) > 0 || o.rollout.Rebalance || o.configMap != "" {

@@ -292,11 +292,4 @@ func (w *shardLeaseWatch) check(held map[string]bool) (changed bool, next time.T
 }
 
 // isShardLease reports whether name is the lease of a shard's replicas (ShardLeaseName).
-func isShardLease(name string) bool {
-	shard, ok := strings.CutPrefix(name, "convoy-controller-")
-	if !ok {
-		return false
-	}
-	shard, ok = strings.CutSuffix(shard, ".convoy.dev")
-	return ok && shard != "" && ShardLeaseName(shard) == name
-}
+func isShardLease(name string) bool { return convoyv1alpha1.IsShardLeaseName(name) }

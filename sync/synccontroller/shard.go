@@ -65,14 +65,10 @@ func ShardSelector(shard string) labels.Selector {
 	}
 	req, err := labels.NewRequirement(convoyv1alpha1.ShardLabel, op, values)
 	if err != nil {
-		panic(err) // shard is validated by the command (ValidateShardName)
+		panic(err) // shard is validated by the command (convoyv1alpha1.ValidateShardName)
 	}
 	return labels.NewSelector().Add(*req)
 }
-
-// ValidateShardName returns an error when name cannot name a shard
-// (convoyv1alpha1.ValidateShardName).
-func ValidateShardName(name string) error { return convoyv1alpha1.ValidateShardName(name) }
 
 // ConfigureShardCache makes the cache of a shard replica hold only the Packages and
 // ObjectDeployments of its shard: Kubernetes does the distribution, and a replica's memory grows
