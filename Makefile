@@ -17,7 +17,7 @@ GO_TEST_TIMEOUT ?= 40m
 # The race detector runs on the packages whose own code shares memory between goroutines
 # (render cache, Git store, ledger, client caches, controllers, servers); the pure planners,
 # the commands and the test harness run without its slowdown.
-RACE_PACKAGES := ./internal/controlplane/... ./internal/gitserver/... ./manifests/... ./sources/... \
+RACE_PACKAGES := ./test/infrastructure/controlplane/... ./test/infrastructure/gitserver/... ./manifests/... ./sources/... \
 	./sync/... ./rollout/rolloutcontroller/...
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
@@ -54,7 +54,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) deploy-manifests ## Generate CRDs into deploy/crds, RBAC into deploy/rbac, and copy HyperShift's CRDs for the test fleet.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
-	go run ./internal/devfleet/gencrds
+	go run ./test/infrastructure/simfleet/gencrds
 
 .PHONY: deploy-manifests
 deploy-manifests: $(CONTROLLER_GEN) ## Generate the controller's ClusterRole into deploy/rbac from the RBAC markers.
@@ -70,7 +70,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml (gofmt, vet, stat
 
 .PHONY: verify
 verify: generate manifests ## Fail when regenerated files differ from the committed ones.
-	@git diff --exit-code -- api deploy/crds deploy/rbac internal/devfleet/crds || \
+	@git diff --exit-code -- api deploy/crds deploy/rbac test/infrastructure/simfleet/crds || \
 		{ echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
 
 ##@ Build
@@ -129,8 +129,9 @@ dashboard-screenshot: tools chromium ## Run the dashboard's browser test and cop
 	mkdir -p docs && cp $(BIN)/screenshots/dashboard/rollout.png docs/dashboard.png
 
 .PHONY: demo
-demo: tools build ## Run convoy dev: a local fleet of hosted clusters and a live rollout.
-	$(BIN)/convoy dev $(DEMO_ARGS)
+demo: tools build ## Run convoy-dev: a local fleet of hosted clusters and a live rollout, with bin/convoy's controller.
+	go build -o $(BIN)/convoy-dev ./cmd/convoy-dev
+	$(BIN)/convoy-dev $(DEMO_ARGS)
 
 .PHONY: faults
 faults: tools build ## Run the fault harness (test/bench/cmd/faults): faults injected mid-rollout at 200 HostedClusters; writes faults-results.json (FAULTS_ARGS=-clusters 50 for a quick run).

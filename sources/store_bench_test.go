@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 // Size of the generated benchmark repository.

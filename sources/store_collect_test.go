@@ -12,8 +12,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/test/gittest"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 // stored reports whether the repository of key holds commit, reading the disk afresh.

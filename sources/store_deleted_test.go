@@ -8,9 +8,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/test/gittest"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 // A reader that holds a commit's tree while the store's directory is deleted under it (a lost

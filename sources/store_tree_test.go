@@ -6,8 +6,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/test/gittest"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 // TestTreeHashChangesOnlyWithTheDirectory: a commit that changes another folder leaves a

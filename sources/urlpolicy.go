@@ -18,7 +18,7 @@ const (
 // URLs. A file:// URL reads the controller's own disk, other GitSources' repositories in the
 // store included; credentials over http:// travel in clear. The zero value refuses both.
 type URLPolicy struct {
-	// AllowFileURLs allows file:// remotes (--allow-file-urls; `convoy dev` sets it).
+	// AllowFileURLs allows file:// remotes (--allow-file-urls; `convoy-dev` sets it).
 	AllowFileURLs bool
 	// AllowInsecureHTTP allows http:// remotes with credentials (--allow-insecure-http).
 	// Anonymous http:// is always allowed.

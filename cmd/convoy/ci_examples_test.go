@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/gittest"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 // ciStep is one shell script of a pipeline that runs convoy, with its variables.

@@ -61,7 +61,7 @@ type controllerOptions struct {
 	rollout                 rolloutcontroller.SetupOptions
 	shards                  shardOptions
 
-	// skipNameValidation lets one process run the controllers more than once (convoy dev's
+	// skipNameValidation lets one process run the controllers more than once (convoy-dev's
 	// tests), which controller-runtime otherwise refuses.
 	skipNameValidation bool
 }

@@ -15,9 +15,8 @@ import (
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	. "github.com/onsi/gomega"
-	"k8s.io/client-go/rest"
 
-	"github.com/convoy-gitops/convoy/internal/devdemo"
+	"github.com/convoy-gitops/convoy/cmd/convoy-dev/devdemo"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -53,14 +52,7 @@ func TestControllerPostsRolloutEventsInFluxFormat(t *testing.T) {
 	defer srv.Close()
 
 	opts := devdemo.Options{Clusters: 6, Kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), ExitAfterRollout: true,
-		RunController: func(ctx context.Context, cfg *rest.Config, storage string) error {
-			o, err := devControllerOptions(storage)
-			if err != nil {
-				return err
-			}
-			o.eventsAddr = srv.URL + "/events"
-			return runController(ctx, cfg, o)
-		}}
+		RunController: inProcessController(func(o *controllerOptions) { o.eventsAddr = srv.URL + "/events" })}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out syncBuffer

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
-	"github.com/convoy-gitops/convoy/internal/dashboard"
+	"github.com/convoy-gitops/convoy/cmd/convoy/dashboard"
 )
 
 // dashboardOptions are the flags of `convoy dashboard`.

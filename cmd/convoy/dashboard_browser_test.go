@@ -22,12 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devdemo"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/cmd/convoy-dev/devdemo"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 	"github.com/convoy-gitops/convoy/test/monitoring"
 )
 
@@ -39,10 +39,10 @@ const (
 	screenshotsEnv = "CONVOY_SCREENSHOTS"
 )
 
-// browserFleet is a convoy dev-style fleet: six hosted clusters over early, normal and late, the
+// browserFleet is a convoy-dev-style fleet: six hosted clusters over early, normal and late, the
 // example GitSource and HostedClusterPackage over a local repository, and the controller.
 type browserFleet struct {
-	fleet *devfleet.Fleet
+	fleet *simfleet.Fleet
 	repo  *gitserver.Repo
 	hcpkg string
 	// metricsAddr serves the controller's /metrics over plain HTTP.
@@ -142,7 +142,7 @@ func checkNarrowFleet(page context.Context, g Gomega, shots string) {
 // checkMonitoringMetrics scrapes the controller, after a rollout and a failure, and checks that
 // every metric the Grafana dashboard and the alert rules use is there.
 func checkMonitoringMetrics(g Gomega, addr string) {
-	root, err := devfleet.RepositoryRoot()
+	root, err := simfleet.RepositoryRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	m, err := monitoring.Load(filepath.Join(root, "deploy", "monitoring"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -176,7 +176,7 @@ func screenshotDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv(screenshotsEnv)
 	if dir == "" {
-		root, err := devfleet.RepositoryRoot()
+		root, err := simfleet.RepositoryRoot()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,12 +194,12 @@ func screenshotDir(t *testing.T) string {
 func startBrowserFleet(ctx context.Context, t *testing.T) *browserFleet {
 	t.Helper()
 	g := NewWithT(t)
-	f, err := devfleet.Start(ctx, devfleet.Options{})
+	f, err := simfleet.Start(ctx, simfleet.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = f.Stop() })
-	var inputs []devfleet.HostedClusterInput
+	var inputs []simfleet.HostedClusterInput
 	for i, p := range []string{"early", "early", "normal", "normal", "late", "late"} {
-		inputs = append(inputs, devfleet.HostedClusterInput{Name: fmt.Sprintf("%s-%d", p, i+1),
+		inputs = append(inputs, simfleet.HostedClusterInput{Name: fmt.Sprintf("%s-%d", p, i+1),
 			Labels: map[string]string{devdemo.PartitionLabel: p}})
 	}
 	_, err = f.AddHostedClusters(ctx, inputs...)
@@ -211,7 +211,7 @@ func startBrowserFleet(ctx context.Context, t *testing.T) *browserFleet {
 	t.Cleanup(srv.Close)
 	repo, err := srv.CreateRepo("addons")
 	g.Expect(err).NotTo(HaveOccurred())
-	root, err := devfleet.RepositoryRoot()
+	root, err := simfleet.RepositoryRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	files, err := gitserver.ReadTree(filepath.Join(root, "examples", "packages"), "")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -251,7 +251,7 @@ func readExamples(g Gomega, root, url string) []*unstructured.Unstructured {
 // startTestController runs `convoy controller` as a process of its own (this test binary, as
 // main: controller names are unique per process) with metrics served over plain HTTP on
 // metricsAddr, logging to a file of the test.
-func startTestController(t *testing.T, f *devfleet.Fleet, storage, metricsAddr string) {
+func startTestController(t *testing.T, f *simfleet.Fleet, storage, metricsAddr string) {
 	t.Helper()
 	g := NewWithT(t)
 	dir := t.TempDir()
@@ -276,7 +276,7 @@ func startTestController(t *testing.T, f *devfleet.Fleet, storage, metricsAddr s
 }
 
 // startDashboard runs convoy dashboard on a free port and returns its URL.
-func startDashboard(ctx context.Context, t *testing.T, f *devfleet.Fleet) string {
+func startDashboard(ctx context.Context, t *testing.T, f *simfleet.Fleet) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	var out syncBuffer

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/manifests/diff"
 	"github.com/convoy-gitops/convoy/sync/engine"
@@ -22,6 +21,7 @@ import (
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/gittest"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 // livePackage is a package with a management phase and a hosted-cluster phase.

@@ -10,9 +10,9 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/manifests/diff"
 	"github.com/convoy-gitops/convoy/test/gittest"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 // changedPackages is a pull request against examples/packages/*: extra-component changes its

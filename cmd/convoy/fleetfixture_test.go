@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devdemo"
+	"github.com/convoy-gitops/convoy/cmd/convoy-dev/devdemo"
 	"github.com/convoy-gitops/convoy/rollout"
 )
 

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/gittest"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // planted is the credential the leak test hides everywhere convoy reads credentials from.
@@ -182,7 +182,7 @@ func mustJSON(g Gomega, v any) string {
 // plantedKubeconfig returns a kubeconfig of the hosted cluster whose user authenticates with
 // the planted token only (refused by the API server), and runs a plugin when exec is set.
 func plantedKubeconfig(g Gomega, cfg *rest.Config, exec bool) string {
-	raw, err := devfleet.KubeConfigFor(cfg, "leak")
+	raw, err := simfleet.KubeConfigFor(cfg, "leak")
 	g.Expect(err).NotTo(HaveOccurred())
 	kc, err := clientcmd.Load(raw)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -217,7 +217,7 @@ func startController(t *testing.T, cfg *rest.Config, log *syncBuffer, extra ...s
 	t.Helper()
 	g := NewWithT(t)
 	dir := t.TempDir()
-	kubeconfig, err := devfleet.KubeConfigFor(cfg, "management")
+	kubeconfig, err := simfleet.KubeConfigFor(cfg, "management")
 	g.Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(dir, "kubeconfig")
 	g.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())

@@ -1,4 +1,5 @@
-// Command convoy is convoy's one binary: the controller, the local demo and the offline tools.
+// Command convoy is convoy's one binary: the controller and the offline tools. The local demo is
+// the development binary cmd/convoy-dev, so that this one carries no simulation.
 // It only parses flags and wires packages together; behaviour lives in the domain packages.
 package main
 

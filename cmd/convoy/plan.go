@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/internal/fleetview"
+	"github.com/convoy-gitops/convoy/rollout/fleetview"
 )
 
 // planOptions are the flags of `convoy plan`.

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/internal/fleetview"
+	"github.com/convoy-gitops/convoy/rollout/fleetview"
 )
 
 func TestPlanGolden(t *testing.T) {

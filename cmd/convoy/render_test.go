@@ -10,7 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 const examplePackages = "../../examples/packages"

@@ -14,7 +14,6 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newControllerCmd(),
-		newDevCmd(),
 		newRenderCmd(),
 		newValidateCmd(),
 		newStatusCmd(),

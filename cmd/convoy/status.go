@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/fleetview"
+	"github.com/convoy-gitops/convoy/rollout/fleetview"
 )
 
 // statusOptions are the flags of `convoy status`.

@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/fleetview"
+	"github.com/convoy-gitops/convoy/rollout/fleetview"
 )
 
 // update rewrites the golden files: go test ./cmd/convoy -run 'Status|Plan' -update.

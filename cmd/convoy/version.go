@@ -41,7 +41,7 @@ func printVersion(out io.Writer, info buildinfo.Info, output string) error {
 	}
 }
 
-// registerBuildInfo adds the convoy_build_info gauge to reg, once per process (convoy dev and the
+// registerBuildInfo adds the convoy_build_info gauge to reg, once per process (convoy-dev and the
 // tests may start the controller more than once).
 func registerBuildInfo(reg prometheus.Registerer) error {
 	err := reg.Register(buildinfo.NewCollector())

@@ -35,7 +35,7 @@ func TestVersionRefusesAnUnknownFormat(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown output format "xml": use text or json`)))
 }
 
-// TestBuildInfoGaugeIsRegisteredOnce starts the registration twice, as convoy dev and the tests
+// TestBuildInfoGaugeIsRegisteredOnce starts the registration twice, as convoy-dev and the tests
 // that restart the controller in one process do, and reads the gauge back.
 func TestBuildInfoGaugeIsRegisteredOnce(t *testing.T) {
 	g := NewWithT(t)

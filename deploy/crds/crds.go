@@ -1,5 +1,5 @@
 // Package crds embeds convoy's generated CustomResourceDefinitions so that the binary
-// (`convoy dev`) and the test harness install exactly what `make manifests` wrote.
+// (`convoy-dev`) and the test harness install exactly what `make manifests` wrote.
 package crds
 
 import "embed"

@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/test/bench"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/gittest"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // partitionLabel orders the hosted clusters of the rollout.
@@ -133,7 +133,7 @@ func serviceAccountKubeconfig(t *testing.T) string {
 	tr, err := cs.CoreV1().ServiceAccounts(controllerNamespace).CreateToken(context.Background(), serviceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := devfleet.KubeConfigFor(&rest.Config{Host: env.Config.Host, BearerToken: tr.Status.Token,
+	raw, err := simfleet.KubeConfigFor(&rest.Config{Host: env.Config.Host, BearerToken: tr.Status.Token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}, "convoy-controller")
 	g.Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(t.TempDir(), "kubeconfig")

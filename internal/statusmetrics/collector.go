@@ -36,7 +36,7 @@ var conditionDesc = prometheus.NewDesc("convoy_resource_condition",
 	[]string{"kind", "namespace", "name", "type", "status", "reason"}, nil)
 
 // Collector reads the conditions, at each scrape, from the cache of the manager started last
-// in this process (tests and convoy dev may run several one after the other).
+// in this process (tests and convoy-dev may run several one after the other).
 type Collector struct {
 	mu      sync.Mutex
 	readers []client.Reader

@@ -17,9 +17,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/internal/eventrec"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // TestControllerStartsWhenTheHostedClusterCRDAppears runs a manager on a management cluster
@@ -82,7 +82,7 @@ func startRolloutOnly(ctx context.Context, g Gomega, f *fleet.Fleet) <-chan erro
 // installHyperShiftCRDs creates the HostedCluster and HostedControlPlane CRDs and waits until
 // they are established.
 func installHyperShiftCRDs(ctx context.Context, g Gomega, f *fleet.Fleet) {
-	crds, err := devfleet.CRDs()
+	crds, err := simfleet.CRDs()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, crd := range crds {
 		if crd.Spec.Group != "hypershift.openshift.io" {

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 const (
@@ -130,7 +130,7 @@ func packagesOf(g Gomega, name string) map[string]*convoyv1alpha1.Package {
 	g.Expect(env.Client.List(context.Background(), list,
 		client.MatchingLabels{convoyv1alpha1.HostedClusterPackageLabel: name})).To(Succeed())
 	out := map[string]*convoyv1alpha1.Package{}
-	prefix := devfleet.DefaultHostedClusterNamespace + "-"
+	prefix := simfleet.DefaultHostedClusterNamespace + "-"
 	for i := range list.Items {
 		out[list.Items[i].Namespace[len(prefix):]] = &list.Items[i]
 	}

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // shardTestNamespace holds the shards ConfigMap of the suite (testSharding) and the shard
@@ -180,7 +180,7 @@ func shardsOf(g Gomega, name string) map[string]string {
 
 // hcpNamespace returns the HCP namespace of a test HostedCluster.
 func hcpNamespace(cluster string) string {
-	return devfleet.DefaultHostedClusterNamespace + "-" + cluster
+	return simfleet.DefaultHostedClusterNamespace + "-" + cluster
 }
 
 // expectShardsReady waits for ShardsReady with status, reason and a message matching message.

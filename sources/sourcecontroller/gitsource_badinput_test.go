@@ -7,10 +7,10 @@ import (
 	. "github.com/onsi/gomega"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/test/gittest"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 func TestGitSourceBadInputKeepsLastArtifact(t *testing.T) {

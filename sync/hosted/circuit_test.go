@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/faultnet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/faultnet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // kubeconfigFor writes a Secret in a new namespace with blue's credentials and server host
@@ -29,7 +29,7 @@ func kubeconfigFor(t *testing.T, host string) (string, *convoyv1alpha1.SecretKey
 	g := NewWithT(t)
 	cfg := rest.CopyConfig(blue.Config)
 	cfg.Host = host
-	kc, err := devfleet.KubeConfigFor(cfg, "test")
+	kc, err := simfleet.KubeConfigFor(cfg, "test")
 	g.Expect(err).NotTo(HaveOccurred())
 	ns := env.NewNamespace(t)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kc"}, Data: map[string][]byte{"kubeconfig": kc}}

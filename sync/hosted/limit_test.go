@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/internal/faultnet"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/faultnet"
 )
 
 func TestCappedBodyReadsUpToItsLimit(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 
@@ -96,7 +96,7 @@ func availableHostedPackage(t *testing.T, name string, opts ...func(*convoyv1alp
 // writeKubeconfig replaces the kubeconfig Secret of namespace with one reaching hc.
 func writeKubeconfig(g Gomega, namespace string, hc *fleet.HostedCluster) {
 	ctx := context.Background()
-	kubeconfig, err := devfleet.KubeConfigFor(hc.Config, hc.Name)
+	kubeconfig, err := simfleet.KubeConfigFor(hc.Config, hc.Name)
 	g.Expect(err).NotTo(HaveOccurred())
 	secret := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: convoyv1alpha1.KubeconfigSecretName}, secret)).To(Succeed())

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
 

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/faultnet"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/faultnet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // isolatedPackage is one Package of the isolation test, with its repository and, for the
@@ -98,7 +98,7 @@ func newIsolatedPackage(t *testing.T, name string, proxied bool) isolatedPackage
 		t.Cleanup(proxy.Close)
 		cfg := rest.CopyConfig(blue.Config)
 		cfg.Host = "https://" + proxy.Addr()
-		kubeconfig, err := devfleet.KubeConfigFor(cfg, name)
+		kubeconfig, err := simfleet.KubeConfigFor(cfg, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		secret := &corev1.Secret{}
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: convoyv1alpha1.KubeconfigSecretName}, secret)).To(Succeed())

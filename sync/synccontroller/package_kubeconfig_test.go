@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // TestPackageRefusesUnsafeKubeconfigs plants kubeconfig Secrets that would run a command in
@@ -77,7 +77,7 @@ func TestPackageRefusesUnsafeKubeconfigs(t *testing.T) {
 
 // editedKubeconfig returns the kubeconfig of the blue hosted cluster with edit applied.
 func editedKubeconfig(g Gomega, edit func(*clientcmdapi.Config)) []byte {
-	raw, err := devfleet.KubeConfigFor(blue.Config, "blue")
+	raw, err := simfleet.KubeConfigFor(blue.Config, "blue")
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg, err := clientcmd.Load(raw)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -11,8 +11,8 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/convoy-gitops/convoy/internal/devfleet"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // TestRunTiny runs every scenario at a tiny size, so that the benchmark cannot rot: it
@@ -85,7 +85,7 @@ func TestRequestsSplitWritesAndObjects(t *testing.T) {
 func buildConvoy(t *testing.T) string {
 	t.Helper()
 	g := NewWithT(t)
-	root, err := devfleet.RepositoryRoot()
+	root, err := simfleet.RepositoryRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	convoy := filepath.Join(t.TempDir(), "convoy")
 	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()

@@ -18,7 +18,7 @@ import (
 const (
 	// DriverAuto uses a HostedClusterPackage when the controller reconciles them, else Packages.
 	DriverAuto = "auto"
-	// DriverHostedClusterPackage creates one HostedClusterPackage selecting the devfleet.
+	// DriverHostedClusterPackage creates one HostedClusterPackage selecting the simfleet.
 	DriverHostedClusterPackage = "hostedclusterpackage"
 	// DriverPackages creates one Package per HCP namespace; the benchmark itself paces a
 	// rollingUpgrade, as the HostedClusterPackage controller would.
@@ -61,7 +61,7 @@ func strategy(rolling bool) convoyv1alpha1.HostedClusterPackageStrategy {
 	return convoyv1alpha1.HostedClusterPackageStrategy{Instant: &convoyv1alpha1.InstantStrategy{}}
 }
 
-// createHostedClusterPackage creates the HostedClusterPackage selecting the devfleet.
+// createHostedClusterPackage creates the HostedClusterPackage selecting the simfleet.
 func (e *env) createHostedClusterPackage(ctx context.Context) error {
 	hcp := &convoyv1alpha1.HostedClusterPackage{
 		ObjectMeta: metav1.ObjectMeta{Name: hcpName},

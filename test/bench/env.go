@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // Names of the benchmark's own objects on the management cluster.
@@ -32,7 +32,7 @@ const (
 type env struct {
 	cfg     Config
 	dir     string
-	fleet   *devfleet.Fleet
+	fleet   *simfleet.Fleet
 	admin   client.WithWatch
 	counter *countingTransport
 	git     *gitserver.Server
@@ -45,7 +45,7 @@ type env struct {
 	// packageInterval is the spec.interval of the Packages the drivers make; zero leaves it unset.
 	packageInterval time.Duration
 	// clusters and namespaces are the HostedClusters and their HCP namespaces.
-	clusters   []*devfleet.HostedCluster
+	clusters   []*simfleet.HostedCluster
 	namespaces map[string]bool
 	// sample are the HCP namespaces of the HostedClusters of envInput.APIServerSample.
 	sample []string
@@ -80,7 +80,7 @@ func newEnv(ctx context.Context, cfg Config, in envInput) (*env, error) {
 		return nil, err
 	}
 	e := &env{cfg: cfg, dir: dir, namespaces: map[string]bool{}, packageInterval: in.PackageInterval}
-	if e.fleet, err = devfleet.Start(ctx, devfleet.Options{ClientQPS: 1000, ClientBurst: 2000}); err != nil {
+	if e.fleet, err = simfleet.Start(ctx, simfleet.Options{ClientQPS: 1000, ClientBurst: 2000}); err != nil {
 		return nil, err
 	}
 	steps := []func(context.Context) error{e.connect, e.installCRD, e.startGit, e.createGitSource}
@@ -159,14 +159,14 @@ func (e *env) createGitSource(ctx context.Context) error {
 func (e *env) addClusters(ctx context.Context, in envInput) error {
 	const batch = 100
 	for start := 0; start < in.Clusters; start += batch {
-		var inputs []devfleet.HostedClusterInput
+		var inputs []simfleet.HostedClusterInput
 		for i := start; i < min(start+batch, in.Clusters); i++ {
 			labels := map[string]string{"bench.convoy.dev/fleet": "true"}
 			withServer := in.APIServers || i < in.APIServerSample
 			if i < in.APIServerSample {
 				labels[hostedSampleLabel] = "true"
 			}
-			inputs = append(inputs, devfleet.HostedClusterInput{Name: fmt.Sprintf("hc-%04d", i),
+			inputs = append(inputs, simfleet.HostedClusterInput{Name: fmt.Sprintf("hc-%04d", i),
 				Labels: labels, WithoutAPIServer: !withServer})
 		}
 		hcs, err := e.fleet.AddHostedClusters(ctx, inputs...)

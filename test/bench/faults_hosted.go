@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/faultnet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/faultnet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // The hosted part of the fault harness: HostedClusters whose package has phases inside the
@@ -88,7 +88,7 @@ func hostedFleetFiles(rev int) map[string]string {
 // hostedFleet is the hosted part of the fleet.
 type hostedFleet struct {
 	// backends are the real hosted API servers.
-	backends []*devfleet.HostedCluster
+	backends []*simfleet.HostedCluster
 	// clusters are the HostedClusters of the hosted package, in order.
 	clusters []*hostedCluster
 	// namespaces are their HCP namespaces.
@@ -100,7 +100,7 @@ type hostedFleet struct {
 // hostedCluster is one HostedCluster of the hosted package and the proxy it is reached by.
 type hostedCluster struct {
 	namespace string
-	backend   *devfleet.HostedCluster
+	backend   *simfleet.HostedCluster
 	proxy     *faultnet.Proxy
 }
 
@@ -109,16 +109,16 @@ type hostedCluster struct {
 func startHostedFleet(ctx context.Context, e *env, n int) (*hostedFleet, error) {
 	h := &hostedFleet{namespaces: map[string]bool{}}
 	var err error
-	var inputs []devfleet.HostedClusterInput
+	var inputs []simfleet.HostedClusterInput
 	for i := range hostedBackends {
-		inputs = append(inputs, devfleet.HostedClusterInput{Name: fmt.Sprintf("hosted-backend-%d", i)})
+		inputs = append(inputs, simfleet.HostedClusterInput{Name: fmt.Sprintf("hosted-backend-%d", i)})
 	}
 	if h.backends, err = e.fleet.AddHostedClusters(ctx, inputs...); err != nil {
 		return nil, err
 	}
 	inputs = inputs[:0]
 	for i := range n {
-		inputs = append(inputs, devfleet.HostedClusterInput{Name: fmt.Sprintf("hs-%04d", i),
+		inputs = append(inputs, simfleet.HostedClusterInput{Name: fmt.Sprintf("hs-%04d", i),
 			Labels: map[string]string{hostedFleetLabel: "true"}, WithoutAPIServer: true})
 	}
 	hcs, err := e.fleet.AddHostedClusters(ctx, inputs...)
@@ -142,7 +142,7 @@ func startHostedFleet(ctx context.Context, e *env, n int) (*hostedFleet, error) 
 }
 
 // connect puts a proxy in front of backend and writes hc's kubeconfig Secret to reach it.
-func (h *hostedFleet) connect(ctx context.Context, e *env, hc, backend *devfleet.HostedCluster) (*hostedCluster, error) {
+func (h *hostedFleet) connect(ctx context.Context, e *env, hc, backend *simfleet.HostedCluster) (*hostedCluster, error) {
 	u, err := url.Parse(backend.Config.Host)
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (h *hostedFleet) connect(ctx context.Context, e *env, hc, backend *devfleet
 	}
 	cfg := rest.CopyConfig(backend.Config)
 	cfg.Host = "https://" + proxy.Addr()
-	via := &devfleet.HostedCluster{Namespace: hc.Namespace, Name: hc.Name, HCPNamespace: hc.HCPNamespace, Config: cfg}
+	via := &simfleet.HostedCluster{Namespace: hc.Namespace, Name: hc.Name, HCPNamespace: hc.HCPNamespace, Config: cfg}
 	if err := e.fleet.WriteKubeconfigSecret(ctx, via); err != nil {
 		proxy.Close()
 		return nil, err

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/faultnet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/faultnet"
 )
 
 // hostedRollout is what one rollout of the fleet and the hosted clusters measured.

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // storeBenchmark selects the sub-benchmarks of sources' BenchmarkStore this scenario reports.
@@ -55,7 +55,7 @@ func runGit(ctx context.Context, cfg Config, res *Results) error {
 
 // goTestBench runs one benchmark of the sources package from the repository root.
 func goTestBench(ctx context.Context, pattern, benchtime string) (string, error) {
-	root, err := devfleet.RepositoryRoot()
+	root, err := simfleet.RepositoryRoot()
 	if err != nil {
 		return "", err
 	}

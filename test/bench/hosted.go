@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // hostedPackageName names the Packages of the hosted scenario.
@@ -50,7 +50,7 @@ func runHosted(ctx context.Context, cfg Config, res *Results) error {
 
 // hostedFloor creates the bare copies of the hosted objects in every hosted cluster, then
 // times their update, each cluster by its own loop, all clusters at once.
-func hostedFloor(ctx context.Context, clusters []*devfleet.HostedCluster) ([]float64, error) {
+func hostedFloor(ctx context.Context, clusters []*simfleet.HostedCluster) ([]float64, error) {
 	out := make([]float64, len(clusters))
 	errs := make([]error, len(clusters))
 	var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-// Package fleet runs a test suite on a simulated management cluster (internal/devfleet): Main
+// Package fleet runs a test suite on a simulated management cluster (test/infrastructure/simfleet): Main
 // starts the fleet once per package, runs the tests and stops every API server, and the Fleet
 // adds the helpers that take a test.
 //

@@ -4,28 +4,28 @@ import (
 	"context"
 	"testing"
 
-	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
-// The vocabulary of internal/devfleet, so that tests import one package.
+// The vocabulary of test/infrastructure/simfleet, so that tests import one package.
 type (
 	// Options configure a Fleet.
-	Options = devfleet.Options
+	Options = simfleet.Options
 	// HostedCluster is a simulated hosted cluster.
-	HostedCluster = devfleet.HostedCluster
+	HostedCluster = simfleet.HostedCluster
 	// HostedClusterInput describes a hosted cluster to add.
-	HostedClusterInput = devfleet.HostedClusterInput
+	HostedClusterInput = simfleet.HostedClusterInput
 )
 
-// Fleet is a test suite's simulated management cluster: devfleet's, with helpers that take a
+// Fleet is a test suite's simulated management cluster: simfleet's, with helpers that take a
 // test. A nil Fleet (under -short, see Main) skips the tests that need it.
 type Fleet struct {
-	*devfleet.Fleet
+	*simfleet.Fleet
 }
 
 // Start starts a fleet outside Main, for a test that needs its own.
 func Start(ctx context.Context, opts Options) (*Fleet, error) {
-	f, err := devfleet.Start(ctx, opts)
+	f, err := simfleet.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (f *Fleet) Require(t testing.TB) {
 }
 
 // RequireAPIServers skips t under go test -short, for a test that starts API servers of its
-// own (a fleet of its own, convoy dev, the benchmark) rather than using its suite's.
+// own (a fleet of its own, convoy-dev, the benchmark) rather than using its suite's.
 func RequireAPIServers(t testing.TB) {
 	t.Helper()
 	if testing.Short() {

@@ -1,4 +1,4 @@
-// Package gittest gives tests a Git server (internal/gitserver) over HTTP and SSH with one
+// Package gittest gives tests a Git server (test/infrastructure/gitserver) over HTTP and SSH with one
 // repository, and commits to it that fail the test on error.
 //
 //	srv, repo := gittest.NewServer(t)

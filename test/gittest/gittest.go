@@ -6,7 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 // NewServer starts a Git server with HTTP and SSH and one repository "repo"; the server stops

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // answerBound is how fast a refusal must show: seconds, not a poll interval away.
@@ -199,7 +199,7 @@ func configMapTemplate(name, body string) string {
 // tenant's package directory (its manifest has the tenant's phase, deploy).
 func testdataPackage(t *testing.T, name string) []gitserver.File {
 	t.Helper()
-	root, err := devfleet.RepositoryRoot()
+	root, err := simfleet.RepositoryRoot()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	tree, err := gitserver.ReadTree(filepath.Join(root, "manifests", "testdata", "hostile", name), packagePath+"/")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -219,7 +219,7 @@ func phaselessConfigMaps(n int) string {
 // planted token and edit applied, into the tenant's kubeconfig Secret.
 func hostileKubeconfig(edit func(c *clientcmdapi.Config, r *run)) func(Gomega, *run, *tenant) {
 	return func(g Gomega, r *run, tn *tenant) {
-		raw, err := devfleet.KubeConfigFor(r.hosted.Config, hostedName)
+		raw, err := simfleet.KubeConfigFor(r.hosted.Config, hostedName)
 		g.Expect(err).NotTo(HaveOccurred())
 		kc, err := clientcmd.Load(raw)
 		g.Expect(err).NotTo(HaveOccurred())

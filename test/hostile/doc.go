@@ -1,7 +1,7 @@
 // Package hostile runs a corpus of hostile inputs (Git commits, custom resources and Secrets
 // an attacker or a tired author could write) through the real controller: `convoy controller`
 // built from ./cmd/convoy and run as a process of its own, against a real API server
-// (internal/devfleet) and real Git (internal/gitserver).
+// (test/infrastructure/simfleet) and real Git (test/infrastructure/gitserver).
 //
 // Each case starts from a tenant whose Package is Ready at a good revision, then makes one
 // hostile change (a commit, or objects to create or update), and asserts that within its bound

@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/faultnet"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
 	"github.com/convoy-gitops/convoy/test/bench"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/faultnet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // Names every tenant of the run shares.
@@ -103,7 +103,7 @@ func startRun(t *testing.T) *run {
 func buildConvoy(t *testing.T) string {
 	t.Helper()
 	g := NewWithT(t)
-	root, err := devfleet.RepositoryRoot()
+	root, err := simfleet.RepositoryRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	convoy := filepath.Join(t.TempDir(), "convoy")
 	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()
@@ -125,7 +125,7 @@ func startController(t *testing.T, binary string) *bench.Controller {
 	t.Helper()
 	g := NewWithT(t)
 	dir := t.TempDir()
-	kubeconfig, err := devfleet.KubeConfigFor(env.Config, "management")
+	kubeconfig, err := simfleet.KubeConfigFor(env.Config, "management")
 	g.Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(dir, "kubeconfig")
 	g.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
@@ -140,7 +140,7 @@ func startController(t *testing.T, binary string) *bench.Controller {
 // createControllerClusterRole creates the ClusterRole of deploy/rbac/role.yaml, which a
 // hostile package binds to a tenant.
 func createControllerClusterRole(ctx context.Context, g Gomega, c client.Client) {
-	root, err := devfleet.RepositoryRoot()
+	root, err := simfleet.RepositoryRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	raw, err := os.ReadFile(filepath.Join(root, "deploy", "rbac", "role.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -200,7 +200,7 @@ func (r *run) makeHCPNamespace(g Gomega, ns string) {
 	hcp := hcps.Items[0].DeepCopy()
 	hcp.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: hcp.Name, Annotations: hcp.Annotations}
 	g.Expect(r.c.Create(r.ctx, hcp)).To(Succeed())
-	kubeconfig, err := devfleet.KubeConfigFor(r.hosted.Config, hostedName)
+	kubeconfig, err := simfleet.KubeConfigFor(r.hosted.Config, hostedName)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.c.Create(r.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kubeconfigSecret},
 		Data: map[string][]byte{convoyv1alpha1.KubeconfigSecretKey: kubeconfig}})).To(Succeed())

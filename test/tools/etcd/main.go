@@ -1,4 +1,4 @@
-// Command etcd is the etcd server used by convoy's tests and by `convoy dev`.
+// Command etcd is the etcd server used by convoy's tests and by `convoy-dev`.
 package main
 
 import (

@@ -1,4 +1,4 @@
-package devfleet
+package simfleet
 
 import (
 	"k8s.io/client-go/rest"

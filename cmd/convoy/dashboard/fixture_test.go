@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/fleetview"
 	"github.com/convoy-gitops/convoy/rollout"
+	"github.com/convoy-gitops/convoy/rollout/fleetview"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // The fixture's partition label and revisions.
@@ -47,11 +47,11 @@ type fixtureRollout struct {
 
 // seed creates the HostedClusters (without API servers), the GitSource, the revisions, the
 // Packages, the Secret and the HostedClusterPackage with the status the planner computes.
-func (fx fixtureRollout) seed(ctx context.Context, f *devfleet.Fleet) error {
+func (fx fixtureRollout) seed(ctx context.Context, f *simfleet.Fleet) error {
 	c := f.Client
-	inputs := make([]devfleet.HostedClusterInput, fx.n)
+	inputs := make([]simfleet.HostedClusterInput, fx.n)
 	for i := range inputs {
-		inputs[i] = devfleet.HostedClusterInput{Name: fx.cluster(i), Labels: map[string]string{fixtureLabel: fx.partition(i), fixtureOwnerLabel: fx.name},
+		inputs[i] = simfleet.HostedClusterInput{Name: fx.cluster(i), Labels: map[string]string{fixtureLabel: fx.partition(i), fixtureOwnerLabel: fx.name},
 			WithoutAPIServer: true, Unavailable: i == fx.n-1}
 	}
 	if _, err := f.AddHostedClusters(ctx, inputs...); err != nil {
@@ -139,7 +139,7 @@ func (fx fixtureRollout) seedPackages(ctx context.Context, c client.Client) erro
 // createPackage creates the Package of cluster i at commit, progressed or stuck applying.
 func (fx fixtureRollout) createPackage(ctx context.Context, c client.Client, i int, commit string, progressed bool, updatedAt time.Time) error {
 	pkg := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{
-		Namespace: convoyv1alpha1.HostedControlPlaneNamespace(devfleet.DefaultHostedClusterNamespace, fx.cluster(i)), Name: fx.name,
+		Namespace: convoyv1alpha1.HostedControlPlaneNamespace(simfleet.DefaultHostedClusterNamespace, fx.cluster(i)), Name: fx.name,
 		Labels:      map[string]string{convoyv1alpha1.HostedClusterPackageLabel: fx.name},
 		Annotations: map[string]string{rollout.SpecUpdatedAtAnnotation: rollout.FormatSpecUpdatedAt(updatedAt)}},
 		Spec: convoyv1alpha1.PackageSpec{PackageTemplateSpec: fx.template(), Revision: commit}}

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // PartitionLabel is the label HyperShift fleets commonly use for risk groups.
@@ -27,7 +27,7 @@ type Options struct {
 	// Kubeconfig is where the management cluster's kubeconfig is written; controller.log goes
 	// next to it.
 	Kubeconfig string
-	// Binaries holds kube-apiserver and etcd; default: devfleet.FindBinaryDir.
+	// Binaries holds kube-apiserver and etcd; default: simfleet.FindBinaryDir.
 	Binaries string
 	// Examples is the examples folder; default: examples/ of the repository around the working
 	// directory.
@@ -40,9 +40,9 @@ type Options struct {
 	AsServiceAccount bool
 	// Refresh is how often the rollout's progress is read; default 250ms.
 	Refresh time.Duration
-	// RunController runs convoy's controllers against cfg, keeping Git under storagePath, until
-	// ctx is done (required: the command owns the wiring).
-	RunController func(ctx context.Context, cfg *rest.Config, storagePath string) error
+	// RunController runs convoy's controllers against cfg, keeping Git under storagePath and
+	// writing their log to log, until ctx is done (required: the command owns the wiring).
+	RunController func(ctx context.Context, cfg *rest.Config, storagePath string, log io.Writer) error
 }
 
 // Run runs the demo, writing its progress to out, until ctx is done or, under exitAfterRollout, until the second rollout
@@ -63,7 +63,7 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 	}
 	opts.Examples = root
 	fmt.Fprintln(out, "Starting the management cluster...")
-	f, err := devfleet.Start(ctx, devfleet.Options{BinaryDir: opts.Binaries})
+	f, err := simfleet.Start(ctx, simfleet.Options{BinaryDir: opts.Binaries})
 	if err != nil {
 		return err
 	}
@@ -94,11 +94,11 @@ func ignoreCanceled(ctx context.Context, err error) error {
 }
 
 // devClusters spreads n hosted clusters over the partitions, earliest first.
-func devClusters(n int) []devfleet.HostedClusterInput {
-	inputs := make([]devfleet.HostedClusterInput, n)
+func devClusters(n int) []simfleet.HostedClusterInput {
+	inputs := make([]simfleet.HostedClusterInput, n)
 	for i := range inputs {
 		partition := Partitions[i*len(Partitions)/n]
-		inputs[i] = devfleet.HostedClusterInput{
+		inputs[i] = simfleet.HostedClusterInput{
 			Name:   fmt.Sprintf("%s-%d", partition, i+1),
 			Labels: map[string]string{PartitionLabel: partition},
 		}
@@ -112,14 +112,14 @@ func examplesDir(dir string) (string, error) {
 	if dir != "" {
 		return dir, nil
 	}
-	root, err := devfleet.RepositoryRoot()
+	root, err := simfleet.RepositoryRoot()
 	if err != nil {
 		return "", fmt.Errorf("finding examples/: run from the repository or pass --examples: %w", err)
 	}
 	return filepath.Join(root, "examples"), nil
 }
 
-func writeKubeconfig(f *devfleet.Fleet, path string) error {
+func writeKubeconfig(f *simfleet.Fleet, path string) error {
 	raw, err := f.KubeConfig()
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package devfleet
+package simfleet
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/controlplane"
+	"github.com/convoy-gitops/convoy/test/infrastructure/controlplane"
 )
 
 // DefaultHostedClusterNamespace is where HostedClusters go when the input names none.

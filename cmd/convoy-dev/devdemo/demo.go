@@ -11,13 +11,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
-	"github.com/convoy-gitops/convoy/internal/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // Names of the demo.
@@ -31,7 +29,7 @@ const (
 
 // devRelease is the file the demo's second commit adds to the package, as a merged pull request
 // would: a ConfigMap in the HCP namespace that names the release.
-const devRelease = `# Phase deploy: the release of the component, added by convoy dev's second commit.
+const devRelease = `# Phase deploy: the release of the component, added by convoy-dev's second commit.
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -42,10 +40,10 @@ data:
   release: "2"
 `
 
-// demo is one run of `convoy dev` once the fleet is up.
+// demo is one run of `convoy-dev` once the fleet is up.
 type demo struct {
 	out   io.Writer
-	fleet *devfleet.Fleet
+	fleet *simfleet.Fleet
 	opts  Options
 	start time.Time
 	// hcpkg and gitSource name the example objects.
@@ -178,11 +176,10 @@ func (d *demo) startController(ctx context.Context, dir string) (stop func(), er
 	if err != nil {
 		return nil, err
 	}
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile))))
 	fmt.Fprintf(d.out, "Starting the controller (logs: %s)...\n\n", logPath)
 	ctrlCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- d.opts.RunController(ctrlCtx, cfg, filepath.Join(dir, "sources")) }()
+	go func() { done <- d.opts.RunController(ctrlCtx, cfg, filepath.Join(dir, "sources"), logFile) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -233,5 +230,5 @@ func (d *demo) requestPoll(ctx context.Context) error {
 
 // clusterOfNamespace returns the HostedCluster name of an HCP namespace of the demo.
 func clusterOfNamespace(ns string) string {
-	return strings.TrimPrefix(ns, devfleet.DefaultHostedClusterNamespace+"-")
+	return strings.TrimPrefix(ns, simfleet.DefaultHostedClusterNamespace+"-")
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/fleetview"
+	"github.com/convoy-gitops/convoy/rollout/fleetview"
 )
 
 // FleetView is the fleet page: one summary per HostedClusterPackage.

@@ -1,10 +1,10 @@
-// Package gitserver is an in-process Git server for tests and for `convoy dev`: it creates
+// Package gitserver is an in-process Git server for tests and for `convoy-dev`: it creates
 // real repositories with the git CLI and serves them over file://, over HTTP through
 // `git http-backend` (with optional basic auth) and over SSH through an
 // golang.org/x/crypto/ssh server running `git-upload-pack`. It counts upload-pack requests and
 // bytes so that tests can assert that a poll of an unchanged remote transferred nothing.
 //
-// It is a normal package (not a _test file) so that tests of any package and `convoy dev` can
+// It is a normal package (not a _test file) so that tests of any package and `convoy-dev` can
 // import it; it needs the git CLI on PATH.
 //
 // Example:

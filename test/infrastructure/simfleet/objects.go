@@ -1,4 +1,4 @@
-package devfleet
+package simfleet
 
 import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"

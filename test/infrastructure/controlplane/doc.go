@@ -1,6 +1,6 @@
 // Package controlplane starts a local Kubernetes control plane, an etcd and a kube-apiserver
-// built from source by `make tools`: the embedded control plane of `convoy dev`, of the
-// simulated fleet (internal/devfleet) and so of every integration test.
+// built from source by `make tools`: the embedded control plane of `convoy-dev`, of the
+// simulated fleet (test/infrastructure/simfleet) and so of every integration test.
 //
 // It replaces controller-runtime's envtest so that the convoy binary links no test code. Start
 // generates a certificate authority, serving and client certificates and a service-account key

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +19,36 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/internal/devdemo"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/cmd/convoy-dev/devdemo"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
+
+// convoyBin is the convoy binary TestMain builds: the demo runs its controller as a process.
+var convoyBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "convoy-dev-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	convoyBin = filepath.Join(dir, "convoy")
+	build := exec.Command("go", "build", "-o", convoyBin, "../convoy")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	code := 1
+	if err := build.Run(); err == nil {
+		code = m.Run()
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runDev runs the demo as the convoy-dev command does, with the controller of convoyBin.
+func runDev(ctx context.Context, out io.Writer, opts devdemo.Options) error {
+	opts.RunController = controllerProcess(convoyBin)
+	return devdemo.Run(ctx, out, opts)
+}
 
 func TestDevStartsAPartitionedFleetAndStopsCleanly(t *testing.T) {
 	fleet.RequireAPIServers(t)
@@ -35,7 +63,7 @@ func TestDevStartsAPartitionedFleetAndStopsCleanly(t *testing.T) {
 	g.Eventually(func() error { _, err := os.Stat(opts.Kubeconfig); return err }, 2*time.Minute).Should(Succeed())
 	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(cfg, client.Options{Scheme: devfleet.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: simfleet.NewScheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	hcs := &hyperv1.HostedClusterList{}
 	g.Expect(c.List(ctx, hcs)).To(Succeed())

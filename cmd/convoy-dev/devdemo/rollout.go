@@ -11,11 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/fleetview"
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/rollout/fleetview"
 )
 
-// devFieldOwner is the field manager of what convoy dev applies.
+// devFieldOwner is the field manager of what convoy-dev applies.
 const devFieldOwner = "convoy-dev"
 
 // rolloutResult is one completed rollout of the demo.

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/fleetview"
 	"github.com/convoy-gitops/convoy/rollout"
+	"github.com/convoy-gitops/convoy/rollout/fleetview"
 )
 
 // Cell states of the rollout grid.

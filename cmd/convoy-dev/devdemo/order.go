@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/devfleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // orderRecorder watches the Packages of a HostedClusterPackage and records, per commit, the
@@ -23,7 +23,7 @@ type orderRecorder struct {
 
 // startOrderRecorder watches until ctx ends.
 func startOrderRecorder(ctx context.Context, cfg *rest.Config, hcpkg string) (*orderRecorder, error) {
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: devfleet.NewScheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: simfleet.NewScheme()})
 	if err != nil {
 		return nil, err
 	}

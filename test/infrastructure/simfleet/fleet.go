@@ -1,4 +1,4 @@
-package devfleet
+package simfleet
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convoy-gitops/convoy/internal/controlplane"
+	"github.com/convoy-gitops/convoy/test/infrastructure/controlplane"
 )
 
 // BinaryDirEnv overrides where kube-apiserver and etcd are found.
@@ -164,7 +164,7 @@ func FindBinaryDir() (string, error) {
 }
 
 // RepositoryRoot walks up from the working directory to the folder holding convoy's go.mod: the
-// one place that finds the repository (bin/ for the API servers, examples/ for convoy dev).
+// one place that finds the repository (bin/ for the API servers, examples/ for convoy-dev).
 func RepositoryRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
