@@ -80,8 +80,7 @@ func waitOrStop(ctx context.Context, cmd *exec.Cmd) error {
 		return err
 	case <-time.After(stopGrace):
 		_ = cmd.Process.Kill()
-		_ = <-done
-		return fmt.Errorf("the controller did not stop within %s of SIGTERM", stopGrace)
+		return fmt.Errorf("the controller did not stop within %s of SIGTERM and was killed: %w", stopGrace, <-done)
 	}
 }
 
