@@ -52,7 +52,8 @@ func heapInUse() uint64 {
 // TestHostileTemplatesAreStopped runs each hostile template of testdata/hostile: each must be
 // stopped by its limit within seconds, blamed on its file, while the test process's own memory
 // stays put. (The render process's peak RSS cannot be read here: the kernel reports the test
-// process's own peak for a child it started; the README's figures come from `convoy render`.)
+// process's own peak for a child it started; the figures of docs/evidence/reliability.md come from
+// `convoy render`.)
 func TestHostileTemplatesAreStopped(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, want string

@@ -1,6 +1,6 @@
 // Package syncdoc documents the sync/ folder; it holds no code and nothing imports it. Its name
-// is not sync, so that it shadows no standard library package (see the Layout section of the
-// README).
+// is not sync, so that it shadows no standard library package (see the Layout section of
+// DEVELOPMENT.md).
 //
 // sync/ applies a package revision to a cluster and keeps it there, in three packages:
 //

@@ -11,16 +11,17 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// layoutRow matches a row of the README's Layout table: | `path/` | what it holds |.
+// layoutRow matches a row of DEVELOPMENT.md's Layout table: | `path/` | what it holds |.
 var layoutRow = regexp.MustCompile("(?m)^\\| `([^`]+)/` \\| .+ \\|$")
 
-// TestReadmeLayoutListsEveryPackage keeps the README's Layout table and the tree in step: every
+// TestLayoutListsEveryPackage keeps DEVELOPMENT.md's Layout table and the tree in step: every
 // folder of the module holding Go files has a row, and every row names a folder that exists.
-func TestReadmeLayoutListsEveryPackage(t *testing.T) {
+func TestLayoutListsEveryPackage(t *testing.T) {
 	g := NewWithT(t)
-	readme, err := os.ReadFile(filepath.Join(repositoryRoot, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(repositoryRoot, "DEVELOPMENT.md"))
 	g.Expect(err).NotTo(HaveOccurred())
-	section := string(readme)[strings.Index(string(readme), "## Layout"):]
+	g.Expect(string(doc)).To(ContainSubstring("\n## Layout\n"))
+	section := string(doc)[strings.Index(string(doc), "## Layout"):]
 	section = section[:strings.Index(section[1:], "\n## ")+1]
 	rows := map[string]bool{}
 	for _, m := range layoutRow.FindAllStringSubmatch(section, -1) {
@@ -28,7 +29,7 @@ func TestReadmeLayoutListsEveryPackage(t *testing.T) {
 		g.Expect(filepath.Join(repositoryRoot, m[1])).To(BeADirectory(), "the Layout row %s/ names no folder", m[1])
 	}
 	for _, dir := range goPackageDirs(t) {
-		g.Expect(rows).To(HaveKey(dir), "README.md's Layout section has no row for %s/", dir)
+		g.Expect(rows).To(HaveKey(dir), "DEVELOPMENT.md's Layout section has no row for %s/", dir)
 	}
 }
 

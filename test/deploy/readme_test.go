@@ -2,11 +2,13 @@ package deploy
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -17,30 +19,84 @@ import (
 	"github.com/convoy-gitops/convoy/manifests"
 )
 
-// repositoryRoot is where README.md and examples/ are, seen from this package.
+// repositoryRoot is where README.md, docs/ and examples/ are, seen from this package.
 const repositoryRoot = "../.."
 
-// readmeBlock matches a YAML block of the README with the file it shows:
-// "<!-- file: PATH -->" on the line before the fence.
-var readmeBlock = regexp.MustCompile("(?s)<!-- file: (\\S+) -->\n```yaml\n(.*?)```\n")
+// readmeMaxLines is the most lines README.md may have: a newcomer reads it in five minutes.
+const readmeMaxLines = 200
+
+// yamlBlock matches a YAML block of a Markdown page, with the "<!-- file: PATH -->" line before
+// its fence when it shows an example file.
+var yamlBlock = regexp.MustCompile("(?s)(?:<!-- file: (\\S+) -->\n)?```yaml\n(.*?)```\n")
 
 // exampleNamespaces are the namespaces the custom resources of examples/ live in.
 var exampleNamespaces = []string{"convoy-system", "clusters-early-1"}
 
-func TestReadmeYAMLBlocksAreTheExampleFiles(t *testing.T) {
+// docBlock is one YAML block of a page.
+type docBlock struct {
+	page, file, text string
+}
+
+// docPages returns README.md and every Markdown page under docs/, relative to the repository
+// root, leaving out docs/reference/: it is generated from the code, and checked where it is made.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages := []string{"README.md"}
+	err := filepath.WalkDir(filepath.Join(repositoryRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repositoryRoot, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() && rel == "docs/reference" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(rel, ".md") {
+			pages = append(pages, rel)
+		}
+		return nil
+	})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return pages
+}
+
+// readPage returns the text of a page relative to the repository root.
+func readPage(t *testing.T, page string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repositoryRoot, page))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return string(raw)
+}
+
+// docBlocks returns every YAML block of the pages, and fails when a block is not matched.
+func docBlocks(t *testing.T) []docBlock {
+	t.Helper()
 	g := NewWithT(t)
-	readme, err := os.ReadFile(filepath.Join(repositoryRoot, "README.md"))
-	g.Expect(err).NotTo(HaveOccurred())
-	blocks := readmeBlock.FindAllStringSubmatch(string(readme), -1)
-	g.Expect(blocks).NotTo(BeEmpty())
-	g.Expect(blocks).To(HaveLen(strings.Count(string(readme), "```yaml")), "every YAML block names its file")
+	var blocks []docBlock
+	for _, page := range docPages(t) {
+		text := readPage(t, page)
+		found := yamlBlock.FindAllStringSubmatch(text, -1)
+		g.Expect(found).To(HaveLen(strings.Count(text, "```yaml")), "%s has a YAML block this test cannot read", page)
+		for _, b := range found {
+			blocks = append(blocks, docBlock{page: page, file: b[1], text: b[2]})
+		}
+	}
+	return blocks
+}
+
+func TestDocsYAMLBlocksAreTheExampleFiles(t *testing.T) {
+	blocks := docBlocks(t)
+	NewWithT(t).Expect(blocks).NotTo(BeEmpty())
 	for _, b := range blocks {
-		t.Run(b[1], func(t *testing.T) {
+		if b.file == "" {
+			continue
+		}
+		t.Run(b.page+"/"+b.file, func(t *testing.T) {
 			g := NewWithT(t)
-			file, err := os.ReadFile(filepath.Join(repositoryRoot, b[1]))
+			file, err := os.ReadFile(filepath.Join(repositoryRoot, b.file))
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(b[2]).To(Equal(string(file)), "README block differs from %s", b[1])
-			if pkg, ok := packageDir(b[1]); ok {
+			g.Expect(b.text).To(Equal(string(file)), "the block of %s differs from %s", b.page, b.file)
+			if pkg, ok := packageDir(b.file); ok {
 				_, err := manifests.Load(os.DirFS(filepath.Join(repositoryRoot, pkg)), ".", manifests.TemplateData{
 					Package:       manifests.PackageRef{Name: filepath.Base(pkg), Namespace: "clusters-early-1"},
 					HostedCluster: &manifests.HostedClusterRef{Namespace: "clusters", Name: "early-1"},
@@ -50,6 +106,51 @@ func TestReadmeYAMLBlocksAreTheExampleFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDocsYAMLBlocksWithoutAFileAreValid checks the blocks that show no example file: a
+// PackageManifest is loaded as the manifest.yaml of a package, anything else is created with a
+// server-side dry run, as TestExampleResourcesAreAccepted does for examples/.
+func TestDocsYAMLBlocksWithoutAFileAreValid(t *testing.T) {
+	for _, b := range docBlocks(t) {
+		if b.file != "" {
+			continue
+		}
+		t.Run(b.page, func(t *testing.T) {
+			g := NewWithT(t)
+			if isPackageManifest(b.text) {
+				fsys := fstest.MapFS{"manifest.yaml": {Data: []byte(b.text)}}
+				_, err := manifests.LoadStatic(fsys, ".", "")
+				g.Expect(err).NotTo(HaveOccurred(), "a PackageManifest block of %s", b.page)
+				return
+			}
+			env.Require(t)
+			objs, err := manifests.DecodeObjects(b.page, []byte(b.text))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(objs).NotTo(BeEmpty())
+			for _, obj := range objs {
+				ensureNamespace(t, obj.GetNamespace())
+				err := env.Client.Create(context.Background(), obj, client.DryRunAll)
+				g.Expect(err).NotTo(HaveOccurred(), "%s: %s %s: %v", b.page, obj.GetKind(), obj.GetName(), apierrors.ReasonForError(err))
+			}
+		})
+	}
+}
+
+// isPackageManifest tells whether a YAML block is a PackageManifest, convoy's or Package
+// Operator's.
+func isPackageManifest(text string) bool {
+	return regexp.MustCompile(`(?m)^kind: PackageManifest\s*$`).MatchString(text)
+}
+
+// ensureNamespace creates the namespace ns when it is not empty and does not exist yet.
+func ensureNamespace(t *testing.T, ns string) {
+	t.Helper()
+	if ns == "" {
+		return
+	}
+	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	NewWithT(t).Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
 }
 
 // packageDir returns the package directory of a file under examples/packages/.
@@ -63,14 +164,18 @@ func packageDir(file string) (string, bool) {
 
 func TestReadmeStartsWithTheTwoCommands(t *testing.T) {
 	g := NewWithT(t)
-	readme, err := os.ReadFile(filepath.Join(repositoryRoot, "README.md"))
-	g.Expect(err).NotTo(HaveOccurred())
-	first := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(string(readme))
+	readme := readPage(t, "README.md")
+	first := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(readme)
 	g.Expect(first).To(HaveLen(2))
 	lines := strings.Split(strings.TrimSpace(first[1]), "\n")
 	g.Expect(lines).To(HaveLen(2))
 	g.Expect(lines[0]).To(HavePrefix("make demo "))
 	g.Expect(lines[1]).To(HavePrefix("make test "))
+}
+
+func TestReadmeIsShort(t *testing.T) {
+	lines := strings.Count(readPage(t, "README.md"), "\n")
+	NewWithT(t).Expect(lines).To(BeNumerically("<=", readmeMaxLines), "README.md has %d lines", lines)
 }
 
 // TestExampleResourcesAreAccepted creates every custom resource of examples/ with a server-side
@@ -80,8 +185,7 @@ func TestExampleResourcesAreAccepted(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	for _, ns := range exampleNamespaces {
-		err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+		ensureNamespace(t, ns)
 	}
 	files, err := filepath.Glob(filepath.Join(repositoryRoot, "examples", "*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())

@@ -253,7 +253,7 @@ func patchGitSource(g Gomega, r *run, tn *tenant, change func(*convoyv1alpha1.Gi
 }
 
 // TestHostileInputs runs the corpus through one controller process, case after case, and logs
-// the README's Reliability table.
+// the hostile-input table of docs/evidence/reliability.md.
 func TestHostileInputs(t *testing.T) {
 	env.Require(t)
 	r := startRun(t)

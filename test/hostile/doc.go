@@ -14,6 +14,6 @@
 //
 // A case is one row of the table in cases_test.go: its name, the files of the hostile commit or
 // the change to make, the expected reason and message, and the bound on time. The test logs a
-// Markdown table of what convoy answered, how fast and at what peak RSS (the README's
-// Reliability section). Under go test -short, fleet.Main starts nothing and the test skips.
+// Markdown table of what convoy answered, how fast and at what peak RSS (the hostile-input
+// table of docs/evidence/reliability.md). Under go test -short, fleet.Main starts nothing and the test skips.
 package hostile

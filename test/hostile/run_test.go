@@ -27,7 +27,7 @@ const planted = "Hostile-Planted-9c2e"
 // hostileCase is one input of the corpus: a tenant Ready at a good revision gets a hostile
 // commit and/or a hostile change of its objects, and must answer with a clear condition.
 type hostileCase struct {
-	// name says what was tried; it is the first column of the README's table.
+	// name says what was tried; it is the first column of the table in docs/evidence/reliability.md.
 	name string
 	// hosted gives the tenant a hosted cluster, reached through the kubeconfig Secret "kc".
 	hosted bool
@@ -217,7 +217,7 @@ func (r *run) expectNoLeak(g Gomega) {
 // markdownEscape keeps a message's text as it is in a Markdown table cell.
 var markdownEscape = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;")
 
-// markdownTable renders the answers as the README's Reliability table.
+// markdownTable renders the answers as the hostile-input table of docs/evidence/reliability.md.
 func markdownTable(answers []answer) string {
 	var b strings.Builder
 	b.WriteString("| Input tried | What convoy answers | Time to answer | Controller peak RSS |\n|---|---|---|---|\n")
