@@ -33,7 +33,7 @@ _Appears in:_ {{ range $i, $r := $type.SortedReferences }}{{ if $i }}, {{ end }}
 | <a id="packagemanifest-kind"></a>`kind` | string | yes | | `PackageManifest` | |
 {{- end }}
 {{- range $type.Members }}
-| <a id="{{ lower $type.Name }}-{{ lower .Name }}"></a>`{{ .Name }}` | {{ markdownRenderType .Type }} | {{ template "required" . }} | {{ with .Default }}`{{ template "code" . }}`{{ end }} | {{ template "validation" . }} | {{ template "type_members" . }} |
+| <a id="{{ lower $type.Name }}-{{ lower .Name }}"></a>`{{ .Name }}` | {{ markdownRenderType .Type }} | {{ template "required" . }} | {{ template "default" . }} | {{ template "validation" . }} | {{ template "type_members" . }} |
 {{- end }}
 {{ end }}
 {{- if $type.EnumValues }}

@@ -37,3 +37,13 @@
 {{- define "code" -}}
 {{- . | replace "|" "\\|" -}}
 {{- end -}}
+
+{{- /* default renders a field's default as the API server applies it: JSON unless a string. */ -}}
+{{- define "default" -}}
+{{- with index .Markers "kubebuilder:default" -}}
+{{- $v := (index . 0).Value -}}
+`{{ if kindIs "string" $v }}{{ template "code" $v }}{{ else }}{{ toJson $v | replace "|" "\\|" }}{{ end }}`
+{{- else -}}
+{{- with .Default }}`{{ template "code" . }}`{{ end -}}
+{{- end -}}
+{{- end -}}
