@@ -10,6 +10,9 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 # golangci-lint v2.15.0 is the newest release that builds with Go 1.26.
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# crd-ref-docs writes docs/reference/api.md from the Go types in api/ (hack/crd-ref-docs).
+CRD_REF_DOCS_VERSION := v0.3.0
+CRD_REF_DOCS := $(BIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 TOOLS_SRC := $(shell find test/tools -name '*.go') test/tools/go.mod test/tools/go.sum
 
 GO_TEST_ARGS ?=
@@ -68,10 +71,19 @@ fmt: ## Format the Go code.
 lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml (gofmt, vet, staticcheck, importas, depguard, revive, godot, errorlint...).
 	$(GOLANGCI_LINT) run ./...
 
+.PHONY: docs
+docs: $(CRD_REF_DOCS) ## Generate the reference in docs/reference: API (from api/), CLI and controller flags (from the commands).
+	$(CRD_REF_DOCS) --source-path=./api --config=hack/crd-ref-docs/config.yaml --renderer=markdown \
+		--templates-dir=hack/crd-ref-docs/templates --output-path=docs/reference/api.md --log-level=ERROR
+	go test ./cmd/convoy ./cmd/convoy-dev -run '^TestReferenceIsGenerated$$' -count=1 -update
+
 .PHONY: verify
-verify: generate manifests ## Fail when regenerated files differ from the committed ones.
+verify: generate manifests docs ## Fail when regenerated files (code, CRDs, RBAC, reference docs) differ from the committed ones.
 	@git diff --exit-code -- api deploy/crds deploy/rbac test/infrastructure/simfleet/crds || \
 		{ echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
+	@git diff --exit-code -- docs/reference && \
+		test -z "$$(git ls-files --others --exclude-standard -- docs/reference)" || \
+		{ echo "docs/reference is out of date: run make docs and commit"; exit 1; }
 
 ##@ Build
 
@@ -90,6 +102,11 @@ $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/controller-gen $@
 	ln -sf $(notdir $@) $(BIN)/controller-gen
+
+$(CRD_REF_DOCS):
+	GOBIN=$(BIN) go install github.com/elastic/crd-ref-docs@$(CRD_REF_DOCS_VERSION)
+	mv $(BIN)/crd-ref-docs $@
+	ln -sf $(notdir $@) $(BIN)/crd-ref-docs
 
 $(GOLANGCI_LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -258,22 +258,25 @@ type PartitionStatus struct {
 	// name is the label value, or "unknown".
 	// +required
 	Name string `json:"name"`
-	// total targets in the partition.
+	// total is the number of targets in the partition.
 	// +optional
 	Total int32 `json:"total"`
-	// updated targets.
+	// updated is the number of its targets that have the update revision's spec.
 	// +optional
 	Updated int32 `json:"updated"`
-	// available targets.
+	// available is the number of its targets that are Available=True at their current
+	// generation.
 	// +optional
 	Available int32 `json:"available"`
-	// progressed targets.
+	// progressed is the number of its targets that are updated, Available=True and
+	// Progressing=False.
 	// +optional
 	Progressed int32 `json:"progressed"`
-	// skipped targets: the rollout leaves them alone for now (see status.skipped).
+	// skipped is the number of its targets the rollout leaves alone for now (see
+	// status.skipped).
 	// +optional
 	Skipped int32 `json:"skipped,omitempty"`
-	// state: Pending, Progressing, Done or Blocked.
+	// state of the partition: Pending, Progressing, Done or Blocked.
 	// +required
 	// +kubebuilder:validation:Enum=Pending;Progressing;Done;Blocked
 	State string `json:"state"`

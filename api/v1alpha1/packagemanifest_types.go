@@ -16,17 +16,20 @@ const PKOManifestAPIVersion = "manifests.package-operator.run/v1alpha1"
 type PackageManifest struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// metadata names the package.
+	// metadata names the package; metadata.name is required.
+	// +required
 	Metadata metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec declares the phases, probes and config schema of the package.
+	// +required
 	Spec PackageManifestSpec `json:"spec"`
 }
 
 // PackageManifestSpec declares how a package is applied.
 type PackageManifestSpec struct {
-	// phases in apply order; each object of the package names one with the convoy.dev/phase
-	// annotation.
+	// phases in apply order, at least one; each object of the package names one with the
+	// convoy.dev/phase annotation.
+	// +required
 	Phases []PackageManifestPhase `json:"phases"`
 
 	// availabilityProbes judge the objects; objects no probe selects are judged by kstatus.
@@ -45,6 +48,7 @@ type PackageManifestSpec struct {
 // PackageManifestPhase names a phase and where it lands.
 type PackageManifestPhase struct {
 	// name of the phase, unique in the manifest.
+	// +required
 	Name string `json:"name"`
 
 	// class is "" (the management cluster namespace) or "hosted-cluster".

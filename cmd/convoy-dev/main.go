@@ -49,14 +49,14 @@ func newRootCmd() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&opts.Clusters, "clusters", 6, "number of simulated hosted clusters")
+	fs.IntVar(&opts.Clusters, "clusters", 6, "Number of simulated hosted clusters.")
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig-out", filepath.Join(os.TempDir(), "convoy-dev", "kubeconfig"),
-		"where to write the management cluster's kubeconfig")
-	fs.StringVar(&opts.Binaries, "binaries", "", "folder holding kube-apiserver and etcd (default: ./bin)")
-	fs.StringVar(&opts.Examples, "examples", "", "the examples folder (default: examples/ of the repository around the working directory)")
-	fs.StringVar(&convoy, "convoy", "", "the convoy binary whose controller runs (default: convoy next to this binary)")
-	fs.BoolVar(&opts.ExitAfterRollout, "exit-after-rollout", false, "exit with a summary once the second revision reached every cluster")
+		"Where to write the management cluster's kubeconfig.")
+	fs.StringVar(&opts.Binaries, "binaries", "", "Folder holding kube-apiserver and etcd (default: ./bin).")
+	fs.StringVar(&opts.Examples, "examples", "", "The examples folder (default: examples/ of the repository around the working directory).")
+	fs.StringVar(&convoy, "convoy", "", "The convoy binary whose controller runs (default: convoy next to this binary).")
+	fs.BoolVar(&opts.ExitAfterRollout, "exit-after-rollout", false, "Exit with a summary once the second revision reached every cluster.")
 	fs.BoolVar(&opts.AsServiceAccount, "as-service-account", false,
-		"run the controller as its ServiceAccount, with only the RBAC of deploy/rbac")
+		"Run the controller as its ServiceAccount, with only the RBAC of deploy/rbac.")
 	return cmd
 }

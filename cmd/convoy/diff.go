@@ -66,12 +66,12 @@ func newDiffCmd() *cobra.Command {
 	}
 	o.data.bind(cmd.Flags())
 	fl := cmd.Flags()
-	fl.StringVar(&o.from, "from", "", "Git revision of the old side (branch, tag, commit, HEAD~1...), with one DIR")
-	fl.StringVar(&o.to, "to", "", "Git revision of the new side (default: the files in DIR as they are)")
+	fl.StringVar(&o.from, "from", "", "Git revision of the old side (branch, tag, commit, HEAD~1...), with one DIR.")
+	fl.StringVar(&o.to, "to", "", "Git revision of the new side (default: the files in DIR as they are).")
 	fl.StringVarP(&o.output, "output", "o", "text", "Output format: text, markdown or json.")
 	o.live.bind(fl)
-	fl.Lookup("revision").Usage = "offline: .revision of both renders (default: the commit of --to, or \"local\"); " +
-		"with --package: the Git branch, tag or commit to preview (default: the GitSource's ref)"
+	fl.Lookup("revision").Usage = "Offline: .revision of both renders (default: the commit of --to, or \"local\"); " +
+		"with --package: the Git branch, tag or commit to preview (default: the GitSource's ref)."
 	return cmd
 }
 

@@ -32,8 +32,8 @@ type liveDiffOptions struct {
 
 // bind registers the flags of the live diff.
 func (o *liveDiffOptions) bind(fl *pflag.FlagSet) {
-	fl.StringVar(&o.pkg, "package", "", "NAMESPACE/NAME of a Package: preview --revision against what the clusters hold (server-side dry run)")
-	fl.StringVar(&o.hostedCluster, "hosted-cluster-package", "", "NAME of a HostedClusterPackage: preview --revision on one Package (the first by name) per partition")
+	fl.StringVar(&o.pkg, "package", "", "NAMESPACE/NAME of a Package: preview --revision against what the clusters hold (server-side dry run).")
+	fl.StringVar(&o.hostedCluster, "hosted-cluster-package", "", "NAME of a HostedClusterPackage: preview --revision on one Package (the first by name) per partition.")
 	fl.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster, with --package (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
 }
 

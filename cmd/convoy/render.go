@@ -48,10 +48,10 @@ func newRenderCmd() *cobra.Command {
 		},
 	}
 	o.data.bind(cmd.Flags())
-	cmd.Flags().StringVar(&o.url, "url", "", "Git repository URL to render from instead of a local directory")
-	cmd.Flags().StringVar(&o.ref, "ref", "main", "branch, tag or full commit hash to render with --url")
-	cmd.Flags().StringVar(&o.path, "path", ".", "package directory inside the repository, with --url")
-	cmd.Flags().StringVar(&o.testCase, "test-case", "", "render the named test.template case of a Package Operator package (a local DIR) instead of the flags' data")
+	cmd.Flags().StringVar(&o.url, "url", "", "Git repository URL to render from instead of a local directory.")
+	cmd.Flags().StringVar(&o.ref, "ref", "main", "Branch, tag or full commit hash to render with --url.")
+	cmd.Flags().StringVar(&o.path, "path", ".", "Package directory inside the repository, with --url.")
+	cmd.Flags().StringVar(&o.testCase, "test-case", "", "Render the named test.template case of a Package Operator package (a local DIR) instead of the flags' data.")
 	return cmd
 }
 
@@ -201,14 +201,14 @@ type templateDataFlags struct {
 
 // bind registers the flags.
 func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
-	fl.StringVar(&f.configFile, "config", "", "YAML file with the package config (.config)")
-	fl.StringVar(&f.packageName, "package-name", "", "name of the Package (.package.name; default: the directory name)")
-	fl.StringVar(&f.packageNamespace, "package-namespace", "default", "namespace of the Package (.package.namespace)")
-	fl.StringVar(&f.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of the HostedCluster (.hostedCluster; default: none)")
-	fl.StringVar(&f.environmentFile, "environment", "", "YAML file with the environment (.environment: kubernetes.version, openShift, proxy, hyperShift), as in a PKO test case")
-	fl.StringVar(&f.component, "component", "", "component of a multi-component Package Operator package (Package spec.component)")
-	fl.StringToStringVar(&f.hcLabels, "hosted-cluster-labels", nil, "labels of the HostedCluster, key=value,...")
-	fl.StringVar(&f.revision, "revision", "", "revision (.revision; default: the commit, or \"local\" for a directory)")
+	fl.StringVar(&f.configFile, "config", "", "YAML file with the package config (.config).")
+	fl.StringVar(&f.packageName, "package-name", "", "Name of the Package (.package.name; default: the directory name).")
+	fl.StringVar(&f.packageNamespace, "package-namespace", "default", "Namespace of the Package (.package.namespace).")
+	fl.StringVar(&f.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of the HostedCluster (.hostedCluster; default: none).")
+	fl.StringVar(&f.environmentFile, "environment", "", "YAML file with the environment (.environment: kubernetes.version, openShift, proxy, hyperShift), as in a PKO test case.")
+	fl.StringVar(&f.component, "component", "", "Component of a multi-component Package Operator package (Package spec.component).")
+	fl.StringToStringVar(&f.hcLabels, "hosted-cluster-labels", nil, "Labels of the HostedCluster, as key=value,key=value.")
+	fl.StringVar(&f.revision, "revision", "", "Revision (.revision; default: the commit, or \"local\" for a directory).")
 	f.budget.BindFlags(fl)
 }
 

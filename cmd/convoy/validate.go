@@ -30,7 +30,7 @@ func newValidateCmd() *cobra.Command {
 	}
 	f.bind(cmd.Flags())
 	cmd.Flags().BoolVar(&tf.updateFixtures, "update-fixtures", false,
-		"rewrite the .test-fixtures of every test.template case of Package Operator packages (missing ones are always written)")
+		"Rewrite the .test-fixtures of every test.template case of Package Operator packages (missing ones are always written).")
 	return cmd
 }
 
