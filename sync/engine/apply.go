@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/ssa"
@@ -71,12 +72,12 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	if err := e.place(c, ph, states, p); err != nil {
 		return err
 	}
-	out.unwatched = out.unwatched || !e.watched(c, states)
-	e.markQuiet(ctx, c, states, out)
+	out.unwatched = out.unwatched || !e.memory.watched(c, states)
+	e.memory.markQuiet(ctx, c, states, out)
 	if err := e.prepare(c, ph, states, p); err != nil {
 		return err
 	}
-	changed, rest := e.applied.changedSinceApplied(c, loud(states))
+	changed, rest := e.memory.directApplies(c, loud(states))
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}
@@ -96,7 +97,7 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	if err := e.applyRead(ctx, c, rest, out); err != nil {
 		return err
 	}
-	e.recordApplied(c, out.observer, rest)
+	e.memory.recordApplied(c, out.observer, rest)
 	return nil
 }
 
@@ -117,7 +118,7 @@ func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredStat
 		switch {
 		case live == nil:
 			absent = append(absent, s)
-		case e.applied.untouched(c, s, live):
+		case e.memory.untouched(c, s, live):
 			out.changes.Unchanged++
 			appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Inc()
 		default:
@@ -155,7 +156,7 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 		err := e.applyOne(ctx, c, s, out.observer)
 		switch {
 		case action == ssa.ConfiguredAction && refusedDirectApply(err):
-			e.applied.forget(c, keyOf(s.obj))
+			e.memory.forget(c, keyOf(s.obj))
 			s.uid = ""
 			refused = append(refused, s)
 			continue
@@ -178,7 +179,7 @@ func (e *Engine) applyOne(ctx context.Context, c *cluster, s desiredState, obs *
 	applied := s.obj.DeepCopy()
 	applied.SetUID(s.uid)
 	ssautils.RemoveCABundleFromCRD(applied)
-	done := e.applied.begin(c, s)
+	done := e.memory.applying(c, s)
 	err := errApplyInterrupted
 	defer func() { done(applied, err) }()
 	err = obs.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager))
@@ -191,13 +192,6 @@ var errApplyInterrupted = errors.New("apply interrupted")
 // refusedDirectApply reports the errors of a direct apply that the full way may overcome.
 func refusedDirectApply(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err)
-}
-
-// recordApplied records in the ledger what the objects now hold, as the observer last saw them.
-func (e *Engine) recordApplied(c *cluster, obs *observer, states []desiredState) {
-	for _, s := range states {
-		e.applied.record(c, s, obs.live(s.obj))
-	}
 }
 
 // applyOptions: never force-recreate, except objects annotated convoy.dev/force: "true".
@@ -263,4 +257,61 @@ func established(crd *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// maxNamed bounds how many objects one message names.
+const maxNamed = 5
+
+// checkOwnership refuses to apply over existing objects that are not this owner's, unless
+// the desired object asks for adoption with convoy.dev/adopt: "true".
+func (c *cluster) checkOwnership(ph *Phase, objs []*unstructured.Unstructured, obs *observer) error {
+	var refused []string
+	for _, obj := range objs {
+		live := obs.existing(obj)
+		if live == nil || c.owns(live) || adopts(obj) {
+			continue
+		}
+		refused = append(refused, fmt.Sprintf("%s (%s)", describe(obj), ownerOf(live)))
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return pass.Stallf(convoyv1alpha1.CollisionReason,
+		"phase %q: refusing to take over %s in the %s cluster: %s; annotate the object %s: \"true\" in the manifest to adopt it",
+		ph.Name, plural(len(refused), "an existing object", "existing objects"), c.name,
+		nameList(refused), convoyv1alpha1.AdoptAnnotation)
+}
+
+// adopts reports a desired object annotated convoy.dev/adopt: "true".
+func adopts(obj *unstructured.Unstructured) bool {
+	return strings.EqualFold(obj.GetAnnotations()[convoyv1alpha1.AdoptAnnotation], "true")
+}
+
+// ownerOf says who manages a live object.
+func ownerOf(live *unstructured.Unstructured) string {
+	l := live.GetLabels()
+	name, ns := l[convoyv1alpha1.PackageNameLabel], l[convoyv1alpha1.PackageNamespaceLabel]
+	if name == "" {
+		return "not managed by convoy"
+	}
+	kind := l[convoyv1alpha1.OwnerKindLabel]
+	if kind == "" {
+		kind = "Package"
+	}
+	return fmt.Sprintf("managed by %s %s/%s", kind, ns, name)
+}
+
+// nameList joins names, eliding past maxNamed.
+func nameList(names []string) string {
+	if len(names) <= maxNamed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamed], ", "), len(names)-maxNamed)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -5,9 +5,11 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/fluxcd/pkg/ssa"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -53,7 +55,7 @@ func isDefinitionKind(gk schema.GroupKind) bool {
 func (e *Engine) place(c *cluster, ph *Phase, states []desiredState, p preparation) error {
 	for i := range states {
 		s := &states[i]
-		namespaced, err := e.scopes.isNamespaced(c, s.source, false)
+		namespaced, err := e.memory.isNamespaced(c, s.source, false)
 		if err != nil {
 			return c.classify(err)
 		}
@@ -121,7 +123,7 @@ func (e *Engine) prepare(c *cluster, ph *Phase, states []desiredState, p prepara
 // placeCurrent places s as the mapper's current answer says, unless s is placed (placed) as
 // that answer says already.
 func (e *Engine) placeCurrent(c *cluster, ph *Phase, s *desiredState, p preparation, placed bool) error {
-	namespaced, err := e.scopes.isNamespaced(c, s.source, true)
+	namespaced, err := e.memory.isNamespaced(c, s.source, true)
 	if err != nil {
 		return c.classify(err)
 	}
@@ -258,3 +260,45 @@ func describe(obj *unstructured.Unstructured) string {
 
 // isNoMatch reports an unknown kind.
 func isNoMatch(err error) bool { return apimeta.IsNoMatchError(err) }
+
+// desiredState is an object of a revision as this pass wants it, with its digest (see
+// place); ok is false for an object that does not encode, which the ledger then never
+// matches.
+type desiredState struct {
+	// source is the revision's object; it is never changed.
+	source *unstructured.Unstructured
+	// obj is the object to apply (prepare), or only its name while it may be quiet (place).
+	obj *unstructured.Unstructured
+	// namespace is where the object lands, as of a kind namespaced or not; shard is the
+	// convoy.dev/shard label it carries.
+	namespace, shard string
+	namespaced       bool
+	// quiet is set when nothing changed the object since it was judged available (quiet.go).
+	quiet bool
+	// sourceDigest is the source's; digest the object's as it will be applied (place).
+	sourceDigest, digest manifests.Digest
+	ok                   bool
+	// uid is the object's UID when this owner applied it, for an object applied directly: the
+	// apply then fails, instead of writing, if the object was deleted or replaced since.
+	uid types.UID
+}
+
+// objectsOf returns the objects of states.
+func objectsOf(states []desiredState) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(states))
+	for i, s := range states {
+		out[i] = s.obj
+	}
+	return out
+}
+
+// byKindOrder sorts desired states in fluxcd/pkg/ssa's apply order.
+type byKindOrder []desiredState
+
+func (b byKindOrder) Len() int { return len(b) }
+
+func (b byKindOrder) Swap(i, j int) { b[i], b[j] = b[j], b[i] }
+
+func (b byKindOrder) Less(i, j int) bool {
+	return ssa.SortableUnstructureds{b[i].obj, b[j].obj}.Less(0, 1)
+}

@@ -165,3 +165,9 @@ func (c *cluster) owns(obj client.Object) bool {
 		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
 		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
 }
+
+// ownerID identifies the owner of a target.
+func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
+
+// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
+func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }

@@ -4,13 +4,11 @@ import (
 	"crypto/sha256"
 	"sync"
 
-	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/manifests"
 )
 
 // defaultLedgerSize bounds the entries of a ledger; past it the ledger starts over.
@@ -95,38 +93,10 @@ func ledgerCluster(c *cluster) string {
 	return convoyv1alpha1.InventoryClusterManagement
 }
 
-// ownerID identifies the owner of a target.
-func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
-
-// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
-func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
-
 // managementKey is the ledger's key of obj, an object of the management cluster.
 func managementKey(obj client.Object) ledgerKey {
 	return ledgerKey{cluster: convoyv1alpha1.InventoryClusterManagement, object: objectKey{
 		gk: obj.GetObjectKind().GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}}
-}
-
-// desiredState is an object of a revision as this pass wants it, with its digest (see
-// place); ok is false for an object that does not encode, which the ledger then never
-// matches.
-type desiredState struct {
-	// source is the revision's object; it is never changed.
-	source *unstructured.Unstructured
-	// obj is the object to apply (prepare), or only its name while it may be quiet (place).
-	obj *unstructured.Unstructured
-	// namespace is where the object lands, as of a kind namespaced or not; shard is the
-	// convoy.dev/shard label it carries.
-	namespace, shard string
-	namespaced       bool
-	// quiet is set when nothing changed the object since it was judged available (quiet.go).
-	quiet bool
-	// sourceDigest is the source's; digest the object's as it will be applied (place).
-	sourceDigest, digest manifests.Digest
-	ok                   bool
-	// uid is the object's UID when this owner applied it, for an object applied directly: the
-	// apply then fails, instead of writing, if the object was deleted or replaced since.
-	uid types.UID
 }
 
 // changedSinceApplied splits objs into those this owner applied before in another state
@@ -327,22 +297,4 @@ func (l *ledger) forget(c *cluster, key objectKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.entries, ledgerKey{cluster: ledgerCluster(c), object: key})
-}
-
-// objectsOf returns the objects of states.
-func objectsOf(states []desiredState) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, len(states))
-	for i, s := range states {
-		out[i] = s.obj
-	}
-	return out
-}
-
-// byKindOrder sorts desired states in fluxcd/pkg/ssa's apply order.
-type byKindOrder []desiredState
-
-func (b byKindOrder) Len() int      { return len(b) }
-func (b byKindOrder) Swap(i, j int) { b[i], b[j] = b[j], b[i] }
-func (b byKindOrder) Less(i, j int) bool {
-	return ssa.SortableUnstructureds{b[i].obj, b[j].obj}.Less(0, 1)
 }
