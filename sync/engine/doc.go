@@ -21,7 +21,7 @@
 //   - judges availability from the live objects it just read or wrote (manifests/probe),
 //     without extra requests. A management object that the watch of applied objects
 //     (Options.Versions) sees at the resourceVersion at which it was judged available under the
-//     same probes is not read at all: nothing changed it since (quiet.go). Nor is a
+//     same probes is not read at all: nothing changed it since (memory_quiet.go). Nor is a
 //     hosted-cluster object that one list of the owner's objects of its kind and namespace,
 //     metadata only, shows at that resourceVersion and UID (hosted_quiet.go). Such a quiet object
 //     is not even copied: a pass decides where each object lands and its digest from the
@@ -36,7 +36,7 @@
 // looking up a single object, as long as the watch has delivered no event of the owner's
 // objects since it began, other than events of the states the pass itself saw, and, checked
 // once from the watch's store, the watch holds each of those states (Options.Events,
-// Engine.HoldsState, settled.go).
+// Engine.HoldsState, memory_settled.go).
 //
 // The first phase that is not available ends the pass with a Waiting error: the controller
 // requeues instead of blocking a worker. Once every phase is available, objects of the previous

@@ -1,13 +1,9 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // Defaults of Options.
@@ -37,11 +33,11 @@ type Options struct {
 	// DeleteInterval is the requeue delay while a teardown waits for objects to go; default 2s.
 	DeleteInterval time.Duration
 	// Versions, when set, is a watch of the management objects the engine applied: a pass
-	// does not read the objects it saw unchanged since they were judged available (quiet.go).
+	// does not read the objects it saw unchanged since they were judged available (memory_quiet.go).
 	Versions ResourceVersions
 	// Events, when set with Versions, counts the watch's deliveries per owner: a pass that would
 	// repeat the owner's last settled pass returns its outcome without looking at any object
-	// (settled.go).
+	// (memory_settled.go).
 	Events OwnerEvents
 }
 
@@ -63,7 +59,7 @@ func (e *Engine) AppliedByEngine(obj client.Object) bool {
 // the state the engine last applied or read for the owner its ownership labels name, at the
 // same resourceVersion and UID. Such an event tells that owner nothing its pass did not see,
 // so OwnerEvents need not count it: a pass that applied objects can then be repeated as
-// settled (settled.go). An event delivered while the engine applies obj for that owner is
+// settled (memory_settled.go). An event delivered while the engine applies obj for that owner is
 // held until the apply ends; count is called then unless it was of the state the apply
 // recorded.
 func (e *Engine) HoldsState(obj client.Object, count func()) bool {
@@ -85,61 +81,4 @@ func NewEngine(opts Options) *Engine {
 		opts.DeleteInterval = DefaultDeleteInterval
 	}
 	return &Engine{opts: opts, memory: newMemory(opts)}
-}
-
-// Result is what one Sync pass did. It is returned with the error of a failed pass too, so
-// that the status can say how far the pass got.
-type Result struct {
-	// Phases reports every phase of the revision, in order.
-	Phases []convoyv1alpha1.PhaseStatus
-	// Inventory is the owner's new inventory: the objects applied so far, in phase order,
-	// then the objects of the previous inventory not pruned (yet).
-	Inventory []convoyv1alpha1.InventoryEntry
-	// Available is true when every phase is available.
-	Available bool
-	// Changes counts the objects per apply action.
-	Changes Changes
-	// Pruned counts the objects deleted because they left the revision.
-	Pruned int
-	// Left are the entries the prune dropped without deleting their object, with the reason.
-	Left []Left
-	// Watched is set when every phase is available and every object of the revision is of a
-	// kind the watch of the management cluster (Options.Versions) has synced: a change to any
-	// of them will make an event, and no timer is needed to notice it.
-	Watched bool
-	// Stale is set when the pass applied management objects without reading them and the
-	// owner's event count (Options.Events) moved while it ran: the watch delivered a change
-	// the pass may not have seen, and whose event may make no pass of its own (a controller
-	// drops the events of an object while the engine applies it: AppliedByEngine). A
-	// successful pass should then be followed by another soon.
-	Stale bool
-
-	previous                   []convoyv1alpha1.InventoryEntry
-	applied                    []convoyv1alpha1.InventoryEntry
-	unwatched, appliedDirectly bool
-	// objects counts the revision's objects; vouched those of them judged available at a state
-	// the watch of the management cluster tells every change of, or will once it holds the
-	// states of unconfirmed (recordVerdicts).
-	objects, vouched int
-	unconfirmed      []watchedState
-	// rules is the digest of the revision's probes (rulesDigest).
-	rules [sha256.Size]byte
-}
-
-// Changes counts applied objects per action.
-type Changes struct {
-	// Created counts objects that did not exist.
-	Created int
-	// Configured counts objects that were changed.
-	Configured int
-	// Unchanged counts objects that already matched and were not written.
-	Unchanged int
-}
-
-// Written reports whether the pass wrote any object.
-func (c Changes) Written() bool { return c.Created+c.Configured > 0 }
-
-// String summarizes the counts, e.g. "2 created, 1 configured, 7 unchanged".
-func (c Changes) String() string {
-	return fmt.Sprintf("%d created, %d configured, %d unchanged", c.Created, c.Configured, c.Unchanged)
 }

@@ -37,7 +37,7 @@ type ResourceVersions interface {
 // of the management cluster still sees that resourceVersion. Nothing changed it since (any
 // write, status included, gives a new resourceVersion), so reading it again would only repeat
 // the same verdict. A change the watch has not delivered yet is seen by the pass its event
-// triggers. Hosted-cluster objects have no watch: a list tells where they are (hosted_quiet.go).
+// triggers. Hosted-cluster objects have no watch: a list tells where they are (below).
 
 // rulesDigest identifies the probe rules an object is judged under.
 func rulesDigest(rules []probe.Rule) [sha256.Size]byte { return probe.Digest(rules) }
@@ -116,7 +116,7 @@ func loud(states []desiredState) []desiredState {
 
 // recordVerdicts notes, for every object of out seen live, that it was judged available under
 // rules at its resourceVersion, and adds to res those the watch of the management cluster
-// vouches for (settled.go). Only called when the whole phase is available.
+// vouches for (memory_settled.go). Only called when the whole phase is available.
 //   - A quiet object is vouched for: the watch holds the state it was judged at.
 //   - An object judged at a state the ledger holds for this owner (applied or read by this
 //     pass) and labelled for it is vouched for once the watch holds that state too: it is

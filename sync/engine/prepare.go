@@ -273,7 +273,7 @@ type desiredState struct {
 	// convoy.dev/shard label it carries.
 	namespace, shard string
 	namespaced       bool
-	// quiet is set when nothing changed the object since it was judged available (quiet.go).
+	// quiet is set when nothing changed the object since it was judged available (memory_quiet.go).
 	quiet bool
 	// sourceDigest is the source's; digest the object's as it will be applied (place).
 	sourceDigest, digest manifests.Digest

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -16,7 +17,7 @@ import (
 // prune deletes the objects of the previous inventory that the revision no longer holds, in
 // reverse phase order, and sets the result's inventory: the applied objects, then the stale
 // ones that are still there (an unreachable cluster, a failed or pending delete).
-func (e *Engine) prune(ctx context.Context, t *Target, res *Result) error {
+func (e *Engine) prune(ctx context.Context, t *Target, rev *Revision, res *Result) error {
 	groups := groupByPhase(subtract(res.previous, res.applied))
 	var err error
 	for i := len(groups) - 1; i >= 0 && err == nil; i-- {
@@ -26,12 +27,22 @@ func (e *Engine) prune(ctx context.Context, t *Target, res *Result) error {
 		}
 		var dr deleteResult
 		dr, err = e.deleteGroup(ctx, c, groups[i].entries, false)
-		res.Pruned += dr.deleted
+		res.Pruned += len(dr.deleted)
+		res.pruned = append(res.pruned, dr.deleted...)
 		res.Left = append(res.Left, dr.left...)
 		groups[i].entries = dr.remaining
 	}
 	res.Inventory = mergeInventories(res.applied, flatten(groups))
+	logPruned(ctx, rev, res.pruned)
 	return err
+}
+
+// logPruned logs a prune that deleted objects.
+func logPruned(ctx context.Context, rev *Revision, pruned []convoyv1alpha1.InventoryEntry) {
+	if len(pruned) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Pruned objects", "revision", rev.ID, "pruned", len(pruned),
+			"objects", entryNames(pruned))
+	}
 }
 
 // deletion is what happened to one inventory entry's object.
@@ -58,6 +69,9 @@ type Left struct {
 	// Why says why, e.g. "its kind no longer exists".
 	Why string
 }
+
+// name names the entry's object, "Kind ns/name", for log lines.
+func (l Left) name() string { return entryName(l.ID) }
 
 // String returns "<id> in the <cluster> cluster: <why>".
 func (l Left) String() string { return fmt.Sprintf("%s in the %s cluster: %s", l.ID, l.Cluster, l.Why) }
@@ -88,8 +102,8 @@ type deleteOutcome struct {
 type deleteResult struct {
 	// remaining are the entries whose objects are still there.
 	remaining []convoyv1alpha1.InventoryEntry
-	// deleted counts the delete requests that succeeded.
-	deleted int
+	// deleted are the entries whose delete requests succeeded.
+	deleted []convoyv1alpha1.InventoryEntry
 	// left are the entries dropped without a delete, with a reason to report.
 	left []Left
 }
@@ -113,7 +127,7 @@ func (e *Engine) deleteGroup(ctx context.Context, c *cluster, entries []convoyv1
 	var res deleteResult
 	for i, entry := range entries {
 		if outs[i].issued {
-			res.deleted++
+			res.deleted = append(res.deleted, entry)
 			appliedObjects.WithLabelValues(e.opts.Controller, c.name, "deleted").Inc()
 		}
 		if outs[i].left != "" {

@@ -6,15 +6,74 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
+// Result is what one Sync pass did. It is returned with the error of a failed pass too, so
+// that the status can say how far the pass got.
+type Result struct {
+	// Phases reports every phase of the revision, in order.
+	Phases []convoyv1alpha1.PhaseStatus
+	// Inventory is the owner's new inventory: the objects applied so far, in phase order,
+	// then the objects of the previous inventory not pruned (yet).
+	Inventory []convoyv1alpha1.InventoryEntry
+	// Available is true when every phase is available.
+	Available bool
+	// Changes counts the objects per apply action.
+	Changes Changes
+	// Pruned counts the objects deleted because they left the revision.
+	Pruned int
+	// Left are the entries the prune dropped without deleting their object, with the reason.
+	Left []Left
+	// Watched is set when every phase is available and every object of the revision is of a
+	// kind the watch of the management cluster (Options.Versions) has synced: a change to any
+	// of them will make an event, and no timer is needed to notice it.
+	Watched bool
+	// Stale is set when the pass applied management objects without reading them and the
+	// owner's event count (Options.Events) moved while it ran: the watch delivered a change
+	// the pass may not have seen, and whose event may make no pass of its own (a controller
+	// drops the events of an object while the engine applies it: AppliedByEngine). A
+	// successful pass should then be followed by another soon.
+	Stale bool
+
+	previous                   []convoyv1alpha1.InventoryEntry
+	applied                    []convoyv1alpha1.InventoryEntry
+	pruned                     []convoyv1alpha1.InventoryEntry
+	unwatched, appliedDirectly bool
+	// objects counts the revision's objects; vouched those of them judged available at a state
+	// the watch of the management cluster tells every change of, or will once it holds the
+	// states of unconfirmed (recordVerdicts).
+	objects, vouched int
+	unconfirmed      []watchedState
+	// rules is the digest of the revision's probes (rulesDigest).
+	rules [sha256.Size]byte
+}
+
+// Changes counts applied objects per action.
+type Changes struct {
+	// Created counts objects that did not exist.
+	Created int
+	// Configured counts objects that were changed.
+	Configured int
+	// Unchanged counts objects that already matched and were not written.
+	Unchanged int
+}
+
+// Written reports whether the pass wrote any object.
+func (c Changes) Written() bool { return c.Created+c.Configured > 0 }
+
+// String summarizes the counts, e.g. "2 created, 1 configured, 7 unchanged".
+func (c Changes) String() string {
+	return fmt.Sprintf("%d created, %d configured, %d unchanged", c.Created, c.Configured, c.Unchanged)
+}
+
 // Sync applies rev to t phase by phase and, once every phase is available, prunes what the
 // previous inventory holds and rev does not. It returns a Waiting error when a phase is not
 // available yet; later phases are then neither applied nor pruned. A pass that would repeat
-// the owner's last settled pass returns its outcome at once (settled.go).
+// the owner's last settled pass returns its outcome at once (memory_settled.go).
 func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
 	rules := rev.probesDigest()            // once per pass: every phase is judged under the same probes
 	mark := e.memory.markOf(t, rev, rules) // before the pass looks at any object
@@ -30,6 +89,16 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 	return res, err
 }
 
+// logApplied logs a pass that wrote objects: a revision applied for the first time, or
+// objects changed since the last pass put back. A pass that finds every object as it wants it
+// (a settled or repeated pass, a Waiting requeue) logs nothing.
+func logApplied(ctx context.Context, rev *Revision, res *Result) {
+	if res.Changes.Written() {
+		ctrl.LoggerFrom(ctx).Info("Applied revision", "revision", rev.ID,
+			"objects", res.Changes.Created+res.Changes.Configured, "changes", res.Changes.String())
+	}
+}
+
 // sync is one pass of Sync in full.
 func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
 	res := newResult(rev, previous)
@@ -41,20 +110,30 @@ func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, rules [sha2
 		return res, err
 	}
 	res.rules = rules
-	for i := range rev.Phases {
-		available, err := e.syncPhase(ctx, t, rev, i, res)
-		if err != nil {
-			return res, err
-		}
-		if !available {
-			ph := res.Phases[i]
-			return res, pass.Waitf(convoyv1alpha1.ProbeFailedReason, e.opts.ProbeInterval,
-				"phase %q not available: %s", ph.Name, ph.Message)
-		}
+	err := e.syncPhases(ctx, t, rev, res)
+	logApplied(ctx, rev, res)
+	if err != nil {
+		return res, err
 	}
 	res.Available = true
 	res.Watched = !res.unwatched
-	return res, e.prune(ctx, t, res)
+	return res, e.prune(ctx, t, rev, res)
+}
+
+// syncPhases applies and judges the phases in order, up to the first that is not available.
+func (e *Engine) syncPhases(ctx context.Context, t *Target, rev *Revision, res *Result) error {
+	for i := range rev.Phases {
+		available, err := e.syncPhase(ctx, t, rev, i, res)
+		if err != nil {
+			return err
+		}
+		if !available {
+			ph := res.Phases[i]
+			return pass.Waitf(convoyv1alpha1.ProbeFailedReason, e.opts.ProbeInterval,
+				"phase %q not available: %s", ph.Name, ph.Message)
+		}
+	}
+	return nil
 }
 
 // syncPhase applies phase i and judges it; it records both in res.

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 )
@@ -31,6 +33,9 @@ type TeardownResult struct {
 	// Left are the entries dropped without deleting their object, with the reason: kinds that
 	// no longer exist, CustomResourceDefinitions and Namespaces without the opt-in.
 	Left []Left
+
+	// deleted are the entries whose objects this pass deleted.
+	deleted []convoyv1alpha1.InventoryEntry
 }
 
 // Teardown deletes the objects of inv in reverse phase order, waiting for each phase to be
@@ -39,8 +44,29 @@ type TeardownResult struct {
 // convoy.dev/prune: disabled, are left in place; so are CustomResourceDefinitions and
 // Namespaces not annotated convoy.dev/prune: enabled, and reported in the result's Left.
 func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.InventoryEntry, opts TeardownOptions) (*TeardownResult, error) {
-	res := &TeardownResult{}
 	e.memory.forgetSettled(ownerID(t))
+	res, err := e.teardown(ctx, t, inv, opts)
+	logTornDown(ctx, res)
+	return res, err
+}
+
+// logTornDown logs a teardown pass that deleted objects or left some in place.
+func logTornDown(ctx context.Context, res *TeardownResult) {
+	switch {
+	case len(res.Left) > 0:
+		left := make([]string, 0, min(len(res.Left), maxLogged))
+		for _, l := range res.Left[:min(len(res.Left), maxLogged)] {
+			left = append(left, l.name())
+		}
+		ctrl.LoggerFrom(ctx).Info("Tore down", "objects", len(res.deleted), "left", left)
+	case len(res.deleted) > 0:
+		ctrl.LoggerFrom(ctx).Info("Tore down", "objects", len(res.deleted))
+	}
+}
+
+// teardown is one pass of Teardown.
+func (e *Engine) teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.InventoryEntry, opts TeardownOptions) (*TeardownResult, error) {
+	res := &TeardownResult{}
 	groups := groupByPhase(inv)
 	for i := len(groups) - 1; i >= 0; i-- {
 		c := t.clusterNamed(groups[i].cluster)
@@ -54,6 +80,7 @@ func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.I
 		dr, err := e.deleteGroup(ctx, c, groups[i].entries, true)
 		groups[i].entries = dr.remaining
 		res.Left = append(res.Left, dr.left...)
+		res.deleted = append(res.deleted, dr.deleted...)
 		if err != nil {
 			res.Inventory = flatten(groups[:i+1])
 			return res, err
