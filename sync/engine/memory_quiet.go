@@ -10,7 +10,6 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // ResourceVersions is a watch of the objects the engine applied to the management cluster.
@@ -38,9 +36,6 @@ type ResourceVersions interface {
 // write, status included, gives a new resourceVersion), so reading it again would only repeat
 // the same verdict. A change the watch has not delivered yet is seen by the pass its event
 // triggers. Hosted-cluster objects have no watch: a list tells where they are (below).
-
-// rulesDigest identifies the probe rules an object is judged under.
-func rulesDigest(rules []probe.Rule) [sha256.Size]byte { return probe.Digest(rules) }
 
 // watched reports whether every object of states is of a kind the watch of the management
 // cluster has synced: a change of any of them will then make an event.
@@ -142,20 +137,6 @@ func (m *memory) recordVerdicts(c *cluster, out *phaseOutcome, res *Result) {
 		res.unconfirmed = append(res.unconfirmed, watchedState{gvk: obj.GroupVersionKind(),
 			namespace: live.GetNamespace(), name: live.GetName(), resourceVersion: live.GetResourceVersion()})
 	}
-}
-
-// markQuiet notes that obj was not read: it is as it was when judged available.
-func (o *observer) markQuiet(obj *unstructured.Unstructured) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.quiet[keyOf(obj)] = true
-}
-
-// isQuiet reports whether obj was skipped as quiet.
-func (o *observer) isQuiet(obj *unstructured.Unstructured) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.quiet[keyOf(obj)]
 }
 
 // No watch sees the objects of a hosted cluster: a thousand hosted clusters must not mean a

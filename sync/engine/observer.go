@@ -144,3 +144,17 @@ func isDryRun(opts []client.PatchOption) bool {
 	po.ApplyOptions(opts)
 	return len(po.DryRun) > 0
 }
+
+// markQuiet notes that obj was not read: it is as it was when judged available.
+func (o *observer) markQuiet(obj *unstructured.Unstructured) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.quiet[keyOf(obj)] = true
+}
+
+// isQuiet reports whether obj was skipped as quiet.
+func (o *observer) isQuiet(obj *unstructured.Unstructured) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.quiet[keyOf(obj)]
+}

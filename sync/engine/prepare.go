@@ -16,6 +16,28 @@ import (
 	"github.com/convoy-gitops/convoy/manifests"
 )
 
+// desiredState is an object of a revision as this pass wants it, with its digest (see
+// place); ok is false for an object that does not encode, which the ledger then never
+// matches.
+type desiredState struct {
+	// source is the revision's object; it is never changed.
+	source *unstructured.Unstructured
+	// obj is the object to apply (prepare), or only its name while it may be quiet (place).
+	obj *unstructured.Unstructured
+	// namespace is where the object lands, as of a kind namespaced or not; shard is the
+	// convoy.dev/shard label it carries.
+	namespace, shard string
+	namespaced       bool
+	// quiet is set when nothing changed the object since it was judged available (memory_quiet.go).
+	quiet bool
+	// sourceDigest is the source's; digest the object's as it will be applied (place).
+	sourceDigest, digest manifests.Digest
+	ok                   bool
+	// uid is the object's UID when this owner applied it, for an object applied directly: the
+	// apply then fails, instead of writing, if the object was deleted or replaced since.
+	uid types.UID
+}
+
 // splitStages splits the objects of a phase into the definitions applied first
 // (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each state
 // holds its source, read-only, and the source's digest.
@@ -260,28 +282,6 @@ func describe(obj *unstructured.Unstructured) string {
 
 // isNoMatch reports an unknown kind.
 func isNoMatch(err error) bool { return apimeta.IsNoMatchError(err) }
-
-// desiredState is an object of a revision as this pass wants it, with its digest (see
-// place); ok is false for an object that does not encode, which the ledger then never
-// matches.
-type desiredState struct {
-	// source is the revision's object; it is never changed.
-	source *unstructured.Unstructured
-	// obj is the object to apply (prepare), or only its name while it may be quiet (place).
-	obj *unstructured.Unstructured
-	// namespace is where the object lands, as of a kind namespaced or not; shard is the
-	// convoy.dev/shard label it carries.
-	namespace, shard string
-	namespaced       bool
-	// quiet is set when nothing changed the object since it was judged available (memory_quiet.go).
-	quiet bool
-	// sourceDigest is the source's; digest the object's as it will be applied (place).
-	sourceDigest, digest manifests.Digest
-	ok                   bool
-	// uid is the object's UID when this owner applied it, for an object applied directly: the
-	// apply then fails, instead of writing, if the object was deleted or replaced since.
-	uid types.UID
-}
 
 // objectsOf returns the objects of states.
 func objectsOf(states []desiredState) []*unstructured.Unstructured {

@@ -171,3 +171,6 @@ func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
 
 // ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
 func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// rulesDigest identifies the probe rules an object is judged under.
+func rulesDigest(rules []probe.Rule) [sha256.Size]byte { return probe.Digest(rules) }
