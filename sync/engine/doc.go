@@ -21,7 +21,7 @@
 //     The revision's objects are shared between owners and never changed.
 //   - apply.go: the objects that are not quiet are applied with server-side apply (field
 //     manager "convoy"). An object the owner applied before in another state is applied
-//     directly, one request; the others are read first (observer.go), and an existing object
+//     directly, one request; the others are read first (the observer), and an existing object
 //     that is not labelled as this owner's is refused unless the desired object carries
 //     convoy.dev/adopt: "true". Absent ones are created with one apply each, one found as the
 //     owner left it is not written, and the rest go through fluxcd/pkg/ssa, whose dry-run
@@ -61,8 +61,8 @@
 // pipeline asks it what a pass may skip (a settled pass's outcome, the scope of a kind, the
 // quiet objects, the objects to apply directly, the objects found untouched) and tells it
 // what a pass did (applies in flight and their answers, verdicts, settled outcomes, objects
-// about to be deleted). Its parts: the ledger (memory_ledger.go), the scopes (memory.go),
-// quiet objects of both clusters (memory_quiet.go) and settled passes (memory_settled.go).
+// about to be deleted). Its parts: the ledger and the scopes (memory.go), the quiet objects of
+// both clusters (memory_quiet.go) and the settled passes (memory_settled.go).
 // The controllers reach it through Engine.AppliedByEngine, which lets them drop the watch
 // events of the engine's own applies, and Engine.HoldsState, which lets an owner's event count
 // skip the events of states a pass saw.

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,4 +63,232 @@ func TestScopesAskTheMapperOncePerManagementKind(t *testing.T) {
 	g.Expect(s.isNamespaced(mgmt, cm, false)).To(BeTrue(), "remembered")
 	g.Expect(s.isNamespaced(mgmt, cm, true)).To(BeFalse(), "asked again")
 	g.Expect(s.isNamespaced(mgmt, cm, false)).To(BeFalse(), "the new answer is remembered")
+}
+
+// threeConfigMaps is a one-phase revision of ConfigMaps a, b and c holding the given values.
+func threeConfigMaps(id, a, b, c string) *Revision {
+	return &Revision{ID: id, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+		kubetest.ConfigMap("", "a", map[string]string{"v": a}), kubetest.ConfigMap("", "b", map[string]string{"v": b}),
+		kubetest.ConfigMap("", "c", map[string]string{"v": c})}}}}
+}
+
+func TestSyncAppliesChangedObjectsWithoutReadingThem(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tgt, counter := countedTarget(t)
+	engine := NewEngine(Options{Controller: "test"})
+	res, err := engine.Sync(ctx, tgt, threeConfigMaps("r1", "1", "1", "1"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3, "PATCH": 3}), "new objects: a read, then an apply")
+
+	res, err = engine.Sync(ctx, tgt, threeConfigMaps("r2", "1", "2", "2"), res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(Equal(Changes{Configured: 2, Unchanged: 1}))
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 1, "PATCH": 2}),
+		"changed objects are applied without a read or a dry-run; the unchanged one is read only")
+	g.Expect(kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "b", nil)).Object["data"]).To(HaveKeyWithValue("v", "2"))
+
+	res, err = engine.Sync(ctx, tgt, threeConfigMaps("r2", "1", "2", "2"), res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(Equal(Changes{Unchanged: 3}))
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3}), "a no-op pass reads each object once")
+}
+
+func TestSyncStillRestoresDriftOfObjectsItApplied(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tgt, counter := countedTarget(t)
+	engine := NewEngine(Options{Controller: "test"})
+	rev := threeConfigMaps("r1", "1", "1", "1")
+	res, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	edited := kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "a", nil))
+	g.Expect(unstructured.SetNestedField(edited.Object, "edited", "data", "v")).To(Succeed())
+	g.Expect(env.Client.Update(ctx, edited)).To(Succeed())
+	counter.take()
+
+	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(Equal(Changes{Configured: 1, Unchanged: 2}))
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3, "PATCH(dry-run)": 1, "PATCH": 1}),
+		"only the object changed behind the engine's back is dry-run")
+	g.Expect(kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "a", nil)).Object["data"]).To(HaveKeyWithValue("v", "1"))
+
+	restarted := NewEngine(Options{Controller: "test"})
+	res, err = restarted.Sync(ctx, tgt, rev, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(Equal(Changes{Unchanged: 3}))
+	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"GET": 3, "PATCH(dry-run)": 3}),
+		"a restarted engine knows nothing and compares every object")
+}
+
+func TestSyncChecksOwnershipOfAnObjectAdoptedSinceItsApply(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+	first := engineTarget(t)
+	res, err := engine.Sync(ctx, first, threeConfigMaps("r1", "1", "1", "1"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	second := &Target{Namespace: first.Namespace, Name: "other", Management: env.Client}
+	adopted := kubetest.ConfigMap("", "b", map[string]string{"v": "adopted"})
+	adopted.SetAnnotations(map[string]string{convoyv1alpha1.AdoptAnnotation: "true"})
+	_, err = engine.Sync(ctx, second, &Revision{ID: "o1", Phases: []Phase{{Name: "one",
+		Objects: []*unstructured.Unstructured{adopted}}}}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	_, err = engine.Sync(ctx, first, threeConfigMaps("r2", "2", "2", "2"), res.Inventory)
+	g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason), "%v", err)
+	live := kubetest.Get(g, env.Client, kubetest.ConfigMap(first.Namespace, "b", nil))
+	g.Expect(live.Object["data"]).To(HaveKeyWithValue("v", "adopted"))
+	g.Expect(live.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.PackageNameLabel, "other"))
+}
+
+func TestSyncFallsBackWhenADirectApplyIsInvalid(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+	tgt := engineTarget(t)
+	secret := func(typ string) *Revision {
+		return &Revision{ID: typ, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+			kubetest.Object("v1", "Secret", "", "s", map[string]any{"type": typ, "stringData": map[string]any{"k": typ}})}}}}
+	}
+	res, err := engine.Sync(ctx, tgt, secret("a.example/one"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	_, err = engine.Sync(ctx, tgt, secret("a.example/two"), res.Inventory)
+	g.Expect(isStalling(err)).To(BeTrue(), "an immutable field without convoy.dev/force: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("Secret/" + tgt.Namespace + "/s dry-run failed"))
+	live := kubetest.Get(g, env.Client, kubetest.Object("v1", "Secret", tgt.Namespace, "s", nil))
+	g.Expect(live.Object["type"]).To(Equal("a.example/one"))
+	g.Expect(client.ObjectKeyFromObject(live).Namespace).To(Equal(tgt.Namespace))
+}
+
+func TestLedgerTellsTheEngineOwnWritesApart(t *testing.T) {
+	g := NewWithT(t)
+	l := newLedger(10)
+	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
+	desired := desiredState{obj: kubetest.ConfigMap("ns", "a", map[string]string{"v": "1"}), ok: true}
+	applied := desired.obj.DeepCopy()
+	applied.SetResourceVersion("7")
+	l.record(c, desired, applied)
+
+	event := applied.DeepCopy()
+	g.Expect(l.wroteManagement(event)).To(BeTrue(), "the event of the engine's own apply")
+	event.SetResourceVersion("9")
+	done := l.begin(c, desired)
+	g.Expect(l.wroteManagement(event)).To(BeTrue(), "an event that comes before the apply's response")
+	done(event, nil)
+	g.Expect(l.wroteManagement(event)).To(BeTrue(), "the response is recorded")
+	event.SetResourceVersion("8")
+	g.Expect(l.wroteManagement(event)).To(BeFalse(), "a later write by someone else")
+	hosted := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassHostedCluster)
+	l.forget(c, keyOf(desired.obj))
+	l.record(hosted, desired, applied)
+	g.Expect(l.wroteManagement(applied)).To(BeFalse(), "an object of the hosted cluster is another object")
+}
+
+// An event delivered while its owner applies the object is held until the apply ends, then
+// counted unless it was of the state the apply recorded.
+func TestLedgerHoldsTheEventsOfAnApplyInFlightUntilItEnds(t *testing.T) {
+	g := NewWithT(t)
+	l := newLedger(10)
+	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
+	desired := desiredState{obj: kubetest.ConfigMap("ns", "a", map[string]string{"v": "1"}), ok: true}
+	at := func(rv string) *unstructured.Unstructured {
+		obj := desired.obj.DeepCopy()
+		obj.SetLabels(c.labels())
+		obj.SetResourceVersion(rv)
+		obj.SetUID("uid")
+		return obj
+	}
+	counted := map[string]int{}
+	counter := func(rv string) func() { return func() { counted[rv]++ } }
+
+	done := l.begin(c, desired)
+	g.Expect(l.holdsManagement(at("5"), counter("5"))).To(BeTrue(), "the apply's own event, before its response")
+	g.Expect(l.holdsManagement(at("6"), counter("6"))).To(BeTrue(), "a write after it, before its response")
+	g.Expect(counted).To(BeEmpty(), "not told apart yet")
+	done(at("5"), nil)
+	g.Expect(counted).To(Equal(map[string]int{"6": 1}), "the write after the apply is counted when it ends")
+	g.Expect(l.holdsManagement(at("5"), counter("5"))).To(BeTrue(), "the state recorded")
+
+	done = l.begin(c, desired)
+	g.Expect(l.holdsManagement(at("7"), counter("7"))).To(BeTrue())
+	done(nil, errors.New("refused"))
+	g.Expect(counted).To(HaveKeyWithValue("7", 1), "nothing recorded: counted")
+
+	other := at("8")
+	other.SetLabels(map[string]string{convoyv1alpha1.PackageNameLabel: "other", convoyv1alpha1.PackageNamespaceLabel: "ns"})
+	done = l.begin(c, desired)
+	g.Expect(l.holdsManagement(other, counter("8"))).To(BeFalse(), "labels of another owner: counted at once")
+	for i := range maxPendingEvents {
+		g.Expect(l.holdsManagement(at(strconv.Itoa(10+i)), counter("many"))).To(BeTrue())
+	}
+	g.Expect(l.holdsManagement(at("99"), counter("99"))).To(BeFalse(), "past the bound: counted at once")
+	done(at("10"), nil)
+	g.Expect(counted).To(HaveKeyWithValue("many", maxPendingEvents-1))
+	g.Expect(l.applying).To(BeEmpty())
+
+	done = l.begin(c, desired)
+	g.Expect(l.holdsManagement(at("10"), counter("10"))).To(BeTrue(), "a late event of the state recorded")
+	done(at("11"), nil)
+	g.Expect(counted).NotTo(HaveKey("10"), "skipped at once, not held")
+
+	// Another owner's apply of the object in flight holds none of this owner's events.
+	b := (&Target{Namespace: "ns", Name: "other"}).cluster(convoyv1alpha1.ClassManagement)
+	doneB := l.begin(b, desired)
+	g.Expect(l.holdsManagement(at("12"), counter("12"))).To(BeFalse(), "no apply of this owner in flight")
+	done = l.begin(c, desired)
+	g.Expect(l.holdsManagement(at("13"), counter("13"))).To(BeTrue())
+	done(at("14"), nil)
+	g.Expect(counted).To(HaveKeyWithValue("13", 1), "told apart when this owner's apply ends, not the other's")
+	doneB(nil, errors.New("refused"))
+	g.Expect(l.applying).To(BeEmpty())
+}
+
+func TestLedgerStartsOverPastItsBound(t *testing.T) {
+	g := NewWithT(t)
+	l := newLedger(2)
+	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
+	for _, name := range []string{"a", "b", "c"} {
+		s := desiredState{obj: kubetest.ConfigMap("ns", name, nil), ok: true}
+		live := s.obj.DeepCopy()
+		live.SetResourceVersion("1")
+		l.record(c, s, live)
+	}
+	g.Expect(l.entries).To(HaveLen(1))
+}
+
+func TestSyncDoesNotTakeOverAnObjectReplacedSinceItsApply(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+	tgt := engineTarget(t)
+	res, err := engine.Sync(ctx, tgt, threeConfigMaps("r1", "1", "1", "1"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(env.Client.Delete(ctx, kubetest.ConfigMap(tgt.Namespace, "b", nil))).To(Succeed())
+	g.Expect(env.Client.Create(ctx, kubetest.ConfigMap(tgt.Namespace, "b", map[string]string{"v": "someone else's"}))).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, kubetest.ConfigMap(tgt.Namespace, "c", nil))).To(Succeed())
+
+	res2, err := engine.Sync(ctx, tgt, threeConfigMaps("r2", "2", "2", "2"), res.Inventory)
+	g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("ConfigMap " + tgt.Namespace + "/b (not managed by convoy)"))
+	live := kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "b", nil))
+	g.Expect(live.Object["data"]).To(HaveKeyWithValue("v", "someone else's"), "a replaced object is not written")
+	g.Expect(live.GetLabels()).NotTo(HaveKey(convoyv1alpha1.PackageNameLabel))
+
+	g.Expect(env.Client.Delete(ctx, live)).To(Succeed())
+	_, err = engine.Sync(ctx, tgt, threeConfigMaps("r2", "2", "2", "2"), res2.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, name := range []string{"a", "b", "c"} {
+		g.Expect(kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, name, nil)).Object["data"]).To(HaveKeyWithValue("v", "2"))
+	}
 }

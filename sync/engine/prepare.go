@@ -1,11 +1,11 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"maps"
 	"slices"
 
-	"github.com/fluxcd/pkg/ssa"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,6 +36,18 @@ type desiredState struct {
 	// uid is the object's UID when this owner applied it, for an object applied directly: the
 	// apply then fails, instead of writing, if the object was deleted or replaced since.
 	uid types.UID
+}
+
+// prepareStage places the objects of states, has the memory mark those that are quiet, and
+// prepares the others, which applyStage then reads and applies.
+func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
+	p := preparationOf(c)
+	if err := e.place(c, ph, states, p); err != nil {
+		return err
+	}
+	out.unwatched = out.unwatched || !e.memory.watched(c, states)
+	e.memory.markQuiet(ctx, c, states, out)
+	return e.prepare(c, ph, states, p)
 }
 
 // splitStages splits the objects of a phase into the definitions applied first
@@ -282,23 +294,3 @@ func describe(obj *unstructured.Unstructured) string {
 
 // isNoMatch reports an unknown kind.
 func isNoMatch(err error) bool { return apimeta.IsNoMatchError(err) }
-
-// objectsOf returns the objects of states.
-func objectsOf(states []desiredState) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, len(states))
-	for i, s := range states {
-		out[i] = s.obj
-	}
-	return out
-}
-
-// byKindOrder sorts desired states in fluxcd/pkg/ssa's apply order.
-type byKindOrder []desiredState
-
-func (b byKindOrder) Len() int { return len(b) }
-
-func (b byKindOrder) Swap(i, j int) { b[i], b[j] = b[j], b[i] }
-
-func (b byKindOrder) Less(i, j int) bool {
-	return ssa.SortableUnstructureds{b[i].obj, b[j].obj}.Less(0, 1)
-}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -174,3 +175,14 @@ func ownerKey(kind, namespace, name string) string { return kind + "/" + namespa
 
 // rulesDigest identifies the probe rules an object is judged under.
 func rulesDigest(rules []probe.Rule) [sha256.Size]byte { return probe.Digest(rules) }
+
+// objectKey identifies an object in one cluster.
+type objectKey struct {
+	gk        schema.GroupKind
+	namespace string
+	name      string
+}
+
+func keyOf(obj *unstructured.Unstructured) objectKey {
+	return objectKey{gk: obj.GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}
+}
