@@ -90,18 +90,6 @@ type Target struct {
 	Shard string
 }
 
-// ownerLabels are the labels every applied object gets.
-func (t *Target) ownerLabels() map[string]string {
-	l := map[string]string{
-		convoyv1alpha1.PackageNameLabel:      t.Name,
-		convoyv1alpha1.PackageNamespaceLabel: t.Namespace,
-	}
-	if t.Kind != "" {
-		l[convoyv1alpha1.OwnerKindLabel] = t.Kind
-	}
-	return l
-}
-
 // cluster returns the cluster of a phase class.
 func (t *Target) cluster(class string) *cluster {
 	if class == convoyv1alpha1.ClassHostedCluster {
@@ -139,25 +127,6 @@ func (c *cluster) ownerID() string {
 }
 
 func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
-
-// labels returns the labels objects applied to this cluster get.
-func (c *cluster) labels() map[string]string {
-	l := c.target.ownerLabels()
-	switch {
-	case c.hosted():
-		l[convoyv1alpha1.HostedClusterLabel] = c.target.Namespace
-	case c.target.Shard != "":
-		l[convoyv1alpha1.ShardLabel] = c.target.Shard
-	}
-	return l
-}
-
-// keepsOwnShard reports whether obj's manifest names a convoy.dev/shard of its own: it is
-// kept (on a Package or an ObjectDeployment it says which replica reconciles the object).
-func keepsOwnShard(obj *unstructured.Unstructured) bool {
-	_, ok := labelOf(obj, convoyv1alpha1.ShardLabel)
-	return ok
-}
 
 // owns reports whether obj carries this target's ownership labels.
 func (c *cluster) owns(obj client.Object) bool {
