@@ -46,13 +46,13 @@
 // that change nothing log nothing.
 //
 // Around the steps: engine.go holds Options, the Engine and what the controllers ask it;
-// revision.go the inputs (Revision, Phase, Target) and the two sides of a target (cluster);
-// inventory.go the inventory entries; errors.go the classification of errors, the one place
-// that decides what is Stalling (only the user can fix it: collisions, forbidden targets,
-// invalid objects), Waiting (clears by itself: probes, CRDs being established, an unreachable
-// hosted cluster) or transient, as internal/pass defines them; preview.go DryRun, which
-// previews a Sync with server-side dry runs and writes nothing (`convoy diff --package`);
-// metrics.go the metrics.
+// revision.go the inputs (Revision, Phase, Target), the two sides of a target (cluster) and the
+// keys of their objects; inventory.go the inventory entries; errors.go the classification of
+// errors, the one place that decides what is Stalling (only the user can fix it: collisions,
+// forbidden targets, invalid objects), Waiting (clears by itself: probes, CRDs being
+// established, an unreachable hosted cluster) or transient, as internal/pass defines them;
+// preview.go DryRun, which previews a Sync with server-side dry runs and writes nothing
+// (`convoy diff --package`); metrics.go the metrics.
 //
 // # The memory
 //

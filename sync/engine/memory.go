@@ -43,8 +43,8 @@ func newMemory(opts Options) *memory {
 }
 
 // What a pass asks the memory, in the order it asks: Sync asks markOf and repeat
-// (memory_settled.go); place and prepare ask isNamespaced; applyStage asks watched and
-// markQuiet (memory_quiet.go), then directApplies; applyRead asks untouched.
+// (memory_settled.go); prepareStage asks isNamespaced, watched and markQuiet (memory_quiet.go);
+// applyStage asks directApplies; applyRead asks untouched.
 
 // isNamespaced reports whether obj's kind is namespaced in c: the mapper's current answer
 // when fresh is set, else the scope remembered if there is one.
