@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/ssa"
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,16 +71,10 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	if len(states) == 0 {
 		return nil
 	}
-	p := preparationOf(c)
-	if err := e.place(c, ph, states, p); err != nil {
+	if err := e.prepareStage(ctx, c, ph, states, out); err != nil {
 		return err
 	}
-	out.unwatched = out.unwatched || !e.watched(c, states)
-	e.markQuiet(ctx, c, states, out)
-	if err := e.prepare(c, ph, states, p); err != nil {
-		return err
-	}
-	changed, rest := e.applied.changedSinceApplied(c, loud(states))
+	changed, rest := e.memory.directApplies(c, loud(states))
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}
@@ -96,7 +94,7 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	if err := e.applyRead(ctx, c, rest, out); err != nil {
 		return err
 	}
-	e.recordApplied(c, out.observer, rest)
+	e.memory.recordApplied(c, out.observer, rest)
 	return nil
 }
 
@@ -117,7 +115,7 @@ func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredStat
 		switch {
 		case live == nil:
 			absent = append(absent, s)
-		case e.applied.untouched(c, s, live):
+		case e.memory.untouched(c, s, live):
 			out.changes.Unchanged++
 			appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Inc()
 		default:
@@ -155,7 +153,7 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 		err := e.applyOne(ctx, c, s, out.observer)
 		switch {
 		case action == ssa.ConfiguredAction && refusedDirectApply(err):
-			e.applied.forget(c, keyOf(s.obj))
+			e.memory.forget(c, keyOf(s.obj))
 			s.uid = ""
 			refused = append(refused, s)
 			continue
@@ -178,7 +176,7 @@ func (e *Engine) applyOne(ctx context.Context, c *cluster, s desiredState, obs *
 	applied := s.obj.DeepCopy()
 	applied.SetUID(s.uid)
 	ssautils.RemoveCABundleFromCRD(applied)
-	done := e.applied.begin(c, s)
+	done := e.memory.applying(c, s)
 	err := errApplyInterrupted
 	defer func() { done(applied, err) }()
 	err = obs.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager))
@@ -191,13 +189,6 @@ var errApplyInterrupted = errors.New("apply interrupted")
 // refusedDirectApply reports the errors of a direct apply that the full way may overcome.
 func refusedDirectApply(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err)
-}
-
-// recordApplied records in the ledger what the objects now hold, as the observer last saw them.
-func (e *Engine) recordApplied(c *cluster, obs *observer, states []desiredState) {
-	for _, s := range states {
-		e.applied.record(c, s, obs.live(s.obj))
-	}
 }
 
 // applyOptions: never force-recreate, except objects annotated convoy.dev/force: "true".
@@ -263,4 +254,217 @@ func established(crd *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// maxNamed bounds how many objects one message names.
+const maxNamed = 5
+
+// checkOwnership refuses to apply over existing objects that are not this owner's, unless
+// the desired object asks for adoption with convoy.dev/adopt: "true".
+func (c *cluster) checkOwnership(ph *Phase, objs []*unstructured.Unstructured, obs *observer) error {
+	var refused []string
+	for _, obj := range objs {
+		live := obs.existing(obj)
+		if live == nil || c.owns(live) || adopts(obj) {
+			continue
+		}
+		refused = append(refused, fmt.Sprintf("%s (%s)", describe(obj), ownerOf(live)))
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return pass.Stallf(convoyv1alpha1.CollisionReason,
+		"phase %q: refusing to take over %s in the %s cluster: %s; annotate the object %s: \"true\" in the manifest to adopt it",
+		ph.Name, plural(len(refused), "an existing object", "existing objects"), c.name,
+		nameList(refused), convoyv1alpha1.AdoptAnnotation)
+}
+
+// adopts reports a desired object annotated convoy.dev/adopt: "true".
+func adopts(obj *unstructured.Unstructured) bool {
+	return strings.EqualFold(obj.GetAnnotations()[convoyv1alpha1.AdoptAnnotation], "true")
+}
+
+// ownerOf says who manages a live object.
+func ownerOf(live *unstructured.Unstructured) string {
+	l := live.GetLabels()
+	name, ns := l[convoyv1alpha1.PackageNameLabel], l[convoyv1alpha1.PackageNamespaceLabel]
+	if name == "" {
+		return "not managed by convoy"
+	}
+	kind := l[convoyv1alpha1.OwnerKindLabel]
+	if kind == "" {
+		kind = "Package"
+	}
+	return fmt.Sprintf("managed by %s %s/%s", kind, ns, name)
+}
+
+// nameList joins names, eliding past maxNamed.
+func nameList(names []string) string {
+	if len(names) <= maxNamed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamed], ", "), len(names)-maxNamed)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// objectsOf returns the objects of states.
+func objectsOf(states []desiredState) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(states))
+	for i, s := range states {
+		out[i] = s.obj
+	}
+	return out
+}
+
+// byKindOrder sorts desired states in fluxcd/pkg/ssa's apply order.
+type byKindOrder []desiredState
+
+func (b byKindOrder) Len() int { return len(b) }
+
+func (b byKindOrder) Swap(i, j int) { b[i], b[j] = b[j], b[i] }
+
+func (b byKindOrder) Less(i, j int) bool {
+	return ssa.SortableUnstructureds{b[i].obj, b[j].obj}.Less(0, 1)
+}
+
+// observer is the client the SSA resource manager works through during one phase. It lets the
+// engine read every object once and see everything the API server answers, so that ownership
+// checks and probes cost no request of their own:
+//
+//   - prefetch reads the live objects before apply; the resource manager's own read of each
+//     object is then served from what prefetch got (once; later reads go to the server);
+//   - every real (not dry-run) apply response, and any fresher read (a CRD polled until it is
+//     established), is kept as the object's live state.
+type observer struct {
+	client.Client
+
+	mu      sync.Mutex
+	pending map[objectKey]*unstructured.Unstructured // nil value: not found
+	seen    map[objectKey]*unstructured.Unstructured
+	applied map[objectKey]*unstructured.Unstructured // latest state: apply responses, fresher reads
+	quiet   map[objectKey]bool                       // not read: unchanged since judged available (memory_quiet.go)
+}
+
+func newObserver(c client.Client) *observer {
+	return &observer{
+		Client:  c,
+		pending: map[objectKey]*unstructured.Unstructured{},
+		seen:    map[objectKey]*unstructured.Unstructured{},
+		applied: map[objectKey]*unstructured.Unstructured{},
+		quiet:   map[objectKey]bool{},
+	}
+}
+
+// prefetch reads objs concurrently; an object that does not exist is recorded as such.
+func (o *observer) prefetch(ctx context.Context, objs []*unstructured.Unstructured, concurrency int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	for _, obj := range objs {
+		g.Go(func() error {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(obj.GroupVersionKind())
+			err := o.Client.Get(ctx, client.ObjectKeyFromObject(obj), live)
+			if apierrors.IsNotFound(err) {
+				live, err = nil, nil
+			}
+			if err != nil {
+				return err
+			}
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.pending[keyOf(obj)] = live
+			if live != nil {
+				o.seen[keyOf(obj)] = live
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// existing returns what prefetch read for obj, nil when it does not exist.
+func (o *observer) existing(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seen[keyOf(obj)]
+}
+
+// live returns the latest state of obj the observer saw: the apply response when it was
+// written, else what prefetch read.
+func (o *observer) live(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if u, ok := o.applied[keyOf(obj)]; ok {
+		return u
+	}
+	return o.seen[keyOf(obj)]
+}
+
+// observe records a fresher live state of an object read outside the resource manager.
+func (o *observer) observe(live *unstructured.Unstructured) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.applied[keyOf(live)] = live.DeepCopy()
+}
+
+// Get serves the first read of a prefetched object from memory.
+func (o *observer) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return o.Client.Get(ctx, key, obj, opts...)
+	}
+	k := objectKey{gk: u.GroupVersionKind().GroupKind(), namespace: key.Namespace, name: key.Name}
+	o.mu.Lock()
+	live, found := o.pending[k]
+	delete(o.pending, k)
+	o.mu.Unlock()
+	switch {
+	case !found:
+		return o.Client.Get(ctx, key, obj, opts...)
+	case live == nil:
+		return apierrors.NewNotFound(schema.GroupResource{Group: k.gk.Group, Resource: strings.ToLower(k.gk.Kind)}, key.Name)
+	}
+	live.DeepCopyInto(u)
+	return nil
+}
+
+// Patch sends the patch and keeps the response of a real apply.
+func (o *observer) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := o.Client.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || isDryRun(opts) {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.applied[keyOf(u)] = u.DeepCopy()
+	return nil
+}
+
+func isDryRun(opts []client.PatchOption) bool {
+	po := &client.PatchOptions{}
+	po.ApplyOptions(opts)
+	return len(po.DryRun) > 0
+}
+
+// markQuiet notes that obj was not read: it is as it was when judged available.
+func (o *observer) markQuiet(obj *unstructured.Unstructured) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.quiet[keyOf(obj)] = true
+}
+
+// isQuiet reports whether obj was skipped as quiet.
+func (o *observer) isQuiet(obj *unstructured.Unstructured) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.quiet[keyOf(obj)]
 }

@@ -1,59 +1,106 @@
-// Package engine applies rendered revisions to their targets: the sync engine under the
-// Package and ObjectDeployment controllers (sync/synccontroller).
+// Package engine applies rendered revisions to their targets with server-side apply: the sync
+// engine under the Package and ObjectDeployment controllers (sync/synccontroller).
 //
-// The Engine takes one Revision (ordered phases of objects plus availability probes), a Target
-// (the management cluster namespace of the owner and, for phases of class hosted-cluster, the
-// hosted cluster of that namespace) and the owner's previous inventory. Per phase, in order, it:
+// # The pipeline
 //
-//   - prepares the objects: management objects are defaulted into the owner's namespace and
-//     refused elsewhere or when cluster-scoped; every object gets the ownership labels, and
-//     management objects the owner's shard (Target.Shard);
-//   - refuses collisions: an existing object that is not labelled as this owner's is left
-//     alone unless the desired object carries convoy.dev/adopt: "true";
-//   - applies with server-side apply (field manager "convoy"), CustomResourceDefinitions and
-//     Namespaces first, waiting briefly for CRDs to be established. An object this owner
-//     applied before in another state (the engine's ledger, a cache) is applied directly, one
-//     request; the others are read first: absent ones are created with one apply each, one
-//     whose resourceVersion is still the one the ledger recorded is left alone, and the rest
-//     go through fluxcd/pkg/ssa, whose dry-run comparison leaves unchanged objects unwritten;
-//     objects are only recreated on an immutable-field error when annotated
-//     convoy.dev/force: "true";
-//   - judges availability from the live objects it just read or wrote (manifests/probe),
-//     without extra requests. A management object that the watch of applied objects
-//     (Options.Versions) sees at the resourceVersion at which it was judged available under the
-//     same probes is not read at all: nothing changed it since (quiet.go). Nor is a
-//     hosted-cluster object that one list of the owner's objects of its kind and namespace,
-//     metadata only, shows at that resourceVersion and UID (hosted_quiet.go). Such a quiet object
-//     is not even copied: a pass decides where each object lands and its digest from the
-//     revision's object, read-only (Phase.Digests, computed once per render, spares encoding
-//     it), and copies and labels only what it reads or writes. The revision's objects are
-//     shared between owners and never changed.
+// Engine.Sync takes one Revision (ordered phases of objects plus availability probes), a
+// Target (the management cluster namespace of the owner and, for phases of class
+// hosted-cluster, the hosted cluster of that namespace) and the owner's previous inventory. A
+// revision goes through these steps, one file each, in this order:
 //
-// A pass that ends with every phase available, every object judged at a state the ledger
-// holds for the owner (found quiet, or applied or read by the pass), and nothing to prune is
-// settled, whether it wrote or not. The engine remembers it, and the owner's next pass with the
-// same revision, target and the inventory it wrote repeats its outcome without placing or
-// looking up a single object, as long as the watch has delivered no event of the owner's
-// objects since it began, other than events of the states the pass itself saw, and, checked
-// once from the watch's store, the watch holds each of those states (Options.Events,
-// Engine.HoldsState, settled.go).
+//   - sync.go: Sync asks the memory whether the pass would repeat the owner's settled pass, and
+//     returns its outcome if so. Otherwise it refuses what no pass could apply (a revision
+//     without objects, which would prune everything; an owner name that is no label value;
+//     hosted-cluster phases without a hosted cluster; management objects of another
+//     namespace), then runs the phases in order.
+//   - prepare.go: per phase, CustomResourceDefinitions and Namespaces form a first stage and
+//     the rest a second. Each object is placed (management objects in the owner's namespace,
+//     refused elsewhere or when cluster-scoped; hosted objects where the manifest says) and
+//     digested without being copied; only the objects the pass will read or write are copied
+//     and given the ownership labels, and management objects the owner's shard (Target.Shard).
+//     The revision's objects are shared between owners and never changed.
+//   - apply.go: the objects that are not quiet are applied with server-side apply (field
+//     manager "convoy"). An object the owner applied before in another state is applied
+//     directly, one request; the others are read first (the observer), and an existing object
+//     that is not labelled as this owner's is refused unless the desired object carries
+//     convoy.dev/adopt: "true". Absent ones are created with one apply each, one found as the
+//     owner left it is not written, and the rest go through fluxcd/pkg/ssa, whose dry-run
+//     comparison leaves unchanged objects unwritten. Objects are only recreated on an
+//     immutable-field error when annotated convoy.dev/force: "true". The pass waits briefly
+//     for the stage's CustomResourceDefinitions to be established.
+//   - judge.go: availability is judged from the live objects the pass just read or wrote
+//     (manifests/probe), without extra requests; quiet objects keep their verdict. The first
+//     phase that is not available ends the pass with a Waiting error: the controller requeues
+//     instead of blocking a worker.
+//   - prune.go: once every phase is available, objects of the previous inventory that left
+//     the revision are deleted in reverse phase order, only while they still carry the owner's
+//     labels and are not annotated convoy.dev/prune: disabled.
+//   - teardown.go: Engine.Teardown deletes an inventory in reverse phase order, phase by
+//     phase, waiting for each to be gone.
 //
-// The first phase that is not available ends the pass with a Waiting error: the controller
-// requeues instead of blocking a worker. Once every phase is available, objects of the previous
-// inventory that left the revision are pruned in reverse phase order, only while they still
-// carry the owner's labels and are not annotated convoy.dev/prune: disabled. Teardown deletes
-// an inventory in reverse phase order, phase by phase. Both leave a CustomResourceDefinition or
-// a Namespace in place unless it is annotated convoy.dev/prune: enabled, treat an entry whose
-// kind no longer exists as gone, and report both (Result.Left, TeardownResult.Left); a
-// revision without objects is refused rather than pruning everything, and a Forbidden delete is
-// retried with backoff.
+// Prune and teardown leave a CustomResourceDefinition or a Namespace in place unless it is
+// annotated convoy.dev/prune: enabled, treat an entry whose kind no longer exists as gone, and
+// report both (Result.Left, TeardownResult.Left); a Forbidden delete is retried with backoff.
+// A pass that wrote objects, a prune that deleted some and a teardown pass log one line each
+// ("Applied revision", "Pruned objects", "Tore down") with the logger of the context; passes
+// that change nothing log nothing.
 //
-// Errors are the classified errors of internal/pass: Stalling for what only the user can fix
-// (collisions, forbidden targets, invalid objects), Waiting for what clears by itself (probes,
-// CRDs being established, an unreachable hosted cluster), anything else is transient.
+// Around the steps: engine.go holds Options, the Engine and what the controllers ask it;
+// revision.go the inputs (Revision, Phase, Target), the two sides of a target (cluster) and the
+// keys of their objects; inventory.go the inventory entries; errors.go the classification of
+// errors, the one place that decides what is Stalling (only the user can fix it: collisions,
+// forbidden targets, invalid objects), Waiting (clears by itself: probes, CRDs being
+// established, an unreachable hosted cluster) or transient, as internal/pass defines them;
+// preview.go DryRun, which previews a Sync with server-side dry runs and writes nothing
+// (`convoy diff --package`); metrics.go the metrics.
 //
-// The exported surface is small: NewEngine, Engine.Sync, Engine.Teardown, DryRun (which
-// previews a Sync with server-side dry runs and writes nothing, for `convoy diff --package`) and
-// Engine.AppliedByEngine, which lets a controller drop the watch events of the engine's own
-// applies, and Engine.HoldsState, which lets an owner's event count skip them.
+// # The memory
+//
+// Between passes the engine keeps only its memory (memory.go), a cache that saves requests and
+// never changes an outcome: empty after a restart, or past its bounds, it costs requests. The
+// pipeline asks it what a pass may skip (a settled pass's outcome, the scope of a kind, the
+// quiet objects, the objects to apply directly, the objects found untouched) and tells it
+// what a pass did (applies in flight and their answers, verdicts, settled outcomes, objects
+// about to be deleted). Its parts: the ledger and the scopes (memory.go), the quiet objects of
+// both clusters (memory_quiet.go) and the settled passes (memory_settled.go).
+// The controllers reach it through Engine.AppliedByEngine, which lets them drop the watch
+// events of the engine's own applies, and Engine.HoldsState, which lets an owner's event count
+// skip the events of states a pass saw.
+//
+// # Glossary
+//
+//   - ledger: per object and cluster, the owner that last applied or read it as desired, the
+//     digest of that desired state, the resourceVersion and UID the API server answered, and
+//     the digest of the probes it was last judged available under (its verdict).
+//   - direct apply: the apply of an object the ledger says this owner applied in another
+//     state: no read and no dry-run, with the recorded UID as a precondition.
+//   - untouched: an object read at the resourceVersion and UID the ledger holds for its owner
+//     and desired state: nobody changed it, so it is not written.
+//   - verdict: that an object, at a resourceVersion, was judged available under a digest of
+//     probes (the rules of the revision).
+//   - quiet: an object a pass neither reads nor copies, because it is where its verdict was
+//     taken: the watch of the management cluster (Options.Versions) still sees that
+//     resourceVersion, or one list of the owner's objects of its kind and namespace in a
+//     hosted cluster, metadata only, shows that resourceVersion and UID.
+//   - scope: whether a kind of the management cluster is namespaced, remembered to place
+//     quiet objects without asking the REST mapper; what a pass reads or writes is placed by
+//     the mapper's current answer.
+//   - vouched: an object the watch of the management cluster tells every change of: a quiet
+//     management object, or one judged at a state the ledger holds for its owner, once the
+//     watch holds that state. Nothing in a hosted cluster is vouched for.
+//   - unconfirmed: the states of vouched objects that the first repeat of a settled pass
+//     checks the watch's store for.
+//   - settled: a pass that ended with every phase available, every object vouched for, nothing
+//     pruned and nothing of the previous inventory left behind. The owner's next pass with the
+//     same revision, target and inventory repeats its outcome without placing or looking up
+//     an object, as long as the owner's event count (Options.Events) has not moved since the
+//     settled pass began and the watch holds the unconfirmed states.
+//   - mark: what a repeat must match: the owner's event count, read before the pass looks at
+//     any object, and the digest of the revision, its probes and the target.
+//   - frontier: the rollout's word (rollout/planner.go) for its first partition that is not
+//     done, not the engine's. Its counterpart here is the first phase that is not available:
+//     the phases before it are applied and judged, it and those after it wait ("waiting for
+//     phase …"), and nothing is pruned until a pass gets past every phase.
+//   - stale: a pass that applied management objects directly while the owner's event count
+//     moved (Result.Stale): the controller follows it with another pass soon.
 package engine

@@ -1,16 +1,9 @@
 package engine
 
 import (
-	"context"
-	"crypto/sha256"
-	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // Defaults of Options.
@@ -40,40 +33,37 @@ type Options struct {
 	// DeleteInterval is the requeue delay while a teardown waits for objects to go; default 2s.
 	DeleteInterval time.Duration
 	// Versions, when set, is a watch of the management objects the engine applied: a pass
-	// does not read the objects it saw unchanged since they were judged available (quiet.go).
+	// does not read the objects it saw unchanged since they were judged available (memory_quiet.go).
 	Versions ResourceVersions
 	// Events, when set with Versions, counts the watch's deliveries per owner: a pass that would
 	// repeat the owner's last settled pass returns its outcome without looking at any object
-	// (settled.go).
+	// (memory_settled.go).
 	Events OwnerEvents
 }
 
 // Engine applies revisions to targets. It is safe for concurrent use. Between calls it keeps
-// only caches, which save work and never change an outcome: the ledger of what it applied, and
-// each owner's last settled pass.
+// only its memory (memory.go), a cache that saves work and never changes an outcome.
 type Engine struct {
-	opts    Options
-	applied *ledger
-	scopes  *scopes
-	settled *settledPasses
+	opts   Options
+	memory *memory
 }
 
 // AppliedByEngine reports whether a watch event of obj, an object of the management cluster,
 // comes from this engine's own apply, so that the controller can drop it: an apply of obj is
 // in flight, or obj's resourceVersion is the one the engine's last apply answered.
 func (e *Engine) AppliedByEngine(obj client.Object) bool {
-	return e.applied.wroteManagement(obj)
+	return e.memory.wroteManagement(obj)
 }
 
 // HoldsState reports whether a watch event of obj, an object of the management cluster, is of
 // the state the engine last applied or read for the owner its ownership labels name, at the
 // same resourceVersion and UID. Such an event tells that owner nothing its pass did not see,
 // so OwnerEvents need not count it: a pass that applied objects can then be repeated as
-// settled (settled.go). An event delivered while the engine applies obj for that owner is
+// settled (memory_settled.go). An event delivered while the engine applies obj for that owner is
 // held until the apply ends; count is called then unless it was of the state the apply
 // recorded.
 func (e *Engine) HoldsState(obj client.Object, count func()) bool {
-	return e.applied.holdsManagement(obj, count)
+	return e.memory.holdsManagement(obj, count)
 }
 
 // NewEngine returns an Engine with opts, defaulted.
@@ -90,215 +80,5 @@ func NewEngine(opts Options) *Engine {
 	if opts.DeleteInterval <= 0 {
 		opts.DeleteInterval = DefaultDeleteInterval
 	}
-	quietObjects.WithLabelValues(opts.Controller) // the series exists before the first quiet object
-	settledRepeats.WithLabelValues(opts.Controller)
-	return &Engine{opts: opts, applied: newLedger(defaultLedgerSize), scopes: newScopes(),
-		settled: newSettledPasses(defaultSettledOwners)}
-}
-
-// Result is what one Sync pass did. It is returned with the error of a failed pass too, so
-// that the status can say how far the pass got.
-type Result struct {
-	// Phases reports every phase of the revision, in order.
-	Phases []convoyv1alpha1.PhaseStatus
-	// Inventory is the owner's new inventory: the objects applied so far, in phase order,
-	// then the objects of the previous inventory not pruned (yet).
-	Inventory []convoyv1alpha1.InventoryEntry
-	// Available is true when every phase is available.
-	Available bool
-	// Changes counts the objects per apply action.
-	Changes Changes
-	// Pruned counts the objects deleted because they left the revision.
-	Pruned int
-	// Left are the entries the prune dropped without deleting their object, with the reason.
-	Left []Left
-	// Watched is set when every phase is available and every object of the revision is of a
-	// kind the watch of the management cluster (Options.Versions) has synced: a change to any
-	// of them will make an event, and no timer is needed to notice it.
-	Watched bool
-	// Stale is set when the pass applied management objects without reading them and the
-	// owner's event count (Options.Events) moved while it ran: the watch delivered a change
-	// the pass may not have seen, and whose event may make no pass of its own (a controller
-	// drops the events of an object while the engine applies it: AppliedByEngine). A
-	// successful pass should then be followed by another soon.
-	Stale bool
-
-	previous                   []convoyv1alpha1.InventoryEntry
-	applied                    []convoyv1alpha1.InventoryEntry
-	unwatched, appliedDirectly bool
-	// objects counts the revision's objects; vouched those of them judged available at a state
-	// the watch of the management cluster tells every change of, or will once it holds the
-	// states of unconfirmed (recordVerdicts).
-	objects, vouched int
-	unconfirmed      []watchedState
-	// rules is the digest of the revision's probes (rulesDigest).
-	rules [sha256.Size]byte
-}
-
-// Changes counts applied objects per action.
-type Changes struct {
-	// Created counts objects that did not exist.
-	Created int
-	// Configured counts objects that were changed.
-	Configured int
-	// Unchanged counts objects that already matched and were not written.
-	Unchanged int
-}
-
-// Written reports whether the pass wrote any object.
-func (c Changes) Written() bool { return c.Created+c.Configured > 0 }
-
-// String summarizes the counts, e.g. "2 created, 1 configured, 7 unchanged".
-func (c Changes) String() string {
-	return fmt.Sprintf("%d created, %d configured, %d unchanged", c.Created, c.Configured, c.Unchanged)
-}
-
-// Sync applies rev to t phase by phase and, once every phase is available, prunes what the
-// previous inventory holds and rev does not. It returns a Waiting error when a phase is not
-// available yet; later phases are then neither applied nor pruned. A pass that would repeat
-// the owner's last settled pass returns its outcome at once (settled.go).
-func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
-	rules := rev.probesDigest()     // once per pass: every phase is judged under the same probes
-	mark := e.markOf(t, rev, rules) // before the pass looks at any object
-	if res, ok := e.repeat(mark, previous); ok {
-		return res, nil
-	}
-	e.forgetSettled(mark.owner) // whatever this pass does, even if it panics, the last settled one is past
-	res, err := e.sync(ctx, t, rev, rules, previous)
-	res.Stale = res.appliedDirectly && e.movedSince(t, mark)
-	if settledOutcome(res, err) {
-		e.remember(mark, res)
-	}
-	return res, err
-}
-
-// sync is one pass of Sync in full.
-func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
-	res := newResult(rev, previous)
-	defer res.mergeInventory()
-	if err := checkNotEmpty(rev, previous); err != nil {
-		return res, err
-	}
-	if err := checkRevision(t, rev); err != nil {
-		return res, err
-	}
-	res.rules = rules
-	for i := range rev.Phases {
-		available, err := e.syncPhase(ctx, t, rev, i, res)
-		if err != nil {
-			return res, err
-		}
-		if !available {
-			ph := res.Phases[i]
-			return res, pass.Waitf(convoyv1alpha1.ProbeFailedReason, e.opts.ProbeInterval,
-				"phase %q not available: %s", ph.Name, ph.Message)
-		}
-	}
-	res.Available = true
-	res.Watched = !res.unwatched
-	return res, e.prune(ctx, t, res)
-}
-
-// syncPhase applies phase i and judges it; it records both in res.
-func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int, res *Result) (bool, error) {
-	ph := &rev.Phases[i]
-	c := t.cluster(ph.Class)
-	out, err := e.applyPhase(ctx, c, ph, res.rules)
-	res.record(c, ph, out)
-	if err != nil {
-		res.Phases[i].Message = err.Error()
-		markWaiting(res.Phases[i+1:], ph.Name)
-		return false, err
-	}
-	available, msg := judgePhase(rev.Probes, out)
-	res.Phases[i].Available, res.Phases[i].Message = available, msg
-	if available {
-		e.recordVerdicts(c, out, res)
-	} else {
-		probeFailures.WithLabelValues(e.opts.Controller, c.name).Inc()
-		markWaiting(res.Phases[i+1:], ph.Name)
-	}
-	return available, nil
-}
-
-// checkNotEmpty refuses a revision without objects: applying it would prune every object of
-// the previous one, which is what a mistaken commit (a moved directory, a broken template
-// guard) looks like. Removing everything a Package applied is done by deleting the Package.
-func checkNotEmpty(rev *Revision, previous []convoyv1alpha1.InventoryEntry) error {
-	for _, ph := range rev.Phases {
-		if len(ph.Objects) > 0 {
-			return nil
-		}
-	}
-	return pass.Stallf(convoyv1alpha1.EmptyRevisionReason,
-		"revision %s renders no objects: refusing to apply it, as it would prune all %d %s of the inventory; delete the owner to remove them",
-		rev.ID, len(previous), plural(len(previous), "object", "objects"))
-}
-
-// checkRevision refuses, before anything is applied, what no pass could apply: an owner name
-// that is no label value, a revision that needs a missing hosted cluster, management objects
-// that name another namespace.
-func checkRevision(t *Target, rev *Revision) error {
-	if errs := validation.IsValidLabelValue(t.Name); len(errs) > 0 {
-		return pass.Stallf(convoyv1alpha1.InvalidSpecReason,
-			"name %q cannot be used in ownership labels: %s", t.Name, errs[0])
-	}
-	if rev.NeedsHostedCluster() && t.Hosted == nil {
-		if t.HostedUnavailable != nil {
-			return t.HostedUnavailable
-		}
-		return pass.Stallf(convoyv1alpha1.HostedClusterNotFoundReason,
-			"the revision has hosted-cluster phases and namespace %s has no hosted cluster", t.Namespace)
-	}
-	for _, ph := range rev.Phases {
-		if ph.Class != convoyv1alpha1.ClassManagement {
-			continue
-		}
-		for _, obj := range ph.Objects {
-			if ns := obj.GetNamespace(); ns != "" && ns != t.Namespace {
-				return forbiddenNamespace(t, &ph, obj)
-			}
-		}
-	}
-	return nil
-}
-
-// newResult returns a Result with one not-yet-available status per phase.
-func newResult(rev *Revision, previous []convoyv1alpha1.InventoryEntry) *Result {
-	res := &Result{previous: previous, Phases: make([]convoyv1alpha1.PhaseStatus, len(rev.Phases))}
-	for i, ph := range rev.Phases {
-		res.Phases[i] = convoyv1alpha1.PhaseStatus{Name: ph.Name, Class: ph.Class, Objects: int32(len(ph.Objects))}
-		res.objects += len(ph.Objects)
-	}
-	return res
-}
-
-// record adds what applying a phase did to the result.
-func (r *Result) record(c *cluster, ph *Phase, out *phaseOutcome) {
-	if out == nil {
-		return
-	}
-	for _, obj := range out.objects {
-		r.applied = append(r.applied, entryFor(c, ph.Name, obj))
-	}
-	r.unwatched = r.unwatched || out.unwatched
-	r.appliedDirectly = r.appliedDirectly || out.appliedDirectly
-	r.Changes.Created += out.changes.Created
-	r.Changes.Configured += out.changes.Configured
-	r.Changes.Unchanged += out.changes.Unchanged
-}
-
-// mergeInventory sets Inventory, unless prune already did: the applied objects, then the
-// previous ones not applied in this pass.
-func (r *Result) mergeInventory() {
-	if r.Inventory == nil {
-		r.Inventory = mergeInventories(r.applied, r.previous)
-	}
-}
-
-// markWaiting marks the phases after an unavailable one.
-func markWaiting(phases []convoyv1alpha1.PhaseStatus, blocking string) {
-	for i := range phases {
-		phases[i].Message = fmt.Sprintf("waiting for phase %q", blocking)
-	}
+	return &Engine{opts: opts, memory: newMemory(opts)}
 }

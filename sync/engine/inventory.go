@@ -86,3 +86,29 @@ func flatten(groups []group) []convoyv1alpha1.InventoryEntry {
 	}
 	return out
 }
+
+// maxLogged bounds the objects one log line names.
+const maxLogged = 10
+
+// entryNames names the objects of the first maxLogged entries of inv, "Kind ns/name" or "Kind
+// name", for log lines.
+func entryNames(inv []convoyv1alpha1.InventoryEntry) []string {
+	names := make([]string, 0, min(len(inv), maxLogged))
+	for _, e := range inv[:min(len(inv), maxLogged)] {
+		names = append(names, entryName(e.ID))
+	}
+	return names
+}
+
+// entryName names the object of an inventory entry's ID, "Kind ns/name" or "Kind name"; an ID
+// that names no object is returned as it is.
+func entryName(id string) string {
+	m, err := cliobject.ParseObjMetadata(id)
+	switch {
+	case err != nil:
+		return id
+	case m.Namespace == "":
+		return m.GroupKind.Kind + " " + m.Name
+	}
+	return m.GroupKind.Kind + " " + m.Namespace + "/" + m.Name
+}

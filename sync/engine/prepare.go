@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"maps"
 	"slices"
@@ -8,11 +9,46 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
 )
+
+// desiredState is an object of a revision as this pass wants it, with its digest (see
+// place); ok is false for an object that does not encode, which the ledger then never
+// matches.
+type desiredState struct {
+	// source is the revision's object; it is never changed.
+	source *unstructured.Unstructured
+	// obj is the object to apply (prepare), or only its name while it may be quiet (place).
+	obj *unstructured.Unstructured
+	// namespace is where the object lands, as of a kind namespaced or not; shard is the
+	// convoy.dev/shard label it carries.
+	namespace, shard string
+	namespaced       bool
+	// quiet is set when nothing changed the object since it was judged available (memory_quiet.go).
+	quiet bool
+	// sourceDigest is the source's; digest the object's as it will be applied (place).
+	sourceDigest, digest manifests.Digest
+	ok                   bool
+	// uid is the object's UID when this owner applied it, for an object applied directly: the
+	// apply then fails, instead of writing, if the object was deleted or replaced since.
+	uid types.UID
+}
+
+// prepareStage places the objects of states, has the memory mark those that are quiet, and
+// prepares the others, which applyStage then reads and applies.
+func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
+	p := preparationOf(c)
+	if err := e.place(c, ph, states, p); err != nil {
+		return err
+	}
+	out.unwatched = out.unwatched || !e.memory.watched(c, states)
+	e.memory.markQuiet(ctx, c, states, out)
+	return e.prepare(c, ph, states, p)
+}
 
 // splitStages splits the objects of a phase into the definitions applied first
 // (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each state
@@ -53,7 +89,7 @@ func isDefinitionKind(gk schema.GroupKind) bool {
 func (e *Engine) place(c *cluster, ph *Phase, states []desiredState, p preparation) error {
 	for i := range states {
 		s := &states[i]
-		namespaced, err := e.scopes.isNamespaced(c, s.source, false)
+		namespaced, err := e.memory.isNamespaced(c, s.source, false)
 		if err != nil {
 			return c.classify(err)
 		}
@@ -67,6 +103,37 @@ func (e *Engine) place(c *cluster, ph *Phase, states []desiredState, p preparati
 		}
 	}
 	return nil
+}
+
+// ownerLabels are the labels every applied object gets.
+func (t *Target) ownerLabels() map[string]string {
+	l := map[string]string{
+		convoyv1alpha1.PackageNameLabel:      t.Name,
+		convoyv1alpha1.PackageNamespaceLabel: t.Namespace,
+	}
+	if t.Kind != "" {
+		l[convoyv1alpha1.OwnerKindLabel] = t.Kind
+	}
+	return l
+}
+
+// labels returns the labels objects applied to this cluster get.
+func (c *cluster) labels() map[string]string {
+	l := c.target.ownerLabels()
+	switch {
+	case c.hosted():
+		l[convoyv1alpha1.HostedClusterLabel] = c.target.Namespace
+	case c.target.Shard != "":
+		l[convoyv1alpha1.ShardLabel] = c.target.Shard
+	}
+	return l
+}
+
+// keepsOwnShard reports whether obj's manifest names a convoy.dev/shard of its own: it is
+// kept (on a Package or an ObjectDeployment it says which replica reconciles the object).
+func keepsOwnShard(obj *unstructured.Unstructured) bool {
+	_, ok := labelOf(obj, convoyv1alpha1.ShardLabel)
+	return ok
 }
 
 // preparation is what prepare adds to every object of a cluster.
@@ -121,7 +188,7 @@ func (e *Engine) prepare(c *cluster, ph *Phase, states []desiredState, p prepara
 // placeCurrent places s as the mapper's current answer says, unless s is placed (placed) as
 // that answer says already.
 func (e *Engine) placeCurrent(c *cluster, ph *Phase, s *desiredState, p preparation, placed bool) error {
-	namespaced, err := e.scopes.isNamespaced(c, s.source, true)
+	namespaced, err := e.memory.isNamespaced(c, s.source, true)
 	if err != nil {
 		return c.classify(err)
 	}

@@ -2,15 +2,22 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/pass"
 )
 
 // prune deletes the objects of the previous inventory that the revision no longer holds, in
 // reverse phase order, and sets the result's inventory: the applied objects, then the stale
 // ones that are still there (an unreachable cluster, a failed or pending delete).
-func (e *Engine) prune(ctx context.Context, t *Target, res *Result) error {
+func (e *Engine) prune(ctx context.Context, t *Target, rev *Revision, res *Result) error {
 	groups := groupByPhase(subtract(res.previous, res.applied))
 	var err error
 	for i := len(groups) - 1; i >= 0 && err == nil; i-- {
@@ -20,79 +27,167 @@ func (e *Engine) prune(ctx context.Context, t *Target, res *Result) error {
 		}
 		var dr deleteResult
 		dr, err = e.deleteGroup(ctx, c, groups[i].entries, false)
-		res.Pruned += dr.deleted
+		res.Pruned += len(dr.deleted)
+		res.pruned = append(res.pruned, dr.deleted...)
 		res.Left = append(res.Left, dr.left...)
 		groups[i].entries = dr.remaining
 	}
 	res.Inventory = mergeInventories(res.applied, flatten(groups))
+	logPruned(ctx, rev, res.pruned)
 	return err
 }
 
-// TeardownOptions say which objects a teardown leaves in place.
-type TeardownOptions struct {
-	// AbandonHosted forgets the hosted-cluster objects without deleting them: the hosted
-	// cluster is being deleted, or is gone, and takes them along.
-	AbandonHosted bool
-	// AbandonManagement forgets the management objects without deleting them: their namespace
-	// is terminating and takes them along.
-	AbandonManagement bool
-}
-
-func (o TeardownOptions) abandons(c *cluster) bool {
-	if c.hosted() {
-		return o.AbandonHosted
+// logPruned logs a prune that deleted objects.
+func logPruned(ctx context.Context, rev *Revision, pruned []convoyv1alpha1.InventoryEntry) {
+	if len(pruned) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Pruned objects", "revision", rev.ID, "pruned", len(pruned),
+			"objects", entryNames(pruned))
 	}
-	return o.AbandonManagement
 }
 
-// TeardownResult is what one Teardown pass did.
-type TeardownResult struct {
-	// Inventory is what is left of the inventory; nil when the teardown is done.
-	Inventory []convoyv1alpha1.InventoryEntry
-	// Left are the entries dropped without deleting their object, with the reason: kinds that
-	// no longer exist, CustomResourceDefinitions and Namespaces without the opt-in.
-	Left []Left
+// deletion is what happened to one inventory entry's object.
+type deletion int
+
+const (
+	// deletionGone: the object does not exist (any more), or its kind no longer does.
+	deletionGone deletion = iota
+	// deletionReleased: the object is no longer this owner's, or is kept (convoy.dev/prune:
+	// disabled, or a definition without convoy.dev/prune: enabled); it leaves the inventory
+	// untouched.
+	deletionReleased
+	// deletionPending: the object is being deleted (finalizers) or could not be confirmed gone.
+	deletionPending
+)
+
+// Left is an inventory entry that a prune or teardown dropped without deleting its object,
+// and why: the user hears of every object convoy stops managing without deleting it.
+type Left struct {
+	// ID is the inventory entry's ID.
+	ID string
+	// Cluster is the entry's cluster.
+	Cluster string
+	// Why says why, e.g. "its kind no longer exists".
+	Why string
 }
 
-// Teardown deletes the objects of inv in reverse phase order, waiting for each phase to be
-// gone before the next. It returns what is left of the inventory and, while objects are
-// still going away, a Waiting error. Objects that are no longer the owner's, or are annotated
-// convoy.dev/prune: disabled, are left in place; so are CustomResourceDefinitions and
-// Namespaces not annotated convoy.dev/prune: enabled, and reported in the result's Left.
-func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.InventoryEntry, opts TeardownOptions) (*TeardownResult, error) {
-	res := &TeardownResult{}
-	e.forgetSettled(ownerID(t))
-	groups := groupByPhase(inv)
-	for i := len(groups) - 1; i >= 0; i-- {
-		c := t.clusterNamed(groups[i].cluster)
-		if opts.abandons(c) {
-			continue
+// name names the entry's object, "Kind ns/name", for log lines.
+func (l Left) name() string { return entryName(l.ID) }
+
+// String returns "<id> in the <cluster> cluster: <why>".
+func (l Left) String() string { return fmt.Sprintf("%s in the %s cluster: %s", l.ID, l.Cluster, l.Why) }
+
+// Reasons an object is left in place or dropped from the inventory.
+const (
+	// leftKindGone: the API of the entry's kind or version no longer exists.
+	leftKindGone = "its kind or version no longer exists on the API server (treated as gone)"
+	// leftDefinition: a CRD or Namespace without the opt-in annotation.
+	leftDefinition = "a " + "CustomResourceDefinition or Namespace is deleted only when annotated " +
+		convoyv1alpha1.PruneAnnotation + ": " + PruneEnabled + " (left in place)"
+)
+
+// PruneEnabled is the value of convoy.dev/prune that lets a prune or teardown delete a
+// CustomResourceDefinition or a Namespace, whose deletion takes every custom resource of the
+// kind, or everything in the namespace, along.
+const PruneEnabled = "enabled"
+
+// deleteOutcome is what happened to one entry.
+type deleteOutcome struct {
+	state  deletion
+	issued bool
+	// left is set when the entry leaves the inventory without its object being deleted.
+	left string
+}
+
+// deleteResult is the outcome of deleting a group.
+type deleteResult struct {
+	// remaining are the entries whose objects are still there.
+	remaining []convoyv1alpha1.InventoryEntry
+	// deleted are the entries whose delete requests succeeded.
+	deleted []convoyv1alpha1.InventoryEntry
+	// left are the entries dropped without a delete, with a reason to report.
+	left []Left
+}
+
+// deleteGroup deletes the objects of entries that still carry the owner's labels and are not
+// kept by an annotation. With confirm, an object is read again after its delete to tell
+// whether it is gone or still terminating.
+func (e *Engine) deleteGroup(ctx context.Context, c *cluster, entries []convoyv1alpha1.InventoryEntry, confirm bool) (deleteResult, error) {
+	e.memory.forgetAll(c, entries)
+	outs := make([]deleteOutcome, len(entries))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(e.opts.Concurrency)
+	for i, entry := range entries {
+		g.Go(func() error {
+			var err error
+			outs[i], err = c.deleteOne(gctx, entry, confirm)
+			return err
+		})
+	}
+	err := g.Wait()
+	var res deleteResult
+	for i, entry := range entries {
+		if outs[i].issued {
+			res.deleted = append(res.deleted, entry)
+			appliedObjects.WithLabelValues(e.opts.Controller, c.name, "deleted").Inc()
 		}
-		if c.client == nil {
-			res.Inventory = flatten(groups[:i+1])
-			return res, hostedUnavailable(t)
+		if outs[i].left != "" {
+			res.left = append(res.left, Left{ID: entry.ID, Cluster: entry.Cluster, Why: outs[i].left})
 		}
-		dr, err := e.deleteGroup(ctx, c, groups[i].entries, true)
-		groups[i].entries = dr.remaining
-		res.Left = append(res.Left, dr.left...)
-		if err != nil {
-			res.Inventory = flatten(groups[:i+1])
-			return res, err
-		}
-		if n := len(dr.remaining); n > 0 {
-			res.Inventory = flatten(groups[:i+1])
-			return res, pass.Waitf(convoyv1alpha1.ProgressingReason, e.opts.DeleteInterval,
-				"waiting for %d %s of phase %q to be deleted", n, plural(n, "object", "objects"), groups[i].phase)
+		if err != nil || outs[i].state == deletionPending {
+			res.remaining = append(res.remaining, entry)
 		}
 	}
-	return res, nil
+	return res, c.classifyDelete(err)
 }
 
-// hostedUnavailable is the error of a target without the hosted cluster it needs.
-func hostedUnavailable(t *Target) error {
-	if t.HostedUnavailable != nil {
-		return t.HostedUnavailable
+// deleteOne deletes the object of one entry if it is still this owner's and not kept. An
+// entry whose kind or version the API server no longer serves is gone: its objects went with
+// the CustomResourceDefinition, or are served under another version by an entry that the
+// current revision applied.
+func (c *cluster) deleteOne(ctx context.Context, entry convoyv1alpha1.InventoryEntry, confirm bool) (deleteOutcome, error) {
+	obj, err := metadataFor(entry)
+	if err != nil {
+		return deleteOutcome{state: deletionGone}, nil // an entry that names nothing has nothing to delete
 	}
-	return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, UnreachableInterval,
-		"the hosted cluster of namespace %s cannot be reached", t.Namespace)
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if isNoMatch(err) {
+			return deleteOutcome{state: deletionGone, left: leftKindGone}, nil
+		}
+		return deleteOutcome{state: deletionGone}, client.IgnoreNotFound(err)
+	}
+	switch {
+	case !c.owns(obj) || pruneDisabled(obj):
+		return deleteOutcome{state: deletionReleased}, nil
+	case isDefinitionKind(obj.GroupVersionKind().GroupKind()) && !pruneEnabled(obj):
+		return deleteOutcome{state: deletionReleased, left: leftDefinition}, nil
+	case obj.DeletionTimestamp != nil:
+		return deleteOutcome{state: deletionPending}, nil
+	}
+	uid := obj.UID
+	err = c.client.Delete(ctx, obj, client.Preconditions{UID: &uid},
+		client.PropagationPolicy(metav1.DeletePropagationBackground))
+	switch {
+	case apierrors.IsNotFound(err):
+		return deleteOutcome{state: deletionGone}, nil
+	case apierrors.IsConflict(err):
+		return deleteOutcome{state: deletionPending}, nil // replaced meanwhile: look again next pass
+	case err != nil:
+		return deleteOutcome{state: deletionPending}, fmt.Errorf("deleting %s: %w", entry.ID, err)
+	case !confirm:
+		return deleteOutcome{state: deletionGone, issued: true}, nil
+	}
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); apierrors.IsNotFound(err) {
+		return deleteOutcome{state: deletionGone, issued: true}, nil
+	}
+	return deleteOutcome{state: deletionPending, issued: true}, nil
+}
+
+// pruneDisabled reports convoy.dev/prune: disabled.
+func pruneDisabled(obj client.Object) bool {
+	return strings.EqualFold(obj.GetAnnotations()[convoyv1alpha1.PruneAnnotation], "disabled")
+}
+
+// pruneEnabled reports convoy.dev/prune: enabled.
+func pruneEnabled(obj client.Object) bool {
+	return strings.EqualFold(obj.GetAnnotations()[convoyv1alpha1.PruneAnnotation], PruneEnabled)
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -89,18 +90,6 @@ type Target struct {
 	Shard string
 }
 
-// ownerLabels are the labels every applied object gets.
-func (t *Target) ownerLabels() map[string]string {
-	l := map[string]string{
-		convoyv1alpha1.PackageNameLabel:      t.Name,
-		convoyv1alpha1.PackageNamespaceLabel: t.Namespace,
-	}
-	if t.Kind != "" {
-		l[convoyv1alpha1.OwnerKindLabel] = t.Kind
-	}
-	return l
-}
-
 // cluster returns the cluster of a phase class.
 func (t *Target) cluster(class string) *cluster {
 	if class == convoyv1alpha1.ClassHostedCluster {
@@ -139,29 +128,30 @@ func (c *cluster) ownerID() string {
 
 func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
 
-// labels returns the labels objects applied to this cluster get.
-func (c *cluster) labels() map[string]string {
-	l := c.target.ownerLabels()
-	switch {
-	case c.hosted():
-		l[convoyv1alpha1.HostedClusterLabel] = c.target.Namespace
-	case c.target.Shard != "":
-		l[convoyv1alpha1.ShardLabel] = c.target.Shard
-	}
-	return l
-}
-
-// keepsOwnShard reports whether obj's manifest names a convoy.dev/shard of its own: it is
-// kept (on a Package or an ObjectDeployment it says which replica reconciles the object).
-func keepsOwnShard(obj *unstructured.Unstructured) bool {
-	_, ok := labelOf(obj, convoyv1alpha1.ShardLabel)
-	return ok
-}
-
 // owns reports whether obj carries this target's ownership labels.
 func (c *cluster) owns(obj client.Object) bool {
 	l := obj.GetLabels()
 	return l[convoyv1alpha1.PackageNameLabel] == c.target.Name &&
 		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
 		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
+}
+
+// ownerID identifies the owner of a target.
+func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
+
+// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
+func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// rulesDigest identifies the probe rules an object is judged under.
+func rulesDigest(rules []probe.Rule) [sha256.Size]byte { return probe.Digest(rules) }
+
+// objectKey identifies an object in one cluster.
+type objectKey struct {
+	gk        schema.GroupKind
+	namespace string
+	name      string
+}
+
+func keyOf(obj *unstructured.Unstructured) objectKey {
+	return objectKey{gk: obj.GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}
 }

@@ -2,11 +2,17 @@ package synccontroller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -102,6 +108,14 @@ type scope struct {
 // Finished reports whether a step ended the pass successfully (paused), for pass.RunSteps.
 func (s *scope) Finished() bool { return s.done }
 
+// desired returns the revision the pass works towards, once known.
+func (s *scope) desired() string {
+	if s.revision == nil {
+		return s.desiredID
+	}
+	return s.revision.ID
+}
+
 // statusFields points the status finalizer at the shared status.
 func statusFields(st *convoyv1alpha1.SyncStatus) pass.StatusFields {
 	return pass.StatusFields{ObservedGeneration: &st.ObservedGeneration, LastHandledReconcileAt: &st.LastHandledReconcileAt}
@@ -138,6 +152,127 @@ func (c *Common) reconcilePaused(_ context.Context, s *scope) error {
 	return nil
 }
 
+// reconcileHostedCluster discovers the HostedCluster of the namespace into s.hostedCluster;
+// a namespace without one is not an error here (reconcileTarget decides whether one is needed).
+func (c *Common) reconcileHostedCluster(ctx context.Context, s *scope) error {
+	hc, err := c.discoverer.Discover(ctx, s.obj.GetNamespace())
+	if errors.Is(err, hosted.ErrNoHostedCluster) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.hostedCluster = hc
+	return nil
+}
+
+// reconcileTarget sets s.target; a revision with hosted-cluster phases, or an inventory with
+// hosted objects, gets a client of the hosted cluster. A missing hosted cluster stalls the
+// pass; missing credentials make it wait.
+func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
+	mgmt, err := c.managementClient(s)
+	if err != nil {
+		return err
+	}
+	s.target = &engine.Target{Namespace: s.obj.GetNamespace(), Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: mgmt,
+		Shard: c.Shard}
+	if !s.revision.NeedsHostedCluster() && !hasHosted(s.status.Inventory) {
+		return nil
+	}
+	if s.hostedCluster == nil {
+		return pass.Stallf(convoyv1alpha1.HostedClusterNotFoundReason,
+			"the revision has hosted-cluster phases but namespace %s belongs to no hosted cluster (no HostedControlPlane)",
+			s.obj.GetNamespace())
+	}
+	cl, err := c.Hosted.Client(ctx, s.obj.GetNamespace(), s.kubeconfigRef)
+	if err != nil {
+		err = hostedClientError(err)
+		recordTargetFailure(s, err)
+		return err
+	}
+	s.target.Hosted = cl
+	return nil
+}
+
+// managementClient returns the client management objects are applied, pruned and torn down
+// with: one impersonating the ServiceAccount of the object (or the controller's default one),
+// else the controller's own.
+func (c *Common) managementClient(s *scope) (client.Client, error) {
+	sa := serviceAccountFor(s.serviceAccount, c.DefaultServiceAccount)
+	if sa == "" {
+		return c.Direct, nil
+	}
+	return c.impersonating.clientFor(s.obj.GetNamespace(), sa)
+}
+
+// The engine impersonates the ServiceAccount a Package names (tenant lockdown).
+//
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
+
+// serviceAccountClients hands out uncached clients of the management cluster that impersonate
+// a ServiceAccount, one per ServiceAccount, made on first use and kept. Safe for concurrent
+// use.
+type serviceAccountClients struct {
+	config *rest.Config
+	opts   client.Options
+
+	mu     sync.Mutex
+	byUser map[string]client.Client
+}
+
+// newServiceAccountClients returns clients built on config (the controller's own identity)
+// with opts' scheme and REST mapper.
+func newServiceAccountClients(config *rest.Config, opts client.Options) *serviceAccountClients {
+	return &serviceAccountClients{config: config, opts: client.Options{Scheme: opts.Scheme, Mapper: opts.Mapper},
+		byUser: map[string]client.Client{}}
+}
+
+// clientFor returns a client acting as the ServiceAccount name of namespace.
+func (s *serviceAccountClients) clientFor(namespace, name string) (client.Client, error) {
+	user := serviceaccount.MakeUsername(namespace, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.byUser[user]; ok {
+		return c, nil
+	}
+	cfg := rest.CopyConfig(s.config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, s.opts)
+	if err != nil {
+		return nil, fmt.Errorf("building a client as %s: %w", user, err)
+	}
+	s.byUser[user] = c
+	return c, nil
+}
+
+// serviceAccountFor returns the ServiceAccount the management side of an object is applied
+// as: its own, else the controller's default; empty means the controller's own identity.
+func serviceAccountFor(own, fallback string) string {
+	if own != "" {
+		return own
+	}
+	return fallback
+}
+
+// hostedClientError classifies an error of the hosted client cache: a kubeconfig the policy
+// refuses stalls the object until its Secret changes (the Secret watch requeues it).
+func hostedClientError(err error) error {
+	if errors.Is(err, hosted.ErrKubeconfigRefused) {
+		return pass.Stallf(convoyv1alpha1.KubeconfigRefusedReason, "cannot reach the hosted cluster: %w", err)
+	}
+	if errors.Is(err, hosted.ErrNoKubeconfig) {
+		return pass.Waitf(convoyv1alpha1.HostedClusterUnreachableReason, engine.UnreachableInterval,
+			"cannot reach the hosted cluster: %w", err)
+	}
+	return err
+}
+
+// recordTargetFailure marks the object not Available when its hosted cluster cannot be
+// reached: what it applied there cannot be checked.
+func recordTargetFailure(s *scope, err error) {
+	pass.MarkFalse(s.obj, convoyv1alpha1.AvailableCondition, pass.ReasonOf(err), "%s", err.Error())
+}
+
 // reconcileApply runs the engine and records its result in the status.
 func (c *Common) reconcileApply(ctx context.Context, s *scope) error {
 	s.status.LastAttemptedRevision = s.revision.ID
@@ -153,6 +288,61 @@ func (c *Common) reconcileApply(ctx context.Context, s *scope) error {
 		s.event = fmt.Sprintf("Applied revision %s: %s, %d pruned%s", s.revision.ID, res.Changes, res.Pruned, leftNote(res.Left))
 	}
 	return nil
+}
+
+// recordResult writes what the engine did into the status: phases, inventory, the revision
+// once available, and the Available condition.
+func recordResult(s *scope, err error) {
+	res := s.result
+	if res == nil {
+		return
+	}
+	s.status.Phases = res.Phases
+	s.status.Inventory = res.Inventory
+	if res.Available {
+		s.status.Revision = s.revision.ID
+	}
+	setAvailableCondition(s, err)
+}
+
+// setAvailableCondition sets Available from the last engine pass: True when every phase of the
+// revision is available, False with the reason and message of what stopped the pass.
+func setAvailableCondition(s *scope, err error) {
+	if s.result != nil && s.result.Available {
+		pass.MarkTrue(s.obj, convoyv1alpha1.AvailableCondition, convoyv1alpha1.RevisionAvailableReason,
+			"All %d phases of revision %s are available", len(s.result.Phases), s.revision.ID)
+		return
+	}
+	if err == nil {
+		return
+	}
+	pass.MarkFalse(s.obj, convoyv1alpha1.AvailableCondition, pass.ReasonOf(err), "%s", err.Error())
+}
+
+// setProgressingCondition sets Progressing: False once the desired revision is the available
+// status.revision, True with what is under way (or in the way) otherwise. An empty desired
+// revision (not known yet) leaves it alone unless the pass failed.
+func setProgressingCondition(s *scope, desired string, err error) {
+	switch {
+	case s.done:
+		return
+	case err == nil && desired != "" && desired == s.status.Revision:
+		pass.MarkFalse(s.obj, convoyv1alpha1.ProgressingCondition, convoyv1alpha1.RevisionAvailableReason,
+			"Revision %s is available", desired)
+	case err != nil:
+		pass.MarkTrue(s.obj, convoyv1alpha1.ProgressingCondition, pass.ReasonOf(err), "%s", progressMessage(desired, err))
+	case desired != "":
+		pass.MarkTrue(s.obj, convoyv1alpha1.ProgressingCondition, convoyv1alpha1.ProgressingReason,
+			"Applying revision %s", desired)
+	}
+}
+
+// progressMessage says what holds the desired revision back.
+func progressMessage(desired string, err error) string {
+	if desired == "" {
+		return err.Error()
+	}
+	return fmt.Sprintf("Revision %s: %v", desired, err)
 }
 
 // maxLeftListed bounds the entries named in one event (an event note holds 1 KiB).
@@ -178,6 +368,124 @@ func describeLeft(left []engine.Left) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// sameSyncStatus implements pass.StatusOptions.SameStatus for Packages and ObjectDeployments:
+// their statuses are identical, field by field. Times are equal only with the same *Location
+// pointer, stricter than reflect.DeepEqual; a nil slice equals an empty one, since every slice
+// of SyncStatus is omitempty and both encode alike. False only means "compare them as JSON",
+// which decides. Every settled pass compares its status, and reflection took a fortieth of a settled
+// fleet's CPU.
+func sameSyncStatus(before, after client.Object) bool {
+	b, a := syncStatusOf(before), syncStatusOf(after)
+	if b == nil || a == nil {
+		return false
+	}
+	return b.ObservedGeneration == a.ObservedGeneration && b.Revision == a.Revision &&
+		b.LastAttemptedRevision == a.LastAttemptedRevision && b.LastHandledReconcileAt == a.LastHandledReconcileAt &&
+		slices.Equal(b.Conditions, a.Conditions) && slices.Equal(b.Phases, a.Phases) && slices.Equal(b.Inventory, a.Inventory)
+}
+
+// syncStatusOf returns the status of a Package or an ObjectDeployment, nil for another kind.
+func syncStatusOf(obj client.Object) *convoyv1alpha1.SyncStatus {
+	switch o := obj.(type) {
+	case *convoyv1alpha1.Package:
+		return &o.Status
+	case *convoyv1alpha1.ObjectDeployment:
+		return &o.Status
+	}
+	return nil
+}
+
+// reconcileDelete tears down what the object applied and removes the finalizer. A paused
+// object is not torn down. Objects are abandoned, with an event, where the teardown would
+// wait for what is going away anyway: management objects of a terminating namespace, hosted
+// objects of a hosted cluster that is being deleted or is gone, so that convoy's finalizer
+// never holds up HyperShift's deletion of a hosted cluster or of its namespace.
+func (c *Common) reconcileDelete(ctx context.Context, s *scope) error {
+	if !controllerutil.ContainsFinalizer(s.obj, convoyv1alpha1.Finalizer) {
+		return nil
+	}
+	if s.paused {
+		c.emit(s.obj, AbandonedReason, "Deleted while paused: %d objects left in place", len(s.status.Inventory))
+		return c.patchFinalizers(ctx, s.obj, controllerutil.RemoveFinalizer)
+	}
+	t, opts, err := c.teardownTarget(ctx, s)
+	if err != nil {
+		return err
+	}
+	res, err := c.Engine.Teardown(ctx, t, s.status.Inventory, opts)
+	s.status.Inventory = res.Inventory
+	if len(res.Left) > 0 {
+		c.emit(s.obj, LeftInPlaceReason, "Teardown dropped %d inventory entries without a delete: %s", len(res.Left), describeLeft(res.Left))
+	}
+	if err != nil {
+		return err
+	}
+	return c.patchFinalizers(ctx, s.obj, controllerutil.RemoveFinalizer)
+}
+
+// teardownTarget returns the target of a teardown and what it abandons.
+func (c *Common) teardownTarget(ctx context.Context, s *scope) (*engine.Target, engine.TeardownOptions, error) {
+	ns := s.obj.GetNamespace()
+	var opts engine.TeardownOptions
+	mgmt, err := c.managementClient(s)
+	if err != nil {
+		return nil, opts, err
+	}
+	t := &engine.Target{Namespace: ns, Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: mgmt}
+	terminating, err := c.namespaceTerminating(ctx, ns)
+	if err != nil {
+		return nil, opts, err
+	}
+	if terminating {
+		c.emit(s.obj, AbandonedReason, "Namespace %s is terminating: leaving its objects and the hosted cluster's to it", ns)
+		return t, engine.TeardownOptions{AbandonHosted: true, AbandonManagement: true}, nil
+	}
+	if !hasHosted(s.status.Inventory) {
+		return t, opts, nil
+	}
+	hc, err := c.discoverer.Discover(ctx, ns)
+	switch {
+	case errors.Is(err, hosted.ErrNoHostedCluster) || (err == nil && hc.Deleting):
+		c.emit(s.obj, AbandonedReason, "The hosted cluster of namespace %s is being deleted or is gone: leaving its objects to it", ns)
+		opts.AbandonHosted = true
+	case err != nil:
+		return nil, opts, err
+	default:
+		t.Hosted, err = c.Hosted.Client(ctx, ns, s.kubeconfigRef)
+		t.HostedUnavailable = hostedClientError(err)
+	}
+	return t, opts, nil
+}
+
+// hasHosted reports inventory entries in the hosted cluster.
+func hasHosted(inv []convoyv1alpha1.InventoryEntry) bool {
+	for _, e := range inv {
+		if e.Cluster == convoyv1alpha1.InventoryClusterHosted {
+			return true
+		}
+	}
+	return false
+}
+
+// namespaceTerminating reports a namespace being deleted (or gone).
+func (c *Common) namespaceTerminating(ctx context.Context, name string) (bool, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(namespaceGVK)
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return client.IgnoreNotFound(err) == nil, client.IgnoreNotFound(err)
+	}
+	return ns.DeletionTimestamp != nil, nil
+}
+
+// AbandonedReason is the reason of the event of a teardown that leaves objects to a cluster or
+// namespace that is going away.
+const AbandonedReason = "Abandoned"
+
+// LeftInPlaceReason is the reason of the event of an inventory entry that a prune or teardown
+// dropped without deleting its object: a kind that no longer exists, or a
+// CustomResourceDefinition or Namespace without the opt-in annotation.
+const LeftInPlaceReason = "LeftInPlace"
 
 // patchFinalizers adds or removes convoy's finalizer with convoy's status field owner,
 // guarded by the resourceVersion so that other finalizers are never lost. The pass's status

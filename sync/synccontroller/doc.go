@@ -22,6 +22,19 @@
 // pruned and torn down as the object's ServiceAccount (spec.serviceAccountName, or
 // --default-service-account) when one is set, else with the controller's own rights.
 //
+// # Files
+//
+// A Package pass reads package_controller.go (the reconciler, its steps source access → source
+// → render, the template data), controller.go (Common and the steps both controllers share, in
+// the order they run: finalizer, paused, hosted cluster, target, apply, status, then teardown
+// of a deleted object), shard.go (whether the object is this replica's, and the cancellation of
+// a pass whose object moves to another shard) and, for the inventory it wrote,
+// applied_watches.go. The others: objectdeployment_controller.go (the ObjectDeployment pass,
+// whose revision is its template), watches.go (what the controllers watch, index and map to
+// requests), applied_watches.go (the watch of applied objects and the per-owner event counts
+// the engine's settled passes rely on), cache.go (what the manager's cache keeps), setup.go
+// (flags and wiring), environment.go and metrics.go.
+//
 // The controllers ignore the watch events of the engine's own applies
 // (Engine.AppliedByEngine), so an apply does not bring its owner back for a second pass, unless
 // the watch told of another change while it ran (engine.Result.Stale): a pass follows 2 s later.

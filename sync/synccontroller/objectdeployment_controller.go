@@ -9,15 +9,9 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
-	"github.com/convoy-gitops/convoy/internal/longwait"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
@@ -72,14 +66,6 @@ func (r *ObjectDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		r.reconcileHostedCluster, r.reconcileTarget, r.reconcileApply)
 }
 
-// desired returns the revision the pass works towards, once known.
-func (s *scope) desired() string {
-	if s.revision == nil {
-		return s.desiredID
-	}
-	return s.revision.ID
-}
-
 // reconcileTemplate turns the template into s.revision; an invalid template stalls.
 func (r *ObjectDeploymentReconciler) reconcileTemplate(_ context.Context, s *scope) error {
 	obj := s.obj.(*convoyv1alpha1.ObjectDeployment)
@@ -130,36 +116,4 @@ func renderError(err error) error {
 		return pass.Stallf(convoyv1alpha1.RenderFailedReason, "%w", err)
 	}
 	return err
-}
-
-// SetupWithManager registers the controller: ObjectDeployments on spec changes and
-// convoy.dev/requestedAt, kubeconfig Secrets of their namespaces, HostedClusters starting
-// their deletion, and the management objects they applied.
-func (r *ObjectDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts ObjectDeploymentReconcilerOptions) error {
-	if opts.RecorderName == "" {
-		opts.RecorderName = "convoy-objectdeployment"
-	}
-	if err := r.setup(mgr, opts.RecorderName); err != nil {
-		return err
-	}
-	if err := r.watchShardMoves(context.Background(), mgr, &convoyv1alpha1.ObjectDeployment{}); err != nil {
-		return err
-	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		For(&convoyv1alpha1.ObjectDeployment{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
-			predicate.GenerationChangedPredicate{}, requestedAtChanged(), shardChanged()))).
-		WatchesMetadata(secretObject(), r.requestsForSecret(&convoyv1alpha1.ObjectDeploymentList{})).
-		// A namespace starting its deletion releases the ObjectDeployments of shards without a
-		// replica there (releaseStranded); nothing else would wake them.
-		WatchesMetadata(namespaceObject(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return r.requestsInNamespace(ctx, &convoyv1alpha1.ObjectDeploymentList{}, o.GetName())
-		}), builder.WithPredicates(deletionStarted())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, NewQueue: longwait.NewQueue}).
-		Named("objectdeployment")
-	r.watchHostedClusters(mgr, b, &convoyv1alpha1.ObjectDeploymentList{})
-	c, err := b.Build(r)
-	if err != nil {
-		return err
-	}
-	return r.watchApplied(mgr, c, &convoyv1alpha1.ObjectDeployment{})
 }

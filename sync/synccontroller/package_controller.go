@@ -8,6 +8,9 @@ import (
 	"maps"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -107,6 +110,80 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		r.reconcileHostedCluster, r.reconcileRender, r.reconcileTarget, r.reconcileApply)
 }
 
+// The access check reads the HostedClusterPackage that owns a Package.
+//
+// +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages,verbs=get;list;watch
+
+// reconcileSourceAccess stalls a Package that names a GitSource of another namespace without
+// the right to: the GitSource's spec.accessFrom must select the Package's namespace, or the
+// Package must be owned by a HostedClusterPackage that ships this very source. Packages of
+// the GitSource's own namespace always may use it.
+func (r *PackageReconciler) reconcileSourceAccess(ctx context.Context, s *scope) error {
+	obj := s.obj.(*convoyv1alpha1.Package)
+	ns, name := obj.SourceKey()
+	if ns == obj.Namespace {
+		return nil
+	}
+	if ok, err := r.ownedByRollout(ctx, obj); ok || err != nil {
+		return err
+	}
+	gs := &convoyv1alpha1.GitSource{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // reconcileSource or the render says the source is missing
+		}
+		return err
+	}
+	allowed, err := r.namespaceAllowed(ctx, gs.Spec.AccessFrom, obj.Namespace)
+	if err != nil || allowed {
+		return err
+	}
+	return pass.Stallf(convoyv1alpha1.CrossNamespaceRefRefusedReason,
+		"GitSource %s/%s does not allow Packages of namespace %s: its spec.accessFrom.namespaceSelectors must select the namespace",
+		ns, name, obj.Namespace)
+}
+
+// ownedByRollout reports a Package controlled by an existing HostedClusterPackage of the
+// same name and UID (the rollout names its Packages after itself). Note: the owner is looked
+// up, not trusted: forging the reference takes the UID of a cluster-scoped object, which only
+// those who may read HostedClusterPackages know. The template's source is not compared, so
+// that Packages still pinned to a revision of an earlier template keep working.
+func (r *PackageReconciler) ownedByRollout(ctx context.Context, obj *convoyv1alpha1.Package) (bool, error) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "HostedClusterPackage" || ref.APIVersion != convoyv1alpha1.GroupVersion.String() ||
+		ref.Name != obj.Name {
+		return false, nil
+	}
+	owner := &metav1.PartialObjectMetadata{}
+	owner.SetGroupVersionKind(convoyv1alpha1.GroupVersion.WithKind("HostedClusterPackage"))
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, owner); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return owner.UID == ref.UID, nil
+}
+
+// namespaceAllowed reports whether access selects the namespace.
+func (r *PackageReconciler) namespaceAllowed(ctx context.Context, access *convoyv1alpha1.AccessFrom, namespace string) (bool, error) {
+	if access == nil {
+		return false, nil
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(namespaceGVK)
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return false, err
+	}
+	for i := range access.NamespaceSelectors {
+		sel, err := metav1.LabelSelectorAsSelector(&access.NamespaceSelectors[i])
+		if err != nil {
+			return false, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.accessFrom.namespaceSelectors[%d] of the GitSource: %w", i, err)
+		}
+		if sel.Matches(labels.Set(ns.Labels)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // reconcileSource sets s.desiredID: spec.revision, else the commit of the GitSource's
 // artifact. A source without an artifact makes the pass wait (the GitSource watch requeues).
 func (r *PackageReconciler) reconcileSource(ctx context.Context, s *scope) error {
@@ -121,6 +198,12 @@ func (r *PackageReconciler) reconcileSource(ctx context.Context, s *scope) error
 	}
 	s.desiredID = artifact.Commit
 	return nil
+}
+
+// sourceKey names the GitSource of a Package.
+func sourceKey(obj *convoyv1alpha1.Package) sources.Key {
+	ns, name := obj.SourceKey()
+	return sources.KeyFor(ns, name)
 }
 
 // reconcileRender loads the package directory at s.desiredID through the render cache into
@@ -185,11 +268,6 @@ func PackageTemplateData(obj *convoyv1alpha1.Package, hc *hosted.Cluster, commit
 	return data, nil
 }
 
-// PackageRevision turns the render of commit into the revision the engine applies.
-func PackageRevision(commit string, r *manifests.Rendered) *engine.Revision {
-	return revisionOf(commit, r)
-}
-
 // open opens commit of the GitSource key and classifies the error: a commit that neither the
 // store nor the remote has makes the pass wait until the store looks again; a failed or timed
 // out fetch is a Git error, retried with backoff.
@@ -209,10 +287,9 @@ func (r *PackageReconciler) open(ctx context.Context, key sources.Key, commit st
 	return nil, sources.ClassifyGitError("fetching commit "+commit+" of GitSource "+key.String(), err)
 }
 
-// sourceKey names the GitSource of a Package.
-func sourceKey(obj *convoyv1alpha1.Package) sources.Key {
-	ns, name := obj.SourceKey()
-	return sources.KeyFor(ns, name)
+// PackageRevision turns the render of commit into the revision the engine applies.
+func PackageRevision(commit string, r *manifests.Rendered) *engine.Revision {
+	return revisionOf(commit, r)
 }
 
 // withoutRolloutNote drops the Normal event that records each revision a Package applied when

@@ -103,12 +103,12 @@ func newSettledPasses(max int) *settledPasses {
 // markOf reads the owner's event count, then digests the revision, its probe rules and the
 // target; ok is false when the engine has no OwnerEvents or the revision has objects without
 // digests.
-func (e *Engine) markOf(t *Target, rev *Revision, rules [sha256.Size]byte) settledMark {
+func (mem *memory) markOf(t *Target, rev *Revision, rules [sha256.Size]byte) settledMark {
 	m := settledMark{owner: ownerID(t)}
-	if e.opts.Events == nil {
+	if mem.events == nil {
 		return m
 	}
-	m.count = e.opts.Events.Count(t.Kind, t.Namespace, t.Name)
+	m.count = mem.events.Count(t.Kind, t.Namespace, t.Name)
 	var buf [digestBuffer]byte
 	in := digestInput(buf[:0])
 	in = in.strings(rev.ID, t.Kind, t.Namespace, t.Name, t.Shard)
@@ -162,25 +162,25 @@ func inventoryDigest(inv []convoyv1alpha1.InventoryEntry) manifests.Digest {
 }
 
 // repeat returns the outcome of the owner's settled pass when m and previous match it.
-func (e *Engine) repeat(m settledMark, previous []convoyv1alpha1.InventoryEntry) (*Result, bool) {
+func (mem *memory) repeat(m settledMark, previous []convoyv1alpha1.InventoryEntry) (*Result, bool) {
 	if !m.ok {
 		return nil, false
 	}
-	e.settled.mu.Lock()
-	last, found := e.settled.passes[m.owner]
-	e.settled.mu.Unlock()
-	if !found || last.mark != m || last.inventory != inventoryDigest(previous) || !e.watchHolds(last.unconfirmed) {
+	mem.settled.mu.Lock()
+	last, found := mem.settled.passes[m.owner]
+	mem.settled.mu.Unlock()
+	if !found || last.mark != m || last.inventory != inventoryDigest(previous) || !mem.watchHolds(last.unconfirmed) {
 		return nil, false
 	}
 	if len(last.unconfirmed) > 0 {
-		e.settled.confirm(m)
+		mem.settled.confirm(m)
 	}
 	res := &Result{Phases: slices.Clone(last.phases), Inventory: slices.Clone(previous), Available: true,
 		Watched: true, Changes: Changes{Unchanged: last.objects}}
-	appliedObjects.WithLabelValues(e.opts.Controller, convoyv1alpha1.InventoryClusterManagement, ssa.UnchangedAction.String()).
+	appliedObjects.WithLabelValues(mem.controller, convoyv1alpha1.InventoryClusterManagement, ssa.UnchangedAction.String()).
 		Add(float64(last.objects))
-	quietObjects.WithLabelValues(e.opts.Controller).Add(float64(last.objects))
-	settledRepeats.WithLabelValues(e.opts.Controller).Inc()
+	quietObjects.WithLabelValues(mem.controller).Add(float64(last.objects))
+	settledRepeats.WithLabelValues(mem.controller).Inc()
 	return res, true
 }
 
@@ -196,7 +196,7 @@ func settledOutcome(res *Result, err error) bool {
 // remember keeps the outcome of a settled pass begun at m, for the next pass that comes with
 // the inventory it wrote, evicting any other owner's when full: a forgotten owner only does its
 // next pass in full.
-func (e *Engine) remember(m settledMark, res *Result) {
+func (mem *memory) remember(m settledMark, res *Result) {
 	if !m.ok {
 		return
 	}
@@ -204,30 +204,30 @@ func (e *Engine) remember(m settledMark, res *Result) {
 	// which for a settled Package may be its spec.interval later.
 	last := settledPass{mark: m, inventory: inventoryDigest(res.Inventory), phases: slices.Clone(res.Phases), objects: res.objects,
 		unconfirmed: slices.Clone(res.unconfirmed)}
-	e.settled.mu.Lock()
-	defer e.settled.mu.Unlock()
-	if _, known := e.settled.passes[m.owner]; !known && len(e.settled.passes) >= e.settled.max {
-		for owner := range e.settled.passes {
-			delete(e.settled.passes, owner)
+	mem.settled.mu.Lock()
+	defer mem.settled.mu.Unlock()
+	if _, known := mem.settled.passes[m.owner]; !known && len(mem.settled.passes) >= mem.settled.max {
+		for owner := range mem.settled.passes {
+			delete(mem.settled.passes, owner)
 			break
 		}
 	}
-	e.settled.passes[m.owner] = last
+	mem.settled.passes[m.owner] = last
 }
 
 // movedSince reports whether the event count of t's owner moved since m was taken.
-func (e *Engine) movedSince(t *Target, m settledMark) bool {
-	return e.opts.Events != nil && e.opts.Events.Count(t.Kind, t.Namespace, t.Name) != m.count
+func (mem *memory) movedSince(t *Target, m settledMark) bool {
+	return mem.events != nil && mem.events.Count(t.Kind, t.Namespace, t.Name) != m.count
 }
 
 // watchHolds reports whether the watch of the management cluster holds each of states, as its
 // store has it now.
-func (e *Engine) watchHolds(states []watchedState) bool {
-	if len(states) > 0 && e.opts.Versions == nil {
+func (mem *memory) watchHolds(states []watchedState) bool {
+	if len(states) > 0 && mem.versions == nil {
 		return false
 	}
 	for _, w := range states {
-		if rv, ok := e.opts.Versions.ResourceVersion(w.gvk, w.namespace, w.name); !ok || rv != w.resourceVersion {
+		if rv, ok := mem.versions.ResourceVersion(w.gvk, w.namespace, w.name); !ok || rv != w.resourceVersion {
 			return false
 		}
 	}
@@ -247,8 +247,8 @@ func (s *settledPasses) confirm(m settledMark) {
 
 // forgetSettled forgets the last settled pass of owner (an ownerID): a pass in full begins, or
 // the owner is torn down.
-func (e *Engine) forgetSettled(owner string) {
-	e.settled.mu.Lock()
-	defer e.settled.mu.Unlock()
-	delete(e.settled.passes, owner)
+func (mem *memory) forgetSettled(owner string) {
+	mem.settled.mu.Lock()
+	defer mem.settled.mu.Unlock()
+	delete(mem.settled.passes, owner)
 }

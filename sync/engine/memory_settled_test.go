@@ -155,7 +155,7 @@ func TestASettledPassIsRepeatedUntilTheWatchDeliversAChange(t *testing.T) {
 			_, err := engine.Sync(ctx, tgt, plain, settled.Inventory)
 			g.Expect(err).NotTo(HaveOccurred())
 		}
-		g.Expect(engine.markOf(tgt, plain, rulesDigest(plain.Probes)).ok).To(BeFalse())
+		g.Expect(engine.memory.markOf(tgt, plain, rulesDigest(plain.Probes)).ok).To(BeFalse())
 	})
 }
 

@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+)
+
+// Result is what one Sync pass did. It is returned with the error of a failed pass too, so
+// that the status can say how far the pass got.
+type Result struct {
+	// Phases reports every phase of the revision, in order.
+	Phases []convoyv1alpha1.PhaseStatus
+	// Inventory is the owner's new inventory: the objects applied so far, in phase order,
+	// then the objects of the previous inventory not pruned (yet).
+	Inventory []convoyv1alpha1.InventoryEntry
+	// Available is true when every phase is available.
+	Available bool
+	// Changes counts the objects per apply action.
+	Changes Changes
+	// Pruned counts the objects deleted because they left the revision.
+	Pruned int
+	// Left are the entries the prune dropped without deleting their object, with the reason.
+	Left []Left
+	// Watched is set when every phase is available and every object of the revision is of a
+	// kind the watch of the management cluster (Options.Versions) has synced: a change to any
+	// of them will make an event, and no timer is needed to notice it.
+	Watched bool
+	// Stale is set when the pass applied management objects without reading them and the
+	// owner's event count (Options.Events) moved while it ran: the watch delivered a change
+	// the pass may not have seen, and whose event may make no pass of its own (a controller
+	// drops the events of an object while the engine applies it: AppliedByEngine). A
+	// successful pass should then be followed by another soon.
+	Stale bool
+
+	previous                   []convoyv1alpha1.InventoryEntry
+	applied                    []convoyv1alpha1.InventoryEntry
+	pruned                     []convoyv1alpha1.InventoryEntry
+	unwatched, appliedDirectly bool
+	// objects counts the revision's objects; vouched those of them judged available at a state
+	// the watch of the management cluster tells every change of, or will once it holds the
+	// states of unconfirmed (recordVerdicts).
+	objects, vouched int
+	unconfirmed      []watchedState
+	// rules is the digest of the revision's probes (rulesDigest).
+	rules [sha256.Size]byte
+}
+
+// Changes counts applied objects per action.
+type Changes struct {
+	// Created counts objects that did not exist.
+	Created int
+	// Configured counts objects that were changed.
+	Configured int
+	// Unchanged counts objects that already matched and were not written.
+	Unchanged int
+}
+
+// Written reports whether the pass wrote any object.
+func (c Changes) Written() bool { return c.Created+c.Configured > 0 }
+
+// String summarizes the counts, e.g. "2 created, 1 configured, 7 unchanged".
+func (c Changes) String() string {
+	return fmt.Sprintf("%d created, %d configured, %d unchanged", c.Created, c.Configured, c.Unchanged)
+}
+
+// Sync applies rev to t phase by phase and, once every phase is available, prunes what the
+// previous inventory holds and rev does not. It returns a Waiting error when a phase is not
+// available yet; later phases are then neither applied nor pruned. A pass that would repeat
+// the owner's last settled pass returns its outcome at once (memory_settled.go).
+func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
+	rules := rev.probesDigest()            // once per pass: every phase is judged under the same probes
+	mark := e.memory.markOf(t, rev, rules) // before the pass looks at any object
+	if res, ok := e.memory.repeat(mark, previous); ok {
+		return res, nil
+	}
+	e.memory.forgetSettled(mark.owner) // whatever this pass does, even if it panics, the last settled one is past
+	res, err := e.sync(ctx, t, rev, rules, previous)
+	res.Stale = res.appliedDirectly && e.memory.movedSince(t, mark)
+	if settledOutcome(res, err) {
+		e.memory.remember(mark, res)
+	}
+	return res, err
+}
+
+// logApplied logs a pass that wrote objects: a revision applied for the first time, or
+// objects changed since the last pass put back. A pass that finds every object as it wants it
+// (a settled or repeated pass, a Waiting requeue) logs nothing.
+func logApplied(ctx context.Context, rev *Revision, res *Result) {
+	if res.Changes.Written() {
+		ctrl.LoggerFrom(ctx).Info("Applied revision", "revision", rev.ID,
+			"objects", res.Changes.Created+res.Changes.Configured, "changes", res.Changes.String())
+	}
+}
+
+// sync is one pass of Sync in full.
+func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
+	res := newResult(rev, previous)
+	defer res.mergeInventory()
+	if err := checkNotEmpty(rev, previous); err != nil {
+		return res, err
+	}
+	if err := checkRevision(t, rev); err != nil {
+		return res, err
+	}
+	res.rules = rules
+	err := e.syncPhases(ctx, t, rev, res)
+	logApplied(ctx, rev, res)
+	if err != nil {
+		return res, err
+	}
+	res.Available = true
+	res.Watched = !res.unwatched
+	return res, e.prune(ctx, t, rev, res)
+}
+
+// syncPhases applies and judges the phases in order, up to the first that is not available.
+func (e *Engine) syncPhases(ctx context.Context, t *Target, rev *Revision, res *Result) error {
+	for i := range rev.Phases {
+		available, err := e.syncPhase(ctx, t, rev, i, res)
+		if err != nil {
+			return err
+		}
+		if !available {
+			ph := res.Phases[i]
+			return pass.Waitf(convoyv1alpha1.ProbeFailedReason, e.opts.ProbeInterval,
+				"phase %q not available: %s", ph.Name, ph.Message)
+		}
+	}
+	return nil
+}
+
+// syncPhase applies phase i and judges it; it records both in res.
+func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int, res *Result) (bool, error) {
+	ph := &rev.Phases[i]
+	c := t.cluster(ph.Class)
+	out, err := e.applyPhase(ctx, c, ph, res.rules)
+	res.record(c, ph, out)
+	if err != nil {
+		res.Phases[i].Message = err.Error()
+		markWaiting(res.Phases[i+1:], ph.Name)
+		return false, err
+	}
+	available, msg := judgePhase(rev.Probes, out)
+	res.Phases[i].Available, res.Phases[i].Message = available, msg
+	if available {
+		e.memory.recordVerdicts(c, out, res)
+	} else {
+		probeFailures.WithLabelValues(e.opts.Controller, c.name).Inc()
+		markWaiting(res.Phases[i+1:], ph.Name)
+	}
+	return available, nil
+}
+
+// checkNotEmpty refuses a revision without objects: applying it would prune every object of
+// the previous one, which is what a mistaken commit (a moved directory, a broken template
+// guard) looks like. Removing everything a Package applied is done by deleting the Package.
+func checkNotEmpty(rev *Revision, previous []convoyv1alpha1.InventoryEntry) error {
+	for _, ph := range rev.Phases {
+		if len(ph.Objects) > 0 {
+			return nil
+		}
+	}
+	return pass.Stallf(convoyv1alpha1.EmptyRevisionReason,
+		"revision %s renders no objects: refusing to apply it, as it would prune all %d %s of the inventory; delete the owner to remove them",
+		rev.ID, len(previous), plural(len(previous), "object", "objects"))
+}
+
+// checkRevision refuses, before anything is applied, what no pass could apply: an owner name
+// that is no label value, a revision that needs a missing hosted cluster, management objects
+// that name another namespace.
+func checkRevision(t *Target, rev *Revision) error {
+	if errs := validation.IsValidLabelValue(t.Name); len(errs) > 0 {
+		return pass.Stallf(convoyv1alpha1.InvalidSpecReason,
+			"name %q cannot be used in ownership labels: %s", t.Name, errs[0])
+	}
+	if rev.NeedsHostedCluster() && t.Hosted == nil {
+		if t.HostedUnavailable != nil {
+			return t.HostedUnavailable
+		}
+		return pass.Stallf(convoyv1alpha1.HostedClusterNotFoundReason,
+			"the revision has hosted-cluster phases and namespace %s has no hosted cluster", t.Namespace)
+	}
+	for _, ph := range rev.Phases {
+		if ph.Class != convoyv1alpha1.ClassManagement {
+			continue
+		}
+		for _, obj := range ph.Objects {
+			if ns := obj.GetNamespace(); ns != "" && ns != t.Namespace {
+				return forbiddenNamespace(t, &ph, obj)
+			}
+		}
+	}
+	return nil
+}
+
+// newResult returns a Result with one not-yet-available status per phase.
+func newResult(rev *Revision, previous []convoyv1alpha1.InventoryEntry) *Result {
+	res := &Result{previous: previous, Phases: make([]convoyv1alpha1.PhaseStatus, len(rev.Phases))}
+	for i, ph := range rev.Phases {
+		res.Phases[i] = convoyv1alpha1.PhaseStatus{Name: ph.Name, Class: ph.Class, Objects: int32(len(ph.Objects))}
+		res.objects += len(ph.Objects)
+	}
+	return res
+}
+
+// record adds what applying a phase did to the result.
+func (r *Result) record(c *cluster, ph *Phase, out *phaseOutcome) {
+	if out == nil {
+		return
+	}
+	for _, obj := range out.objects {
+		r.applied = append(r.applied, entryFor(c, ph.Name, obj))
+	}
+	r.unwatched = r.unwatched || out.unwatched
+	r.appliedDirectly = r.appliedDirectly || out.appliedDirectly
+	r.Changes.Created += out.changes.Created
+	r.Changes.Configured += out.changes.Configured
+	r.Changes.Unchanged += out.changes.Unchanged
+}
+
+// mergeInventory sets Inventory, unless prune already did: the applied objects, then the
+// previous ones not applied in this pass.
+func (r *Result) mergeInventory() {
+	if r.Inventory == nil {
+		r.Inventory = mergeInventories(r.applied, r.previous)
+	}
+}
+
+// markWaiting marks the phases after an unavailable one.
+func markWaiting(phases []convoyv1alpha1.PhaseStatus, blocking string) {
+	for i := range phases {
+		phases[i].Message = fmt.Sprintf("waiting for phase %q", blocking)
+	}
+}
