@@ -170,7 +170,7 @@ func expectKubeconfigFileReaches(ctx context.Context, g Gomega, path string, raw
 func childProcesses(g Gomega) []string {
 	out, err := exec.Command("pgrep", "-l", "-P", strconv.Itoa(os.Getpid())).Output()
 	var exit *exec.ExitError
-	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) { // 1: no process matched
+	if noneMatched := errors.As(err, &exit) && exit.ExitCode() == 1; !noneMatched {
 		g.Expect(err).NotTo(HaveOccurred(), "running pgrep")
 	}
 	var names []string
