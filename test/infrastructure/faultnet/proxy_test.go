@@ -300,7 +300,7 @@ func TestProxySwitchReachesConnectionsAcceptedJustBefore(t *testing.T) {
 
 		conn = dial(t, p.Addr())
 		p.SetMode(faultnet.Forward)
-		g.Expect(conn.SetDeadline(time.Now().Add(2 * time.Second))).To(Succeed())
+		g.Expect(conn.SetDeadline(time.Now().Add(5 * time.Second))).To(Succeed())
 		_, err = io.ReadFull(conn, make([]byte, len(greeting)))
 		g.Expect(isTimeout(err)).To(BeFalse(), "forwarded or closed, not held, after the switch to forward")
 		_ = conn.Close()
