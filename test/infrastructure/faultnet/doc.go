@@ -9,6 +9,6 @@
 //	if err != nil { ... }
 //	defer p.Close()
 //	// point a kubeconfig at "https://" + p.Addr()
-//	p.SetMode(faultnet.Blackhole) // every open and new connection hangs
+//	p.SetMode(faultnet.Blackhole) // open connections close; new ones hang
 //	p.SetMode(faultnet.Forward)   // the server is back
 package faultnet

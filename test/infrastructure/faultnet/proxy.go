@@ -94,11 +94,13 @@ func (p *Proxy) closeConnsLocked() {
 	clear(p.conns)
 }
 
-// track registers conns for closing on the next switch; false when the proxy is closed.
-func (p *Proxy) track(conns ...net.Conn) bool {
+// track registers conns, served in mode, for closing on the next switch; false when the proxy
+// is closed or has switched away from mode since the connection was accepted (the caller then
+// closes them, as the switch would have).
+func (p *Proxy) track(mode Mode, conns ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.done {
+	if p.done || p.mode != mode {
 		return false
 	}
 	for _, c := range conns {
@@ -122,29 +124,29 @@ func (p *Proxy) accept() {
 
 // serve handles one client connection according to the mode.
 func (p *Proxy) serve(conn net.Conn) {
-	switch p.Mode() {
+	switch mode := p.Mode(); mode {
 	case Refuse:
 		_ = conn.Close()
 	case Blackhole:
-		if !p.track(conn) {
+		if !p.track(mode, conn) {
 			_ = conn.Close()
 			return
 		}
 		_, _ = io.Copy(io.Discard, conn) // read and drop until a switch or the client closes
 		_ = conn.Close()
 	default:
-		p.forward(conn)
+		p.forward(mode, conn)
 	}
 }
 
-// forward pipes conn to a new connection to the target.
-func (p *Proxy) forward(conn net.Conn) {
+// forward pipes conn to a new connection to the target, as long as the proxy stays in mode.
+func (p *Proxy) forward(mode Mode, conn net.Conn) {
 	up, err := net.Dial("tcp", p.target)
 	if err != nil {
 		_ = conn.Close()
 		return
 	}
-	if !p.track(conn, up) {
+	if !p.track(mode, conn, up) {
 		_ = conn.Close()
 		_ = up.Close()
 		return

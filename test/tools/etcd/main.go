@@ -1,4 +1,3 @@
-// Command etcd is the etcd server used by convoy's tests and by `convoy-dev`.
 package main
 
 import (

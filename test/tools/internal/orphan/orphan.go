@@ -1,4 +1,3 @@
-// Package orphan makes a test server die with the process that started it.
 package orphan
 
 import (

@@ -1,0 +1,2 @@
+// Package orphan makes a test server die with the process that started it.
+package orphan
