@@ -84,6 +84,9 @@ type HostedClusterPackageReconciler struct {
 	// conflicts holds the HostedClusters a foreign Package blocks, by HostedClusterPackage name
 	// (map[string]bool), so that each conflict is announced once.
 	conflicts sync.Map
+	// failures holds the failed Packages each HostedClusterPackage last saw, by its name
+	// (map[string]bool of "<namespace>/<name>@<commit>"), so that each failure is logged once.
+	failures sync.Map
 }
 
 // scope is what one pass reads and computes; each step documents what it fills in.
@@ -139,7 +142,7 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 	fin := pass.NewStatusFinalizer(r.Client, obj,
 		pass.StatusFields{ObservedGeneration: &obj.Status.ObservedGeneration}, pass.StatusOptions{})
 	defer func() {
-		res, retErr = fin.Finalize(ctx, r.summarize(s, retErr))
+		res, retErr = fin.Finalize(ctx, r.summarize(ctx, s, retErr))
 	}()
 	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan, r.reconcileApply, r.reconcileHistory)
 }
@@ -335,4 +338,5 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.metrics.forget(name)
 	r.passes.Delete(name)
 	r.conflicts.Delete(name)
+	r.failures.Delete(name)
 }
