@@ -114,9 +114,9 @@ type scope struct {
 	plan *rollout.Plan
 }
 
-// Reconcile runs the steps shards → source → revisions → plan → apply → history on a HostedClusterPackage
-// whose cache reflects the previous pass's writes; the deferred status finalizer writes the
-// plan's status, the summary conditions and observedGeneration, and patches only a change.
+// Reconcile runs the steps shards → source → revisions → plan → status → apply → history on a
+// HostedClusterPackage whose cache reflects the previous pass's writes; the deferred status
+// finalizer writes the summary conditions and patches only a change.
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -144,7 +144,8 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 	defer func() {
 		res, retErr = fin.Finalize(ctx, r.summarize(ctx, s, retErr))
 	}()
-	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan, r.reconcileApply, r.reconcileHistory)
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan,
+		r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact

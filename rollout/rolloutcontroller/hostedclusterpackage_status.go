@@ -34,22 +34,15 @@ const (
 	PackageConflictReason = rollout.PackageConflictReason
 )
 
-// summarize writes the plan into the status, reports the rollout's decisions by events and log
-// lines (reportRollout, logStall), updates the metrics and returns what the status finalizer
-// makes of the pass: success once the rollout completed
-// (Ready=True, naming the skipped targets), waiting while it progresses or is paused
-// (Ready=False, Reconciling=True), stalled while a Package is past its progress deadline
-// (Stalled=True, kstatus Failed), or the pass's error.
-//
-// Note: observedGeneration is set whenever a plan was computed, also while the rollout waits:
-// the counts and conditions then describe the current generation.
+// summarize updates the metrics, logs a stall (logStall) and returns what the status finalizer
+// makes of the pass: success once the rollout completed (Ready=True, naming the skipped
+// targets), waiting while it progresses or is paused (Ready=False, Reconciling=True), stalled
+// while a Package is past its progress deadline (Stalled=True, kstatus Failed), or the pass's
+// error.
 func (r *HostedClusterPackageReconciler) summarize(ctx context.Context, s *scope, err error) pass.Summary {
 	interval := r.resyncInterval()
 	r.emitError(s, err)
 	if s.plan != nil {
-		s.plan.WriteStatus(&s.obj.Status)
-		s.obj.Status.ObservedGeneration = s.obj.Generation
-		r.reportRollout(ctx, s)
 		r.metrics.record(s)
 		if s.plan.RequeueAfter > 0 {
 			interval = s.plan.RequeueAfter
@@ -101,6 +94,18 @@ func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Pla
 	}
 	return pass.Waitf(convoyv1alpha1.ProgressingReason, 0,
 		"Rolling out revision %s: %d/%d packages progressed.", plan.UpdateRevision, c.Progressed, c.Total)
+}
+
+// reconcileStatus writes s.plan into the status, which the deferred status finalizer patches,
+// and announces the plan's decisions before the apply step carries them out (reportRollout).
+//
+// Note: observedGeneration is set whenever a plan was computed, also while the rollout waits:
+// the counts and conditions then describe the current generation.
+func (r *HostedClusterPackageReconciler) reconcileStatus(ctx context.Context, s *scope) error {
+	s.plan.WriteStatus(&s.obj.Status)
+	s.obj.Status.ObservedGeneration = s.obj.Generation
+	r.reportRollout(ctx, s)
+	return nil
 }
 
 // reportRollout compares the new status with the one the pass started from and announces each
