@@ -164,12 +164,21 @@ func (p *planner) partOfRollout(rev *Revision) bool {
 func (p *planner) change(t *target, rev *Revision, reason ChangeReason) Change {
 	t.planned = true
 	return Change{
-		HostedCluster: t.key,
-		Package:       t.packageKey(p.packageName(t)),
-		Partition:     t.partition.name,
-		Revision:      *rev,
-		Reason:        reason,
+		HostedCluster:    t.key,
+		Package:          t.packageKey(p.packageName(t)),
+		Partition:        t.partition.name,
+		Revision:         *rev,
+		PreviousRevision: revisionName(t.state.revision),
+		Reason:           reason,
 	}
+}
+
+// revisionName returns the name of rev; empty for nil.
+func revisionName(rev *Revision) string {
+	if rev == nil {
+		return ""
+	}
+	return rev.Name
 }
 
 // packageName is the name of t's Package: the existing one's, else the HostedClusterPackage's.

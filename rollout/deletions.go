@@ -120,6 +120,7 @@ func (p *planner) reportStuckDeletions(plan *Plan) {
 			Message: fmt.Sprintf("Package %s/%s of a HostedCluster no longer selected has been deleting for %s",
 				o.pkg.Namespace, o.pkg.Name, p.deadline),
 		})
+		plan.FailedPackages = append(plan.FailedPackages, FailedPackage{Package: packageKey(o.pkg), Commit: o.pkg.Spec.Revision})
 		plan.Counts.Failed++
 	}
 }

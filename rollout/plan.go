@@ -35,6 +35,10 @@ type Plan struct {
 	// progressDeadlineSeconds, in rollout order; status keeps the first MaxFailureSamples.
 	Failed []convoyv1alpha1.PackageFailure
 
+	// FailedPackages names the Package of each failure and what it failed at, parallel to
+	// Failed (for the controller's log: status keeps the HostedCluster and a message only).
+	FailedPackages []FailedPackage
+
 	// Ineligible lists the targets that are skipped, in rollout order; status keeps the first
 	// MaxSkippedSamples.
 	Ineligible []IneligibleTarget
@@ -92,6 +96,10 @@ type Change struct {
 	// Revision is the revision to pin.
 	Revision Revision
 
+	// PreviousRevision names the revision the Package's spec matched before the change; empty
+	// for a new Package, or one whose spec matched no known revision.
+	PreviousRevision string
+
 	// Reason says why the Package changes now.
 	Reason ChangeReason
 }
@@ -118,6 +126,19 @@ const (
 	// RelabelReason: the Package keeps its revision; its metadata follows the template's.
 	RelabelReason ChangeReason = "Relabel"
 )
+
+// FailedPackage is the Package of one entry of Plan.Failed.
+type FailedPackage struct {
+	// Package is the namespace and name of the Package.
+	Package types.NamespacedName
+
+	// Revision names the revision the Package's spec matches; empty when it matches no known
+	// revision, or when the Package is stuck deleting.
+	Revision string
+
+	// Commit is the commit the Package's spec pins.
+	Commit string
+}
 
 // Deletion removes the Package of a HostedCluster that is no longer a target.
 type Deletion struct {

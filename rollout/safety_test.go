@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -239,4 +240,43 @@ func TestAShardMoveIsARelabelAndNeverRidesOnAnUpdate(t *testing.T) {
 	plan, err = Compute(in)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(plan.Relabels).To(BeEmpty(), "nothing moves while paused")
+}
+
+func TestPlanNamesWhatAFailedPackageFailedAtAndLeaves(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(1, "early", "late").progressedAll(revision(1))
+	w.update, w.history = revision(3), []Revision{revision(1), revision(2), revision(3)}
+	late := w.pkg("late-1", revision(2), t0.Add(-time.Hour))
+	setCondition(late, convoyv1alpha1.AvailableCondition, metav1.ConditionFalse, t0.Add(-time.Hour), "probe failed")
+
+	plan := compute(g, w)
+	key := types.NamespacedName{Namespace: namespaceOf("late-1"), Name: hcpkgName}
+	g.Expect(plan.Failed).To(HaveLen(1))
+	g.Expect(plan.FailedPackages).To(Equal([]FailedPackage{{Package: key, Revision: "rev2", Commit: revision(2).Commit}}))
+	g.Expect(plan.Updates).To(ContainElement(And(HaveField("Package", key), HaveField("Revision.Name", "rev3"),
+		HaveField("PreviousRevision", "rev2"))))
+
+	delete(w.packages, namespaceOf("late-1"))
+	plan = compute(g, w)
+	g.Expect(plan.Creates).NotTo(BeEmpty())
+	for _, c := range append(plan.Creates, plan.Updates...) {
+		want := "rev1"
+		if c.Package == key {
+			want = ""
+		}
+		g.Expect(c.PreviousRevision).To(Equal(want), c.Package.String())
+	}
+}
+
+func TestPlanNamesAStuckDeletionsPackage(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(1, "early").progressedAll(revision(1))
+	w.hcpkg.Spec.HostedClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}
+	w.find("early-1").Labels["tier"] = "dev"
+	since := metav1.NewTime(t0.Add(-11 * time.Minute))
+	w.packages[namespaceOf("early-1")].DeletionTimestamp = &since
+
+	plan := compute(g, w)
+	g.Expect(plan.FailedPackages).To(Equal([]FailedPackage{{
+		Package: types.NamespacedName{Namespace: namespaceOf("early-1"), Name: hcpkgName}, Commit: revision(1).Commit}}))
 }

@@ -106,6 +106,8 @@ func (p *planner) reportTarget(plan *Plan, t *target) {
 		plan.Failed = append(plan.Failed, convoyv1alpha1.PackageFailure{
 			HostedCluster: t.key, Reason: ProgressDeadlineExceededReason, Message: t.state.failure,
 		})
+		plan.FailedPackages = append(plan.FailedPackages, FailedPackage{Package: packageKey(t.pkg),
+			Revision: revisionName(t.state.revision), Commit: t.pkg.Spec.Revision})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -74,8 +75,8 @@ func ownerReference(hcpkg *convoyv1alpha1.HostedClusterPackage) metav1.OwnerRefe
 }
 
 // applyChanges creates, updates and relabels the Packages of the plan with server-side apply,
-// at most r.ApplyConcurrency at once, and records what the cache must show before the next
-// pass. A relabelled Package keeps its revision and the time its spec was set.
+// at most r.ApplyConcurrency at once, logs each (logApplied), and records what the cache must
+// show before the next pass. A relabelled Package keeps its revision and the time its spec was set.
 func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *scope) error {
 	changes := slices.Concat(s.plan.Creates, s.plan.Updates, s.plan.Relabels)
 	now := rollout.FormatSpecUpdatedAt(s.now)
@@ -107,6 +108,7 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 					return err
 				}
 			}
+			logApplied(ctx, change, s.packages[change.Package])
 			mu.Lock()
 			applied[change.Package] = u.GetGeneration()
 			mu.Unlock()
@@ -116,6 +118,23 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	err := eg.Wait()
 	r.expect.set(s.obj.Name, applied)
 	return err
+}
+
+// logApplied logs a Package created, or pinned to another revision (before is the Package as the
+// pass found it, nil when there was none); a relabel keeps the revision and is logged at V(1)
+// only.
+func logApplied(ctx context.Context, change rollout.Change, before *convoyv1alpha1.Package) {
+	log := ctrl.LoggerFrom(ctx).WithValues("package", change.Package.String(), "cluster", change.HostedCluster,
+		"partition", change.Partition, "revision", change.Revision.Name, "commit", change.Revision.Commit,
+		"reason", string(change.Reason))
+	switch {
+	case before == nil:
+		log.Info("Created Package")
+	case change.Reason == rollout.RelabelReason:
+		log.V(1).Info("Relabelled Package")
+	default:
+		log.Info("Updated Package", "previousRevision", change.PreviousRevision, "previousCommit", before.Spec.Revision)
+	}
 }
 
 // removeShardLabel removes the convoy.dev/shard label of the Package u was applied as, at the
@@ -142,8 +161,8 @@ func shardOf(sharding Sharding, change rollout.Change, pkg *convoyv1alpha1.Packa
 	return sharding.shardFor(change.Package.Namespace, current)
 }
 
-// deletePackages deletes the Packages of the plan's deletions that are not being deleted
-// already. Their own finalizer tears down what they applied; it never waits for a HostedCluster
+// deletePackages deletes, and logs, the Packages of the plan's deletions that are not being
+// deleted already. Their own finalizer tears down what they applied; it never waits for a HostedCluster
 // that is going away.
 func (r *HostedClusterPackageReconciler) deletePackages(ctx context.Context, s *scope) error {
 	gone := map[types.NamespacedName]int64{}
@@ -157,6 +176,8 @@ func (r *HostedClusterPackageReconciler) deletePackages(ctx context.Context, s *
 			return fmt.Errorf("deleting Package %s: %w", d.Package, err)
 		}
 		gone[d.Package] = deleted
+		ctrl.LoggerFrom(ctx).Info("Deleted Package", "package", d.Package.String(), "cluster", d.HostedCluster,
+			"commit", pkg.Spec.Revision, "reason", d.Reason)
 	}
 	r.expect.set(s.obj.Name, gone)
 	return nil

@@ -13,15 +13,24 @@
 //     GitSource's namespace, owned by the HostedClusterPackage and labelled
 //     convoy.dev/hostedclusterpackage; its data holds the commit and the template.
 //  4. plan: rollout.Compute.
-//  5. apply: Packages are created and updated with server-side apply (field manager
+//  5. status: the Plan is written into the status, and what it changes since the status the
+//     pass started from is announced, each once, by an event and a log line: "Partition
+//     started", "Partition completed", "Package missed its progress deadline", "Rollout
+//     completed".
+//  6. apply: Packages are created and updated with server-side apply (field manager
 //     "convoy-rollout"), owned by the HostedClusterPackage, labelled, stamped with
 //     rollout.SpecUpdatedAtAnnotation, and given convoy.dev/shard when sharding; Packages of
-//     targets that are gone are deleted.
-//  6. history: revisions beyond revisionHistoryLimit are pruned, never the current or update
+//     targets that are gone are deleted. Each write is logged: "Created Package", "Updated
+//     Package", "Deleted Package".
+//  7. history: revisions beyond revisionHistoryLimit are pruned, never the current or update
 //     revision nor one a Package still uses.
 //
-// A deferred function writes the Plan into the status, emits the rollout's events, records the
-// metrics, and hands the outcome to the status finalizer of internal/pass: Ready=True once
+// The log lines are at the default verbosity, with the keys "package" (namespace/name),
+// "cluster" (the HostedCluster), "partition", "revision" (the ControllerRevision), "commit" and
+// "reason"; a pass that decides nothing logs nothing.
+//
+// A deferred function records the metrics, logs "Rollout stalled" when the rollout newly
+// stalls, and hands the outcome to the status finalizer of internal/pass: Ready=True once
 // the rollout completed, Ready=False with Reconciling=True while it progresses, is paused or is
 // blocked by failed Packages. The next pass comes from watches, or at Plan.RequeueAfter.
 //

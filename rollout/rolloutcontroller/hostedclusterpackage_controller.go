@@ -84,6 +84,9 @@ type HostedClusterPackageReconciler struct {
 	// conflicts holds the HostedClusters a foreign Package blocks, by HostedClusterPackage name
 	// (map[string]bool), so that each conflict is announced once.
 	conflicts sync.Map
+	// failures holds the failed Packages each HostedClusterPackage last saw, by its name
+	// (map[string]bool of "<namespace>/<name>@<commit>"), so that each failure is logged once.
+	failures sync.Map
 }
 
 // scope is what one pass reads and computes; each step documents what it fills in.
@@ -111,9 +114,9 @@ type scope struct {
 	plan *rollout.Plan
 }
 
-// Reconcile runs the steps shards → source → revisions → plan → apply → history on a HostedClusterPackage
-// whose cache reflects the previous pass's writes; the deferred status finalizer writes the
-// plan's status, the summary conditions and observedGeneration, and patches only a change.
+// Reconcile runs the steps shards → source → revisions → plan → status → apply → history on a
+// HostedClusterPackage whose cache reflects the previous pass's writes; the deferred status
+// finalizer writes the summary conditions and patches only a change.
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -139,9 +142,10 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 	fin := pass.NewStatusFinalizer(r.Client, obj,
 		pass.StatusFields{ObservedGeneration: &obj.Status.ObservedGeneration}, pass.StatusOptions{})
 	defer func() {
-		res, retErr = fin.Finalize(ctx, r.summarize(s, retErr))
+		res, retErr = fin.Finalize(ctx, r.summarize(ctx, s, retErr))
 	}()
-	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan, r.reconcileApply, r.reconcileHistory)
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan,
+		r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact
@@ -335,4 +339,5 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.metrics.forget(name)
 	r.passes.Delete(name)
 	r.conflicts.Delete(name)
+	r.failures.Delete(name)
 }

@@ -1,11 +1,14 @@
 package rolloutcontroller
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -31,21 +34,15 @@ const (
 	PackageConflictReason = rollout.PackageConflictReason
 )
 
-// summarize writes the plan into the status, emits the rollout's events, updates the metrics
-// and returns what the status finalizer makes of the pass: success once the rollout completed
-// (Ready=True, naming the skipped targets), waiting while it progresses or is paused
-// (Ready=False, Reconciling=True), stalled while a Package is past its progress deadline
-// (Stalled=True, kstatus Failed), or the pass's error.
-//
-// Note: observedGeneration is set whenever a plan was computed, also while the rollout waits:
-// the counts and conditions then describe the current generation.
-func (r *HostedClusterPackageReconciler) summarize(s *scope, err error) pass.Summary {
+// summarize updates the metrics, logs a stall (logStall) and returns what the status finalizer
+// makes of the pass: success once the rollout completed (Ready=True, naming the skipped
+// targets), waiting while it progresses or is paused (Ready=False, Reconciling=True), stalled
+// while a Package is past its progress deadline (Stalled=True, kstatus Failed), or the pass's
+// error.
+func (r *HostedClusterPackageReconciler) summarize(ctx context.Context, s *scope, err error) pass.Summary {
 	interval := r.resyncInterval()
 	r.emitError(s, err)
 	if s.plan != nil {
-		s.plan.WriteStatus(&s.obj.Status)
-		s.obj.Status.ObservedGeneration = s.obj.Generation
-		r.emitRolloutEvents(s)
 		r.metrics.record(s)
 		if s.plan.RequeueAfter > 0 {
 			interval = s.plan.RequeueAfter
@@ -54,6 +51,7 @@ func (r *HostedClusterPackageReconciler) summarize(s *scope, err error) pass.Sum
 			err = rolloutProgress(s.obj, s.plan, interval)
 		}
 	}
+	logStall(ctx, s, err)
 	sum := pass.Summary{Err: err, Interval: interval, Reason: convoyv1alpha1.SucceededReason}
 	if s.plan != nil {
 		sum.Message = fmt.Sprintf("Revision %s is rolled out: %d/%d packages progressed.%s",
@@ -98,40 +96,117 @@ func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Pla
 		"Rolling out revision %s: %d/%d packages progressed.", plan.UpdateRevision, c.Progressed, c.Total)
 }
 
-// emitRolloutEvents compares the new status with the one the pass started from: partitions
-// started and completed, Packages newly failed, and the rollout completed.
-func (r *HostedClusterPackageReconciler) emitRolloutEvents(s *scope) {
+// reconcileStatus writes s.plan into the status, which the deferred status finalizer patches,
+// and announces the plan's decisions before the apply step carries them out (reportRollout).
+//
+// Note: observedGeneration is set whenever a plan was computed, also while the rollout waits:
+// the counts and conditions then describe the current generation.
+func (r *HostedClusterPackageReconciler) reconcileStatus(ctx context.Context, s *scope) error {
+	s.plan.WriteStatus(&s.obj.Status)
+	s.obj.Status.ObservedGeneration = s.obj.Generation
+	r.reportRollout(ctx, s)
+	return nil
+}
+
+// reportRollout compares the new status with the one the pass started from and announces each
+// decision of the rollout once, by an event and a log line: partitions started and completed,
+// Packages newly failed, targets newly in conflict (an event only), and the rollout completed.
+func (r *HostedClusterPackageReconciler) reportRollout(ctx context.Context, s *scope) {
+	r.reportPartitions(ctx, s)
+	r.reportFailures(ctx, s)
+	r.emitConflicts(s)
+	if s.plan.Completed && s.before.CurrentRevision != s.obj.Status.CurrentRevision {
+		after := &s.obj.Status
+		r.event(s, corev1.EventTypeNormal, RolloutCompletedReason, "Revision %s is rolled out: %d/%d packages progressed",
+			after.CurrentRevision, after.ProgressedPackages, after.TotalPackages)
+		ctrl.LoggerFrom(ctx).Info("Rollout completed", "revision", after.CurrentRevision, "commit", s.update.Commit,
+			"progressed", after.ProgressedPackages, "total", after.TotalPackages)
+	}
+}
+
+// reportPartitions announces the partitions that started or completed the update revision
+// since the previous pass; after a new update revision, every partition reached is new.
+func (r *HostedClusterPackageReconciler) reportPartitions(ctx context.Context, s *scope) {
 	before, after := s.before, &s.obj.Status
-	sameRevision := before.UpdateRevision == after.UpdateRevision
 	old := map[string]string{}
-	if sameRevision {
+	if before.UpdateRevision == after.UpdateRevision {
 		for _, p := range before.Partitions {
 			old[p.Name] = p.State
 		}
 	}
+	log := ctrl.LoggerFrom(ctx)
 	for _, p := range after.Partitions {
 		switch {
 		case partitionStarted(old[p.Name], p.State):
 			r.event(s, corev1.EventTypeNormal, PartitionStartedReason, "Partition %s started rolling out revision %s", p.Name, after.UpdateRevision)
+			log.Info("Partition started", "partition", p.Name, "revision", after.UpdateRevision, "total", p.Total)
 		case p.State == convoyv1alpha1.PartitionDone && old[p.Name] != convoyv1alpha1.PartitionDone:
 			r.event(s, corev1.EventTypeNormal, PartitionCompletedReason, "Partition %s completed revision %s: %d/%d packages progressed",
 				p.Name, after.UpdateRevision, p.Progressed, p.Total)
+			log.Info("Partition completed", "partition", p.Name, "revision", after.UpdateRevision,
+				"progressed", p.Progressed, "total", p.Total)
 		}
 	}
+}
+
+// reportFailures emits a Warning for each failure whose message is new in status, and logs
+// each Package that newly missed its progress deadline (newlyFailed).
+func (r *HostedClusterPackageReconciler) reportFailures(ctx context.Context, s *scope) {
 	failed := map[string]bool{}
-	for _, f := range before.Failures {
+	for _, f := range s.before.Failures {
 		failed[f.HostedCluster+"\x00"+f.Message] = true
 	}
-	for _, f := range after.Failures {
+	for _, f := range s.obj.Status.Failures {
 		if !failed[f.HostedCluster+"\x00"+f.Message] {
 			r.event(s, corev1.EventTypeWarning, PackageFailedReason, "HostedCluster %s: %s", f.HostedCluster, f.Message)
 		}
 	}
-	r.emitConflicts(s)
-	if s.plan.Completed && before.CurrentRevision != after.CurrentRevision {
-		r.event(s, corev1.EventTypeNormal, RolloutCompletedReason, "Revision %s is rolled out: %d/%d packages progressed",
-			after.CurrentRevision, after.ProgressedPackages, after.TotalPackages)
+	log := ctrl.LoggerFrom(ctx)
+	for _, i := range r.newlyFailed(s) {
+		f, pkg := s.plan.Failed[i], s.plan.FailedPackages[i]
+		log.Info("Package missed its progress deadline", "package", pkg.Package.String(), "cluster", f.HostedCluster,
+			"revision", pkg.Revision, "commit", pkg.Commit, "reason", f.Reason, "message", f.Message)
 	}
+}
+
+// newlyFailed returns the indices in plan.Failed of the Packages that the previous pass did not
+// see failed at the commit they pin, remembering the failures of each HostedClusterPackage
+// between passes (status samples only ten, and its messages quote changing conditions). On
+// the first pass after a start, the failures in status are the ones already seen.
+func (r *HostedClusterPackageReconciler) newlyFailed(s *scope) []int {
+	remembered, ok := r.failures.Load(s.obj.Name)
+	known, _ := remembered.(map[string]bool)
+	if !ok {
+		known = map[string]bool{}
+		for _, f := range s.before.Failures {
+			known[f.HostedCluster] = true
+		}
+	}
+	now := map[string]bool{}
+	var out []int
+	for i, f := range s.plan.Failed {
+		key := s.plan.FailedPackages[i].Package.String() + "@" + s.plan.FailedPackages[i].Commit
+		now[key] = true
+		if !known[key] && !known[f.HostedCluster] {
+			out = append(out, i)
+		}
+	}
+	r.failures.Store(s.obj.Name, now)
+	return out
+}
+
+// logStall logs a pass that stalls when the previous one did not, or stalled for another
+// reason; the message of a stall changes with every failure counted, so it is not compared.
+func logStall(ctx context.Context, s *scope, err error) {
+	out := pass.Classify(err, 0)
+	if out.Class != pass.ClassStalled {
+		return
+	}
+	if prev := pass.Get(s.obj, convoyv1alpha1.StalledCondition); prev != nil &&
+		prev.Status == metav1.ConditionTrue && prev.Reason == out.Reason {
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("Rollout stalled", "revision", s.update.Name, "reason", out.Reason, "message", out.Message)
 }
 
 // emitConflicts warns about each target a foreign Package newly blocks, remembering the
@@ -160,7 +235,7 @@ func partitionStarted(before, after string) bool {
 }
 
 // emitError emits a Warning for a step that failed, stalled or waits, when the Ready message is
-// new; the rollout's own progress is reported by emitRolloutEvents instead.
+// new; the rollout's own progress is reported by reportRollout instead.
 func (r *HostedClusterPackageReconciler) emitError(s *scope, err error) {
 	out := pass.Classify(err, 0)
 	if out.Class == pass.ClassSuccess {

@@ -45,10 +45,11 @@ var testSharding = Sharding{ConfigMap: types.NamespacedName{Namespace: shardTest
 
 // startManager runs the GitSource, Package and HostedClusterPackage controllers against f.
 func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
-	log.SetLogger(logr.Discard())
+	loggers := []logr.Logger{textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&controllerLog)))}
 	if os.Getenv("CONVOY_TEST_LOG") != "" {
-		log.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(1))))
+		loggers = append(loggers, textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(1))))
 	}
+	log.SetLogger(logr.New(teeSink(loggers)))
 	cacheOpts := cache.Options{}
 	ConfigureCache(&cacheOpts)
 	testSharding.ConfigureCache(&cacheOpts)

@@ -6,7 +6,8 @@
 // remote, fetches only when the remote moved, checks the commit's tree against the store's
 // limits, garbage-collects the repository keeping what Packages and ControllerRevisions refer
 // to, and records status.artifact, with one deferred status patch written only when the status
-// changed; a URL the URL policy refuses stalls the source. The WebhookReceiver turns a signed
+// changed; a URL the URL policy refuses stalls the source. Each new commit is logged once at
+// the default verbosity, "Fetched new commit" with the keys commit, previousCommit and ref. The WebhookReceiver turns a signed
 // push notification into an immediate poll, authenticating the call from caches before
 // anything else and answering every unauthenticated call the same way. Setup wires both, and
 // the store they share, on a manager.

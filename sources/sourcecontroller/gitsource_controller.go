@@ -177,13 +177,22 @@ func (r *GitSourceReconciler) reconcileVerify(ctx context.Context, s *scope) err
 }
 
 // reconcileArtifact records the revision in status.artifact and sets s.message, and s.event
-// when the revision is new.
-func (r *GitSourceReconciler) reconcileArtifact(_ context.Context, s *scope) error {
+// when the revision is new; a new commit is logged.
+func (r *GitSourceReconciler) reconcileArtifact(ctx context.Context, s *scope) error {
 	rev := s.poll.Revision.String()
 	pass.Delete(s.obj, convoyv1alpha1.FetchFailedCondition)
 	s.message = "stored artifact for revision " + rev
-	if setArtifact(s.obj, s.poll.Revision) {
-		s.event = "new revision " + rev
+	var previous string
+	if a := s.obj.Status.Artifact; a != nil {
+		previous = a.Commit
+	}
+	if !setArtifact(s.obj, s.poll.Revision) {
+		return nil
+	}
+	s.event = "new revision " + rev
+	if previous != s.poll.Revision.Commit {
+		ctrl.LoggerFrom(ctx).Info("Fetched new commit", "commit", s.poll.Revision.Commit, "previousCommit", previous,
+			"ref", s.poll.Revision.Ref, "revision", rev)
 	}
 	return nil
 }
