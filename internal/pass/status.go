@@ -13,6 +13,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -123,7 +124,7 @@ func (f *StatusFinalizer) Finalize(ctx context.Context, s Summary) (ctrl.Result,
 	if err := f.patch(ctx); err != nil {
 		return out.Result, errors.Join(out.Err, err)
 	}
-	logOutcome(ctx, out)
+	logOutcome(ctx, out, prevReady)
 	return out.Result, out.Err
 }
 
@@ -341,13 +342,23 @@ func statusOf(obj runtime.Object) (any, error) {
 	return u["status"], nil
 }
 
-// logOutcome logs a failed pass once, at the end.
-func logOutcome(ctx context.Context, out Outcome) {
+// logOutcome logs a failed pass at the end. A stall is a decision an operator reads at the
+// default verbosity once, when Ready turns False for its reason; the passes that find the same
+// stall again, and waiting passes, log at V(1).
+func logOutcome(ctx context.Context, out Outcome, prevReady *metav1.Condition) {
 	log := ctrl.LoggerFrom(ctx)
 	switch out.Class {
 	case ClassStalled:
+		if stalledBefore(prevReady, out.Reason) {
+			log = log.V(1)
+		}
 		log.Info("Reconciliation stalled", "reason", out.Reason, "message", out.Message)
 	case ClassWaiting:
 		log.V(1).Info("Waiting", "reason", out.Reason, "message", out.Message, "requeueAfter", out.Result.RequeueAfter)
 	}
+}
+
+// stalledBefore says whether the Ready condition before the pass already said False for reason.
+func stalledBefore(prevReady *metav1.Condition, reason string) bool {
+	return prevReady != nil && prevReady.Status == metav1.ConditionFalse && prevReady.Reason == reason
 }
