@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +10,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/convoy-gitops/convoy/test/docstest"
 )
 
 // repositoryRoot is the root of the checkout, seen from this package.
@@ -158,25 +159,10 @@ func docCommands(t *testing.T) []shownCommand {
 	return commands
 }
 
-// commandPages returns README.md, DEVELOPMENT.md and the Markdown pages of docs/ outside
-// docs/reference/.
+// commandPages returns the pages of docstest.Pages and DEVELOPMENT.md.
 func commandPages(t *testing.T) []string {
 	t.Helper()
-	pages := []string{"README.md", "DEVELOPMENT.md"}
-	err := filepath.WalkDir(filepath.Join(repositoryRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(repositoryRoot, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() && rel == "docs/reference" {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(rel, ".md") {
-			pages = append(pages, rel)
-		}
-		return nil
-	})
+	pages, err := docstest.Pages(repositoryRoot, "DEVELOPMENT.md")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return pages
 }

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/test/docstest"
 )
 
 // repositoryRoot is where README.md, docs/ and examples/ are, seen from this package.
@@ -37,25 +37,10 @@ type docBlock struct {
 	page, file, text string
 }
 
-// docPages returns README.md and every Markdown page under docs/, relative to the repository
-// root, leaving out docs/reference/: it is generated from the code, and checked where it is made.
+// docPages returns the pages of docstest.Pages.
 func docPages(t *testing.T) []string {
 	t.Helper()
-	pages := []string{"README.md"}
-	err := filepath.WalkDir(filepath.Join(repositoryRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(repositoryRoot, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() && rel == "docs/reference" {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(rel, ".md") {
-			pages = append(pages, rel)
-		}
-		return nil
-	})
+	pages, err := docstest.Pages(repositoryRoot)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return pages
 }
