@@ -155,8 +155,12 @@ faults: tools build ## Run the fault harness (test/bench/cmd/faults): faults inj
 	go run ./test/bench/cmd/faults -convoy $(BIN)/convoy -out $(CURDIR)/faults-results.json $(FAULTS_ARGS)
 
 .PHONY: bench
-bench: tools build ## Run test/bench: rollout, steady state, Git, hosted phases; writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).
+bench: tools build ## Run test/bench: rollout, steady state, Git, hosted phases (about 16 minutes); writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).
 	go run ./test/bench/cmd -convoy $(BIN)/convoy -out $(CURDIR)/bench-results.json $(BENCH_ARGS)
+
+.PHONY: bench-fleet
+bench-fleet: tools build ## Run test/bench's fleet scenario: 20 add-ons over 500 HostedClusters (about an hour); writes bench-fleet-results.json.
+	go run ./test/bench/cmd -convoy $(BIN)/convoy -scenarios fleet -out $(CURDIR)/bench-fleet-results.json $(BENCH_ARGS)
 
 ##@ Release
 

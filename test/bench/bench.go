@@ -23,6 +23,10 @@ const (
 // AllScenarios lists every scenario in the order they run.
 var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted, ScenarioFleet}
 
+// DefaultScenarios are the scenarios of `make bench` (about 16 minutes on 2 cores): all but the
+// fleet, which takes about an hour and runs on its own (`make bench-fleet`).
+var DefaultScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted}
+
 // Config is one benchmark run.
 type Config struct {
 	// Short runs the rollout at N=100 only and the steady state for a minute.
@@ -90,7 +94,7 @@ type Config struct {
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() (Config, error) {
 	if len(c.Scenarios) == 0 {
-		c.Scenarios = AllScenarios
+		c.Scenarios = DefaultScenarios
 	}
 	if len(c.Sizes) == 0 {
 		c.Sizes = []int{100, 1000}

@@ -40,7 +40,7 @@ func parseFlags() (bench.Config, string) {
 	cfg := bench.Config{Log: os.Stderr}
 	var scenarios, sizes, fleetSteps, out string
 	flag.BoolVar(&cfg.Short, "short", false, "rollout at N=100 only and a 1-minute steady state (under 10 minutes on 2 cores)")
-	flag.StringVar(&scenarios, "scenarios", strings.Join(bench.AllScenarios, ","), "comma-separated scenarios to run")
+	flag.StringVar(&scenarios, "scenarios", strings.Join(bench.DefaultScenarios, ","), "comma-separated scenarios to run, of "+strings.Join(bench.AllScenarios, ","))
 	flag.StringVar(&sizes, "sizes", "", "comma-separated fleet sizes of the rollout (default 100,1000; 100 with -short)")
 	flag.IntVar(&cfg.SteadyPackages, "steady-packages", 0, "available Packages of the steady state (default 1000)")
 	flag.DurationVar(&cfg.SteadyDuration, "steady-duration", 0, "steady-state window (default 5m; 1m with -short)")
