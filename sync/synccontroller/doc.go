@@ -25,9 +25,10 @@
 // # Files
 //
 // A Package pass reads package_controller.go (the reconciler, its steps source access → source
-// → render, the template data), controller.go (Common and the steps both controllers share, in
-// the order they run: finalizer, paused, hosted cluster, target, apply, status, then teardown
-// of a deleted object), shard.go (whether the object is this replica's, and the cancellation of
+// → render, the template data), the steps both controllers share, in the order they run:
+// controller.go (Common, the scope, finalizer, paused, apply), controller_target.go (the hosted
+// cluster and the clients a pass applies with), controller_status.go (what the engine's result
+// writes into status) and controller_teardown.go (the teardown of a deleted object), shard.go (whether the object is this replica's, and the cancellation of
 // a pass whose object moves to another shard) and, for the inventory it wrote,
 // applied_watches.go. The others: objectdeployment_controller.go (the ObjectDeployment pass,
 // whose revision is its template), watches.go (what the controllers watch, index and map to
