@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,7 +54,7 @@ func TestDevStartsAPartitionedFleetAndStopsCleanly(t *testing.T) {
 	opts := devdemo.Options{Clusters: 3, Kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out fleet.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- runDev(ctx, &out, opts) }()
 
@@ -88,7 +86,7 @@ func TestDevExitAfterRolloutLeavesEveryClusterOnTheSecondRevision(t *testing.T) 
 		ExitAfterRollout: true, AsServiceAccount: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var out syncBuffer
+	var out fleet.SyncBuffer
 	g.Expect(runDev(ctx, &out, opts)).To(Succeed())
 	g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the demo ended by its timeout")
 
@@ -116,22 +114,4 @@ func apiServersServing(host string) []string {
 	port := host[strings.LastIndex(strings.TrimSuffix(host, "/"), ":")+1:]
 	out, _ := exec.Command("pgrep", "-f", "kube-apiserver.*--secure-port="+strings.TrimSuffix(port, "/")).Output()
 	return strings.Fields(string(out))
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

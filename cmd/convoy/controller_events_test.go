@@ -55,7 +55,7 @@ func TestControllerPostsRolloutEventsInFluxFormat(t *testing.T) {
 		RunController: inProcessController(func(o *controllerOptions) { o.eventsAddr = srv.URL + "/events" })}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var out syncBuffer
+	var out fleet.SyncBuffer
 	g.Expect(devdemo.Run(ctx, &out, opts)).To(Succeed())
 	committed := regexp.MustCompile(`Committed ([0-9a-f]{12}) to main`).FindStringSubmatch(out.String())
 	g.Expect(committed).To(HaveLen(2), out.String())

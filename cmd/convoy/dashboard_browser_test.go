@@ -279,7 +279,7 @@ func startTestController(t *testing.T, f *simfleet.Fleet, storage, metricsAddr s
 func startDashboard(ctx context.Context, t *testing.T, f *simfleet.Fleet) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
-	var out syncBuffer
+	var out fleet.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- runDashboard(ctx, f.Config, "127.0.0.1:0", &out) }()
 	t.Cleanup(func() {

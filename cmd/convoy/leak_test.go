@@ -100,7 +100,7 @@ func TestPlantedCredentialReachesNoSurface(t *testing.T) {
 	pkg("exec", "good", "hosted", "kc-exec")
 	pkg("token", "good", "hosted", "kc-token")
 
-	var log syncBuffer
+	var log fleet.SyncBuffer
 	stop := startControllerProcess(t, f.Config, &log)
 	defer stop()
 
@@ -198,7 +198,7 @@ func plantedKubeconfig(g Gomega, cfg *rest.Config, exec bool) string {
 
 // startControllerProcess runs `convoy controller` (this test binary, as main) against cfg,
 // with its stdout and stderr in log and extra flags after the test's own; stop ends it.
-func startControllerProcess(t *testing.T, cfg *rest.Config, log *syncBuffer, extra ...string) (stop func()) {
+func startControllerProcess(t *testing.T, cfg *rest.Config, log *fleet.SyncBuffer, extra ...string) (stop func()) {
 	t.Helper()
 	cmd := startController(t, cfg, log, extra...)
 	var once sync.Once
@@ -213,7 +213,7 @@ func startControllerProcess(t *testing.T, cfg *rest.Config, log *syncBuffer, ext
 // startController starts `convoy controller` (this test binary, as main) against cfg, without
 // leader election, probes, metrics or webhook, with its own storage path, its output in log
 // and extra flags after those; the caller ends the process.
-func startController(t *testing.T, cfg *rest.Config, log *syncBuffer, extra ...string) *exec.Cmd {
+func startController(t *testing.T, cfg *rest.Config, log *fleet.SyncBuffer, extra ...string) *exec.Cmd {
 	t.Helper()
 	g := NewWithT(t)
 	dir := t.TempDir()

@@ -58,7 +58,7 @@ func TestShardReplicasEachReconcileTheirOwnPackages(t *testing.T) {
 		Data: map[string]string{"shards": "a,b"}})).To(Succeed())
 	g.Expect(c.Create(ctx, shardTestHCPackage())).To(Succeed())
 
-	var logMain, logA, logB, logA2 syncBuffer
+	var logMain, logA, logB, logA2 fleet.SyncBuffer
 	leader := []string{"--leader-elect=true", "--leader-election-namespace=" + shardTestNamespace,
 		"--leader-election-lease-duration=4s", "--v=1"}
 	stopMain := startControllerProcess(t, f.Config, &logMain, append(leader, "--shards-configmap="+shardTestNamespace+"/convoy-shards")...)

@@ -14,6 +14,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout/fleetview"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 // update rewrites the golden files: go test ./cmd/convoy -run 'Status|Plan' -update.
@@ -69,7 +70,7 @@ func TestStatusWatchPrintsOneLinePerChangeWhenNotATerminal(t *testing.T) {
 	c := fixtureFleet()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out fleet.SyncBuffer
 	done := make(chan error, 1)
 	opts := fleetview.WatchOptions{Name: "log-collector", Interval: 10 * time.Millisecond, Now: func() time.Time { return fixtureNow }}
 	go func() { done <- fleetview.Watch(ctx, c, &out, opts) }()
@@ -95,7 +96,7 @@ func TestStatusWatchPrintsOneLinePerChangeWhenNotATerminal(t *testing.T) {
 func TestStatusWatchRedrawsInPlaceOnATerminal(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out fleet.SyncBuffer
 	done := make(chan error, 1)
 	opts := fleetview.WatchOptions{Interval: 10 * time.Millisecond, Terminal: true, Now: func() time.Time { return fixtureNow }}
 	go func() { done <- fleetview.Watch(ctx, fixtureFleet(), &out, opts) }()
