@@ -191,13 +191,13 @@ func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus)
 	status.SkippedPackages, status.PendingDeletions = c.Skipped, int32(plan.DeletionsWaiting)
 	status.Failures = nil
 	for _, f := range plan.Failed[:min(len(plan.Failed), convoyv1alpha1.MaxFailureSamples)] {
-		f.Message = boundSample(f.Message)
+		f.Message = BoundSample(f.Message)
 		status.Failures = append(status.Failures, f)
 	}
 	status.Skipped = nil
 	for _, t := range plan.Ineligible[:min(len(plan.Ineligible), convoyv1alpha1.MaxSkippedSamples)] {
 		status.Skipped = append(status.Skipped, convoyv1alpha1.SkippedTarget{
-			HostedCluster: t.HostedCluster, Partition: t.Partition, Reason: t.Reason, Message: boundSample(t.Message)})
+			HostedCluster: t.HostedCluster, Partition: t.Partition, Reason: t.Reason, Message: BoundSample(t.Message)})
 	}
 	for _, cond := range plan.Conditions {
 		apimeta.SetStatusCondition(&status.Conditions, cond)
@@ -213,8 +213,9 @@ func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus)
 // samples of each stay far below the size of an object.
 const MaxSampleMessage = 1 << 10
 
-// boundSample cuts msg to MaxSampleMessage bytes, on a UTF-8 boundary, marking the cut.
-func boundSample(msg string) string {
+// BoundSample cuts msg to MaxSampleMessage bytes, on a UTF-8 boundary, marking the cut: what
+// status and the controller's log quote of a message that others write.
+func BoundSample(msg string) string {
 	if len(msg) <= MaxSampleMessage {
 		return msg
 	}

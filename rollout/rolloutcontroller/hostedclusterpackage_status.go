@@ -165,7 +165,7 @@ func (r *HostedClusterPackageReconciler) reportFailures(ctx context.Context, s *
 	for _, i := range r.newlyFailed(s) {
 		f, pkg := s.plan.Failed[i], s.plan.FailedPackages[i]
 		log.Info("Package missed its progress deadline", "package", pkg.Package.String(), "cluster", f.HostedCluster,
-			"revision", pkg.Revision, "commit", pkg.Commit, "reason", f.Reason, "message", f.Message)
+			"revision", pkg.Revision, "commit", pkg.Commit, "reason", f.Reason, "message", rollout.BoundSample(f.Message))
 	}
 }
 
@@ -206,7 +206,7 @@ func logStall(ctx context.Context, s *scope, err error) {
 		prev.Status == metav1.ConditionTrue && prev.Reason == out.Reason {
 		return
 	}
-	ctrl.LoggerFrom(ctx).Info("Rollout stalled", "revision", s.update.Name, "reason", out.Reason, "message", out.Message)
+	ctrl.LoggerFrom(ctx).Info("Rollout stalled", "revision", s.update.Name, "reason", out.Reason, "message", rollout.BoundSample(out.Message))
 }
 
 // emitConflicts warns about each target a foreign Package newly blocks, remembering the
