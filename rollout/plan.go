@@ -76,9 +76,20 @@ type Plan struct {
 	// revision pruning keeps them.
 	RevisionsInUse []string
 
-	// RequeueAfter is when the next progress deadline or minReadySeconds expires; zero when
-	// nothing is waiting on the clock.
+	// RequeueAfter is when the next progress deadline, minReadySeconds, soak or window expires;
+	// zero when nothing is waiting on the clock.
 	RequeueAfter time.Duration
+
+	// Gate is what holds the rollout now (status.gate); nil when nothing does.
+	Gate *convoyv1alpha1.RolloutGate
+
+	// Reject asks the controller to mark the update revision rejected (RejectedAnnotation on
+	// its ControllerRevision, with RejectReason) before it applies the plan's rollback updates:
+	// the failure policy's action is Rollback and the rollout stopped.
+	Reject bool
+
+	// RejectReason says why, for the annotation, the status and the event.
+	RejectReason string
 }
 
 // Change pins one Package to a revision. The controller applies the revision's template and
@@ -111,6 +122,10 @@ type ChangeReason string
 const (
 	// NewTargetReason: the target had no Package; it gets the revision its partition has reached.
 	NewTargetReason ChangeReason = "NewTarget"
+
+	// RollbackReason: the rollout stopped under a Rollback failure policy; the Package goes
+	// back to the current revision.
+	RollbackReason ChangeReason = "Rollback"
 
 	// ReplaceFailedReason: the Package failed at an older revision, so the update revision
 	// replaces it without waiting for its partition or for budget.
