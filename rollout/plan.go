@@ -210,6 +210,9 @@ const (
 
 	// ProgressDeadlineExceededReason: a Package has not progressed for progressDeadlineSeconds.
 	ProgressDeadlineExceededReason = "ProgressDeadlineExceeded"
+
+	// SoakRegressionReason: a Package stopped being available while its partition soaked.
+	SoakRegressionReason = "SoakRegression"
 )
 
 // Counts are the package counts of a HostedClusterPackage status.
@@ -233,7 +236,8 @@ type Counts struct {
 }
 
 // Compute plans the next step of the rollout. It fails only on a spec that admission should
-// have refused: an invalid selector or maxUnavailable.
+// have refused: an invalid selector, maxUnavailable or maxFailures, or a window whose
+// schedule, duration or time zone is invalid (the error names the window and the field).
 func Compute(in Input) (*Plan, error) {
 	if in.HostedClusterPackage == nil {
 		return nil, errors.New("no HostedClusterPackage")
