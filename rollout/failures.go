@@ -180,12 +180,25 @@ func (p *planner) failuresGateMessage() string {
 	case !p.rejected:
 		return fmt.Sprintf("Rollout stopped: %s; no later partition starts.", p.failuresMessage())
 	case p.in.CurrentRevision == nil:
-		return fmt.Sprintf("Revision %s is rejected; there is no earlier revision to roll back to: a new commit or template change rolls out again.", rev)
+		return fmt.Sprintf("Revision %s is rejected; there is no earlier revision to roll back to: "+
+			"a new commit or template change rolls out again.", rev)
 	case p.stop != nil:
 		return fmt.Sprintf("Revision %s is rejected (%s); rolling back to %s: a new commit or template change rolls out again.",
 			rev, p.failuresMessage(), p.in.CurrentRevision.Name)
 	}
-	return fmt.Sprintf("Revision %s is rejected; a new commit or template change rolls out again.", rev)
+	return fmt.Sprintf("Revision %s is rejected, %d package(s) still on it: a new commit or template change rolls out again.",
+		rev, p.countUpdated())
+}
+
+// countUpdated counts the targets whose Package is on the update revision.
+func (p *planner) countUpdated() int {
+	n := 0
+	for _, t := range p.targets {
+		if t.state.exists && t.state.updated {
+			n++
+		}
+	}
+	return n
 }
 
 // rollBack moves the Packages on a rejected update revision back to the current revision, in
