@@ -106,14 +106,14 @@ func inside(windows []window, t time.Time) bool {
 	return allowed || !anyAllow
 }
 
-// nextInside returns the first time at or after from that is inside windows, looking
+// nextInside returns the first time at or after from that is inside windows, in UTC, looking
 // windowSearch ahead; zero when there is none so soon.
 func nextInside(windows []window, from time.Time) time.Time {
 	limit := from.Add(windowSearch)
 	t := from
 	for range windowSteps {
 		if inside(windows, t) {
-			return t
+			return t.UTC()
 		}
 		var next time.Time
 		for _, w := range windows {
