@@ -71,7 +71,8 @@
 //     rollout order, a partition whose targets are all done or failed counts as done while the
 //     count stays within maxFailures, unless it is a canary partition with a failure. The first
 //     partition where the count goes beyond, or a canary fails, stops the rollout: no partition
-//     after it starts (status.gate Failures), while updates within the reached partitions go on
+//     after it starts, under the instant strategy too (status.gate Failures), while updates
+//     within the partitions already reached go on
 //     within the budget, so that by default a failure holds its partition's barrier as before.
 //     A tolerated failure is still reported, holds its slot while unavailable and is replaced
 //     first by the next revision; the rollout does not complete while one remains.

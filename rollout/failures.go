@@ -73,17 +73,6 @@ func (p *planner) failRegression(t *target, soak time.Duration) {
 		t.namespace, t.pkg.Name, shortCommit(t.pkg.Spec.Revision), t.partition.name, soak, stuckMessage(t.pkg))
 }
 
-// failuresOf counts the accountable targets of part that failed.
-func failuresOf(part *partition) int {
-	n := 0
-	for _, t := range part.targets {
-		if t.accountable() && t.state.failed {
-			n++
-		}
-	}
-	return n
-}
-
 // doneOrFailed reports whether every accountable target of part is done or failed.
 func doneOrFailed(part *partition) bool {
 	for _, t := range part.targets {
@@ -97,29 +86,48 @@ func doneOrFailed(part *partition) bool {
 // tolerateFailures walks the partitions in rollout order counting failures: a partition whose
 // targets are all done or failed passes while the failures so far stay within maxFailures and
 // it is not a canary with one. The first partition where they do not stops the rollout
-// (p.stop): the frontier, the first partition that has not passed, is never after it.
+// (p.stop): the frontier, the first partition that has not passed, is never after it. Counted
+// alone, the failures at the update revision tell whether it stopped the rollout itself
+// (p.stopAtUpdate): failures at older revisions are no reason to reject it.
 func (p *planner) tolerateFailures() error {
 	limit, err := p.maxFailures()
 	if err != nil {
 		return err
 	}
-	failures := 0
+	var all, atUpdate failureCount
 	p.frontier = len(p.partitions)
 	for _, part := range p.partitions {
-		n := failuresOf(part)
-		failures += n
-		pol := p.policy(part.name)
-		tolerated := failures <= limit && (n == 0 || pol == nil || !pol.Canary)
-		if n > 0 && !tolerated && p.stop == nil {
+		canary := p.policy(part.name) != nil && p.policy(part.name).Canary
+		tolerated := all.add(part, false, limit, canary)
+		if !tolerated && p.stop == nil {
 			p.stop = part
+		}
+		if !atUpdate.add(part, true, limit, canary) && p.stopAtUpdate == nil {
+			p.stopAtUpdate = part
 		}
 		part.passed = part.done || (tolerated && doneOrFailed(part))
 		if !part.passed && p.frontier == len(p.partitions) {
 			p.frontier = part.index
 		}
 	}
-	p.failures, p.maxFailed = failures, limit
+	p.failures, p.maxFailed = all.total, limit
 	return nil
+}
+
+// failureCount counts failures across partitions in rollout order.
+type failureCount struct{ total int }
+
+// add counts the failures of part (only those at the update revision when atUpdate) and
+// reports whether they are tolerated: the count stays within limit, and none is in a canary.
+func (fc *failureCount) add(part *partition, atUpdate bool, limit int, canary bool) bool {
+	n := 0
+	for _, t := range part.targets {
+		if t.accountable() && t.state.failed && (!atUpdate || t.state.updated) {
+			n++
+		}
+	}
+	fc.total += n
+	return n == 0 || (fc.total <= limit && !canary)
 }
 
 // maxFailures returns failurePolicy.maxFailures: an integer, or a percentage of the eligible
@@ -145,8 +153,8 @@ func (p *planner) decideRejection() {
 	switch {
 	case p.in.UpdateRevision.Rejected:
 		p.rejected = true
-	case p.stop != nil && fp.Action == convoyv1alpha1.FailureActionRollback && !p.paused:
-		p.rejected, p.rejectReason = true, p.failuresMessage()
+	case p.stopAtUpdate != nil && fp.Action == convoyv1alpha1.FailureActionRollback && !p.paused:
+		p.rejected, p.rejectReason = true, p.failuresMessage(p.stopAtUpdate)
 	}
 	if p.stop == nil && !p.rejected {
 		return
@@ -157,20 +165,25 @@ func (p *planner) decideRejection() {
 	}
 }
 
-// failuresMessage says how many Packages failed and which, and why that stops the rollout.
-func (p *planner) failuresMessage() string {
-	var names []string
+// failuresMessage says how many Packages failed and which, and why that stops the rollout at
+// partition stop.
+func (p *planner) failuresMessage(stop *partition) string {
+	atUpdate := stop == p.stopAtUpdate && stop != p.stop
+	failures, names := 0, []string{}
 	for _, t := range p.targets {
-		if t.accountable() && t.state.failed && len(names) < maxRejectSamples {
+		if !t.accountable() || !t.state.failed || (atUpdate && !t.state.updated) {
+			continue
+		}
+		failures++
+		if len(names) < maxRejectSamples {
 			names = append(names, fmt.Sprintf("%s (%s)", t.key, t.state.failReason))
 		}
 	}
 	why := fmt.Sprintf("more than failurePolicy.maxFailures (%d)", p.maxFailed)
-	if p.failures <= p.maxFailed {
-		why = fmt.Sprintf("in partition %s, a canary that tolerates none", p.stop.name)
+	if failures <= p.maxFailed {
+		why = fmt.Sprintf("in partition %s, a canary that tolerates none", stop.name)
 	}
-	return fmt.Sprintf("%d package(s) failed at revision %s, %s: %s", p.failures, p.in.UpdateRevision.Name, why,
-		strings.Join(names, ", "))
+	return fmt.Sprintf("%d package(s) failed, %s: %s", failures, why, strings.Join(names, ", "))
 }
 
 // failuresGateMessage says why the rollout is stopped or rejected, and what moves it again.
@@ -178,13 +191,13 @@ func (p *planner) failuresGateMessage() string {
 	rev := p.in.UpdateRevision.Name
 	switch {
 	case !p.rejected:
-		return fmt.Sprintf("Rollout stopped: %s; no later partition starts.", p.failuresMessage())
+		return fmt.Sprintf("Rollout stopped: %s; no later partition starts.", p.failuresMessage(p.stop))
 	case p.in.CurrentRevision == nil:
 		return fmt.Sprintf("Revision %s is rejected; there is no earlier revision to roll back to: "+
 			"a new commit or template change rolls out again.", rev)
-	case p.stop != nil:
+	case p.rejectReason != "":
 		return fmt.Sprintf("Revision %s is rejected (%s); rolling back to %s: a new commit or template change rolls out again.",
-			rev, p.failuresMessage(), p.in.CurrentRevision.Name)
+			rev, p.rejectReason, p.in.CurrentRevision.Name)
 	}
 	return fmt.Sprintf("Revision %s is rejected, %d package(s) still on it: a new commit or template change rolls out again.",
 		rev, p.countUpdated())

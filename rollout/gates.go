@@ -88,15 +88,17 @@ func (p *planner) soakEnd(part *partition) time.Time {
 	return last.Add(soak)
 }
 
-// holdPartitions keeps each partition the rollout would start (the frontier of a rolling
-// upgrade, every partition under the instant strategy) from starting while an earlier
-// partition soaks or while it waits for its approval. A rejected revision starts nowhere.
+// holdPartitions keeps each partition the rollout would start (up to the frontier of a
+// rolling upgrade, every partition under the instant strategy) from starting while an earlier
+// partition soaks or while it waits for its approval. A partition before the frontier that has
+// not started is one whose targets all failed within the tolerance. A rejected revision
+// starts nowhere.
 func (p *planner) holdPartitions() {
 	if p.rejected {
 		return
 	}
 	for _, part := range p.partitions {
-		if part.started || part.done || (!p.instant && part.index != p.frontier) {
+		if part.started || part.done || (!p.instant && part.index > p.frontier) {
 			continue
 		}
 		part.hold = p.soakHold(part)

@@ -47,11 +47,13 @@ type planner struct {
 	deleting   []orphan
 
 	// failures counts the accountable targets that failed, maxFailed is what the failure
-	// policy tolerates, and stop is the partition whose failures stopped the rollout (nil
-	// when none did); see tolerateFailures.
-	failures  int
-	maxFailed int
-	stop      *partition
+	// policy tolerates, stop is the partition whose failures stopped the rollout and
+	// stopAtUpdate the one where the failures at the update revision alone do (nil when none
+	// does); see tolerateFailures.
+	failures     int
+	maxFailed    int
+	stop         *partition
+	stopAtUpdate *partition
 
 	// rejected: the update revision is rejected, or rejectReason rejects it now; nothing
 	// starts at it and its Packages roll back.
@@ -169,10 +171,11 @@ func (p *planner) newTargetRevision(t *target) *Revision {
 }
 
 // reached reports whether the rollout may move targets of part to the update revision: the
-// revision is not rejected, the partition is not held by a soak or an approval, and it is at
-// or before the frontier (any partition under the instant strategy).
+// revision is not rejected, the partition is not held by a soak or an approval, nor is it a
+// partition that has not started after the one where failures stopped the rollout, and it is
+// at or before the frontier (any partition under the instant strategy).
 func (p *planner) reached(part *partition) bool {
-	if p.rejected || part.hold != nil {
+	if p.rejected || part.hold != nil || (p.stop != nil && part.index > p.stop.index && !part.started) {
 		return false
 	}
 	return p.instant || part.index <= p.frontier

@@ -11,10 +11,11 @@ import (
 )
 
 // windowSearch bounds how far ahead nextInside looks for the rollout's next time inside its
-// windows, and windowSteps how many openings and closings it visits on the way.
+// windows, and windowSteps how many openings it visits on the way (windows that overlap
+// themselves, "*/10 * * * *" for 20 minutes, would otherwise take a step every 10 minutes).
 const (
 	windowSearch = 366 * 24 * time.Hour
-	windowSteps  = 10000
+	windowSteps  = 1000
 )
 
 // window is one spec.windows entry, parsed.
@@ -81,50 +82,95 @@ func (w window) open(t time.Time) bool {
 	return !w.openedAt(t).IsZero()
 }
 
-// nextChange returns the first time after t when w may open or close; zero when never.
-func (w window) nextChange(t time.Time) time.Time {
-	next := w.schedule.Next(t.In(w.location))
-	if s := w.openedAt(t); !s.IsZero() && (next.IsZero() || s.Add(w.duration).Before(next)) {
-		next = s.Add(w.duration)
+// closesAt returns when w, open at t, closes: the end of the stretch of its openings that
+// overlap one another, each step taking one of budget; zero when it has not closed within
+// budget.
+func (w window) closesAt(t time.Time, budget *int) time.Time {
+	s := w.openedAt(t)
+	end := s.Add(w.duration)
+	for ; *budget > 0; *budget-- {
+		s = w.schedule.Next(s)
+		if s.IsZero() || s.After(end) {
+			return end
+		}
+		end = latest(end, s.Add(w.duration))
 	}
-	return next
+	return time.Time{}
 }
 
 // inside reports whether t is inside windows: an allowed window is open (or none is listed)
 // and no deny window is.
 func inside(windows []window, t time.Time) bool {
-	allowed, anyAllow := false, false
-	for _, w := range windows {
-		switch {
-		case w.deny && w.open(t):
-			return false
-		case !w.deny:
-			anyAllow = true
-			allowed = allowed || w.open(t)
-		}
-	}
-	return allowed || !anyAllow
+	return !denied(windows, t) && allowed(windows, t)
 }
 
-// nextInside returns the first time at or after from that is inside windows, in UTC, looking
-// windowSearch ahead; zero when there is none so soon.
+// nextInside returns the first time at or after from that is inside windows, in UTC: past the
+// stretch of every open deny window, then at the next opening of an allowed window, and so on,
+// looking windowSearch and windowSteps ahead; zero when there is none so soon.
 func nextInside(windows []window, from time.Time) time.Time {
-	limit := from.Add(windowSearch)
+	limit, budget := from.Add(windowSearch), windowSteps
 	t := from
-	for range windowSteps {
-		if inside(windows, t) {
+	for ; budget > 0 && !t.IsZero() && !t.After(limit); budget-- {
+		switch {
+		case denied(windows, t):
+			t = pastDenials(windows, t, &budget)
+		case !allowed(windows, t):
+			t = nextAllowed(windows, t)
+		default:
 			return t.UTC()
 		}
-		var next time.Time
-		for _, w := range windows {
-			if c := w.nextChange(t); !c.IsZero() && (next.IsZero() || c.Before(next)) {
-				next = c
-			}
-		}
-		if next.IsZero() || next.After(limit) {
-			return time.Time{}
-		}
-		t = next
 	}
 	return time.Time{}
+}
+
+// denied reports whether a deny window is open at t.
+func denied(windows []window, t time.Time) bool {
+	for _, w := range windows {
+		if w.deny && w.open(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowed reports whether an allowed window is open at t, or none is listed.
+func allowed(windows []window, t time.Time) bool {
+	listed := false
+	for _, w := range windows {
+		if !w.deny {
+			if w.open(t) {
+				return true
+			}
+			listed = true
+		}
+	}
+	return !listed
+}
+
+// pastDenials returns when the last of the deny windows open at t closes; zero when one does
+// not close within budget.
+func pastDenials(windows []window, t time.Time, budget *int) time.Time {
+	end := t
+	for _, w := range windows {
+		if !w.deny || !w.open(t) {
+			continue
+		}
+		c := w.closesAt(t, budget)
+		if c.IsZero() {
+			return c
+		}
+		end = latest(end, c)
+	}
+	return end
+}
+
+// nextAllowed returns the next opening of an allowed window after t; zero when none opens.
+func nextAllowed(windows []window, t time.Time) time.Time {
+	var next time.Time
+	for _, w := range windows {
+		if o := w.schedule.Next(t.In(w.location)); !w.deny && !o.IsZero() && (next.IsZero() || o.Before(next)) {
+			next = o
+		}
+	}
+	return next
 }
