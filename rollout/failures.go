@@ -76,7 +76,7 @@ func (p *planner) failRegression(t *target, soak time.Duration) {
 // doneOrFailed reports whether every accountable target of part is done or failed.
 func doneOrFailed(part *partition) bool {
 	for _, t := range part.targets {
-		if !t.done() && !(t.accountable() && t.state.failed) {
+		if !t.done() && !t.failed() {
 			return false
 		}
 	}
@@ -122,7 +122,7 @@ type failureCount struct{ total int }
 func (fc *failureCount) add(part *partition, atUpdate bool, limit int, canary bool) bool {
 	n := 0
 	for _, t := range part.targets {
-		if t.accountable() && t.state.failed && (!atUpdate || t.state.updated) {
+		if t.failed() && (!atUpdate || t.state.updated) {
 			n++
 		}
 	}
@@ -147,7 +147,7 @@ func (p *planner) maxFailures() (int, error) {
 
 // decideRejection rejects the update revision when the rollout stopped and the failure
 // policy's action is Rollback (never under spec.paused), and sets the Failures gate of a
-// stopped or rejected rollout.
+// stopped or rejected rollout, or of one that passed every partition with tolerated failures.
 func (p *planner) decideRejection() {
 	fp := p.in.HostedClusterPackage.Spec.FailurePolicy
 	switch {
@@ -156,13 +156,30 @@ func (p *planner) decideRejection() {
 	case p.stopAtUpdate != nil && fp.Action == convoyv1alpha1.FailureActionRollback && !p.paused:
 		p.rejected, p.rejectReason = true, p.failuresMessage(p.stopAtUpdate)
 	}
-	if p.stop == nil && !p.rejected {
-		return
+	switch {
+	case p.stop != nil || p.rejected:
+		p.gate = &convoyv1alpha1.RolloutGate{Type: convoyv1alpha1.GateFailures, Message: p.failuresGateMessage()}
+		if p.stop != nil {
+			p.gate.Partition = p.stop.name
+		}
+	case p.failures > 0 && p.frontier == len(p.partitions):
+		p.gate = p.toleratedGate()
 	}
-	p.gate = &convoyv1alpha1.RolloutGate{Type: convoyv1alpha1.GateFailures, Message: p.failuresGateMessage()}
-	if p.stop != nil {
-		p.gate.Partition = p.stop.name
+}
+
+// toleratedGate is the Failures gate of a rollout that passed every partition but keeps
+// tolerated failures: it cannot complete until they progress or a new revision replaces them.
+func (p *planner) toleratedGate() *convoyv1alpha1.RolloutGate {
+	gate := &convoyv1alpha1.RolloutGate{Type: convoyv1alpha1.GateFailures}
+	for _, t := range p.targets {
+		if t.failed() {
+			gate.Partition = t.partition.name
+			break
+		}
 	}
+	gate.Message = fmt.Sprintf("Revision %s passed every partition, but %d tolerated failure(s) keep it from completing: "+
+		"it completes once they progress, or a new revision replaces them first.", p.in.UpdateRevision.Name, p.failures)
+	return gate
 }
 
 // failuresMessage says how many Packages failed and which, and why that stops the rollout at
@@ -171,7 +188,7 @@ func (p *planner) failuresMessage(stop *partition) string {
 	atUpdate := stop == p.stopAtUpdate && stop != p.stop
 	failures, names := 0, []string{}
 	for _, t := range p.targets {
-		if !t.accountable() || !t.state.failed || (atUpdate && !t.state.updated) {
+		if !t.failed() || (atUpdate && !t.state.updated) {
 			continue
 		}
 		failures++
@@ -228,7 +245,7 @@ func (p *planner) rollBack(plan *Plan) {
 	every := fp.RollbackScope == convoyv1alpha1.RollbackUpdated
 	for i := len(p.targets) - 1; i >= 0; i-- {
 		t := p.targets[i]
-		if !p.onUpdateRevision(t) || !(every || t.state.failed || !t.state.available) {
+		if !p.onUpdateRevision(t) || (!every && t.state.available && !t.state.failed) {
 			continue
 		}
 		free := p.holdsBudget(t)

@@ -34,7 +34,7 @@ func (p *planner) applyGates() error {
 func (p *planner) markStarted() {
 	for _, part := range p.partitions {
 		for _, t := range part.targets {
-			part.started = part.started || (t.accountable() && t.state.exists && t.state.updated)
+			part.started = part.started || (t.accountable() && t.state.pinnedToUpdate())
 		}
 	}
 }
@@ -194,7 +194,7 @@ func (p *planner) applyWindows(windows []window) {
 // the update revision yet.
 func (p *planner) hasTargetsToStart(part *partition) bool {
 	for _, t := range part.targets {
-		if t.eligible() && !t.state.failed && !(t.state.exists && t.state.updated) {
+		if t.eligible() && !t.state.failed && !t.state.pinnedToUpdate() {
 			return true
 		}
 	}

@@ -112,3 +112,19 @@ func TestMaxFailuresPercentage(t *testing.T) {
 	g.Expect(describe(plan)).To(Equal([]string{"update normal-1 rev2 WithinBudget"}), "two failures hold two of three slots")
 	g.Expect(plan.Completed).To(BeFalse())
 }
+
+func TestToleratedFailuresKeepTheRolloutFromCompleting(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(1, "early", "normal").progressedAll(revision(2))
+	w.hcpkg.Spec.FailurePolicy.MaxFailures = ptr(intstr.FromInt32(1))
+	setSpec(w.packages[namespaceOf("normal-1")], revision(2), t0.Add(-time.Hour))
+
+	plan := compute(g, w)
+	g.Expect(plan.Failed).To(HaveLen(1))
+	g.Expect(plan.Completed).To(BeFalse())
+	g.Expect(states(plan)).To(Equal([]string{"early=Done", "normal=Done", "late=Done"}))
+	g.Expect(plan.Gate.Type).To(Equal(convoyv1alpha1.GateFailures))
+	g.Expect(plan.Gate.Partition).To(Equal("normal"))
+	g.Expect(plan.Gate.Message).To(ContainSubstring("1 tolerated failure(s) keep it from completing"))
+	g.Expect(plan.Reject).To(BeFalse())
+}

@@ -46,6 +46,9 @@ type packageState struct {
 	wakeAt time.Time
 }
 
+// pinnedToUpdate reports whether the Package exists and is on the update revision.
+func (s *packageState) pinnedToUpdate() bool { return s.exists && s.updated }
+
 // Progressed reports whether pkg has progressed: status.revision equals spec.revision, and
 // Available=True and Progressing=False at the current generation. Available alone is never
 // enough: a Package still applying its revision may be Available at the previous one.

@@ -50,7 +50,7 @@ func parseWindow(spec convoyv1alpha1.RolloutWindow) (window, error) {
 	}
 	schedule, err := cron.ParseStandard(spec.Schedule)
 	if err != nil {
-		return w, fmt.Errorf("schedule %q: must be a five-field cron expression or a descriptor such as @daily: %v",
+		return w, fmt.Errorf("schedule %q: must be a five-field cron expression or a descriptor such as @daily: %w",
 			spec.Schedule, err)
 	}
 	w.schedule = schedule
@@ -61,7 +61,7 @@ func parseWindow(spec convoyv1alpha1.RolloutWindow) (window, error) {
 		return w, fmt.Errorf("timeZone %q: must be an IANA time zone name", spec.TimeZone)
 	}
 	if w.location, err = time.LoadLocation(spec.TimeZone); err != nil {
-		return w, fmt.Errorf("timeZone %q: must be an IANA time zone name: %v", spec.TimeZone, err)
+		return w, fmt.Errorf("timeZone %q: must be an IANA time zone name: %w", spec.TimeZone, err)
 	}
 	return w, nil
 }
