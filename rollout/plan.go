@@ -32,7 +32,9 @@ type Plan struct {
 	DeletionsWaiting int
 
 	// Failed lists every eligible target whose Package has not progressed for
-	// progressDeadlineSeconds, in rollout order; status keeps the first MaxFailureSamples.
+	// progressDeadlineSeconds (ProgressDeadlineExceededReason) or regressed while its partition
+	// soaked (SoakRegressionReason), tolerated or not, in rollout order; status keeps the first
+	// MaxFailureSamples.
 	Failed []convoyv1alpha1.PackageFailure
 
 	// FailedPackages names the Package of each failure and what it failed at, parallel to
@@ -62,7 +64,8 @@ type Plan struct {
 	MaxUnavailable int
 
 	// Completed is true when every eligible target is on the update revision and has progressed
-	// for minReadySeconds: the controller sets currentRevision to UpdateRevision.
+	// for minReadySeconds (a tolerated failure has not), and the update revision is not
+	// rejected: the controller sets currentRevision to UpdateRevision.
 	Completed bool
 
 	// UpdateRevision names the revision being rolled out.
