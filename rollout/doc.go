@@ -72,18 +72,19 @@
 //     count stays within maxFailures, unless it is a canary partition with a failure. The first
 //     partition where the count goes beyond, or a canary fails, stops the rollout: no partition
 //     after it starts, under the instant strategy too (status.gate Failures), while updates
-//     within the partitions already reached go on
-//     within the budget, so that by default a failure holds its partition's barrier as before.
-//     A tolerated failure is still reported, holds its slot while unavailable and is replaced
-//     first by the next revision; the rollout does not complete while one remains.
-//   - Rollback: once the rollout stopped under failurePolicy.action Rollback, and not under
-//     spec.paused, the plan rejects the update revision (Plan.Reject: the controller marks its
-//     ControllerRevision with RejectedAnnotation). Nothing starts at a rejected revision: new
-//     targets get the current revision, and its Packages go back to the current revision in
-//     reverse rollout order (rollbackScope Failed: the failed or unavailable ones; Updated:
-//     every one), an unavailable or updating Package for free, an available one for a budget
-//     slot; never under spec.paused, but outside the windows too, since a rollback is the
-//     remedy. Without a current revision nothing goes back. A rejected revision never
+//     within the partitions already reached go on within the budget, so that by default a
+//     failure holds its partition's barrier as before. A tolerated failure is still reported,
+//     holds its slot while unavailable and is replaced first by the next revision; the rollout
+//     does not complete while one remains, and once every partition passed it shows Failures.
+//   - Rollback: once failures at the update revision alone stop the rollout (failures at the
+//     revisions it superseded are no reason to reject it) under failurePolicy.action Rollback,
+//     and not under spec.paused, the plan rejects the update revision (Plan.Reject: the
+//     controller marks its ControllerRevision with RejectedAnnotation). Nothing starts at a
+//     rejected revision: new targets get the current revision, and its Packages go back to the
+//     current revision in reverse rollout order (rollbackScope Failed: the failed or unavailable
+//     ones; Updated: every one), an unavailable or updating Package for free, an available one
+//     for a budget slot; never under spec.paused, but outside the windows too, since a rollback
+//     is the remedy. Without a current revision nothing goes back. A rejected revision never
 //     completes; a new commit or template change makes a new update revision, which rolls out
 //     as usual.
 //   - Approval: a partition whose policy requires an approval starts only once a RolloutApproval
