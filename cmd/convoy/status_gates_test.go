@@ -45,7 +45,7 @@ func TestStatusShowsWhatHoldsTheRollout(t *testing.T) {
 	opts := statusOptions{output: "text", now: func() time.Time { return fixtureNow }}
 	g.Expect(runStatus(context.Background(), c, &out, "log-collector", opts)).To(Succeed())
 	text := out.String()
-	g.Expect(text).To(ContainSubstring("Held by   soak of partition normal until 2026-01-02 12:03:00 UTC (in 3m): partition early soaks"))
+	g.Expect(text).To(ContainSubstring("Gate      Soak on partition normal until 2026-01-02 12:03:00 UTC (in 3m): partition early soaks"))
 	g.Expect(text).To(MatchRegexp(`early .* Soaking until 2026-01-02 12:03:00 UTC \(in 3m\)\n`))
 	g.Expect(text).To(MatchRegexp(`normal .* AwaitingApproval: convoy approve log-collector --partition normal\n`))
 	g.Expect(text).To(MatchRegexp(`late .* OutsideWindow until 2026-01-03 14:30:00 UTC \(in 1d3h\)\n`))
@@ -70,7 +70,7 @@ func TestStatusShowsAnApprovalGateWithItsCommand(t *testing.T) {
 	})
 	var out bytes.Buffer
 	g.Expect(runStatus(context.Background(), c, &out, "log-collector", statusOptions{output: "text"})).To(Succeed())
-	g.Expect(out.String()).To(ContainSubstring("Held by   approval of partition normal: partition normal waits for an approval " +
+	g.Expect(out.String()).To(ContainSubstring("Gate      Approval on partition normal: partition normal waits for an approval " +
 		"of log-collector-7d2e4; to approve: convoy approve log-collector --partition normal\n"))
 }
 
@@ -84,13 +84,13 @@ func TestStatusShowsARejectedRevision(t *testing.T) {
 	})
 	var out bytes.Buffer
 	g.Expect(runStatus(context.Background(), c, &out, "log-collector", statusOptions{output: "text"})).To(Succeed())
-	g.Expect(out.String()).To(ContainSubstring("Held by   failures of partition normal: 2 failed Packages exceed maxFailures 1\n"))
+	g.Expect(out.String()).To(ContainSubstring("Gate      Failures on partition normal: 2 failed Packages exceed maxFailures 1\n"))
 	g.Expect(out.String()).To(ContainSubstring("Rejected  log-collector-7d2e4 (bbbbbbbbbbbb): a rollback rejected it"))
 
 	snaps, err := fleetview.ReadStatus(context.Background(), c, "log-collector")
 	g.Expect(err).NotTo(HaveOccurred())
 	r := fleetview.NewReport(snaps[0])
-	g.Expect(r.Line()).To(HaveSuffix("; held by Failures of normal, rejected log-collector-7d2e4"))
+	g.Expect(r.Line()).To(HaveSuffix("; gate Failures on normal, rejected log-collector-7d2e4"))
 }
 
 func TestShortDurationRoundsUp(t *testing.T) {

@@ -22,7 +22,7 @@ func ApproveCommand(name, partition string) string {
 // writeGate prints what holds the rollout and the revision a rollback rejected, when there are.
 func (r *Report) writeGate(w io.Writer) {
 	if r.Gate != nil {
-		fmt.Fprintf(w, "  Held by\t%s\n", r.gateText())
+		fmt.Fprintf(w, "  Gate\t%s\n", r.gateText())
 	}
 	if r.RejectedRevision != nil {
 		fmt.Fprintf(w, "  Rejected\t%s: a rollback rejected it; a new commit or template change makes the next revision\n",
@@ -31,22 +31,12 @@ func (r *Report) writeGate(w io.Writer) {
 }
 
 // gateText describes the gate in one phrase: its type, the partition it holds, until when, and
-// its message.
+// its message: "Soak on partition normal until 2026-01-02 12:03:00 UTC (in 3m): …".
 func (r *Report) gateText() string {
 	g := r.Gate
 	s := g.Type
-	switch g.Type {
-	case convoyv1alpha1.GateSoak:
-		s = "soak"
-	case convoyv1alpha1.GateApproval:
-		s = "approval"
-	case convoyv1alpha1.GateWindow:
-		s = "window"
-	case convoyv1alpha1.GateFailures:
-		s = "failures"
-	}
 	if g.Partition != "" {
-		s += " of partition " + g.Partition
+		s += " on partition " + g.Partition
 	}
 	if g.Until != nil {
 		s += " until " + WhenText(g.Until.Time, r.Now)
@@ -120,9 +110,9 @@ func ShortDuration(d time.Duration) string {
 func (r *Report) gateLine() string {
 	var parts []string
 	if g := r.Gate; g != nil {
-		s := "held by " + g.Type
+		s := "gate " + g.Type
 		if g.Partition != "" {
-			s += " of " + g.Partition
+			s += " on " + g.Partition
 		}
 		if g.Until != nil {
 			s += " until " + g.Until.UTC().Format(timeLayout)
