@@ -230,5 +230,5 @@ Partitions, at the earliest (every Package progresses at once, every approval is
 `))
 	out.Reset()
 	g.Expect(f.WriteMarkdown(&out)).To(Succeed())
-	g.Expect(out.String()).To(ContainSubstring("- **late**: 2026-01-02 21:00:00 UTC (in 9h); waits for awaits approval: convoy approve addon --partition late;"))
+	g.Expect(out.String()).To(ContainSubstring("- **late**: 2026-01-02 21:00:00 UTC (in 9h); awaits approval: convoy approve addon --partition late;"))
 }

@@ -54,7 +54,7 @@ func (f *Forecast) writeMarkdownPartitions(p *mdPrinter) {
 	for _, part := range f.Partitions {
 		line := fmt.Sprintf("- **%s**: %s", mdCell(part.Name), mdCell(f.startText(part)))
 		if len(part.Waits) > 0 {
-			line += "; waits for " + mdCell(waitsText(part.Waits))
+			line += "; " + mdCell(waitsText(part.Waits))
 		}
 		p.printf("%s\n", line)
 	}
