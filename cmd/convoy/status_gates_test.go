@@ -70,6 +70,10 @@ func TestStatusShowsAnApprovalGateWithItsCommand(t *testing.T) {
 	})
 	var out bytes.Buffer
 	g.Expect(runStatus(context.Background(), c, &out, "log-collector", statusOptions{output: "text"})).To(Succeed())
+	snaps, err := fleetview.ReadStatus(context.Background(), c, "log-collector")
+	g.Expect(err).NotTo(HaveOccurred())
+	r := fleetview.NewReport(snaps[0])
+	g.Expect(r.Line()).To(HaveSuffix("; gate Approval on normal (convoy approve log-collector --partition normal)"))
 	g.Expect(out.String()).To(ContainSubstring("Gate      Approval on partition normal: partition normal waits for an approval " +
 		"of log-collector-7d2e4; to approve: convoy approve log-collector --partition normal\n"))
 }

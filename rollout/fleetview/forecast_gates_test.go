@@ -195,6 +195,18 @@ func TestForecastStopsAtAFreezeThatNeverEnds(t *testing.T) {
 	g.Expect(f.Blocked).To(ContainSubstring("no allowed window opens for partition early"))
 }
 
+func TestForecastOfARejectedRevisionSaysSo(t *testing.T) {
+	requirePlannerGates(t)
+	g := NewWithT(t)
+	snap := gatedSnapshot(nil)
+	update := snap.Revisions["addon-2"]
+	update.Rejected = true
+	snap.Revisions["addon-2"] = update
+	f := forecastOf(t, snap)
+	g.Expect(f.Batches).To(BeEmpty(), "nothing starts at a rejected revision, and no Package is on it to move back")
+	g.Expect(f.Blocked).To(HavePrefix("a rollback rejected the revision"))
+}
+
 func TestForecastGivesTheApprovalsItWaitsFor(t *testing.T) {
 	requirePlannerGates(t)
 	g := NewWithT(t)

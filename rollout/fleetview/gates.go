@@ -106,7 +106,8 @@ func ShortDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd%dh", h/24, h%24)
 }
 
-// gateLine is the gate in the one-line form of a report; empty when nothing holds the rollout.
+// gateLine is the gate in the one-line form of a report, with the command that gives an
+// approval it waits for, and the rejected revision; empty when there is neither.
 func (r *Report) gateLine() string {
 	var parts []string
 	if g := r.Gate; g != nil {
@@ -116,6 +117,9 @@ func (r *Report) gateLine() string {
 		}
 		if g.Until != nil {
 			s += " until " + g.Until.UTC().Format(timeLayout)
+		}
+		if g.Type == convoyv1alpha1.GateApproval && g.Partition != "" {
+			s += " (" + ApproveCommand(r.Name, g.Partition) + ")"
 		}
 		parts = append(parts, s)
 	}

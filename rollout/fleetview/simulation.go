@@ -48,7 +48,7 @@ func (s *simulation) run(f *Forecast) error {
 		case s.passGate(plan):
 			continue
 		default:
-			f.Blocked = blockedReason(s.in.HostedClusterPackage, plan)
+			f.Blocked = s.blockedReason(plan)
 			return nil
 		}
 		s.in.Now = s.in.Now.Add(s.tick)
@@ -133,8 +133,11 @@ func (s *simulation) packageIn(namespace string) *convoyv1alpha1.Package {
 }
 
 // blockedReason explains why a plan that changes nothing does not complete the rollout.
-func blockedReason(h *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan) string {
-	if h.Spec.Paused {
+func (s *simulation) blockedReason(plan *rollout.Plan) string {
+	if s.in.UpdateRevision.Rejected {
+		return "a rollback rejected the revision: it is not rolled out again; a new commit or template change makes the next revision"
+	}
+	if s.in.HostedClusterPackage.Spec.Paused {
 		return "spec.paused is set: no update starts until it is cleared"
 	}
 	if g := plan.Gate; g != nil && g.Type != convoyv1alpha1.GateFailures {
