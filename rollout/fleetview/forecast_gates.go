@@ -100,8 +100,9 @@ func (l *gateLog) noteWait(gate *convoyv1alpha1.RolloutGate) {
 }
 
 // noteRequiredApprovals records an Approval wait for each partition whose policy requires an
-// approval that approvals does not give for the revision, whether or not the forecast reached
-// it: a person has to act before it starts.
+// approval that approvals (the simulated ones aside) does not give for the revision, whether
+// or not the forecast reached it: a person has to act before it starts. Run after the
+// simulation, it adds only the waits the planner's gates did not report, after the others.
 func (l *gateLog) noteRequiredApprovals(h *convoyv1alpha1.HostedClusterPackage, approvals []rollout.Approval) {
 	if h.Spec.Partition == nil {
 		return

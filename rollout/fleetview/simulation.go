@@ -23,8 +23,10 @@ type simulation struct {
 // run plans pass after pass, recording each pass's changes as a batch of f, until the rollout
 // completes or nothing can change any more.
 func (s *simulation) run(f *Forecast) error {
-	defer func() { f.Partitions = s.gates.partitions() }()
-	s.gates.noteRequiredApprovals(s.in.HostedClusterPackage, s.in.Approvals)
+	defer func() {
+		s.gates.noteRequiredApprovals(s.in.HostedClusterPackage, s.in.Approvals)
+		f.Partitions = s.gates.partitions()
+	}()
 	// Note: each partition may wait for a soak, an approval and a window, one pass each.
 	limit := 5*len(s.in.HostedClusters) + 4
 	for pass := 0; pass < limit; pass++ {
