@@ -237,4 +237,18 @@ func TestApprovalsAreIndexedByTheirHostedClusterPackage(t *testing.T) {
 	g.Expect(reqs).To(HaveLen(1))
 	g.Expect(reqs[0].Name).To(Equal("addon"))
 	g.Expect(indexApproval(&convoyv1alpha1.Package{})).To(BeNil())
+
+	scheme := runtime.NewScheme()
+	g.Expect(convoyv1alpha1.AddToScheme(scheme)).To(Succeed())
+	other := a.DeepCopy()
+	other.Name, other.Spec.HostedClusterPackage = "other-x1", "other"
+	earlier := a.DeepCopy()
+	earlier.Name, earlier.Spec.Revision = "addon-a0", "addon-a"
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(a, other, earlier).
+		WithIndex(&convoyv1alpha1.RolloutApproval{}, approvalIndex, indexApproval).Build()
+	r := &HostedClusterPackageReconciler{Client: c}
+	got, err := r.listApprovals(context.Background(), "addon")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal([]rollout.Approval{{Name: "addon-a0", Partition: "normal", Revision: "addon-a"},
+		{Name: "addon-x1", Partition: "normal", Revision: "addon-b"}}), "the approvals of addon, every revision, by name")
 }
