@@ -21,7 +21,8 @@
 //  6. status: the Plan is written into the status (status.gate, status.rejectedRevision
 //     included), and what it changes since the status the pass started from is announced, each
 //     once, by an event and a log line: "Partition started", "Partition completed", "Rollout
-//     gated" (event Gated, when a gate starts holding the rollout), "Revision rejected" (a
+//     gated" (event Gated, when a gate starts holding the rollout; a rollout stopped by
+//     failures has the event only, as "Rollout stalled" tells it), "Revision rejected" (a
 //     Warning event RevisionRejected), "Package missed its progress deadline", "Rollout
 //     completed".
 //  7. apply: Packages are created and updated with server-side apply (field manager

@@ -84,14 +84,17 @@ func writeGates(s *scope) {
 }
 
 // reportGates announces, by an event and a log line, a gate that starts holding the rollout
-// (newGate) and the rejection of the update revision.
+// (newGate; a Failures gate by the event only) and the rejection of the update revision.
 func (r *HostedClusterPackageReconciler) reportGates(ctx context.Context, s *scope) {
 	before, after := s.before, &s.obj.Status
 	log := ctrl.LoggerFrom(ctx)
 	if gate := after.Gate; gate != nil && newGate(before, after) {
 		r.event(s, corev1.EventTypeNormal, GatedReason, "%s", describeGate(gate, after.UpdateRevision))
-		log.Info("Rollout gated", "gate", gate.Type, "partition", gate.Partition, "revision", after.UpdateRevision,
-			"until", formatUntil(gate.Until), "message", rollout.BoundSample(gate.Message))
+		// Note: a rollout stopped by failures stalls, and "Rollout stalled" tells it already.
+		if gate.Type != convoyv1alpha1.GateFailures {
+			log.Info("Rollout gated", "gate", gate.Type, "partition", gate.Partition, "revision", after.UpdateRevision,
+				"until", formatUntil(gate.Until), "message", rollout.BoundSample(gate.Message))
+		}
 	}
 	if after.RejectedRevision != "" && after.RejectedRevision != before.RejectedRevision {
 		reason := s.plan.RejectReason
