@@ -117,25 +117,26 @@ func newGate(before, after *convoyv1alpha1.HostedClusterPackageStatus) bool {
 		before.UpdateRevision != after.UpdateRevision
 }
 
-// describeGate says in a sentence what holds the rollout of revision.
+// describeGate says what holds the rollout of revision, as a sentence: the gate's own message
+// (the planner's, which says what opens it), or one made from its type, partition and until.
 func describeGate(gate *convoyv1alpha1.RolloutGate, revision string) string {
-	var msg string
+	if gate.Message != "" {
+		return rollout.BoundSample(gate.Message)
+	}
 	switch gate.Type {
 	case convoyv1alpha1.GateSoak:
-		msg = fmt.Sprintf("Partition %s waits for the soak of the previous partition until %s", gate.Partition, formatUntil(gate.Until))
+		return fmt.Sprintf("Partition %s waits for the soak of the previous partition until %s.", gate.Partition, formatUntil(gate.Until))
 	case convoyv1alpha1.GateApproval:
-		msg = fmt.Sprintf("Partition %s awaits approval at revision %s", gate.Partition, revision)
+		return fmt.Sprintf("Partition %s awaits approval at revision %s.", gate.Partition, revision)
 	case convoyv1alpha1.GateWindow:
-		msg = fmt.Sprintf("Partition %s waits outside the rollout windows until %s", gate.Partition, formatUntil(gate.Until))
+		return fmt.Sprintf("Partition %s waits outside the rollout windows until %s.", gate.Partition, formatUntil(gate.Until))
 	case convoyv1alpha1.GateFailures:
-		msg = fmt.Sprintf("Rollout of revision %s is stopped by failures in partition %s", revision, gate.Partition)
-	default:
-		msg = fmt.Sprintf("Rollout of revision %s is held by a %s gate at partition %s", revision, gate.Type, gate.Partition)
+		if gate.Partition == "" {
+			return fmt.Sprintf("Rollout of revision %s is stopped by failures.", revision)
+		}
+		return fmt.Sprintf("Rollout of revision %s is stopped by failures in partition %s.", revision, gate.Partition)
 	}
-	if gate.Message != "" {
-		msg += ": " + rollout.BoundSample(gate.Message)
-	}
-	return msg
+	return fmt.Sprintf("Rollout of revision %s is held by a %s gate at partition %s.", revision, gate.Type, gate.Partition)
 }
 
 // formatUntil formats, in RFC 3339, when a gate opens by itself, or says that nothing known

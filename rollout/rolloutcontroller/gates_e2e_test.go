@@ -45,7 +45,7 @@ func TestApprovalHoldsAPartitionUntilItsRevisionIsApproved(t *testing.T) {
 		g.Expect(getHCPkg(g, f.name).Status.Gate).To(HaveField("Type", convoyv1alpha1.GateApproval))
 		g.Expect(packagesOf(g, f.name)).NotTo(HaveKey(clusters[1]))
 	}).WithTimeout(2*time.Second).Should(Succeed(), "an approval of another revision does not count")
-	f.expectEvent(g, GatedReason, "Partition normal awaits approval at revision "+rev1)
+	f.expectEvent(g, GatedReason, "convoy approve "+f.name+" --partition normal")
 	g.Expect(testutil.ToFloat64(awaitingApprovalGauge.WithLabelValues(f.name))).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(gateGauge.WithLabelValues(f.name, convoyv1alpha1.GateApproval))).To(Equal(1.0))
 	expectLogged(g, f.logged(), "Rollout gated", "gate", convoyv1alpha1.GateApproval, "partition", "normal", "revision", rev1)
@@ -77,7 +77,8 @@ func (f *rolloutFleet) expectAwaitingApproval(g *WithT, partition, commit string
 		g.Expect(partitionStates(st)).To(ContainElement(partition + "=" + convoyv1alpha1.PartitionAwaitingApproval))
 		ready := metaCondition(st.Conditions, convoyv1alpha1.ReadyCondition)
 		g.Expect(ready).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", convoyv1alpha1.GatedReason),
-			HaveField("Message", ContainSubstring("awaits approval at revision "+rev))))
+			HaveField("Message", And(HavePrefix("Rollout of revision "+rev+" is gated (Approval): "),
+				ContainSubstring("convoy approve "+f.name+" --partition "+partition)))))
 		g.Expect(metaCondition(st.Conditions, convoyv1alpha1.ReconcilingCondition)).To(HaveField("Status", metav1.ConditionTrue))
 	}).Should(Succeed())
 	return rev

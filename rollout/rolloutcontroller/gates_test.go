@@ -50,13 +50,13 @@ func TestRolloutProgressNamesWhatHoldsTheRollout(t *testing.T) {
 	}{
 		{name: "awaiting approval", gate: gateAt(convoyv1alpha1.GateApproval, "normal", time.Time{}),
 			class: pass.ClassWaiting, reason: convoyv1alpha1.GatedReason,
-			message: "Rollout of revision addon-b is gated: Partition normal awaits approval at revision addon-b. 2/6 packages progressed."},
+			message: "Rollout of revision addon-b is gated (Approval): Partition normal awaits approval at revision addon-b. 2/6 packages progressed."},
 		{name: "soaking", gate: gateAt(convoyv1alpha1.GateSoak, "late", until),
 			class: pass.ClassWaiting, reason: convoyv1alpha1.GatedReason,
-			message: "Rollout of revision addon-b is gated: Partition late waits for the soak of the previous partition until 2026-11-27T14:00:00Z. 2/6 packages progressed."},
+			message: "Rollout of revision addon-b is gated (Soak): Partition late waits for the soak of the previous partition until 2026-11-27T14:00:00Z. 2/6 packages progressed."},
 		{name: "outside the windows", gate: gateAt(convoyv1alpha1.GateWindow, "early", time.Time{}),
 			class: pass.ClassWaiting, reason: convoyv1alpha1.GatedReason,
-			message: "Rollout of revision addon-b is gated: Partition early waits outside the rollout windows until no known time. 2/6 packages progressed."},
+			message: "Rollout of revision addon-b is gated (Window): Partition early waits outside the rollout windows until no known time. 2/6 packages progressed."},
 		{name: "a failure without a failure policy", failed: failed,
 			class: pass.ClassStalled, reason: convoyv1alpha1.RolloutBlockedReason,
 			message: "Rollout of revision addon-b is blocked: 1 package(s) failed, first clusters/e1: not available"},
@@ -129,15 +129,15 @@ func TestReportGatesAnnouncesEachGateOnce(t *testing.T) {
 	}
 	soak := convoyv1alpha1.HostedClusterPackageStatus{UpdateRevision: "addon-b", Gate: gateAt(convoyv1alpha1.GateSoak, "normal", until)}
 	g.Expect(report(convoyv1alpha1.HostedClusterPackageStatus{UpdateRevision: "addon-b"}, soak, &rollout.Plan{})).To(Equal([]string{
-		"Normal Gated Partition normal waits for the soak of the previous partition until 2026-11-27T14:00:00Z"}))
+		"Normal Gated Partition normal waits for the soak of the previous partition until 2026-11-27T14:00:00Z."}))
 	later := *soak.DeepCopy()
 	later.Gate.Until.Time = until.Add(time.Minute)
 	g.Expect(report(soak, later, &rollout.Plan{})).To(BeEmpty(), "the same gate")
 
 	approval := convoyv1alpha1.HostedClusterPackageStatus{UpdateRevision: "addon-b", Gate: gateAt(convoyv1alpha1.GateApproval, "late", time.Time{})}
-	approval.Gate.Message = "run `convoy approve addon --partition late`"
+	approval.Gate.Message = "Partition late waits for an approval: run `convoy approve addon --partition late`."
 	g.Expect(report(later, approval, &rollout.Plan{})).To(Equal([]string{
-		"Normal Gated Partition late awaits approval at revision addon-b: run `convoy approve addon --partition late`"}))
+		"Normal Gated Partition late waits for an approval: run `convoy approve addon --partition late`."}))
 	newer := *approval.DeepCopy()
 	newer.UpdateRevision = "addon-c"
 	g.Expect(report(approval, newer, &rollout.Plan{})).To(HaveLen(1), "the same gate of another revision")
@@ -145,7 +145,7 @@ func TestReportGatesAnnouncesEachGateOnce(t *testing.T) {
 	rejected := convoyv1alpha1.HostedClusterPackageStatus{UpdateRevision: "addon-c", CurrentRevision: "addon-a",
 		RejectedRevision: "addon-c", Gate: gateAt(convoyv1alpha1.GateFailures, "early", time.Time{})}
 	g.Expect(report(newer, rejected, &rollout.Plan{Reject: true, RejectReason: "2 packages failed, more than maxFailures 1"})).To(Equal([]string{
-		"Normal Gated Rollout of revision addon-c is stopped by failures in partition early",
+		"Normal Gated Rollout of revision addon-c is stopped by failures in partition early.",
 		"Warning RevisionRejected Revision addon-c (commit 0123456789ab) is rejected; its Packages go back to revision addon-a: " +
 			"2 packages failed, more than maxFailures 1"}))
 	g.Expect(report(rejected, rejected, &rollout.Plan{})).To(BeEmpty(), "said once")

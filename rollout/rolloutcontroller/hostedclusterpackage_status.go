@@ -95,8 +95,8 @@ func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Pla
 			"Rollout of revision %s is paused: %d/%d packages progressed, %d deletion(s) waiting.",
 			plan.UpdateRevision, c.Progressed, c.Total, plan.DeletionsWaiting)
 	case plan.Gate != nil:
-		return pass.Waitf(convoyv1alpha1.GatedReason, 0, "Rollout of revision %s is gated: %s. %d/%d packages progressed.",
-			plan.UpdateRevision, describeGate(plan.Gate, plan.UpdateRevision), c.Progressed, c.Total)
+		return pass.Waitf(convoyv1alpha1.GatedReason, 0, "Rollout of revision %s is gated (%s): %s %d/%d packages progressed.",
+			plan.UpdateRevision, plan.Gate.Type, describeGate(plan.Gate, plan.UpdateRevision), c.Progressed, c.Total)
 	case plan.Completed:
 		return pass.Waitf(convoyv1alpha1.ProgressingReason, 0,
 			"Deleting the Packages of HostedClusters no longer selected: %d waiting.", plan.DeletionsWaiting)
