@@ -101,8 +101,8 @@ func (r *HostedClusterPackageReconciler) reportGates(ctx context.Context, s *sco
 		if reason == "" && s.updateObj != nil {
 			reason = s.updateObj.Annotations[rollout.RejectedAnnotation]
 		}
-		r.event(s, corev1.EventTypeWarning, RevisionRejectedReason, "Revision %s (commit %s) is rejected; its Packages go back to %s: %s",
-			after.RejectedRevision, shortCommit(s.update.Commit), rollbackTarget(after.CurrentRevision), reason)
+		r.event(s, corev1.EventTypeWarning, RevisionRejectedReason, "Revision %s (commit %s) is rejected (%s); %s",
+			after.RejectedRevision, shortCommit(s.update.Commit), reason, rollbackTarget(after.CurrentRevision))
 		log.Info("Revision rejected", "revision", after.RejectedRevision, "commit", s.update.Commit,
 			"currentRevision", after.CurrentRevision, "reason", rollout.BoundSample(reason))
 	}
@@ -148,10 +148,10 @@ func formatUntil(until *metav1.Time) string {
 	return until.UTC().Format(time.RFC3339)
 }
 
-// rollbackTarget says where a rejected revision's Packages go back to.
+// rollbackTarget says where the Packages of a rejected revision go back to.
 func rollbackTarget(current string) string {
 	if current == "" {
-		return "nowhere: there is no current revision to roll back to"
+		return "there is no current revision to roll back to."
 	}
-	return "revision " + current
+	return "rolling back to revision " + current + "."
 }

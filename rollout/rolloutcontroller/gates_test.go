@@ -146,9 +146,10 @@ func TestReportGatesAnnouncesEachGateOnce(t *testing.T) {
 		RejectedRevision: "addon-c", Gate: gateAt(convoyv1alpha1.GateFailures, "early", time.Time{})}
 	g.Expect(report(newer, rejected, &rollout.Plan{Reject: true, RejectReason: "2 packages failed, more than maxFailures 1"})).To(Equal([]string{
 		"Normal Gated Rollout of revision addon-c is stopped by failures in partition early.",
-		"Warning RevisionRejected Revision addon-c (commit 0123456789ab) is rejected; its Packages go back to revision addon-a: " +
-			"2 packages failed, more than maxFailures 1"}))
+		"Warning RevisionRejected Revision addon-c (commit 0123456789ab) is rejected (2 packages failed, more than maxFailures 1); " +
+			"rolling back to revision addon-a."}))
 	g.Expect(report(rejected, rejected, &rollout.Plan{})).To(BeEmpty(), "said once")
+	g.Expect(rollbackTarget("")).To(Equal("there is no current revision to roll back to."), "a first rollout")
 }
 
 // TestReconcileRejectAnnotatesTheUpdateRevisionOnce: a plan that says Reject sets the
