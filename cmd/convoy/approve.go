@@ -149,14 +149,15 @@ func newRolloutApproval(a *approval) *convoyv1alpha1.RolloutApproval {
 	}
 }
 
-// requiresApproval reports whether a policy of partition (by its name, or "*") requires an
-// approval.
+// requiresApproval reports whether the policy of partition requires an approval. Policies
+// match partitions by name, as the planner matches them: "*" is the partition of the label
+// values a static order does not list, not a wildcard.
 func requiresApproval(hcpkg *convoyv1alpha1.HostedClusterPackage, partition string) bool {
 	if hcpkg.Spec.Partition == nil {
 		return false
 	}
 	for _, p := range hcpkg.Spec.Partition.Policies {
-		if (p.Name == partition || p.Name == "*") && p.RequireApproval {
+		if p.Name == partition && p.RequireApproval {
 			return true
 		}
 	}
