@@ -33,7 +33,7 @@ type Options struct {
 	// directory.
 	Examples string
 	// ExitAfterRollout ends the demo with a summary once the second revision reached every
-	// cluster.
+	// cluster; meanwhile the demo gives the approvals the rollouts wait for itself, with Approve.
 	ExitAfterRollout bool
 	// AsServiceAccount runs the controller as its ServiceAccount, with only the RBAC of
 	// deploy/rbac, by impersonation.
@@ -43,6 +43,10 @@ type Options struct {
 	// RunController runs convoy's controllers against cfg, keeping Git under storagePath and
 	// writing their log to log, until ctx is done (required: the command owns the wiring).
 	RunController func(ctx context.Context, cfg *rest.Config, storagePath string, log io.Writer) error
+	// Approve approves partition of the HostedClusterPackage hcpkg at its update revision as
+	// `convoy approve` does, against the cluster of kubeconfig, and writes what it approved to
+	// out (required under ExitAfterRollout).
+	Approve func(ctx context.Context, kubeconfig, hcpkg, partition string, out io.Writer) error
 }
 
 // Run runs the demo, writing its progress to out, until ctx is done or, under exitAfterRollout, until the second rollout
@@ -56,6 +60,9 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 	}
 	if opts.RunController == nil {
 		return errors.New("no controller to run")
+	}
+	if opts.ExitAfterRollout && opts.Approve == nil {
+		return errors.New("no way to approve a partition: exitAfterRollout needs Approve")
 	}
 	root, err := examplesDir(opts.Examples)
 	if err != nil {
