@@ -108,7 +108,18 @@ func (d *demo) awaitApproval(ctx context.Context, snap *fleetview.Snapshot, part
 
 // approveCommandLine is the `convoy approve` command a person types, with the demo's kubeconfig.
 func approveCommandLine(hcpkg, partition, kubeconfig string) string {
-	return fleetview.ApproveCommand(hcpkg, partition) + " --kubeconfig " + kubeconfig
+	return fleetview.ApproveCommand(hcpkg, partition) + " --kubeconfig " + shellQuote(kubeconfig)
+}
+
+// shellQuote quotes s for a POSIX shell when it holds more than letters, digits and /._-.
+func shellQuote(s string) string {
+	plain := func(r rune) bool {
+		return !strings.ContainsRune("/._-", r) && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9')
+	}
+	if s != "" && strings.IndexFunc(s, plain) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // noteIndent aligns the lines that continue a note of the timeline with its text.

@@ -118,3 +118,11 @@ func TestNoteGateReturnsTheErrorOfAnApproval(t *testing.T) {
 	g.Expect(d.noteGate(context.Background(), gatedSnapshot("extra-component-1", gate))).To(MatchError("exit status 1"))
 	g.Expect(out.String()).To(ContainSubstring("Error: forbidden"), "what the command said is shown")
 }
+
+func TestApproveCommandLineQuotesAKubeconfigWithSpaces(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(approveCommandLine("extra-component", "late", "/tmp/convoy-dev/kubeconfig")).
+		To(Equal("convoy approve extra-component --partition late --kubeconfig /tmp/convoy-dev/kubeconfig"))
+	g.Expect(approveCommandLine("extra-component", "late", "/home/me/my demo/it's")).
+		To(Equal(`convoy approve extra-component --partition late --kubeconfig '/home/me/my demo/it'\''s'`))
+}
