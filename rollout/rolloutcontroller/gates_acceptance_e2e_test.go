@@ -184,7 +184,7 @@ func (gf *gatesFleet) testFreeze(t *testing.T) {
 	gf.editSpec(g, func(spec *convoyv1alpha1.HostedClusterPackageSpec) { spec.Windows = nil })
 }
 
-// testMaxFailures pushes a gated commit under maxFailures 1 and a progress deadline of 8s, and
+// testMaxFailures pushes a gated commit under maxFailures 1 and a progress deadline of 10s, and
 // opens the gate in e2 only: e1 fails and is tolerated, so early passes and normal starts; n1
 // fails too, which stops the rollout at normal, late never starting.
 func (gf *gatesFleet) testMaxFailures(t *testing.T) {
@@ -193,7 +193,7 @@ func (gf *gatesFleet) testMaxFailures(t *testing.T) {
 	gf.editSpec(g, func(spec *convoyv1alpha1.HostedClusterPackageSpec) {
 		spec.FailurePolicy = convoyv1alpha1.FailurePolicy{MaxFailures: &one}
 	})
-	gf.setProgressDeadline(g, 8)
+	gf.setProgressDeadline(g, 10)
 	c5 := gf.commit(5, true, true)
 	g.Eventually(func(g Gomega) {
 		g.Expect(onCommit(packagesOf(g, gf.name), c5)).To(ContainElement(gf.e2))
