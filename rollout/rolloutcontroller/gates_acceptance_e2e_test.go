@@ -254,7 +254,6 @@ func (gf *gatesFleet) testRollback(t *testing.T) {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: gf.ns, Name: bad}, cr)).To(Succeed())
 	g.Expect(cr.Annotations).To(HaveKeyWithValue(rollout.RejectedAnnotation,
 		And(ContainSubstring(gf.e1), ContainSubstring(gf.n1))), "the reason names the failed clusters")
-	gf.expectEvent(g, RevisionRejectedReason, "Revision "+bad)
 	g.Consistently(func(g Gomega) {
 		g.Expect(onCommit(packagesOf(g, gf.name), gf.current)).To(HaveLen(6))
 		g.Expect(getHCPkg(g, gf.name).Status.UpdateRevision).To(Equal(bad))
