@@ -93,21 +93,6 @@ func partitionOf(g Gomega, f *Forecast, name string) PartitionForecast {
 	return PartitionForecast{}
 }
 
-// requirePlannerGates skips t while rollout.Compute reports no gate: the planner's gates land
-// on branch gates-planner (Plan.Gate for soaks, approvals and windows).
-func requirePlannerGates(t *testing.T) {
-	t.Helper()
-	snap := gatedSnapshot(func(s *convoyv1alpha1.HostedClusterPackageSpec) {
-		s.Windows = []convoyv1alpha1.RolloutWindow{{Kind: convoyv1alpha1.WindowDeny, Schedule: "@hourly",
-			Duration: metav1.Duration{Duration: 2 * time.Hour}}}
-	})
-	plan, _, err := CurrentPlan(snap, gatedNow)
-	if err != nil || plan.Gate == nil {
-		t.Skip("needs the planner's gates (Plan.Gate from rollout.Compute, branch gates-planner): a freeze that is open " +
-			"now reports no gate yet")
-	}
-}
-
 func TestForecastOfARolloutWithoutGatesListsNoPartitions(t *testing.T) {
 	g := NewWithT(t)
 	f := forecastOf(t, gatedSnapshot(nil))
@@ -149,7 +134,6 @@ func TestForecastSaysWhichPartitionsAwaitApproval(t *testing.T) {
 }
 
 func TestForecastStartsAPartitionAfterThePreviousSoak(t *testing.T) {
-	requirePlannerGates(t)
 	g := NewWithT(t)
 	soak := int32(600)
 	f := forecastOf(t, gatedSnapshot(func(s *convoyv1alpha1.HostedClusterPackageSpec) {
@@ -168,7 +152,6 @@ func TestForecastStartsAPartitionAfterThePreviousSoak(t *testing.T) {
 }
 
 func TestForecastStartsOnlyInsideAnAllowedWindow(t *testing.T) {
-	requirePlannerGates(t)
 	g := NewWithT(t)
 	f := forecastOf(t, gatedSnapshot(func(s *convoyv1alpha1.HostedClusterPackageSpec) {
 		s.Windows = []convoyv1alpha1.RolloutWindow{{Kind: convoyv1alpha1.WindowAllow, Schedule: "0 22 * * *",
@@ -185,7 +168,6 @@ func TestForecastStartsOnlyInsideAnAllowedWindow(t *testing.T) {
 }
 
 func TestForecastStopsAtAFreezeThatNeverEnds(t *testing.T) {
-	requirePlannerGates(t)
 	g := NewWithT(t)
 	f := forecastOf(t, gatedSnapshot(func(s *convoyv1alpha1.HostedClusterPackageSpec) {
 		s.Windows = []convoyv1alpha1.RolloutWindow{{Kind: convoyv1alpha1.WindowDeny, Schedule: "@hourly",
@@ -196,7 +178,6 @@ func TestForecastStopsAtAFreezeThatNeverEnds(t *testing.T) {
 }
 
 func TestForecastOfARejectedRevisionSaysSo(t *testing.T) {
-	requirePlannerGates(t)
 	g := NewWithT(t)
 	snap := gatedSnapshot(nil)
 	update := snap.Revisions["addon-2"]
@@ -208,7 +189,6 @@ func TestForecastOfARejectedRevisionSaysSo(t *testing.T) {
 }
 
 func TestForecastGivesTheApprovalsItWaitsFor(t *testing.T) {
-	requirePlannerGates(t)
 	g := NewWithT(t)
 	f := forecastOf(t, gatedSnapshot(withPolicy(convoyv1alpha1.PartitionPolicy{Name: "normal", RequireApproval: true})))
 	g.Expect(f.Blocked).To(BeEmpty())

@@ -18,17 +18,12 @@ import (
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
-// The tests of this file need the planner's gates (branch gates-planner). Until they land they
-// skip, each saying which decision of the planner it misses: requirePlanner asks the planner
-// itself, on a one-cluster fleet, whether it makes that decision yet.
-
 // TestApprovalHoldsAPartitionUntilItsRevisionIsApproved: a partition that requires an approval
 // waits (status.gate Approval, partition AwaitingApproval, Ready Gated, an event, the metrics)
 // until a RolloutApproval of the update revision exists; an approval of another revision does
 // not release it, and the approval of one commit does not let the next one through.
 func TestApprovalHoldsAPartitionUntilItsRevisionIsApproved(t *testing.T) {
 	env.Require(t)
-	requirePlanner(t, "approval gate (Plan.Gate of type Approval)", plannerGatesApproval)
 	g := NewWithT(t)
 	f := &rolloutFleet{t: t, name: "approve-" + fleet.NameSuffix(), ns: env.NewNamespace(t), clusters: map[string]*fleet.HostedCluster{}}
 	f.repo = newSource(t, f.ns)
@@ -119,9 +114,9 @@ func TestRollbackRejectsTheRevision(t *testing.T) {
 	}).Should(Succeed(), "the bad commit is the update revision")
 	// The first cluster fails 4s after its update; the pass that sees it rejects the revision
 	// and moves the cluster back, so the failure itself may never show in status.
-	if !waitUntil(30*time.Second, func() bool { return getHCPkg(NewWithT(t), f.name).Status.RejectedRevision != "" }) {
-		t.Skip("needs the planner's rollback: Plan.Reject under failurePolicy.action Rollback (branch gates-planner)")
-	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(getHCPkg(g, f.name).Status.RejectedRevision).NotTo(BeEmpty())
+	}).Should(Succeed(), "the failure policy rejects the bad commit's revision")
 	obj := getHCPkg(g, f.name)
 	rev2 := obj.Status.UpdateRevision
 	g.Expect(obj.Status.RejectedRevision).To(Equal(rev2))
@@ -148,7 +143,6 @@ func TestRollbackRejectsTheRevision(t *testing.T) {
 // rollout with InvalidSpec, naming the window, before anything is applied.
 func TestInvalidWindowStallsWithInvalidSpec(t *testing.T) {
 	env.Require(t)
-	requirePlanner(t, "validation of windows (Compute fails on an invalid schedule)", plannerRefusesInvalidWindow)
 	g := NewWithT(t)
 	f := &rolloutFleet{t: t, name: "window-" + fleet.NameSuffix(), ns: env.NewNamespace(t), clusters: map[string]*fleet.HostedCluster{}}
 	f.repo = newSource(t, f.ns)
@@ -192,56 +186,4 @@ func metaCondition(conds []metav1.Condition, t string) *metav1.Condition {
 		}
 	}
 	return nil
-}
-
-// waitUntil polls cond every 200ms until it holds or timeout passes, and says whether it held.
-func waitUntil(timeout time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
-}
-
-// requirePlanner skips t unless the planner makes the decision that probe checks.
-func requirePlanner(t *testing.T, what string, probe func() bool) {
-	t.Helper()
-	if !probe() {
-		t.Skip("needs the planner's " + what + " (branch gates-planner)")
-	}
-}
-
-// probeInput is a one-cluster fleet in partition early, at its first revision.
-func probeInput(mutate func(*convoyv1alpha1.HostedClusterPackage)) rollout.Input {
-	one := intstr.FromInt32(1)
-	obj := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
-		Spec: convoyv1alpha1.HostedClusterPackageSpec{
-			Partition: &convoyv1alpha1.PartitionSpec{LabelKey: riskKey},
-			Strategy: convoyv1alpha1.HostedClusterPackageStrategy{
-				RollingUpgrade: &convoyv1alpha1.RollingUpgradeStrategy{MaxUnavailable: &one}},
-		}}
-	mutate(obj)
-	return rollout.Input{HostedClusterPackage: obj,
-		HostedClusters: []rollout.HostedCluster{{Namespace: "clusters", Name: "e", Labels: map[string]string{riskKey: "early"}, Available: true}},
-		UpdateRevision: rollout.Revision{Name: "probe-1", Commit: "c1", Number: 1}, Now: time.Now()}
-}
-
-// plannerGatesApproval reports whether the planner holds a partition that requires an
-// approval it does not have.
-func plannerGatesApproval() bool {
-	plan, err := rollout.Compute(probeInput(func(o *convoyv1alpha1.HostedClusterPackage) {
-		o.Spec.Partition.Policies = []convoyv1alpha1.PartitionPolicy{{Name: "early", RequireApproval: true}}
-	}))
-	return err == nil && plan.Gate != nil && len(plan.Creates) == 0
-}
-
-// plannerRefusesInvalidWindow reports whether the planner refuses a window whose schedule does
-// not parse.
-func plannerRefusesInvalidWindow() bool {
-	_, err := rollout.Compute(probeInput(func(o *convoyv1alpha1.HostedClusterPackage) {
-		o.Spec.Windows = []convoyv1alpha1.RolloutWindow{{Kind: convoyv1alpha1.WindowAllow, Schedule: "every tuesday",
-			Duration: metav1.Duration{Duration: time.Hour}}}
-	}))
-	return err != nil
 }
