@@ -468,3 +468,14 @@ func (o *observer) isQuiet(obj *unstructured.Unstructured) bool {
 	defer o.mu.Unlock()
 	return o.quiet[keyOf(obj)]
 }
+
+// objectKey identifies an object in one cluster.
+type objectKey struct {
+	gk        schema.GroupKind
+	namespace string
+	name      string
+}
+
+func keyOf(obj *unstructured.Unstructured) objectKey {
+	return objectKey{gk: obj.GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}
+}

@@ -6,10 +6,10 @@ import (
 	"maps"
 	"slices"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -323,5 +323,62 @@ func describe(obj *unstructured.Unstructured) string {
 	return kind + " " + obj.GetName()
 }
 
-// isNoMatch reports an unknown kind.
-func isNoMatch(err error) bool { return apimeta.IsNoMatchError(err) }
+// sourceDigest returns the digest of object i of the phase.
+func (ph *Phase) sourceDigest(i int) (manifests.Digest, bool) {
+	if len(ph.Digests) == len(ph.Objects) {
+		return ph.Digests[i], true
+	}
+	return manifests.ObjectDigest(ph.Objects[i])
+}
+
+// cluster returns the cluster of a phase class.
+func (t *Target) cluster(class string) *cluster {
+	if class == convoyv1alpha1.ClassHostedCluster {
+		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t, owner: ownerID(t)}
+	}
+	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t, owner: ownerID(t)}
+}
+
+// clusterNamed returns the cluster of an inventory entry's cluster name.
+func (t *Target) clusterNamed(name string) *cluster {
+	if name == convoyv1alpha1.InventoryClusterHosted {
+		return t.cluster(convoyv1alpha1.ClassHostedCluster)
+	}
+	return t.cluster(convoyv1alpha1.ClassManagement)
+}
+
+// cluster is one side of a target.
+type cluster struct {
+	// name is the inventory cluster name: "management" or "hosted".
+	name   string
+	client client.Client
+	target *Target
+	// owner is ownerID(target), made once by Target.cluster: the ledger keeps it in each of the
+	// owner's entries. Read it with ownerID.
+	owner string
+}
+
+// ownerID returns ownerID(c.target), never "": a cluster built without Target.cluster still
+// tells its owner's ledger entries from another's.
+func (c *cluster) ownerID() string {
+	if c.owner == "" {
+		return ownerID(c.target)
+	}
+	return c.owner
+}
+
+func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
+
+// owns reports whether obj carries this target's ownership labels.
+func (c *cluster) owns(obj client.Object) bool {
+	l := obj.GetLabels()
+	return l[convoyv1alpha1.PackageNameLabel] == c.target.Name &&
+		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
+		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
+}
+
+// ownerID identifies the owner of a target.
+func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
+
+// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
+func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }

@@ -5,11 +5,15 @@ import (
 	"crypto/sha256"
 	"fmt"
 
+	cliobject "github.com/fluxcd/cli-utils/pkg/object"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // Result is what one Sync pass did. It is returned with the error of a failed pass too, so
@@ -237,5 +241,36 @@ func (r *Result) mergeInventory() {
 func markWaiting(phases []convoyv1alpha1.PhaseStatus, blocking string) {
 	for i := range phases {
 		phases[i].Message = fmt.Sprintf("waiting for phase %q", blocking)
+	}
+}
+
+// probesDigest returns the digest of the revision's probes.
+func (r *Revision) probesDigest() [sha256.Size]byte {
+	if r.ProbesDigest != (manifests.Digest{}) {
+		return r.ProbesDigest
+	}
+	return rulesDigest(r.Probes)
+}
+
+// rulesDigest identifies the probe rules an object is judged under.
+func rulesDigest(rules []probe.Rule) [sha256.Size]byte { return probe.Digest(rules) }
+
+// NeedsHostedCluster reports whether a phase with objects lands in the hosted cluster.
+func (r *Revision) NeedsHostedCluster() bool {
+	for _, ph := range r.Phases {
+		if ph.Class == convoyv1alpha1.ClassHostedCluster && len(ph.Objects) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// entryFor returns the inventory entry of an applied object.
+func entryFor(c *cluster, phase string, obj *unstructured.Unstructured) convoyv1alpha1.InventoryEntry {
+	return convoyv1alpha1.InventoryEntry{
+		ID:      cliobject.UnstructuredToObjMetadata(obj).String(),
+		Version: obj.GroupVersionKind().Version,
+		Cluster: c.name,
+		Phase:   phase,
 	}
 }
