@@ -21,6 +21,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/manifests"
 )
 
 // ownerGroup is the prefix of the ownership labels, as fluxcd/pkg/ssa names it.
@@ -62,6 +63,44 @@ func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase, rules [s
 	return out, e.applyStage(ctx, c, ph, rest, out)
 }
 
+// splitStages splits the objects of a phase into the definitions applied first
+// (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each state
+// holds its source, read-only, and the source's digest.
+func splitStages(ph *Phase) (defs, rest []desiredState) {
+	rest = make([]desiredState, 0, len(ph.Objects))
+	for i, o := range ph.Objects {
+		s := desiredState{source: o}
+		s.sourceDigest, s.ok = ph.sourceDigest(i)
+		if isDefinition(o) {
+			defs = append(defs, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return defs, rest
+}
+
+// isDefinition reports a CustomResourceDefinition or a Namespace.
+func isDefinition(o *unstructured.Unstructured) bool {
+	return isDefinitionKind(o.GroupVersionKind().GroupKind())
+}
+
+// isDefinitionKind reports the kinds whose deletion deletes other objects: a
+// CustomResourceDefinition (every custom resource of its kind) or a Namespace (everything in
+// it).
+func isDefinitionKind(gk schema.GroupKind) bool {
+	return (gk.Group == "apiextensions.k8s.io" && gk.Kind == "CustomResourceDefinition") ||
+		(gk.Group == "" && gk.Kind == "Namespace")
+}
+
+// sourceDigest returns the digest of object i of the phase.
+func (ph *Phase) sourceDigest(i int) (manifests.Digest, bool) {
+	if len(ph.Digests) == len(ph.Objects) {
+		return ph.Digests[i], true
+	}
+	return manifests.ObjectDigest(ph.Objects[i])
+}
+
 // applyStage places the objects of states, then prepares, reads, checks ownership of and
 // applies those that are not quiet. Quiet ones are neither copied nor read (nothing changed
 // them since they were judged available); objects the ledger says this owner applied in
@@ -74,7 +113,7 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	if err := e.prepareStage(ctx, c, ph, states, out); err != nil {
 		return err
 	}
-	changed, rest := e.memory.directApplies(c, loud(states))
+	changed, rest := e.memory.directApplies(c, states)
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}

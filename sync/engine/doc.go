@@ -45,14 +45,24 @@
 // ("Applied revision", "Pruned objects", "Tore down") with the logger of the context; passes
 // that change nothing log nothing.
 //
-// Around the steps: engine.go holds Options, the Engine and what the controllers ask it;
-// revision.go the inputs (Revision, Phase, Target), the two sides of a target (cluster) and the
-// keys of their objects; inventory.go the inventory entries; errors.go the classification of
-// errors, the one place that decides what is Stalling (only the user can fix it: collisions,
-// forbidden targets, invalid objects), Waiting (clears by itself: probes, CRDs being
-// established, an unreachable hosted cluster) or transient, as internal/pass defines them;
-// preview.go DryRun, which previews a Sync with server-side dry runs and writes nothing
-// (`convoy diff --package`); metrics.go the metrics.
+// A pass enters these files in that order, apart from one hop back: applyPhase (apply.go)
+// splits a phase into its stages and has prepareStage (prepare.go) place and prepare each
+// stage before applying it. The memory is asked once before the pass (memory.beginPass: what
+// may be skipped), per stage while preparing and applying it (what apply may skip), and
+// told once after it (memory.endPass: what to record).
+//
+// Which file holds what, besides the steps: sync.go also holds the Result, the digest of a
+// revision's probes and the inventory entry of an applied object; prepare.go the two sides of
+// a target (cluster), which every step works on, and the ownership labels; apply.go the split
+// of a phase into stages, the observer and the keys of objects (objectKey); prune.go the
+// inventory entries (grouping, merging and naming them), which teardown.go and preview.go use
+// too. engine.go holds Options, the Engine and what the controllers ask it; revision.go the
+// inputs (Revision, Phase, Target); errors.go the classification of errors, the one place
+// that decides what is Stalling (only the user can fix it: collisions, forbidden targets,
+// invalid objects), Waiting (clears by itself: probes, CRDs being established, an
+// unreachable hosted cluster) or transient, as internal/pass defines them; preview.go DryRun,
+// which previews a Sync with server-side dry runs and writes nothing (`convoy diff
+// --package`); metrics.go the metrics.
 //
 // # The memory
 //

@@ -42,9 +42,9 @@ func newMemory(opts Options) *memory {
 		settled: newSettledPasses(defaultSettledOwners)}
 }
 
-// What a pass asks the memory, in the order it asks: Sync asks markOf and repeat
-// (memory_settled.go); prepareStage asks isNamespaced, watched and markQuiet (memory_quiet.go);
-// applyStage asks directApplies; applyRead asks untouched.
+// What a pass asks the memory, in the order it asks: Sync asks beginPass (memory_settled.go);
+// per stage, place and prepare ask isNamespaced, prepareStage markQuiet (memory_quiet.go) and
+// applyStage directApplies; applyRead asks untouched.
 
 // isNamespaced reports whether obj's kind is namespaced in c: the mapper's current answer
 // when fresh is set, else the scope remembered if there is one.
@@ -52,10 +52,21 @@ func (m *memory) isNamespaced(c *cluster, obj *unstructured.Unstructured, fresh 
 	return m.scopes.isNamespaced(c, obj, fresh)
 }
 
-// directApplies splits states into those this owner applied before in another state, which
-// may be applied without a read, and the rest.
+// directApplies splits the states that are not quiet into those this owner applied before in
+// another state, which may be applied without a read, and the rest.
 func (m *memory) directApplies(c *cluster, states []desiredState) (direct, rest []desiredState) {
-	return m.ledger.changedSinceApplied(c, states)
+	return m.ledger.changedSinceApplied(c, loud(states))
+}
+
+// loud returns the states that are not quiet.
+func loud(states []desiredState) []desiredState {
+	out := make([]desiredState, 0, len(states))
+	for _, s := range states {
+		if !s.quiet {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // untouched reports whether live is, unchanged since, what this owner applied as desired: it
@@ -66,8 +77,8 @@ func (m *memory) untouched(c *cluster, desired desiredState, live *unstructured.
 
 // What a pass tells the memory: applyOne calls applying around each direct apply;
 // applyStage calls recordApplied; syncPhase calls recordVerdicts (memory_quiet.go) for an
-// available phase; Sync calls forgetSettled, then remember for a settled pass; prune and
-// Teardown call forgetAll before deleting, and Teardown forgetSettled.
+// available phase; Sync calls endPass (memory_settled.go), which remembers a settled pass;
+// prune and Teardown call forgetAll before deleting, and Teardown forgetSettled.
 
 // applying notes an apply of desired in flight; the returned function ends it with the
 // applied object, as the API server answered it, and the apply's error.

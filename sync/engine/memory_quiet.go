@@ -56,8 +56,10 @@ func (m *memory) watched(c *cluster, states []desiredState) bool {
 }
 
 // markQuiet marks the quiet objects of a stage, and records them as unchanged and available
-// without a read.
+// without a read; out is unwatched from then on unless the watch tells of every object of
+// the stage (watched).
 func (m *memory) markQuiet(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) {
+	out.unwatched = out.unwatched || !m.watched(c, states)
 	if out.rules == ([sha256.Size]byte{}) {
 		return
 	}
@@ -96,17 +98,6 @@ func (m *memory) lastSeen(c *cluster, s *desiredState, listed map[objectKey]seen
 	}
 	rv, ok := m.versions.ResourceVersion(s.obj.GroupVersionKind(), s.namespace, s.obj.GetName())
 	return seenAt{resourceVersion: rv}, ok
-}
-
-// loud returns the states that are not quiet.
-func loud(states []desiredState) []desiredState {
-	out := make([]desiredState, 0, len(states))
-	for _, s := range states {
-		if !s.quiet {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // recordVerdicts notes, for every object of out seen live, that it was judged available under

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +37,58 @@ type desiredState struct {
 	uid types.UID
 }
 
+// cluster returns the cluster of a phase class.
+func (t *Target) cluster(class string) *cluster {
+	if class == convoyv1alpha1.ClassHostedCluster {
+		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t, owner: ownerID(t)}
+	}
+	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t, owner: ownerID(t)}
+}
+
+// clusterNamed returns the cluster of an inventory entry's cluster name.
+func (t *Target) clusterNamed(name string) *cluster {
+	if name == convoyv1alpha1.InventoryClusterHosted {
+		return t.cluster(convoyv1alpha1.ClassHostedCluster)
+	}
+	return t.cluster(convoyv1alpha1.ClassManagement)
+}
+
+// cluster is one side of a target.
+type cluster struct {
+	// name is the inventory cluster name: "management" or "hosted".
+	name   string
+	client client.Client
+	target *Target
+	// owner is ownerID(target), made once by Target.cluster: the ledger keeps it in each of the
+	// owner's entries. Read it with ownerID.
+	owner string
+}
+
+// ownerID returns ownerID(c.target), never "": a cluster built without Target.cluster still
+// tells its owner's ledger entries from another's.
+func (c *cluster) ownerID() string {
+	if c.owner == "" {
+		return ownerID(c.target)
+	}
+	return c.owner
+}
+
+func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
+
+// owns reports whether obj carries this target's ownership labels.
+func (c *cluster) owns(obj client.Object) bool {
+	l := obj.GetLabels()
+	return l[convoyv1alpha1.PackageNameLabel] == c.target.Name &&
+		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
+		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
+}
+
+// ownerID identifies the owner of a target.
+func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
+
+// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
+func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
 // prepareStage places the objects of states, has the memory mark those that are quiet, and
 // prepares the others, which applyStage then reads and applies.
 func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
@@ -45,39 +96,8 @@ func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states
 	if err := e.place(c, ph, states, p); err != nil {
 		return err
 	}
-	out.unwatched = out.unwatched || !e.memory.watched(c, states)
 	e.memory.markQuiet(ctx, c, states, out)
 	return e.prepare(c, ph, states, p)
-}
-
-// splitStages splits the objects of a phase into the definitions applied first
-// (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each state
-// holds its source, read-only, and the source's digest.
-func splitStages(ph *Phase) (defs, rest []desiredState) {
-	rest = make([]desiredState, 0, len(ph.Objects))
-	for i, o := range ph.Objects {
-		s := desiredState{source: o}
-		s.sourceDigest, s.ok = ph.sourceDigest(i)
-		if isDefinition(o) {
-			defs = append(defs, s)
-		} else {
-			rest = append(rest, s)
-		}
-	}
-	return defs, rest
-}
-
-// isDefinition reports a CustomResourceDefinition or a Namespace.
-func isDefinition(o *unstructured.Unstructured) bool {
-	return isDefinitionKind(o.GroupVersionKind().GroupKind())
-}
-
-// isDefinitionKind reports the kinds whose deletion deletes other objects: a
-// CustomResourceDefinition (every custom resource of its kind) or a Namespace (everything in
-// it).
-func isDefinitionKind(gk schema.GroupKind) bool {
-	return (gk.Group == "apiextensions.k8s.io" && gk.Kind == "CustomResourceDefinition") ||
-		(gk.Group == "" && gk.Kind == "Namespace")
 }
 
 // place decides, without copying them, where the objects land: in the owner's namespace on
@@ -322,63 +342,3 @@ func describe(obj *unstructured.Unstructured) string {
 	}
 	return kind + " " + obj.GetName()
 }
-
-// sourceDigest returns the digest of object i of the phase.
-func (ph *Phase) sourceDigest(i int) (manifests.Digest, bool) {
-	if len(ph.Digests) == len(ph.Objects) {
-		return ph.Digests[i], true
-	}
-	return manifests.ObjectDigest(ph.Objects[i])
-}
-
-// cluster returns the cluster of a phase class.
-func (t *Target) cluster(class string) *cluster {
-	if class == convoyv1alpha1.ClassHostedCluster {
-		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t, owner: ownerID(t)}
-	}
-	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t, owner: ownerID(t)}
-}
-
-// clusterNamed returns the cluster of an inventory entry's cluster name.
-func (t *Target) clusterNamed(name string) *cluster {
-	if name == convoyv1alpha1.InventoryClusterHosted {
-		return t.cluster(convoyv1alpha1.ClassHostedCluster)
-	}
-	return t.cluster(convoyv1alpha1.ClassManagement)
-}
-
-// cluster is one side of a target.
-type cluster struct {
-	// name is the inventory cluster name: "management" or "hosted".
-	name   string
-	client client.Client
-	target *Target
-	// owner is ownerID(target), made once by Target.cluster: the ledger keeps it in each of the
-	// owner's entries. Read it with ownerID.
-	owner string
-}
-
-// ownerID returns ownerID(c.target), never "": a cluster built without Target.cluster still
-// tells its owner's ledger entries from another's.
-func (c *cluster) ownerID() string {
-	if c.owner == "" {
-		return ownerID(c.target)
-	}
-	return c.owner
-}
-
-func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
-
-// owns reports whether obj carries this target's ownership labels.
-func (c *cluster) owns(obj client.Object) bool {
-	l := obj.GetLabels()
-	return l[convoyv1alpha1.PackageNameLabel] == c.target.Name &&
-		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
-		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
-}
-
-// ownerID identifies the owner of a target.
-func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
-
-// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
-func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }

@@ -79,17 +79,13 @@ func (c Changes) String() string {
 // available yet; later phases are then neither applied nor pruned. A pass that would repeat
 // the owner's last settled pass returns its outcome at once (memory_settled.go).
 func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
-	rules := rev.probesDigest()            // once per pass: every phase is judged under the same probes
-	mark := e.memory.markOf(t, rev, rules) // before the pass looks at any object
-	if res, ok := e.memory.repeat(mark, previous); ok {
-		return res, nil
+	rules := rev.probesDigest() // once per pass: every phase is judged under the same probes
+	mark, repeated := e.memory.beginPass(t, rev, rules, previous)
+	if repeated != nil {
+		return repeated, nil
 	}
-	e.memory.forgetSettled(mark.owner) // whatever this pass does, even if it panics, the last settled one is past
 	res, err := e.sync(ctx, t, rev, rules, previous)
-	res.Stale = res.appliedDirectly && e.memory.movedSince(t, mark)
-	if settledOutcome(res, err) {
-		e.memory.remember(mark, res)
-	}
+	e.memory.endPass(t, mark, res, err)
 	return res, err
 }
 
