@@ -13,12 +13,13 @@
 //     without objects, which would prune everything; an owner name that is no label value;
 //     hosted-cluster phases without a hosted cluster; management objects of another
 //     namespace), then runs the phases in order.
-//   - prepare.go: per phase, CustomResourceDefinitions and Namespaces form a first stage and
-//     the rest a second. Each object is placed (management objects in the owner's namespace,
-//     refused elsewhere or when cluster-scoped; hosted objects where the manifest says) and
-//     digested without being copied; only the objects the pass will read or write are copied
-//     and given the ownership labels, and management objects the owner's shard (Target.Shard).
-//     The revision's objects are shared between owners and never changed.
+//   - prepare.go: per stage of a phase (its CustomResourceDefinitions and Namespaces form a
+//     first stage and the rest a second, as applyPhase splits them), each object is placed
+//     (management objects in the owner's namespace, refused elsewhere or when cluster-scoped;
+//     hosted objects where the manifest says) and digested without being copied; only the
+//     objects the pass will read or write are copied and given the ownership labels, and
+//     management objects the owner's shard (Target.Shard). The revision's objects are shared
+//     between owners and never changed.
 //   - apply.go: the objects that are not quiet are applied with server-side apply (field
 //     manager "convoy"). An object the owner applied before in another state is applied
 //     directly, one request; the others are read first (the observer), and an existing object
@@ -45,11 +46,12 @@
 // ("Applied revision", "Pruned objects", "Tore down") with the logger of the context; passes
 // that change nothing log nothing.
 //
-// A pass enters these files in that order, apart from one hop back: applyPhase (apply.go)
-// splits a phase into its stages and has prepareStage (prepare.go) place and prepare each
-// stage before applying it. The memory is asked once before the pass (memory.beginPass: what
-// may be skipped), per stage while preparing and applying it (what apply may skip), and
-// told once after it (memory.endPass: what to record).
+// A pass enters these files in that order, save that apply.go comes first for each phase:
+// applyPhase splits the phase into its stages and has prepareStage (prepare.go) place and
+// prepare each stage before applying it. The memory is asked once before the pass
+// (memory.beginPass: what may be skipped); per stage, while it is prepared and applied, what
+// apply may skip, and told what was applied; per available phase, told its verdicts; and
+// told once after the pass (memory.endPass: what to record).
 //
 // Which file holds what, besides the steps: sync.go also holds the Result, the digest of a
 // revision's probes and the inventory entry of an applied object; prepare.go the two sides of
