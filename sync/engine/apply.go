@@ -110,10 +110,10 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	if len(states) == 0 {
 		return nil
 	}
-	if err := e.prepareStage(ctx, c, ph, states, out); err != nil {
+	changed, rest, err := e.prepareStage(ctx, c, ph, states, out)
+	if err != nil {
 		return err
 	}
-	changed, rest := e.memory.directApplies(c, states)
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}

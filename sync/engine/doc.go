@@ -49,32 +49,36 @@
 // A pass enters these files in that order, save that apply.go comes first for each phase:
 // applyPhase splits the phase into its stages and has prepareStage (prepare.go) place and
 // prepare each stage before applying it. The memory is asked once before the pass
-// (memory.beginPass: what may be skipped); per stage, while it is prepared and applied, what
-// apply may skip, and told what was applied; per available phase, told its verdicts; and
-// told once after the pass (memory.endPass: what to record).
+// (memory.beginPass: what may be skipped); per stage, by prepareStage, what apply may skip
+// (memory.askStage, then its answer's directApplies once the stage is prepared), and told
+// what was applied; per available phase, told its verdicts (memory.recordVerdicts); and told
+// once after the pass (memory.endPass: what to record).
 //
 // Which file holds what, besides the steps: sync.go also holds the Result, the digest of a
-// revision's probes and the inventory entry of an applied object; prepare.go the two sides of
-// a target (cluster), which every step works on, and the ownership labels; apply.go the split
-// of a phase into stages, the observer and the keys of objects (objectKey); prune.go the
-// inventory entries (grouping, merging and naming them), which teardown.go and preview.go use
-// too. engine.go holds Options, the Engine and what the controllers ask it; revision.go the
-// inputs (Revision, Phase, Target); errors.go the classification of errors, the one place
-// that decides what is Stalling (only the user can fix it: collisions, forbidden targets,
-// invalid objects), Waiting (clears by itself: probes, CRDs being established, an
-// unreachable hosted cluster) or transient, as internal/pass defines them; preview.go DryRun,
-// which previews a Sync with server-side dry runs and writes nothing (`convoy diff
-// --package`); metrics.go the metrics.
+// revision's probes, the inventory entry of an applied object and the two sides of a target
+// (cluster), which every step works on; prepare.go the ownership labels and the scopes of the
+// management cluster's kinds (scopes), which place and prepare ask; apply.go the split of a
+// phase into stages, the observer and the keys of objects (objectKey); prune.go the inventory
+// entries (grouping, merging, naming them and the keys of their objects), which teardown.go
+// and preview.go use too. engine.go holds Options, the Engine and what the controllers ask
+// it; revision.go the inputs (Revision, Phase, Target); errors.go the classification of
+// errors, the one place that decides what is Stalling (only the user can fix it: collisions,
+// forbidden targets, invalid objects), Waiting (clears by itself: probes, CRDs being
+// established, an unreachable hosted cluster) or transient, as internal/pass defines them;
+// preview.go DryRun, which previews a Sync with server-side dry runs and writes nothing
+// (`convoy diff --package`); metrics.go the metrics.
 //
 // # The memory
 //
 // Between passes the engine keeps only its memory (memory.go), a cache that saves requests and
-// never changes an outcome: empty after a restart, or past its bounds, it costs requests. The
-// pipeline asks it what a pass may skip (a settled pass's outcome, the scope of a kind, the
-// quiet objects, the objects to apply directly, the objects found untouched) and tells it
-// what a pass did (applies in flight and their answers, verdicts, settled outcomes, objects
-// about to be deleted). Its parts: the ledger and the scopes (memory.go), the quiet objects of
-// both clusters (memory_quiet.go) and the settled passes (memory_settled.go).
+// never changes an outcome (and, beside it, the scopes of kinds: prepare.go): empty after a restart, or past its bounds, it costs requests. The
+// pipeline asks it what a pass may skip (a settled pass's outcome, the quiet objects, the
+// objects to apply directly, the objects found untouched) and tells it what a pass did
+// (applies in flight and their answers, verdicts, settled outcomes, objects about to be
+// deleted). Its parts: the ledger (memory.go), the quiet objects of both clusters, with the
+// ledger's questions and notes about them (memory_quiet.go), and the settled passes
+// (memory_settled.go). The scopes of kinds are not part of it: the engine keeps them next to
+// place and prepare (prepare.go).
 // The controllers reach it through Engine.AppliedByEngine, which lets them drop the watch
 // events of the engine's own applies, and Engine.HoldsState, which lets an owner's event count
 // skip the events of states a pass saw.

@@ -10,6 +10,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -53,6 +54,57 @@ func (m *memory) watched(c *cluster, states []desiredState) bool {
 		}
 	}
 	return true
+}
+
+// askStage is what a stage asks the memory, once, before its objects are prepared: it marks
+// the quiet objects of states (markQuiet) and returns the stage's answer, whose directApplies
+// tells, once the others are prepared, which of them go direct. The second step waits for
+// prepare, which may place an object in another namespace than place did (a stale scope) and
+// so change the key the ledger holds it under.
+func (m *memory) askStage(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) stageAnswer {
+	m.markQuiet(ctx, c, states, out)
+	return stageAnswer{ledger: m.ledger, c: c}
+}
+
+// stageAnswer is the memory's answer to a stage (askStage).
+type stageAnswer struct {
+	ledger *ledger
+	c      *cluster
+}
+
+// directApplies splits the states that are not quiet into those this owner applied before in
+// another state, which may be applied without a read, and the rest.
+func (a stageAnswer) directApplies(states []desiredState) (direct, rest []desiredState) {
+	return a.ledger.changedSinceApplied(a.c, loud(states))
+}
+
+// loud returns the states that are not quiet.
+func loud(states []desiredState) []desiredState {
+	out := make([]desiredState, 0, len(states))
+	for _, s := range states {
+		if !s.quiet {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// changedSinceApplied splits objs into those this owner applied before in another state
+// (they can be applied directly) and the rest.
+func (l *ledger) changedSinceApplied(c *cluster, states []desiredState) (changed, rest []desiredState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	owner, cl := c.ownerID(), ledgerCluster(c)
+	for _, s := range states {
+		e, found := l.entries[ledgerKey{cluster: cl, object: keyOf(s.obj)}]
+		if s.ok && found && e.owner == owner && e.digest != s.digest && e.uid != "" {
+			s.uid = e.uid
+			changed = append(changed, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return changed, rest
 }
 
 // markQuiet marks the quiet objects of a stage, and records them as unchanged and available
@@ -128,6 +180,21 @@ func (m *memory) recordVerdicts(c *cluster, out *phaseOutcome, res *Result) {
 		res.unconfirmed = append(res.unconfirmed, watchedState{gvk: obj.GroupVersionKind(),
 			namespace: live.GetNamespace(), name: live.GetName(), resourceVersion: live.GetResourceVersion()})
 	}
+}
+
+// judgedAvailable notes that live, as it is, was judged available under rules, if the ledger
+// holds it for this owner at its resourceVersion and UID; it reports whether it does.
+func (l *ledger) judgedAvailable(c *cluster, live *unstructured.Unstructured, rules [sha256.Size]byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(live)}
+	e, found := l.entries[key]
+	if !found || !e.isState(c.ownerID(), live.GetResourceVersion(), live.GetUID()) {
+		return false
+	}
+	e.availableUnder = rules
+	l.entries[key] = e
+	return true
 }
 
 // No watch sees the objects of a hosted cluster: a thousand hosted clusters must not mean a

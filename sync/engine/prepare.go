@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"maps"
 	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -37,67 +38,66 @@ type desiredState struct {
 	uid types.UID
 }
 
-// cluster returns the cluster of a phase class.
-func (t *Target) cluster(class string) *cluster {
-	if class == convoyv1alpha1.ClassHostedCluster {
-		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t, owner: ownerID(t)}
+// scopes remembers which kinds of the management cluster are namespaced. Asking the REST
+// mapper merges the mappings of every API group and allocates a few KiB each time: once per
+// object per pass, it was most of what a settled Package's pass allocated.
+//
+// A remembered answer can be stale: a CustomResourceDefinition deleted and created again with
+// the other scope, which the mapper learns on its next reload. So remembered answers only
+// serve to find the quiet objects of a pass, which are neither read nor written (an object
+// whose kind changed scope is not where the watch saw it, so it is not quiet); every object a
+// pass reads or writes, and every object a remembered answer would refuse, is placed with
+// the mapper's current answer, which is remembered in turn. Errors are never remembered. The
+// kinds of the management cluster bound the map. Hosted clusters come and go, and no watch
+// tells when their objects change: they always ask their own mapper.
+type scopes struct {
+	mu         sync.RWMutex
+	namespaced map[schema.GroupVersionKind]bool
+}
+
+func newScopes() *scopes {
+	return &scopes{namespaced: map[schema.GroupVersionKind]bool{}}
+}
+
+// isNamespaced reports whether obj's kind is namespaced in c: the mapper's current answer
+// when fresh is set, else the one remembered if there is one.
+func (s *scopes) isNamespaced(c *cluster, obj *unstructured.Unstructured, fresh bool) (bool, error) {
+	if c.hosted() {
+		return c.client.IsObjectNamespaced(obj)
 	}
-	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t, owner: ownerID(t)}
-}
-
-// clusterNamed returns the cluster of an inventory entry's cluster name.
-func (t *Target) clusterNamed(name string) *cluster {
-	if name == convoyv1alpha1.InventoryClusterHosted {
-		return t.cluster(convoyv1alpha1.ClassHostedCluster)
+	gvk := obj.GroupVersionKind()
+	if !fresh {
+		s.mu.RLock()
+		namespaced, ok := s.namespaced[gvk]
+		s.mu.RUnlock()
+		if ok {
+			return namespaced, nil
+		}
 	}
-	return t.cluster(convoyv1alpha1.ClassManagement)
-}
-
-// cluster is one side of a target.
-type cluster struct {
-	// name is the inventory cluster name: "management" or "hosted".
-	name   string
-	client client.Client
-	target *Target
-	// owner is ownerID(target), made once by Target.cluster: the ledger keeps it in each of the
-	// owner's entries. Read it with ownerID.
-	owner string
-}
-
-// ownerID returns ownerID(c.target), never "": a cluster built without Target.cluster still
-// tells its owner's ledger entries from another's.
-func (c *cluster) ownerID() string {
-	if c.owner == "" {
-		return ownerID(c.target)
+	namespaced, err := c.client.IsObjectNamespaced(obj)
+	if err != nil {
+		return false, err
 	}
-	return c.owner
+	s.mu.Lock()
+	s.namespaced[gvk] = namespaced
+	s.mu.Unlock()
+	return namespaced, nil
 }
 
-func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
-
-// owns reports whether obj carries this target's ownership labels.
-func (c *cluster) owns(obj client.Object) bool {
-	l := obj.GetLabels()
-	return l[convoyv1alpha1.PackageNameLabel] == c.target.Name &&
-		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
-		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
-}
-
-// ownerID identifies the owner of a target.
-func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
-
-// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
-func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
-
-// prepareStage places the objects of states, has the memory mark those that are quiet, and
-// prepares the others, which applyStage then reads and applies.
-func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
+// prepareStage places the objects of states, asks the memory which are quiet, and prepares
+// the others; it returns them split as the memory's answer says: those applied directly, and
+// the rest, which applyStage reads first.
+func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) (direct, rest []desiredState, err error) {
 	p := preparationOf(c)
 	if err := e.place(c, ph, states, p); err != nil {
-		return err
+		return nil, nil, err
 	}
-	e.memory.markQuiet(ctx, c, states, out)
-	return e.prepare(c, ph, states, p)
+	answer := e.memory.askStage(ctx, c, states, out)
+	if err := e.prepare(c, ph, states, p); err != nil {
+		return nil, nil, err
+	}
+	direct, rest = answer.directApplies(states)
+	return direct, rest, nil
 }
 
 // place decides, without copying them, where the objects land: in the owner's namespace on
@@ -109,7 +109,7 @@ func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states
 func (e *Engine) place(c *cluster, ph *Phase, states []desiredState, p preparation) error {
 	for i := range states {
 		s := &states[i]
-		namespaced, err := e.memory.isNamespaced(c, s.source, false)
+		namespaced, err := e.scopes.isNamespaced(c, s.source, false)
 		if err != nil {
 			return c.classify(err)
 		}
@@ -208,7 +208,7 @@ func (e *Engine) prepare(c *cluster, ph *Phase, states []desiredState, p prepara
 // placeCurrent places s as the mapper's current answer says, unless s is placed (placed) as
 // that answer says already.
 func (e *Engine) placeCurrent(c *cluster, ph *Phase, s *desiredState, p preparation, placed bool) error {
-	namespaced, err := e.memory.isNamespaced(c, s.source, true)
+	namespaced, err := e.scopes.isNamespaced(c, s.source, true)
 	if err != nil {
 		return c.classify(err)
 	}

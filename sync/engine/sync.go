@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -270,3 +271,55 @@ func entryFor(c *cluster, phase string, obj *unstructured.Unstructured) convoyv1
 		Phase:   phase,
 	}
 }
+
+// cluster returns the cluster of a phase class.
+func (t *Target) cluster(class string) *cluster {
+	if class == convoyv1alpha1.ClassHostedCluster {
+		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t, owner: ownerID(t)}
+	}
+	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t, owner: ownerID(t)}
+}
+
+// clusterNamed returns the cluster of an inventory entry's cluster name.
+func (t *Target) clusterNamed(name string) *cluster {
+	if name == convoyv1alpha1.InventoryClusterHosted {
+		return t.cluster(convoyv1alpha1.ClassHostedCluster)
+	}
+	return t.cluster(convoyv1alpha1.ClassManagement)
+}
+
+// cluster is one side of a target.
+type cluster struct {
+	// name is the inventory cluster name: "management" or "hosted".
+	name   string
+	client client.Client
+	target *Target
+	// owner is ownerID(target), made once by Target.cluster: the ledger keeps it in each of the
+	// owner's entries. Read it with ownerID.
+	owner string
+}
+
+// ownerID returns ownerID(c.target), never "": a cluster built without Target.cluster still
+// tells its owner's ledger entries from another's.
+func (c *cluster) ownerID() string {
+	if c.owner == "" {
+		return ownerID(c.target)
+	}
+	return c.owner
+}
+
+func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
+
+// owns reports whether obj carries this target's ownership labels.
+func (c *cluster) owns(obj client.Object) bool {
+	l := obj.GetLabels()
+	return l[convoyv1alpha1.PackageNameLabel] == c.target.Name &&
+		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
+		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
+}
+
+// ownerID identifies the owner of a target.
+func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
+
+// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
+func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
