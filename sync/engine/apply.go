@@ -110,10 +110,10 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	if len(states) == 0 {
 		return nil
 	}
-	changed, rest, err := e.prepareStage(ctx, c, ph, states, out)
-	if err != nil {
+	if err := e.prepareStage(ctx, c, ph, states, out); err != nil {
 		return err
 	}
+	changed, rest := splitDirect(states)
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}
@@ -135,6 +135,22 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 	}
 	e.memory.recordApplied(c, out.observer, rest)
 	return nil
+}
+
+// splitDirect splits the states that are not quiet into those the memory marked to apply
+// directly (askStage gave them the UID this owner applied them with) and the rest, which are
+// read first.
+func splitDirect(states []desiredState) (direct, rest []desiredState) {
+	for _, s := range states {
+		switch {
+		case s.quiet:
+		case s.uid != "":
+			direct = append(direct, s)
+		default:
+			rest = append(rest, s)
+		}
+	}
+	return direct, rest
 }
 
 // readRefused reads the objects a direct apply refused and checks their ownership again.

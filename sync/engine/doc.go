@@ -50,8 +50,8 @@
 // applyPhase splits the phase into its stages and has prepareStage (prepare.go) place and
 // prepare each stage before applying it. The memory is asked once before the pass
 // (memory.beginPass: what may be skipped); per stage, by prepareStage, what apply may skip
-// (memory.askStage, then its answer's directApplies once the stage is prepared), and told
-// what was applied; per available phase, told its verdicts (memory.recordVerdicts); and told
+// (memory.askStage marks the quiet objects and those to apply directly), and told what was
+// applied; per available phase, told its verdicts (memory.recordVerdicts); and told
 // once after the pass (memory.endPass: what to record).
 //
 // Which file holds what, besides the steps: sync.go also holds the Result, the digest of a

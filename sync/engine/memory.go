@@ -19,7 +19,8 @@ import (
 //
 //   - the ledger of what each owner applied or read (below);
 //   - the quiet objects, found from the watch of the management cluster or from lists of a
-//     hosted cluster, with the verdicts that make them so (memory_quiet.go);
+//     hosted cluster, with the verdicts that make them so, and the one question a stage asks
+//     (askStage: the quiet objects and those to apply directly) (memory_quiet.go);
 //   - each owner's last settled pass (memory_settled.go).
 type memory struct {
 	controller  string
@@ -40,9 +41,8 @@ func newMemory(opts Options) *memory {
 }
 
 // What a pass asks the memory, in the order it asks: Sync asks beginPass (memory_settled.go);
-// per stage, prepareStage asks askStage (memory_quiet.go), which marks the quiet objects, and
-// once it has prepared the others asks the answer's directApplies (memory_quiet.go too);
-// applyRead asks untouched of each object it read.
+// per stage, prepareStage asks askStage (memory_quiet.go), which marks the quiet objects and
+// those to apply directly; applyRead asks untouched of each object it read.
 
 // untouched reports whether live is, unchanged since, what this owner applied as desired: it
 // need not be written.

@@ -56,55 +56,33 @@ func (m *memory) watched(c *cluster, states []desiredState) bool {
 	return true
 }
 
-// askStage is what a stage asks the memory, once, before its objects are prepared: it marks
-// the quiet objects of states (markQuiet) and returns the stage's answer, whose directApplies
-// tells, once the others are prepared, which of them go direct. The second step waits for
-// prepare, which may place an object in another namespace than place did (a stale scope) and
-// so change the key the ledger holds it under.
-func (m *memory) askStage(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) stageAnswer {
+// askStage is what a stage asks the memory, once, after place and before prepare: it marks
+// the quiet objects of states (markQuiet) and, of the others, those this owner applied before
+// in another state, which may be applied without a read (markDirect). The marks are all the
+// stage needs from the memory: prepare keeps every object where place put it (it places one
+// again only to refuse it), so the keys asked under are those of the prepared objects.
+func (m *memory) askStage(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) {
 	m.markQuiet(ctx, c, states, out)
-	return stageAnswer{ledger: m.ledger, c: c}
+	m.ledger.markDirect(c, states)
 }
 
-// stageAnswer is the memory's answer to a stage (askStage).
-type stageAnswer struct {
-	ledger *ledger
-	c      *cluster
-}
-
-// directApplies splits the states that are not quiet into those this owner applied before in
-// another state, which may be applied without a read, and the rest.
-func (a stageAnswer) directApplies(states []desiredState) (direct, rest []desiredState) {
-	return a.ledger.changedSinceApplied(a.c, loud(states))
-}
-
-// loud returns the states that are not quiet.
-func loud(states []desiredState) []desiredState {
-	out := make([]desiredState, 0, len(states))
-	for _, s := range states {
-		if !s.quiet {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// changedSinceApplied splits objs into those this owner applied before in another state
-// (they can be applied directly) and the rest.
-func (l *ledger) changedSinceApplied(c *cluster, states []desiredState) (changed, rest []desiredState) {
+// markDirect gives each state that is not quiet and that this owner applied before in another
+// state the UID the object had then: it may be applied directly, with that UID as a
+// precondition (splitDirect).
+func (l *ledger) markDirect(c *cluster, states []desiredState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	owner, cl := c.ownerID(), ledgerCluster(c)
-	for _, s := range states {
+	for i := range states {
+		s := &states[i]
+		if s.quiet {
+			continue
+		}
 		e, found := l.entries[ledgerKey{cluster: cl, object: keyOf(s.obj)}]
 		if s.ok && found && e.owner == owner && e.digest != s.digest && e.uid != "" {
 			s.uid = e.uid
-			changed = append(changed, s)
-		} else {
-			rest = append(rest, s)
 		}
 	}
-	return changed, rest
 }
 
 // markQuiet marks the quiet objects of a stage, and records them as unchanged and available

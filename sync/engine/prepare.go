@@ -33,8 +33,9 @@ type desiredState struct {
 	// sourceDigest is the source's; digest the object's as it will be applied (place).
 	sourceDigest, digest manifests.Digest
 	ok                   bool
-	// uid is the object's UID when this owner applied it, for an object applied directly: the
-	// apply then fails, instead of writing, if the object was deleted or replaced since.
+	// uid is the object's UID when this owner applied it, set by the memory (askStage) for an
+	// object applied directly: the apply then fails, instead of writing, if the object was
+	// deleted or replaced since.
 	uid types.UID
 }
 
@@ -84,20 +85,15 @@ func (s *scopes) isNamespaced(c *cluster, obj *unstructured.Unstructured, fresh 
 	return namespaced, nil
 }
 
-// prepareStage places the objects of states, asks the memory which are quiet, and prepares
-// the others; it returns them split as the memory's answer says: those applied directly, and
-// the rest, which applyStage reads first.
-func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) (direct, rest []desiredState, err error) {
+// prepareStage places the objects of states, asks the memory which are quiet and which go
+// direct (askStage), and prepares the others, which applyStage then reads or applies.
+func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
 	p := preparationOf(c)
 	if err := e.place(c, ph, states, p); err != nil {
-		return nil, nil, err
+		return err
 	}
-	answer := e.memory.askStage(ctx, c, states, out)
-	if err := e.prepare(c, ph, states, p); err != nil {
-		return nil, nil, err
-	}
-	direct, rest = answer.directApplies(states)
-	return direct, rest, nil
+	e.memory.askStage(ctx, c, states, out)
+	return e.prepare(c, ph, states, p)
 }
 
 // place decides, without copying them, where the objects land: in the owner's namespace on
