@@ -58,7 +58,9 @@
 // revision's probes, the inventory entry of an applied object and the two sides of a target
 // (cluster), which every step works on; prepare.go the ownership labels and the scopes of the
 // management cluster's kinds (scopes), which place and prepare ask; apply.go the split of a
-// phase into stages, the observer and the keys of objects (objectKey); prune.go the inventory
+// phase into stages and the applies; observer.go the client the applies go through (the
+// observer: one read per object, every answer seen) and the keys of objects (objectKey);
+// prune.go the inventory
 // entries (grouping, merging, naming them and the keys of their objects), which teardown.go
 // and preview.go use too. engine.go holds Options, the Engine and what the controllers ask
 // it; revision.go the inputs (Revision, Phase, Target); errors.go the classification of
