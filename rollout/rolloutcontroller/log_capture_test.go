@@ -1,35 +1,17 @@
 package rolloutcontroller
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/go-logr/logr"
+
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 // controllerLog is what the controllers of the suite log at the default verbosity, in the text
 // format of the binary's logger (klog's).
-var controllerLog logBuffer
-
-// logBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+var controllerLog fleet.SyncBuffer
 
 // teeSink sends every log call to each of the loggers whose verbosity enables it.
 type teeSink []logr.Logger

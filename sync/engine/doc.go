@@ -13,12 +13,13 @@
 //     without objects, which would prune everything; an owner name that is no label value;
 //     hosted-cluster phases without a hosted cluster; management objects of another
 //     namespace), then runs the phases in order.
-//   - prepare.go: per phase, CustomResourceDefinitions and Namespaces form a first stage and
-//     the rest a second. Each object is placed (management objects in the owner's namespace,
-//     refused elsewhere or when cluster-scoped; hosted objects where the manifest says) and
-//     digested without being copied; only the objects the pass will read or write are copied
-//     and given the ownership labels, and management objects the owner's shard (Target.Shard).
-//     The revision's objects are shared between owners and never changed.
+//   - prepare.go: per stage of a phase (its CustomResourceDefinitions and Namespaces form a
+//     first stage and the rest a second, as applyPhase splits them), each object is placed
+//     (management objects in the owner's namespace, refused elsewhere or when cluster-scoped;
+//     hosted objects where the manifest says) and digested without being copied; only the
+//     objects the pass will read or write are copied and given the ownership labels, and
+//     management objects the owner's shard (Target.Shard). The revision's objects are shared
+//     between owners and never changed.
 //   - apply.go: the objects that are not quiet are applied with server-side apply (field
 //     manager "convoy"). An object the owner applied before in another state is applied
 //     directly, one request; the others are read first (the observer), and an existing object
@@ -45,9 +46,24 @@
 // ("Applied revision", "Pruned objects", "Tore down") with the logger of the context; passes
 // that change nothing log nothing.
 //
-// Around the steps: engine.go holds Options, the Engine and what the controllers ask it;
-// revision.go the inputs (Revision, Phase, Target), the two sides of a target (cluster) and the
-// keys of their objects; inventory.go the inventory entries; errors.go the classification of
+// A pass enters these files in that order, save that apply.go comes first for each phase:
+// applyPhase splits the phase into its stages and has prepareStage (prepare.go) place and
+// prepare each stage before applying it. The memory is asked once before the pass
+// (memory.beginPass: what may be skipped); per stage, by prepareStage, what apply may skip
+// (memory.askStage marks the quiet objects and those to apply directly), and told what was
+// applied; per available phase, told its verdicts (memory.recordVerdicts); and told
+// once after the pass (memory.endPass: what to record).
+//
+// Which file holds what, besides the steps: sync.go also holds the Result, the digest of a
+// revision's probes, the inventory entry of an applied object and the two sides of a target
+// (cluster), which every step works on; prepare.go the ownership labels and the scopes of the
+// management cluster's kinds (scopes), which place and prepare ask; apply.go the split of a
+// phase into stages and the applies; observer.go the client the applies go through (the
+// observer: one read per object, every answer seen) and the keys of objects (objectKey);
+// prune.go the inventory
+// entries (grouping, merging, naming them and the keys of their objects), which teardown.go
+// and preview.go use too. engine.go holds Options, the Engine and what the controllers ask
+// it; revision.go the inputs (Revision, Phase, Target); errors.go the classification of
 // errors, the one place that decides what is Stalling (only the user can fix it: collisions,
 // forbidden targets, invalid objects), Waiting (clears by itself: probes, CRDs being
 // established, an unreachable hosted cluster) or transient, as internal/pass defines them;
@@ -57,12 +73,14 @@
 // # The memory
 //
 // Between passes the engine keeps only its memory (memory.go), a cache that saves requests and
-// never changes an outcome: empty after a restart, or past its bounds, it costs requests. The
-// pipeline asks it what a pass may skip (a settled pass's outcome, the scope of a kind, the
-// quiet objects, the objects to apply directly, the objects found untouched) and tells it
-// what a pass did (applies in flight and their answers, verdicts, settled outcomes, objects
-// about to be deleted). Its parts: the ledger and the scopes (memory.go), the quiet objects of
-// both clusters (memory_quiet.go) and the settled passes (memory_settled.go).
+// never changes an outcome (and, beside it, the scopes of kinds: prepare.go): empty after a restart, or past its bounds, it costs requests. The
+// pipeline asks it what a pass may skip (a settled pass's outcome, the quiet objects, the
+// objects to apply directly, the objects found untouched) and tells it what a pass did
+// (applies in flight and their answers, verdicts, settled outcomes, objects about to be
+// deleted). Its parts: the ledger (memory.go), the quiet objects of both clusters, with the
+// ledger's questions and notes about them (memory_quiet.go), and the settled passes
+// (memory_settled.go). The scopes of kinds are not part of it: the engine keeps them next to
+// place and prepare (prepare.go).
 // The controllers reach it through Engine.AppliedByEngine, which lets them drop the watch
 // events of the engine's own applies, and Engine.HoldsState, which lets an owner's event count
 // skip the events of states a pass saw.

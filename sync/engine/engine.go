@@ -42,10 +42,13 @@ type Options struct {
 }
 
 // Engine applies revisions to targets. It is safe for concurrent use. Between calls it keeps
-// only its memory (memory.go), a cache that saves work and never changes an outcome.
+// only its memory (memory.go) and the scopes of the management cluster's kinds (prepare.go),
+// caches that save work and never change an outcome.
 type Engine struct {
 	opts   Options
 	memory *memory
+	// scopes are the management cluster's kinds' scopes, asked of its mapper (prepare.go).
+	scopes *scopes
 }
 
 // AppliedByEngine reports whether a watch event of obj, an object of the management cluster,
@@ -80,5 +83,5 @@ func NewEngine(opts Options) *Engine {
 	if opts.DeleteInterval <= 0 {
 		opts.DeleteInterval = DefaultDeleteInterval
 	}
-	return &Engine{opts: opts, memory: newMemory(opts)}
+	return &Engine{opts: opts, memory: newMemory(opts), scopes: newScopes()}
 }

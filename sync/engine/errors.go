@@ -9,6 +9,7 @@ import (
 
 	ssaerrors "github.com/fluxcd/pkg/ssa/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -113,3 +114,6 @@ func isUnreachable(err error) bool {
 	}
 	return true
 }
+
+// isNoMatch reports an unknown kind.
+func isNoMatch(err error) bool { return apimeta.IsNoMatchError(err) }

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,9 +18,9 @@ import (
 // defined in doc.go; its parts are
 //
 //   - the ledger of what each owner applied or read (below);
-//   - the scopes of the management cluster's kinds (below);
 //   - the quiet objects, found from the watch of the management cluster or from lists of a
-//     hosted cluster, with the verdicts that make them so (memory_quiet.go);
+//     hosted cluster, with the verdicts that make them so, and the one question a stage asks
+//     (askStage: the quiet objects and those to apply directly) (memory_quiet.go);
 //   - each owner's last settled pass (memory_settled.go).
 type memory struct {
 	controller  string
@@ -29,7 +28,6 @@ type memory struct {
 	versions    ResourceVersions
 	events      OwnerEvents
 	ledger      *ledger
-	scopes      *scopes
 	settled     *settledPasses
 }
 
@@ -38,25 +36,13 @@ func newMemory(opts Options) *memory {
 	quietObjects.WithLabelValues(opts.Controller) // the series exists before the first quiet object
 	settledRepeats.WithLabelValues(opts.Controller)
 	return &memory{controller: opts.Controller, concurrency: opts.Concurrency, versions: opts.Versions,
-		events: opts.Events, ledger: newLedger(defaultLedgerSize), scopes: newScopes(),
+		events: opts.Events, ledger: newLedger(defaultLedgerSize),
 		settled: newSettledPasses(defaultSettledOwners)}
 }
 
-// What a pass asks the memory, in the order it asks: Sync asks markOf and repeat
-// (memory_settled.go); prepareStage asks isNamespaced, watched and markQuiet (memory_quiet.go);
-// applyStage asks directApplies; applyRead asks untouched.
-
-// isNamespaced reports whether obj's kind is namespaced in c: the mapper's current answer
-// when fresh is set, else the scope remembered if there is one.
-func (m *memory) isNamespaced(c *cluster, obj *unstructured.Unstructured, fresh bool) (bool, error) {
-	return m.scopes.isNamespaced(c, obj, fresh)
-}
-
-// directApplies splits states into those this owner applied before in another state, which
-// may be applied without a read, and the rest.
-func (m *memory) directApplies(c *cluster, states []desiredState) (direct, rest []desiredState) {
-	return m.ledger.changedSinceApplied(c, states)
-}
+// What a pass asks the memory, in the order it asks: Sync asks beginPass (memory_settled.go);
+// per stage, prepareStage asks askStage (memory_quiet.go), which marks the quiet objects and
+// those to apply directly; applyRead asks untouched of each object it read.
 
 // untouched reports whether live is, unchanged since, what this owner applied as desired: it
 // need not be written.
@@ -64,10 +50,11 @@ func (m *memory) untouched(c *cluster, desired desiredState, live *unstructured.
 	return m.ledger.untouched(c, desired, live)
 }
 
-// What a pass tells the memory: applyOne calls applying around each direct apply;
-// applyStage calls recordApplied; syncPhase calls recordVerdicts (memory_quiet.go) for an
-// available phase; Sync calls forgetSettled, then remember for a settled pass; prune and
-// Teardown call forgetAll before deleting, and Teardown forgetSettled.
+// What a pass tells the memory: applyOne calls applying around each direct apply (the apply
+// is in flight until it ends, so it cannot wait for the stage's end); applyStage calls
+// recordApplied; syncPhase calls recordVerdicts (memory_quiet.go) for an available phase;
+// Sync calls endPass (memory_settled.go), which remembers a settled pass; deleteGroup (prune
+// and Teardown) calls forgetAll before deleting, and Teardown forgetSettled.
 
 // applying notes an apply of desired in flight; the returned function ends it with the
 // applied object, as the API server answered it, and the apply's error.
@@ -85,13 +72,11 @@ func (m *memory) recordApplied(c *cluster, obs *observer, states []desiredState)
 // forget drops what the memory knows of one object: a direct apply refused it.
 func (m *memory) forget(c *cluster, key objectKey) { m.ledger.forget(c, key) }
 
-// forgetAll drops what the memory knows of the objects of entries, about to be deleted or
+// forgetAll drops what the memory knows of the objects of keys, about to be deleted or
 // released.
-func (m *memory) forgetAll(c *cluster, entries []convoyv1alpha1.InventoryEntry) {
-	for _, entry := range entries {
-		if obj, err := metadataFor(entry); err == nil {
-			m.ledger.forget(c, objectKey{gk: obj.GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()})
-		}
+func (m *memory) forgetAll(c *cluster, keys []objectKey) {
+	for _, key := range keys {
+		m.ledger.forget(c, key)
 	}
 }
 
@@ -103,52 +88,6 @@ func (m *memory) wroteManagement(obj client.Object) bool { return m.ledger.wrote
 // holdsManagement reports whether a watch event of obj is of a state a pass of its owner saw.
 func (m *memory) holdsManagement(obj client.Object, count func()) bool {
 	return m.ledger.holdsManagement(obj, count)
-}
-
-// scopes remembers which kinds of the management cluster are namespaced. Asking the REST
-// mapper merges the mappings of every API group and allocates a few KiB each time: once per
-// object per pass, it was most of what a settled Package's pass allocated.
-//
-// A remembered answer can be stale: a CustomResourceDefinition deleted and created again with
-// the other scope, which the mapper learns on its next reload. So remembered answers only
-// serve to find the quiet objects of a pass, which are neither read nor written (an object
-// whose kind changed scope is not where the watch saw it, so it is not quiet); every object a
-// pass reads or writes, and every object a remembered answer would refuse, is placed with
-// the mapper's current answer, which is remembered in turn. Errors are never remembered. The
-// kinds of the management cluster bound the map. Hosted clusters come and go, and no watch
-// tells when their objects change: they always ask their own mapper.
-type scopes struct {
-	mu         sync.RWMutex
-	namespaced map[schema.GroupVersionKind]bool
-}
-
-func newScopes() *scopes {
-	return &scopes{namespaced: map[schema.GroupVersionKind]bool{}}
-}
-
-// isNamespaced reports whether obj's kind is namespaced in c: the mapper's current answer
-// when fresh is set, else the one remembered if there is one.
-func (s *scopes) isNamespaced(c *cluster, obj *unstructured.Unstructured, fresh bool) (bool, error) {
-	if c.hosted() {
-		return c.client.IsObjectNamespaced(obj)
-	}
-	gvk := obj.GroupVersionKind()
-	if !fresh {
-		s.mu.RLock()
-		namespaced, ok := s.namespaced[gvk]
-		s.mu.RUnlock()
-		if ok {
-			return namespaced, nil
-		}
-	}
-	namespaced, err := c.client.IsObjectNamespaced(obj)
-	if err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	s.namespaced[gvk] = namespaced
-	s.mu.Unlock()
-	return namespaced, nil
 }
 
 // defaultLedgerSize bounds the entries of a ledger; past it the ledger starts over.
@@ -239,24 +178,6 @@ func managementKey(obj client.Object) ledgerKey {
 		gk: obj.GetObjectKind().GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}}
 }
 
-// changedSinceApplied splits objs into those this owner applied before in another state
-// (they can be applied directly) and the rest.
-func (l *ledger) changedSinceApplied(c *cluster, states []desiredState) (changed, rest []desiredState) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	owner, cl := c.ownerID(), ledgerCluster(c)
-	for _, s := range states {
-		e, found := l.entries[ledgerKey{cluster: cl, object: keyOf(s.obj)}]
-		if s.ok && found && e.owner == owner && e.digest != s.digest && e.uid != "" {
-			s.uid = e.uid
-			changed = append(changed, s)
-		} else {
-			rest = append(rest, s)
-		}
-	}
-	return changed, rest
-}
-
 // untouched reports whether live is, unchanged since, what this owner applied as desired.
 func (l *ledger) untouched(c *cluster, desired desiredState, live *unstructured.Unstructured) bool {
 	if !desired.ok || live == nil {
@@ -282,21 +203,6 @@ func (l *ledger) record(c *cluster, desired desiredState, live *unstructured.Uns
 		owner: c.ownerID(), digest: desired.digest, resourceVersion: live.GetResourceVersion(),
 		uid: live.GetUID(),
 	}
-}
-
-// judgedAvailable notes that live, as it is, was judged available under rules, if the ledger
-// holds it for this owner at its resourceVersion and UID; it reports whether it does.
-func (l *ledger) judgedAvailable(c *cluster, live *unstructured.Unstructured, rules [sha256.Size]byte) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(live)}
-	e, found := l.entries[key]
-	if !found || !e.isState(c.ownerID(), live.GetResourceVersion(), live.GetUID()) {
-		return false
-	}
-	e.availableUnder = rules
-	l.entries[key] = e
-	return true
 }
 
 // seenAt is where an object was last seen without reading it: its resourceVersion and, from a

@@ -10,6 +10,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -55,9 +56,40 @@ func (m *memory) watched(c *cluster, states []desiredState) bool {
 	return true
 }
 
+// askStage is what a stage asks the memory, once, after place and before prepare: it marks
+// the quiet objects of states (markQuiet) and, of the others, those this owner applied before
+// in another state, which may be applied without a read (markDirect). The marks are all the
+// stage needs from the memory: prepare keeps every object where place put it (it places one
+// again only to refuse it), so the keys asked under are those of the prepared objects.
+func (m *memory) askStage(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) {
+	m.markQuiet(ctx, c, states, out)
+	m.ledger.markDirect(c, states)
+}
+
+// markDirect gives each state that is not quiet and that this owner applied before in another
+// state the UID the object had then: it may be applied directly, with that UID as a
+// precondition (splitDirect).
+func (l *ledger) markDirect(c *cluster, states []desiredState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	owner, cl := c.ownerID(), ledgerCluster(c)
+	for i := range states {
+		s := &states[i]
+		if s.quiet {
+			continue
+		}
+		e, found := l.entries[ledgerKey{cluster: cl, object: keyOf(s.obj)}]
+		if s.ok && found && e.owner == owner && e.digest != s.digest && e.uid != "" {
+			s.uid = e.uid
+		}
+	}
+}
+
 // markQuiet marks the quiet objects of a stage, and records them as unchanged and available
-// without a read.
+// without a read; out is unwatched from then on unless the watch tells of every object of
+// the stage (watched).
 func (m *memory) markQuiet(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) {
+	out.unwatched = out.unwatched || !m.watched(c, states)
 	if out.rules == ([sha256.Size]byte{}) {
 		return
 	}
@@ -98,17 +130,6 @@ func (m *memory) lastSeen(c *cluster, s *desiredState, listed map[objectKey]seen
 	return seenAt{resourceVersion: rv}, ok
 }
 
-// loud returns the states that are not quiet.
-func loud(states []desiredState) []desiredState {
-	out := make([]desiredState, 0, len(states))
-	for _, s := range states {
-		if !s.quiet {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // recordVerdicts notes, for every object of out seen live, that it was judged available under
 // rules at its resourceVersion, and adds to res those the watch of the management cluster
 // vouches for (memory_settled.go). Only called when the whole phase is available.
@@ -137,6 +158,21 @@ func (m *memory) recordVerdicts(c *cluster, out *phaseOutcome, res *Result) {
 		res.unconfirmed = append(res.unconfirmed, watchedState{gvk: obj.GroupVersionKind(),
 			namespace: live.GetNamespace(), name: live.GetName(), resourceVersion: live.GetResourceVersion()})
 	}
+}
+
+// judgedAvailable notes that live, as it is, was judged available under rules, if the ledger
+// holds it for this owner at its resourceVersion and UID; it reports whether it does.
+func (l *ledger) judgedAvailable(c *cluster, live *unstructured.Unstructured, rules [sha256.Size]byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := ledgerKey{cluster: ledgerCluster(c), object: keyOf(live)}
+	e, found := l.entries[key]
+	if !found || !e.isState(c.ownerID(), live.GetResourceVersion(), live.GetUID()) {
+		return false
+	}
+	e.availableUnder = rules
+	l.entries[key] = e
+	return true
 }
 
 // No watch sees the objects of a hosted cluster: a thousand hosted clusters must not mean a

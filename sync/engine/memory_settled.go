@@ -100,6 +100,29 @@ func newSettledPasses(max int) *settledPasses {
 	return &settledPasses{passes: map[string]settledPass{}, max: max}
 }
 
+// beginPass is what Sync asks the memory before a pass: the mark of the pass, taken before
+// it looks at any object, and the outcome of the owner's settled pass when the pass would
+// repeat it (nil otherwise). A pass that is not a repeat forgets the owner's settled pass
+// first: whatever it does, even if it panics, that one is past.
+func (mem *memory) beginPass(t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry) (settledMark, *Result) {
+	mark := mem.markOf(t, rev, rules)
+	if res, ok := mem.repeat(mark, previous); ok {
+		return mark, res
+	}
+	mem.forgetSettled(mark.owner)
+	return mark, nil
+}
+
+// endPass is what Sync tells the memory after a pass begun at mark that returned res and err:
+// res is stale when the pass applied objects directly while the owner's event count moved,
+// and a settled pass is remembered.
+func (mem *memory) endPass(t *Target, mark settledMark, res *Result, err error) {
+	res.Stale = res.appliedDirectly && mem.movedSince(t, mark)
+	if settledOutcome(res, err) {
+		mem.remember(mark, res)
+	}
+}
+
 // markOf reads the owner's event count, then digests the revision, its probe rules and the
 // target; ok is false when the engine has no OwnerEvents or the revision has objects without
 // digests.

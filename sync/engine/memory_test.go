@@ -32,39 +32,6 @@ func (c *scopeClient) IsObjectNamespaced(obj runtime.Object) (bool, error) {
 	return namespaced, nil
 }
 
-func TestScopesAskTheMapperOncePerManagementKind(t *testing.T) {
-	g := NewWithT(t)
-	c := &scopeClient{scopes: map[string]bool{"ConfigMap": true, "ClusterRole": false}}
-	mgmt := &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: c}
-	hosted := &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: c}
-	s := newScopes()
-	cm := kubetest.ConfigMap("ns", "a", nil)
-	role := kubetest.Object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r", nil)
-	unknown := kubetest.Object("example.com/v1", "Widget", "ns", "w", nil)
-
-	for range 3 {
-		g.Expect(s.isNamespaced(mgmt, cm, false)).To(BeTrue())
-		g.Expect(s.isNamespaced(mgmt, role, false)).To(BeFalse())
-	}
-	g.Expect(c.asked).To(Equal(2), "one question per kind of the management cluster")
-
-	for range 2 {
-		_, err := s.isNamespaced(mgmt, unknown, false)
-		g.Expect(err).To(HaveOccurred())
-	}
-	g.Expect(c.asked).To(Equal(4), "an unknown kind is asked again")
-
-	for range 2 {
-		g.Expect(s.isNamespaced(hosted, cm, false)).To(BeTrue())
-	}
-	g.Expect(c.asked).To(Equal(6), "hosted clusters ask their own mapper")
-
-	c.scopes["ConfigMap"] = false // its definition made again with the other scope
-	g.Expect(s.isNamespaced(mgmt, cm, false)).To(BeTrue(), "remembered")
-	g.Expect(s.isNamespaced(mgmt, cm, true)).To(BeFalse(), "asked again")
-	g.Expect(s.isNamespaced(mgmt, cm, false)).To(BeFalse(), "the new answer is remembered")
-}
-
 // threeConfigMaps is a one-phase revision of ConfigMaps a, b and c holding the given values.
 func threeConfigMaps(id, a, b, c string) *Revision {
 	return &Revision{ID: id, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{

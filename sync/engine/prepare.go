@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"maps"
 	"slices"
+	"sync"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,51 +33,67 @@ type desiredState struct {
 	// sourceDigest is the source's; digest the object's as it will be applied (place).
 	sourceDigest, digest manifests.Digest
 	ok                   bool
-	// uid is the object's UID when this owner applied it, for an object applied directly: the
-	// apply then fails, instead of writing, if the object was deleted or replaced since.
+	// uid is the object's UID when this owner applied it, set by the memory (askStage) for an
+	// object applied directly: the apply then fails, instead of writing, if the object was
+	// deleted or replaced since.
 	uid types.UID
 }
 
-// prepareStage places the objects of states, has the memory mark those that are quiet, and
-// prepares the others, which applyStage then reads and applies.
+// scopes remembers which kinds of the management cluster are namespaced. Asking the REST
+// mapper merges the mappings of every API group and allocates a few KiB each time: once per
+// object per pass, it was most of what a settled Package's pass allocated.
+//
+// A remembered answer can be stale: a CustomResourceDefinition deleted and created again with
+// the other scope, which the mapper learns on its next reload. So remembered answers only
+// serve to find the quiet objects of a pass, which are neither read nor written (an object
+// whose kind changed scope is not where the watch saw it, so it is not quiet); every object a
+// pass reads or writes, and every object a remembered answer would refuse, is placed with
+// the mapper's current answer, which is remembered in turn. Errors are never remembered. The
+// kinds of the management cluster bound the map. Hosted clusters come and go, and no watch
+// tells when their objects change: they always ask their own mapper.
+type scopes struct {
+	mu         sync.RWMutex
+	namespaced map[schema.GroupVersionKind]bool
+}
+
+func newScopes() *scopes {
+	return &scopes{namespaced: map[schema.GroupVersionKind]bool{}}
+}
+
+// isNamespaced reports whether obj's kind is namespaced in c: the mapper's current answer
+// when fresh is set, else the one remembered if there is one.
+func (s *scopes) isNamespaced(c *cluster, obj *unstructured.Unstructured, fresh bool) (bool, error) {
+	if c.hosted() {
+		return c.client.IsObjectNamespaced(obj)
+	}
+	gvk := obj.GroupVersionKind()
+	if !fresh {
+		s.mu.RLock()
+		namespaced, ok := s.namespaced[gvk]
+		s.mu.RUnlock()
+		if ok {
+			return namespaced, nil
+		}
+	}
+	namespaced, err := c.client.IsObjectNamespaced(obj)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	s.namespaced[gvk] = namespaced
+	s.mu.Unlock()
+	return namespaced, nil
+}
+
+// prepareStage places the objects of states, asks the memory which are quiet and which go
+// direct (askStage), and prepares the others, which applyStage then reads or applies.
 func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
 	p := preparationOf(c)
 	if err := e.place(c, ph, states, p); err != nil {
 		return err
 	}
-	out.unwatched = out.unwatched || !e.memory.watched(c, states)
-	e.memory.markQuiet(ctx, c, states, out)
+	e.memory.askStage(ctx, c, states, out)
 	return e.prepare(c, ph, states, p)
-}
-
-// splitStages splits the objects of a phase into the definitions applied first
-// (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each state
-// holds its source, read-only, and the source's digest.
-func splitStages(ph *Phase) (defs, rest []desiredState) {
-	rest = make([]desiredState, 0, len(ph.Objects))
-	for i, o := range ph.Objects {
-		s := desiredState{source: o}
-		s.sourceDigest, s.ok = ph.sourceDigest(i)
-		if isDefinition(o) {
-			defs = append(defs, s)
-		} else {
-			rest = append(rest, s)
-		}
-	}
-	return defs, rest
-}
-
-// isDefinition reports a CustomResourceDefinition or a Namespace.
-func isDefinition(o *unstructured.Unstructured) bool {
-	return isDefinitionKind(o.GroupVersionKind().GroupKind())
-}
-
-// isDefinitionKind reports the kinds whose deletion deletes other objects: a
-// CustomResourceDefinition (every custom resource of its kind) or a Namespace (everything in
-// it).
-func isDefinitionKind(gk schema.GroupKind) bool {
-	return (gk.Group == "apiextensions.k8s.io" && gk.Kind == "CustomResourceDefinition") ||
-		(gk.Group == "" && gk.Kind == "Namespace")
 }
 
 // place decides, without copying them, where the objects land: in the owner's namespace on
@@ -89,7 +105,7 @@ func isDefinitionKind(gk schema.GroupKind) bool {
 func (e *Engine) place(c *cluster, ph *Phase, states []desiredState, p preparation) error {
 	for i := range states {
 		s := &states[i]
-		namespaced, err := e.memory.isNamespaced(c, s.source, false)
+		namespaced, err := e.scopes.isNamespaced(c, s.source, false)
 		if err != nil {
 			return c.classify(err)
 		}
@@ -188,7 +204,7 @@ func (e *Engine) prepare(c *cluster, ph *Phase, states []desiredState, p prepara
 // placeCurrent places s as the mapper's current answer says, unless s is placed (placed) as
 // that answer says already.
 func (e *Engine) placeCurrent(c *cluster, ph *Phase, s *desiredState, p preparation, placed bool) error {
-	namespaced, err := e.memory.isNamespaced(c, s.source, true)
+	namespaced, err := e.scopes.isNamespaced(c, s.source, true)
 	if err != nil {
 		return c.classify(err)
 	}
@@ -322,6 +338,3 @@ func describe(obj *unstructured.Unstructured) string {
 	}
 	return kind + " " + obj.GetName()
 }
-
-// isNoMatch reports an unknown kind.
-func isNoMatch(err error) bool { return apimeta.IsNoMatchError(err) }

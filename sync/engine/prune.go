@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	cliobject "github.com/fluxcd/cli-utils/pkg/object"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -112,7 +114,7 @@ type deleteResult struct {
 // kept by an annotation. With confirm, an object is read again after its delete to tell
 // whether it is gone or still terminating.
 func (e *Engine) deleteGroup(ctx context.Context, c *cluster, entries []convoyv1alpha1.InventoryEntry, confirm bool) (deleteResult, error) {
-	e.memory.forgetAll(c, entries)
+	e.memory.forgetAll(c, objectKeysOf(entries))
 	outs := make([]deleteOutcome, len(entries))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.opts.Concurrency)
@@ -190,4 +192,108 @@ func pruneDisabled(obj client.Object) bool {
 // pruneEnabled reports convoy.dev/prune: enabled.
 func pruneEnabled(obj client.Object) bool {
 	return strings.EqualFold(obj.GetAnnotations()[convoyv1alpha1.PruneAnnotation], PruneEnabled)
+}
+
+// entryKey identifies an entry across clusters.
+func entryKey(e convoyv1alpha1.InventoryEntry) string { return e.Cluster + "/" + e.ID }
+
+// metadataFor returns a metadata-only object naming the entry's object.
+func metadataFor(e convoyv1alpha1.InventoryEntry) (*metav1.PartialObjectMetadata, error) {
+	m, err := cliobject.ParseObjMetadata(e.ID)
+	if err != nil {
+		return nil, fmt.Errorf("inventory entry %q: %w", e.ID, err)
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: m.GroupKind.Group, Version: e.Version, Kind: m.GroupKind.Kind})
+	obj.SetNamespace(m.Namespace)
+	obj.SetName(m.Name)
+	return obj, nil
+}
+
+// objectKeysOf returns the keys of the objects entries name; an entry that names nothing has
+// none.
+func objectKeysOf(entries []convoyv1alpha1.InventoryEntry) []objectKey {
+	keys := make([]objectKey, 0, len(entries))
+	for _, entry := range entries {
+		if obj, err := metadataFor(entry); err == nil {
+			keys = append(keys, objectKey{gk: obj.GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()})
+		}
+	}
+	return keys
+}
+
+// mergeInventories returns first, then the entries of second not in first.
+func mergeInventories(first, second []convoyv1alpha1.InventoryEntry) []convoyv1alpha1.InventoryEntry {
+	out := make([]convoyv1alpha1.InventoryEntry, 0, len(first)+len(second))
+	out = append(out, first...)
+	return append(out, subtract(second, first)...)
+}
+
+// subtract returns the entries of from not in minus, in order.
+func subtract(from, minus []convoyv1alpha1.InventoryEntry) []convoyv1alpha1.InventoryEntry {
+	drop := make(map[string]bool, len(minus))
+	for _, e := range minus {
+		drop[entryKey(e)] = true
+	}
+	var out []convoyv1alpha1.InventoryEntry
+	for _, e := range from {
+		if !drop[entryKey(e)] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// group is a run of inventory entries of one phase in one cluster.
+type group struct {
+	phase, cluster string
+	entries        []convoyv1alpha1.InventoryEntry
+}
+
+// groupByPhase splits inv into consecutive runs of the same phase and cluster, in order.
+func groupByPhase(inv []convoyv1alpha1.InventoryEntry) []group {
+	var out []group
+	for _, e := range inv {
+		if n := len(out); n > 0 && out[n-1].phase == e.Phase && out[n-1].cluster == e.Cluster {
+			out[n-1].entries = append(out[n-1].entries, e)
+			continue
+		}
+		out = append(out, group{phase: e.Phase, cluster: e.Cluster, entries: []convoyv1alpha1.InventoryEntry{e}})
+	}
+	return out
+}
+
+// flatten joins groups back into an inventory.
+func flatten(groups []group) []convoyv1alpha1.InventoryEntry {
+	var out []convoyv1alpha1.InventoryEntry
+	for _, g := range groups {
+		out = append(out, g.entries...)
+	}
+	return out
+}
+
+// maxLogged bounds the objects one log line names.
+const maxLogged = 10
+
+// entryNames names the objects of the first maxLogged entries of inv, "Kind ns/name" or "Kind
+// name", for log lines.
+func entryNames(inv []convoyv1alpha1.InventoryEntry) []string {
+	names := make([]string, 0, min(len(inv), maxLogged))
+	for _, e := range inv[:min(len(inv), maxLogged)] {
+		names = append(names, entryName(e.ID))
+	}
+	return names
+}
+
+// entryName names the object of an inventory entry's ID, "Kind ns/name" or "Kind name"; an ID
+// that names no object is returned as it is.
+func entryName(id string) string {
+	m, err := cliobject.ParseObjMetadata(id)
+	switch {
+	case err != nil:
+		return id
+	case m.Namespace == "":
+		return m.GroupKind.Kind + " " + m.Name
+	}
+	return m.GroupKind.Kind + " " + m.Namespace + "/" + m.Name
 }

@@ -5,11 +5,16 @@ import (
 	"crypto/sha256"
 	"fmt"
 
+	cliobject "github.com/fluxcd/cli-utils/pkg/object"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // Result is what one Sync pass did. It is returned with the error of a failed pass too, so
@@ -75,17 +80,13 @@ func (c Changes) String() string {
 // available yet; later phases are then neither applied nor pruned. A pass that would repeat
 // the owner's last settled pass returns its outcome at once (memory_settled.go).
 func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
-	rules := rev.probesDigest()            // once per pass: every phase is judged under the same probes
-	mark := e.memory.markOf(t, rev, rules) // before the pass looks at any object
-	if res, ok := e.memory.repeat(mark, previous); ok {
-		return res, nil
+	rules := rev.probesDigest() // once per pass: every phase is judged under the same probes
+	mark, repeated := e.memory.beginPass(t, rev, rules, previous)
+	if repeated != nil {
+		return repeated, nil
 	}
-	e.memory.forgetSettled(mark.owner) // whatever this pass does, even if it panics, the last settled one is past
 	res, err := e.sync(ctx, t, rev, rules, previous)
-	res.Stale = res.appliedDirectly && e.memory.movedSince(t, mark)
-	if settledOutcome(res, err) {
-		e.memory.remember(mark, res)
-	}
+	e.memory.endPass(t, mark, res, err)
 	return res, err
 }
 
@@ -239,3 +240,86 @@ func markWaiting(phases []convoyv1alpha1.PhaseStatus, blocking string) {
 		phases[i].Message = fmt.Sprintf("waiting for phase %q", blocking)
 	}
 }
+
+// probesDigest returns the digest of the revision's probes.
+func (r *Revision) probesDigest() [sha256.Size]byte {
+	if r.ProbesDigest != (manifests.Digest{}) {
+		return r.ProbesDigest
+	}
+	return rulesDigest(r.Probes)
+}
+
+// rulesDigest identifies the probe rules an object is judged under.
+func rulesDigest(rules []probe.Rule) [sha256.Size]byte { return probe.Digest(rules) }
+
+// NeedsHostedCluster reports whether a phase with objects lands in the hosted cluster.
+func (r *Revision) NeedsHostedCluster() bool {
+	for _, ph := range r.Phases {
+		if ph.Class == convoyv1alpha1.ClassHostedCluster && len(ph.Objects) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// entryFor returns the inventory entry of an applied object.
+func entryFor(c *cluster, phase string, obj *unstructured.Unstructured) convoyv1alpha1.InventoryEntry {
+	return convoyv1alpha1.InventoryEntry{
+		ID:      cliobject.UnstructuredToObjMetadata(obj).String(),
+		Version: obj.GroupVersionKind().Version,
+		Cluster: c.name,
+		Phase:   phase,
+	}
+}
+
+// cluster returns the cluster of a phase class.
+func (t *Target) cluster(class string) *cluster {
+	if class == convoyv1alpha1.ClassHostedCluster {
+		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t, owner: ownerID(t)}
+	}
+	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t, owner: ownerID(t)}
+}
+
+// clusterNamed returns the cluster of an inventory entry's cluster name.
+func (t *Target) clusterNamed(name string) *cluster {
+	if name == convoyv1alpha1.InventoryClusterHosted {
+		return t.cluster(convoyv1alpha1.ClassHostedCluster)
+	}
+	return t.cluster(convoyv1alpha1.ClassManagement)
+}
+
+// cluster is one side of a target.
+type cluster struct {
+	// name is the inventory cluster name: "management" or "hosted".
+	name   string
+	client client.Client
+	target *Target
+	// owner is ownerID(target), made once by Target.cluster: the ledger keeps it in each of the
+	// owner's entries. Read it with ownerID.
+	owner string
+}
+
+// ownerID returns ownerID(c.target), never "": a cluster built without Target.cluster still
+// tells its owner's ledger entries from another's.
+func (c *cluster) ownerID() string {
+	if c.owner == "" {
+		return ownerID(c.target)
+	}
+	return c.owner
+}
+
+func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
+
+// owns reports whether obj carries this target's ownership labels.
+func (c *cluster) owns(obj client.Object) bool {
+	l := obj.GetLabels()
+	return l[convoyv1alpha1.PackageNameLabel] == c.target.Name &&
+		l[convoyv1alpha1.PackageNamespaceLabel] == c.target.Namespace &&
+		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
+}
+
+// ownerID identifies the owner of a target.
+func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
+
+// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
+func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }

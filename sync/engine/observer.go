@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// observer is the client the SSA resource manager works through during one phase. It lets the
+// engine read every object once and see everything the API server answers, so that ownership
+// checks and probes cost no request of their own:
+//
+//   - prefetch reads the live objects before apply; the resource manager's own read of each
+//     object is then served from what prefetch got (once; later reads go to the server);
+//   - every real (not dry-run) apply response, and any fresher read (a CRD polled until it is
+//     established), is kept as the object's live state.
+type observer struct {
+	client.Client
+
+	mu      sync.Mutex
+	pending map[objectKey]*unstructured.Unstructured // nil value: not found
+	seen    map[objectKey]*unstructured.Unstructured
+	applied map[objectKey]*unstructured.Unstructured // latest state: apply responses, fresher reads
+	quiet   map[objectKey]bool                       // not read: unchanged since judged available (memory_quiet.go)
+}
+
+func newObserver(c client.Client) *observer {
+	return &observer{
+		Client:  c,
+		pending: map[objectKey]*unstructured.Unstructured{},
+		seen:    map[objectKey]*unstructured.Unstructured{},
+		applied: map[objectKey]*unstructured.Unstructured{},
+		quiet:   map[objectKey]bool{},
+	}
+}
+
+// prefetch reads objs concurrently; an object that does not exist is recorded as such.
+func (o *observer) prefetch(ctx context.Context, objs []*unstructured.Unstructured, concurrency int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	for _, obj := range objs {
+		g.Go(func() error {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(obj.GroupVersionKind())
+			err := o.Client.Get(ctx, client.ObjectKeyFromObject(obj), live)
+			if apierrors.IsNotFound(err) {
+				live, err = nil, nil
+			}
+			if err != nil {
+				return err
+			}
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.pending[keyOf(obj)] = live
+			if live != nil {
+				o.seen[keyOf(obj)] = live
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// existing returns what prefetch read for obj, nil when it does not exist.
+func (o *observer) existing(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seen[keyOf(obj)]
+}
+
+// live returns the latest state of obj the observer saw: the apply response when it was
+// written, else what prefetch read.
+func (o *observer) live(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if u, ok := o.applied[keyOf(obj)]; ok {
+		return u
+	}
+	return o.seen[keyOf(obj)]
+}
+
+// observe records a fresher live state of an object read outside the resource manager.
+func (o *observer) observe(live *unstructured.Unstructured) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.applied[keyOf(live)] = live.DeepCopy()
+}
+
+// Get serves the first read of a prefetched object from memory.
+func (o *observer) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return o.Client.Get(ctx, key, obj, opts...)
+	}
+	k := objectKey{gk: u.GroupVersionKind().GroupKind(), namespace: key.Namespace, name: key.Name}
+	o.mu.Lock()
+	live, found := o.pending[k]
+	delete(o.pending, k)
+	o.mu.Unlock()
+	switch {
+	case !found:
+		return o.Client.Get(ctx, key, obj, opts...)
+	case live == nil:
+		return apierrors.NewNotFound(schema.GroupResource{Group: k.gk.Group, Resource: strings.ToLower(k.gk.Kind)}, key.Name)
+	}
+	live.DeepCopyInto(u)
+	return nil
+}
+
+// Patch sends the patch and keeps the response of a real apply.
+func (o *observer) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := o.Client.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || isDryRun(opts) {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.applied[keyOf(u)] = u.DeepCopy()
+	return nil
+}
+
+func isDryRun(opts []client.PatchOption) bool {
+	po := &client.PatchOptions{}
+	po.ApplyOptions(opts)
+	return len(po.DryRun) > 0
+}
+
+// markQuiet notes that obj was not read: it is as it was when judged available.
+func (o *observer) markQuiet(obj *unstructured.Unstructured) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.quiet[keyOf(obj)] = true
+}
+
+// isQuiet reports whether obj was skipped as quiet.
+func (o *observer) isQuiet(obj *unstructured.Unstructured) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.quiet[keyOf(obj)]
+}
+
+// objectKey identifies an object in one cluster.
+type objectKey struct {
+	gk        schema.GroupKind
+	namespace string
+	name      string
+}
+
+func keyOf(obj *unstructured.Unstructured) objectKey {
+	return objectKey{gk: obj.GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()}
+}
