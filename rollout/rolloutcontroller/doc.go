@@ -22,9 +22,10 @@
 //     included), and what it changes since the status the pass started from is announced, each
 //     once, by an event and a log line: "Partition started", "Partition completed", "Rollout
 //     gated" (event Gated, when a gate starts holding the rollout; a rollout stopped by
-//     failures has the event only, as "Rollout stalled" tells it), "Revision rejected" (a
-//     Warning event RevisionRejected), "Package missed its progress deadline", "Rollout
-//     completed".
+//     failures has a Warning event only, as "Rollout stalled" tells it), "Revision rejected"
+//     (a Warning event RevisionRejected), "Package missed its progress deadline", "Rollout
+//     completed". Warnings have a budget of their own (internal/eventrec), so the progress of
+//     many clusters never silences the stop.
 //  7. apply: Packages are created and updated with server-side apply (field manager
 //     "convoy-rollout"), owned by the HostedClusterPackage, labelled, stamped with
 //     rollout.SpecUpdatedAtAnnotation, and given convoy.dev/shard when sharding; Packages of

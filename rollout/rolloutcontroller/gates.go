@@ -84,14 +84,16 @@ func writeGates(s *scope) {
 }
 
 // reportGates announces, by an event and a log line, a gate that starts holding the rollout
-// (newGate; a Failures gate by the event only) and the rejection of the update revision.
+// (newGate; a Failures gate by a Warning event only) and the rejection of the update revision.
 func (r *HostedClusterPackageReconciler) reportGates(ctx context.Context, s *scope) {
 	before, after := s.before, &s.obj.Status
 	log := ctrl.LoggerFrom(ctx)
 	if gate := after.Gate; gate != nil && newGate(before, after) {
-		r.event(s, corev1.EventTypeNormal, GatedReason, "%s", describeGate(gate, after.UpdateRevision))
-		// Note: a rollout stopped by failures stalls, and "Rollout stalled" tells it already.
-		if gate.Type != convoyv1alpha1.GateFailures {
+		// Note: a rollout stopped by failures stalls, and "Rollout stalled" logs it already.
+		if gate.Type == convoyv1alpha1.GateFailures {
+			r.event(s, corev1.EventTypeWarning, GatedReason, "%s", describeGate(gate, after.UpdateRevision))
+		} else {
+			r.event(s, corev1.EventTypeNormal, GatedReason, "%s", describeGate(gate, after.UpdateRevision))
 			log.Info("Rollout gated", "gate", gate.Type, "partition", gate.Partition, "revision", after.UpdateRevision,
 				"until", formatUntil(gate.Until), "message", rollout.BoundSample(gate.Message))
 		}

@@ -219,6 +219,7 @@ func (gf *gatesFleet) testMaxFailures(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(onCommit(packagesOf(g, gf.name), c5)).To(ConsistOf(gf.e1, gf.e2, gf.n1))
 	}).WithTimeout(3*time.Second).Should(Succeed(), "no later partition starts")
+	gf.expectEvent(g, GatedReason, "Rollout stopped: 2 package(s) failed")
 }
 
 // testRollback turns the stopped rollout of testMaxFailures into a rollback of every Package on
@@ -254,6 +255,7 @@ func (gf *gatesFleet) testRollback(t *testing.T) {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: gf.ns, Name: bad}, cr)).To(Succeed())
 	g.Expect(cr.Annotations).To(HaveKeyWithValue(rollout.RejectedAnnotation,
 		And(ContainSubstring(gf.e1), ContainSubstring(gf.n1))), "the reason names the failed clusters")
+	gf.expectEvent(g, RevisionRejectedReason, "Revision "+bad)
 	g.Consistently(func(g Gomega) {
 		g.Expect(onCommit(packagesOf(g, gf.name), gf.current)).To(HaveLen(6))
 		g.Expect(getHCPkg(g, gf.name).Status.UpdateRevision).To(Equal(bad))
