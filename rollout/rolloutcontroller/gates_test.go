@@ -145,7 +145,7 @@ func TestReportGatesAnnouncesEachGateOnce(t *testing.T) {
 	rejected := convoyv1alpha1.HostedClusterPackageStatus{UpdateRevision: "addon-c", CurrentRevision: "addon-a",
 		RejectedRevision: "addon-c", Gate: gateAt(convoyv1alpha1.GateFailures, "early", time.Time{})}
 	g.Expect(report(newer, rejected, &rollout.Plan{Reject: true, RejectReason: "2 packages failed, more than maxFailures 1"})).To(Equal([]string{
-		"Normal Gated Rollout of revision addon-c is stopped by failures in partition early.",
+		"Warning Gated Rollout of revision addon-c is stopped by failures in partition early.",
 		"Warning RevisionRejected Revision addon-c (commit 0123456789ab) is rejected (2 packages failed, more than maxFailures 1); " +
 			"rolling back to revision addon-a."}))
 	g.Expect(report(rejected, rejected, &rollout.Plan{})).To(BeEmpty(), "said once")
