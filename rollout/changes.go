@@ -29,14 +29,22 @@ func maxUnavailable(s convoyv1alpha1.HostedClusterPackageStrategy, eligible int)
 // chooseChanges fills plan.Creates, plan.Updates, plan.Deletes and plan.Relabels. What costs
 // nothing comes first: Packages at the completed current revision for new targets, and the
 // release of Packages whose HostedCluster is going away. Under spec.paused nothing else changes.
-// Then, in this order, the changes that keep or take a budget slot: failed Packages of this
-// rollout moving on, unavailable Packages of reached partitions updated, Packages of
+// A rejected update revision rolls back, windows or not. Outside the windows nothing else
+// changes. Then, in this order, the changes that keep or take a budget slot: failed Packages of
+// this rollout moving on, unavailable Packages of reached partitions updated, Packages of
 // deselected HostedClusters deleted, and the rest of the reached partitions created or updated
 // in rollout order.
 func (p *planner) chooseChanges(plan *Plan) {
 	p.createAtCompletedRevision(plan)
 	p.releaseGone(plan)
 	if p.paused {
+		plan.DeletionsWaiting = len(p.deselected)
+		return
+	}
+	if p.rejected {
+		p.rollBack(plan)
+	}
+	if p.outside {
 		plan.DeletionsWaiting = len(p.deselected)
 		return
 	}
@@ -65,9 +73,13 @@ func (p *planner) createAtCompletedRevision(plan *Plan) {
 // current one, superseded since) to the update revision, in any partition: they are
 // unavailable already, they hold their slot, and the fix must reach them first. A Package that
 // failed at the current revision, or at an older one, waits for its partition like any other.
+// Neither a rejected update revision nor a partition waiting for its approval gets it.
 func (p *planner) replaceFailed(plan *Plan) {
+	if p.rejected {
+		return
+	}
 	for _, t := range p.targets {
-		if p.updatable(t) && t.state.failed && p.partOfRollout(t.state.revision) {
+		if p.updatable(t) && t.state.failed && p.partOfRollout(t.state.revision) && !p.awaitsApproval(t.partition) {
 			plan.Updates = append(plan.Updates, p.change(t, &p.in.UpdateRevision, ReplaceFailedReason))
 		}
 	}

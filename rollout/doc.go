@@ -24,7 +24,7 @@
 //     "unknown" partition last. In a static order "*" places every unlisted value, as one
 //     partition; without it unlisted values join "unknown". A partition is done when every
 //     eligible target is on the update revision and has progressed for minReadySeconds; no
-//     later partition is touched before.
+//     later partition is touched before (but see the failure tolerance below).
 //   - The budget is maxUnavailable (an integer, or a percentage of eligible targets rounded down,
 //     at least 1). It is held by every eligible Package that is unavailable, updating or
 //     installing (not progressed for minReadySeconds yet) or being deleted, and by every Package
@@ -53,16 +53,63 @@
 //   - A Package that has not progressed for progressDeadlineSeconds has failed: it is reported
 //     (status.failures, an event, a metric) and keeps its slot. Only one that failed at a revision
 //     of this rollout (numbered after the current one, superseded since) gets the update revision
-//     before anything else, whatever its partition; one broken at the current revision, or at an
-//     older one, waits for its partition like any other.
+//     before anything else, whatever its partition and its soak (not when the update revision is
+//     rejected, the rollout is outside its windows, or its partition waits for an approval); one
+//     broken at the current revision, or at an older one, waits for its partition like any other.
+//   - A partition has started once one of its targets is on the update revision. The gates
+//     below hold only a partition that has not started; once it started, its Packages remember
+//     that its gates were passed, and nothing else is stored.
+//   - Soak: a partition after a done one starts only once that one's soak is over:
+//     partition.policies[].soakSeconds, else strategy.rollingUpgrade.soakSeconds, from the moment
+//     its last Package progressed. Meanwhile it shows Soaking until the soak ends and status.gate
+//     names the partition it holds. A Package of the soaking partition that stops being
+//     available at the commit it had progressed at, while no later partition has started, fails
+//     at once (SoakRegression): a failure of the soaking partition, not of the next one. The last
+//     partition has no soak, nor has the instant strategy.
+//   - Failure tolerance: failurePolicy.maxFailures (an integer, or a percentage of eligible
+//     targets rounded down; 0 by default) failed Packages are tolerated. Counting failures in
+//     rollout order, a partition whose targets are all done or failed counts as done while the
+//     count stays within maxFailures, unless it is a canary partition with a failure. The first
+//     partition where the count goes beyond, or a canary fails, stops the rollout: no partition
+//     after it starts, under the instant strategy too (status.gate Failures), while updates
+//     within the partitions already reached go on within the budget, so that by default a
+//     failure holds its partition's barrier as before. A tolerated failure is still reported,
+//     holds its slot while unavailable and is replaced first by the next revision; the rollout
+//     does not complete while one remains, and once every partition passed it shows Failures.
+//   - Rollback: once failures at the update revision alone stop the rollout (failures at the
+//     revisions it superseded are no reason to reject it) under failurePolicy.action Rollback,
+//     and not under spec.paused, the plan rejects the update revision (Plan.Reject: the
+//     controller marks its ControllerRevision with RejectedAnnotation). Nothing starts at a
+//     rejected revision: new targets get the current revision, and its Packages go back to the
+//     current revision in reverse rollout order (rollbackScope Failed: the failed or unavailable
+//     ones; Updated: every one), an unavailable or updating Package for free, an available one
+//     for a budget slot; never under spec.paused, but outside the windows too, since a rollback
+//     is the remedy. Without a current revision nothing goes back. A rejected revision never
+//     completes; a new commit or template change makes a new update revision, which rolls out
+//     as usual.
+//   - Approval: a partition whose policy requires an approval starts only once a RolloutApproval
+//     names it and the update revision (an approval of another revision never counts); it shows
+//     AwaitingApproval meanwhile. Under a rolling upgrade the frontier partition waits; under the
+//     instant strategy every partition that requires one is not reached until approved.
+//   - Windows: the rollout is inside its windows at Input.Now when an Allow window is open (or
+//     none is listed) and no Deny window is; a window is open from each time of its cron
+//     schedule, in its time zone, for its duration. Outside, nothing starts at the update
+//     revision and nothing of a live cluster is deleted, exactly as under spec.paused; the first
+//     partition with targets still to start shows OutsideWindow until the rollout is next inside
+//     its windows (looked for up to a year ahead). An invalid schedule, duration or time zone
+//     fails Compute with an error that names the window and the field.
+//   - status.gate (Plan.Gate) names what holds the rollout: Failures (stopped or rejected) before
+//     a Soak, an Approval or a Window; RequeueAfter comes no later than a soak's end or a
+//     window's opening.
 //   - Updating an unavailable or updating Package costs nothing, so they go first in reached
 //     partitions; then deselected Packages are deleted, then missing Packages are created and
 //     available ones updated in rollout order while slots are free.
 //   - Only the update revision is ever rolled out, so a newer revision supersedes an older one
 //     and the rollout starts again at the first partition.
 //   - The instant strategy treats every partition as reached and has no budget.
-//   - spec.paused starts nothing at the update revision and deletes nothing of a live cluster;
-//     updates in flight finish, and new targets still get the completed current revision.
+//   - spec.paused starts nothing at the update revision, deletes nothing of a live cluster and
+//     rolls nothing back; updates in flight finish, and new targets still get the completed
+//     current revision.
 //   - A change of template.metadata reaches every owned Package at the revision it has
 //     (TemplateMetadataAnnotation records what it was applied with): no new revision, no slot.
 //

@@ -48,6 +48,8 @@ type world struct {
 	// nor the current revision are the older revisions.
 	history []Revision
 	now     time.Time
+	// approvals are the RolloutApprovals of the HostedClusterPackage.
+	approvals []Approval
 }
 
 // newWorld returns a world with a rolling upgrade (maxUnavailable 1) over the static partitions
@@ -201,6 +203,7 @@ func (w *world) input() Input {
 		HostedClusters:       w.clusters,
 		UpdateRevision:       w.update,
 		CurrentRevision:      w.current,
+		Approvals:            w.approvals,
 		Now:                  w.now,
 	}
 	for _, rev := range w.history {

@@ -45,6 +45,10 @@ type Input struct {
 	// revisions Packages still use.
 	OlderRevisions []Revision
 
+	// Approvals lists the RolloutApprovals of the HostedClusterPackage: a partition that
+	// requires an approval starts only once one names it and UpdateRevision.Name.
+	Approvals []Approval
+
 	// ShardFor returns the convoy.dev/shard label a Package of namespace whose label is current
 	// should have ("" for the unsharded replica); nil leaves every label as it is. A Package
 	// whose label differs is relabelled: a shard move rides only on a relabel, never with a
@@ -93,6 +97,26 @@ type Revision struct {
 
 	// Template is the Package spec without its revision.
 	Template convoyv1alpha1.PackageTemplateSpec
+
+	// Rejected is set on a revision a rollback rejected (RejectedAnnotation on its
+	// ControllerRevision): the planner never rolls it out again.
+	Rejected bool
+}
+
+// RejectedAnnotation marks a ControllerRevision that a rollback rejected; its value is the
+// reason, for humans. The controller writes it when a Plan says Reject.
+const RejectedAnnotation = "convoy.dev/rejected"
+
+// Approval is the part of a RolloutApproval the planner reads.
+type Approval struct {
+	// Name of the RolloutApproval.
+	Name string
+
+	// Partition it approves.
+	Partition string
+
+	// Revision it approves: the name of a ControllerRevision.
+	Revision string
 }
 
 // ForeignPackage is a Package the HostedClusterPackage does not own.

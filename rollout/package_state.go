@@ -27,17 +27,27 @@ type packageState struct {
 	progressed bool
 	// ready: progressed for minReadySeconds.
 	ready bool
+	// progressedAt is when the Package progressed at its spec; zero when it has not.
+	progressedAt time.Time
+	// regressedAt is when a Package that was available at its spec's commit (status.revision)
+	// stopped being available; zero when it did not.
+	regressedAt time.Time
 	// paused: spec.paused or Paused=True; pausedByHand: spec.paused while the template of the
 	// revision the Package has does not ask for it.
 	paused       bool
 	pausedByHand bool
-	// failed: not progressed for progressDeadlineSeconds; failure says why.
-	failed  bool
-	failure string
+	// failed: not progressed for progressDeadlineSeconds, or regressed in a soak (failReason);
+	// failure says why.
+	failed     bool
+	failReason string
+	failure    string
 
 	// wakeAt is when ready or failed changes next; zero when neither can.
 	wakeAt time.Time
 }
+
+// pinnedToUpdate reports whether the Package exists and is on the update revision.
+func (s *packageState) pinnedToUpdate() bool { return s.exists && s.updated }
 
 // Progressed reports whether pkg has progressed: status.revision equals spec.revision, and
 // Available=True and Progressing=False at the current generation. Available alone is never
@@ -64,9 +74,13 @@ func (p *planner) assess(pkg *convoyv1alpha1.Package) packageState {
 	s.pausedByHand = pkg.Spec.Paused && (s.revision == nil || !s.revision.Template.Paused)
 	updatedAt := specUpdatedAt(pkg, p.in.Now)
 	if s.progressed {
-		p.assessReadiness(&s, latest(updatedAt, transitionTime(available), transitionTime(progressing)))
+		s.progressedAt = latest(updatedAt, transitionTime(available), transitionTime(progressing))
+		p.assessReadiness(&s, s.progressedAt)
 	} else {
 		p.assessDeadline(&s, pkg, stuckSince(updatedAt, available, progressing))
+	}
+	if pkg.Status.Revision == pkg.Spec.Revision && available != nil && !s.available {
+		s.regressedAt = available.LastTransitionTime.Time
 	}
 	return s
 }
@@ -91,6 +105,7 @@ func (p *planner) assessDeadline(s *packageState, pkg *convoyv1alpha1.Package, s
 		s.wakeAt = failAt
 		return
 	}
+	s.failReason = ProgressDeadlineExceededReason
 	s.failure = fmt.Sprintf("Package %s/%s has not progressed at revision %s for %s: %s",
 		pkg.Namespace, pkg.Name, shortCommit(pkg.Spec.Revision), p.deadline, stuckMessage(pkg))
 }

@@ -3,6 +3,7 @@ package rollout
 import (
 	"slices"
 	"strings"
+	"time"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -16,6 +17,18 @@ type partition struct {
 	// done: every eligible target is on the update revision and has progressed for
 	// minReadySeconds.
 	done bool
+
+	// started: a target is on the update revision, so the partition's gates are passed;
+	// passed: done, or done but for failures the failure policy tolerates (tolerateFailures).
+	started bool
+	passed  bool
+
+	// hold is the gate (a soak, an approval) that keeps the partition from starting; nil when
+	// none does. shown is the state a gate gives the partition (Soaking, AwaitingApproval,
+	// OutsideWindow), until when that ends; empty and zero otherwise.
+	hold  *convoyv1alpha1.RolloutGate
+	shown string
+	until time.Time
 }
 
 // partitionTargets groups the targets by their partition label, orders the groups, puts

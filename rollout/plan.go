@@ -32,7 +32,9 @@ type Plan struct {
 	DeletionsWaiting int
 
 	// Failed lists every eligible target whose Package has not progressed for
-	// progressDeadlineSeconds, in rollout order; status keeps the first MaxFailureSamples.
+	// progressDeadlineSeconds (ProgressDeadlineExceededReason) or regressed while its partition
+	// soaked (SoakRegressionReason), tolerated or not, in rollout order; status keeps the first
+	// MaxFailureSamples.
 	Failed []convoyv1alpha1.PackageFailure
 
 	// FailedPackages names the Package of each failure and what it failed at, parallel to
@@ -62,7 +64,8 @@ type Plan struct {
 	MaxUnavailable int
 
 	// Completed is true when every eligible target is on the update revision and has progressed
-	// for minReadySeconds: the controller sets currentRevision to UpdateRevision.
+	// for minReadySeconds (a tolerated failure has not), and the update revision is not
+	// rejected: the controller sets currentRevision to UpdateRevision.
 	Completed bool
 
 	// UpdateRevision names the revision being rolled out.
@@ -76,9 +79,20 @@ type Plan struct {
 	// revision pruning keeps them.
 	RevisionsInUse []string
 
-	// RequeueAfter is when the next progress deadline or minReadySeconds expires; zero when
-	// nothing is waiting on the clock.
+	// RequeueAfter is when the next progress deadline, minReadySeconds, soak or window expires;
+	// zero when nothing is waiting on the clock.
 	RequeueAfter time.Duration
+
+	// Gate is what holds the rollout now (status.gate); nil when nothing does.
+	Gate *convoyv1alpha1.RolloutGate
+
+	// Reject asks the controller to mark the update revision rejected (RejectedAnnotation on
+	// its ControllerRevision, with RejectReason) before it applies the plan's rollback updates:
+	// the failure policy's action is Rollback and the rollout stopped.
+	Reject bool
+
+	// RejectReason says why, for the annotation, the status and the event.
+	RejectReason string
 }
 
 // Change pins one Package to a revision. The controller applies the revision's template and
@@ -111,6 +125,10 @@ type ChangeReason string
 const (
 	// NewTargetReason: the target had no Package; it gets the revision its partition has reached.
 	NewTargetReason ChangeReason = "NewTarget"
+
+	// RollbackReason: the rollout stopped under a Rollback failure policy; the Package goes
+	// back to the current revision.
+	RollbackReason ChangeReason = "Rollback"
 
 	// ReplaceFailedReason: the Package failed at an older revision, so the update revision
 	// replaces it without waiting for its partition or for budget.
@@ -195,6 +213,9 @@ const (
 
 	// ProgressDeadlineExceededReason: a Package has not progressed for progressDeadlineSeconds.
 	ProgressDeadlineExceededReason = "ProgressDeadlineExceeded"
+
+	// SoakRegressionReason: a Package stopped being available while its partition soaked.
+	SoakRegressionReason = "SoakRegression"
 )
 
 // Counts are the package counts of a HostedClusterPackage status.
@@ -218,7 +239,8 @@ type Counts struct {
 }
 
 // Compute plans the next step of the rollout. It fails only on a spec that admission should
-// have refused: an invalid selector or maxUnavailable.
+// have refused: an invalid selector, maxUnavailable or maxFailures, or a window whose
+// schedule, duration or time zone is invalid (the error names the window and the field).
 func Compute(in Input) (*Plan, error) {
 	if in.HostedClusterPackage == nil {
 		return nil, errors.New("no HostedClusterPackage")

@@ -45,6 +45,26 @@ type planner struct {
 	gone       []orphan
 	deselected []orphan
 	deleting   []orphan
+
+	// failures counts the accountable targets that failed, maxFailed is what the failure
+	// policy tolerates, stop is the partition whose failures stopped the rollout and
+	// stopAtUpdate the one where the failures at the update revision alone do (nil when none
+	// does); see tolerateFailures.
+	failures     int
+	maxFailed    int
+	stop         *partition
+	stopAtUpdate *partition
+
+	// rejected: the update revision is rejected, or rejectReason rejects it now; nothing
+	// starts at it and its Packages roll back.
+	rejected     bool
+	rejectReason string
+
+	// outside: Input.Now is outside the windows; nothing starts at the update revision.
+	outside bool
+
+	// gate is what holds the rollout (status.gate); nil when nothing does.
+	gate *convoyv1alpha1.RolloutGate
 }
 
 // newPlanner reads the strategy, selects and assesses the targets, and partitions them.
@@ -72,6 +92,9 @@ func newPlanner(in Input) (*planner, error) {
 	}
 	p.holders = p.countHolders() + len(p.deleting)
 	p.free = p.maxUnavailable - p.holders
+	if err := p.applyGates(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -138,16 +161,22 @@ func (p *planner) holdsBudget(t *target) bool {
 }
 
 // newTargetRevision returns the revision a target without a Package gets: the update revision
-// once the rollout reached its partition (and is not paused), else the current revision, which
-// is nil before the first rollout completes.
+// once the rollout reached its partition (and is neither paused nor outside its windows), else
+// the current revision, which is nil before the first rollout completes.
 func (p *planner) newTargetRevision(t *target) *Revision {
-	if p.reached(t.partition) && !p.paused {
+	if p.reached(t.partition) && !p.paused && !p.outside {
 		return &p.in.UpdateRevision
 	}
 	return p.in.CurrentRevision
 }
 
-// reached reports whether the rollout may move targets of part to the update revision.
+// reached reports whether the rollout may move targets of part to the update revision: the
+// revision is not rejected, the partition is not held by a soak or an approval, nor is it a
+// partition that has not started after the one where failures stopped the rollout, and it is
+// at or before the frontier (any partition under the instant strategy).
 func (p *planner) reached(part *partition) bool {
+	if p.rejected || part.hold != nil || (p.stop != nil && part.index > p.stop.index && !part.started) {
+		return false
+	}
 	return p.instant || part.index <= p.frontier
 }

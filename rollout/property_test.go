@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/robfig/cron/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -336,4 +337,322 @@ func (pc *propertyCheck) checkTargets(plan *Plan, f facts) {
 // clusterName returns the name of a change's HostedCluster.
 func clusterName(c Change) string {
 	return strings.TrimPrefix(c.HostedCluster, clusterNS+"/")
+}
+
+// gatedRuns is the number of random fleets TestPropertyGates plays.
+const gatedRuns = 100
+
+// TestPropertyGates plays random fleets with random soaks, approvals, windows, failure
+// policies, clocks and failures through the events of TestPropertyRandomFleets, and checks
+// every plan before it is applied:
+//   - no partition starts (gets its first Package at the update revision) before the soak of
+//     every partition before it ended, without an approval of that exact revision when it
+//     requires one, or outside the windows; nothing at all starts at the update revision
+//     outside the windows;
+//   - a rollback moves Packages only back to the current revision, only once the update
+//     revision is rejected, never under spec.paused, and within the budget;
+//   - failures beyond maxFailures, or in a canary partition, stop the rollout: no partition
+//     after the one where they go beyond starts;
+//
+// and, once the gates are lifted and a good revision is pushed, that every target ends on it.
+func TestPropertyGates(t *testing.T) {
+	for run := range gatedRuns {
+		t.Run(strconv.Itoa(run), func(t *testing.T) {
+			g := NewWithT(t)
+			rng := rand.New(rand.NewPCG(uint64(run), 0x9a7e5))
+			pc := &propertyCheck{g: g, faulty: true}
+			w := randomWorld(rng)
+			randomGates(rng, w)
+			pc.sim = newSim(t, w, uint64(run))
+			pc.sim.check = pc.checkGated
+			pc.sim.gates = true
+			for range 90 {
+				pc.perturbGates(rng)
+				pc.perturb(rng)
+				pc.sim.advance()
+			}
+			pc.settleGates()
+		})
+	}
+}
+
+// randomGates gives w a random clock, soaks, partition policies, windows and failure policy.
+func randomGates(rng *rand.Rand, w *world) {
+	w.now = t0.Add(time.Duration(rng.IntN(72*60)) * time.Minute)
+	if ru := w.hcpkg.Spec.Strategy.RollingUpgrade; ru != nil {
+		ru.SoakSeconds = []int32{0, 0, 60, 300}[rng.IntN(4)]
+	}
+	if w.hcpkg.Spec.Partition != nil {
+		names := append(slices.Clone(groups[:len(groups)-1]), "*", "unknown")
+		for _, name := range names {
+			if rng.IntN(3) != 0 {
+				continue
+			}
+			pol := convoyv1alpha1.PartitionPolicy{Name: name, RequireApproval: rng.IntN(2) == 0, Canary: rng.IntN(4) == 0}
+			if rng.IntN(2) == 0 {
+				pol.SoakSeconds = ptr([]int32{0, 90, 240}[rng.IntN(3)])
+			}
+			w.hcpkg.Spec.Partition.Policies = append(w.hcpkg.Spec.Partition.Policies, pol)
+		}
+	}
+	for range rng.IntN(3) {
+		w.hcpkg.Spec.Windows = append(w.hcpkg.Spec.Windows, randomWindow(rng))
+	}
+	fp := &w.hcpkg.Spec.FailurePolicy
+	fp.MaxFailures = []*intstr.IntOrString{nil, ptr(intstr.FromInt32(1)), ptr(intstr.FromInt32(2)), ptr(intstr.FromString("25%"))}[rng.IntN(4)]
+	fp.Action = []string{"", convoyv1alpha1.FailureActionStop, convoyv1alpha1.FailureActionRollback}[rng.IntN(3)]
+	fp.RollbackScope = []string{"", convoyv1alpha1.RollbackFailed, convoyv1alpha1.RollbackUpdated}[rng.IntN(3)]
+}
+
+// randomWindow returns an Allow or Deny window with a random schedule, duration and time zone.
+func randomWindow(rng *rand.Rand) convoyv1alpha1.RolloutWindow {
+	kinds := []string{convoyv1alpha1.WindowAllow, convoyv1alpha1.WindowDeny}
+	schedules := []string{"*/30 * * * *", "0 * * * *", "@hourly", "30 12 * * *", "*/20 * * * 1-5", "15,45 * * * *"}
+	durations := []time.Duration{2 * time.Minute, 5 * time.Minute, 20 * time.Minute, 45 * time.Minute}
+	zones := []string{"", "Europe/Berlin", "America/New_York", "Asia/Kolkata"}
+	return convoyv1alpha1.RolloutWindow{
+		Kind: kinds[rng.IntN(2)], Schedule: schedules[rng.IntN(len(schedules))],
+		Duration: metav1.Duration{Duration: durations[rng.IntN(len(durations))]}, TimeZone: zones[rng.IntN(len(zones))],
+	}
+}
+
+// perturbGates gives approvals, of the update revision or of another, breaks one cluster at
+// the update revision, or makes a progressed Package regress.
+func (pc *propertyCheck) perturbGates(rng *rand.Rand) {
+	s := pc.sim
+	names := append(slices.Clone(groups[:len(groups)-1]), "*", "unknown")
+	switch rng.IntN(16) {
+	case 0, 1:
+		rev := s.update.Name
+		if rng.IntN(3) == 0 {
+			rev = s.history[rng.IntN(len(s.history))].Name
+		}
+		s.approvals = append(s.approvals, Approval{Name: fmt.Sprintf("a%d", len(s.approvals)),
+			Partition: names[rng.IntN(len(names))], Revision: rev})
+	case 2:
+		if len(s.clusters) > 0 {
+			s.breakOn(s.clusters[rng.IntN(len(s.clusters))].Name, s.update)
+		}
+	case 3:
+		if len(s.clusters) > 0 {
+			ns := namespaceOf(s.clusters[rng.IntN(len(s.clusters))].Name)
+			if p := s.packages[ns]; p != nil && s.progressedAt[ns] != (time.Time{}) {
+				setCondition(p, convoyv1alpha1.AvailableCondition, metav1.ConditionFalse, s.now, "probe failed")
+				delete(s.progressedAt, ns)
+			}
+		}
+	}
+}
+
+// settleGates lifts the windows, repairs the broken and regressed Packages, approves every
+// partition at the revision settle pushes, and settles.
+func (pc *propertyCheck) settleGates() {
+	s := pc.sim
+	s.hcpkg.Spec.Windows = nil
+	s.badOn = map[string]bool{}
+	next := revision(len(s.history) + 1).Name
+	for _, name := range append(slices.Clone(groups[:len(groups)-1]), "*", "unknown") {
+		s.approvals = append(s.approvals, Approval{Name: "final-" + name, Partition: name, Revision: next})
+	}
+	for ns, p := range s.packages {
+		if _, ok := s.progressedAt[ns]; !ok {
+			// A broken or regressed Package recovers once the cause is gone: one broken at the
+			// current revision would otherwise hold its slot until its partition is reached.
+			progress(p, s.now)
+			s.progressedAt[ns] = s.now
+			delete(s.doneAt, ns)
+			delete(s.breakAt, ns)
+		}
+	}
+	pc.settle()
+}
+
+// checkGated verifies one plan of a run with gates; the barriers of checkBarriers no longer
+// hold as they are (a tolerated failure lets the next partition start; a gate keeps new
+// targets of a reached partition at the current revision), so checkStarts and checkStop
+// take their place.
+func (pc *propertyCheck) checkGated(plan *Plan) {
+	f := pc.observe(plan)
+	pc.checkBudget(plan, f)
+	pc.checkTargets(plan, f)
+	pc.checkStarts(plan, f)
+	pc.checkRollback(plan)
+	pc.checkStop(plan, f)
+}
+
+// startsAtUpdate lists the changes that move a Package to the update revision while the
+// rollout is in progress, except the replacements of failed Packages, which jump barriers.
+func (pc *propertyCheck) startsAtUpdate(plan *Plan) []Change {
+	s := pc.sim
+	if s.current != nil && s.current.Name == s.update.Name {
+		return nil
+	}
+	var out []Change
+	for _, c := range append(slices.Clone(plan.Creates), plan.Updates...) {
+		if c.Revision.Name == s.update.Name && c.Reason != ReplaceFailedReason {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// started reports whether a selected cluster of the partition at index has a Package on the
+// update revision.
+func (pc *propertyCheck) started(f facts, index int) bool {
+	for name, i := range f.partition {
+		if i == index && pc.sim.revisionOf(namespaceOf(name)) == pc.sim.update.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// checkStarts: nothing starts at the update revision outside the windows; a partition starts
+// only after the soaks before it and with its approval.
+func (pc *propertyCheck) checkStarts(plan *Plan, f facts) {
+	s := pc.sim
+	if !insideWindows(pc.g, s.hcpkg.Spec.Windows, s.now) {
+		for _, c := range append(slices.Clone(plan.Creates), plan.Updates...) {
+			fresh := s.current != nil && s.current.Name == s.update.Name
+			pc.g.Expect(c.Revision.Name != s.update.Name || fresh).To(BeTrue(), "outside the windows: "+c.HostedCluster)
+		}
+	}
+	for _, c := range pc.startsAtUpdate(plan) {
+		index := f.partition[clusterName(c)]
+		if pc.started(f, index) {
+			continue
+		}
+		pc.g.Expect(pc.approved(c.Partition)).To(BeTrue(), "no approval: "+c.HostedCluster)
+		if s.hcpkg.Spec.Strategy.Instant == nil {
+			for k := range index {
+				pc.g.Expect(s.now.Before(pc.soakEnd(plan, f, k))).To(BeFalse(), "soaking: "+c.HostedCluster+"\n"+s.log.String())
+			}
+		}
+	}
+}
+
+// approved reports whether the partition needs no approval, or has one of the update revision.
+func (pc *propertyCheck) approved(partition string) bool {
+	s := pc.sim
+	for _, pol := range pc.policies() {
+		if pol.Name == partition && pol.RequireApproval {
+			return slices.ContainsFunc(s.approvals, func(a Approval) bool {
+				return a.Partition == partition && a.Revision == s.update.Name
+			})
+		}
+	}
+	return true
+}
+
+// soakEnd returns when the soak of the partition at index k ends: its soak after the last
+// eligible cluster of it progressed at the update revision.
+func (pc *propertyCheck) soakEnd(plan *Plan, f facts, k int) time.Time {
+	s := pc.sim
+	soak := time.Duration(s.hcpkg.Spec.Strategy.RollingUpgrade.SoakSeconds) * time.Second
+	for _, pol := range pc.policies() {
+		if pol.Name == plan.Partitions[k].Name && pol.SoakSeconds != nil {
+			soak = time.Duration(*pol.SoakSeconds) * time.Second
+		}
+	}
+	var last time.Time
+	for name, i := range f.partition {
+		ns := namespaceOf(name)
+		if i == k && f.eligible[name] && s.revisionOf(ns) == s.update.Name {
+			last = latest(last, s.progressedAt[ns])
+		}
+	}
+	if soak == 0 || last.IsZero() {
+		return time.Time{}
+	}
+	return last.Add(soak)
+}
+
+// checkRollback: a rollback goes to the current revision, of a rejected update revision, not
+// under spec.paused (the budget is checkBudget's).
+func (pc *propertyCheck) checkRollback(plan *Plan) {
+	s := pc.sim
+	for _, c := range plan.Updates {
+		if c.Reason != RollbackReason {
+			continue
+		}
+		pc.g.Expect(s.hcpkg.Spec.Paused).To(BeFalse(), "a rollback under spec.paused")
+		pc.g.Expect(s.update.Rejected || plan.Reject).To(BeTrue())
+		pc.g.Expect(c.Revision.Name).To(Equal(s.current.Name))
+		pc.g.Expect(c.PreviousRevision).To(Equal(s.update.Name))
+	}
+	if plan.Reject {
+		pc.g.Expect(s.hcpkg.Spec.Paused).To(BeFalse(), "a rejection under spec.paused")
+	}
+}
+
+// checkStop: counting the failed targets in rollout order, no partition after the first one
+// where they exceed maxFailures, or after a canary partition with a failure, starts.
+func (pc *propertyCheck) checkStop(plan *Plan, f facts) {
+	s := pc.sim
+	limit := 0
+	if m := s.hcpkg.Spec.FailurePolicy.MaxFailures; m != nil {
+		eligible := 0
+		for _, ok := range f.eligible {
+			eligible += int(one(ok))
+		}
+		limit, _ = intstr.GetScaledValueFromIntOrPercent(m, eligible, false)
+	}
+	perPartition := make([]int, len(plan.Partitions))
+	for _, failure := range plan.Failed {
+		if i, ok := f.partition[strings.TrimPrefix(failure.HostedCluster, clusterNS+"/")]; ok {
+			perPartition[i]++
+		}
+	}
+	stop, failures := len(plan.Partitions), 0
+	for i, n := range perPartition {
+		failures += n
+		if failures > limit || (n > 0 && pc.canary(plan.Partitions[i].Name)) {
+			stop = i
+			break
+		}
+	}
+	for _, c := range pc.startsAtUpdate(plan) {
+		index := f.partition[clusterName(c)]
+		pc.g.Expect(index <= stop || pc.started(f, index)).To(BeTrue(), "after a stop: "+c.HostedCluster+"\n"+s.log.String())
+	}
+}
+
+// canary reports whether the partition is a canary.
+func (pc *propertyCheck) canary(partition string) bool {
+	for _, pol := range pc.policies() {
+		if pol.Name == partition {
+			return pol.Canary
+		}
+	}
+	return false
+}
+
+// insideWindows decides by brute force, minute by minute, whether t is inside the windows.
+func insideWindows(g Gomega, specs []convoyv1alpha1.RolloutWindow, t time.Time) bool {
+	allowed, anyAllow := false, false
+	for _, spec := range specs {
+		loc, err := time.LoadLocation(spec.TimeZone)
+		g.Expect(err).NotTo(HaveOccurred())
+		schedule, err := cron.ParseStandard(spec.Schedule)
+		g.Expect(err).NotTo(HaveOccurred())
+		open := false
+		for m := t.Truncate(time.Minute); m.After(t.Add(-spec.Duration.Duration)); m = m.Add(-time.Minute) {
+			open = open || schedule.Next(m.Add(-time.Second).In(loc)).Equal(m)
+		}
+		if spec.Kind == convoyv1alpha1.WindowDeny && open {
+			return false
+		}
+		if spec.Kind == convoyv1alpha1.WindowAllow {
+			anyAllow, allowed = true, allowed || open
+		}
+	}
+	return allowed || !anyAllow
+}
+
+// policies returns the partition policies of the run; nil without a partition spec.
+func (pc *propertyCheck) policies() []convoyv1alpha1.PartitionPolicy {
+	if spec := pc.sim.hcpkg.Spec.Partition; spec != nil {
+		return spec.Policies
+	}
+	return nil
 }

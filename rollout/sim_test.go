@@ -26,9 +26,14 @@ type sim struct {
 	bad  map[string]bool
 	// badServes keeps Packages at a bad commit Available: the old revision still serves.
 	badServes bool
-	doneAt    map[string]time.Time
-	breakAt   map[string]time.Time
-	events    []*event
+	// badOn holds "<namespace>@<commit>" for the Packages that never progress at one commit
+	// (breakOn), whatever the others do.
+	badOn map[string]bool
+	// gates logs the gate, the partitions' until and a rejection of every step.
+	gates   bool
+	doneAt  map[string]time.Time
+	breakAt map[string]time.Time
+	events  []*event
 	// check, when set, inspects each plan before it is applied.
 	check func(plan *Plan)
 	// specAt and progressedAt record, per namespace, when a Package's spec last changed and
@@ -39,9 +44,11 @@ type sim struct {
 	// teardown takes a tick, and they hold a budget slot meanwhile.
 	deleting map[string]*convoyv1alpha1.Package
 	step     int
-	plans    []*Plan
-	log      strings.Builder
-	last     string
+	// start is the clock of the first step; the log counts from it.
+	start time.Time
+	plans []*Plan
+	log   strings.Builder
+	last  string
 }
 
 // event changes the world once, at the first step when is true.
@@ -60,12 +67,14 @@ func newSim(t testing.TB, w *world, seed uint64) *sim {
 		rng:     rand.New(rand.NewPCG(seed, seed^0x5eed)),
 		tick:    30 * time.Second,
 		bad:     map[string]bool{},
+		badOn:   map[string]bool{},
 		doneAt:  map[string]time.Time{},
 		breakAt: map[string]time.Time{},
 
 		specAt:       map[string]time.Time{},
 		progressedAt: map[string]time.Time{},
 		deleting:     map[string]*convoyv1alpha1.Package{},
+		start:        w.now,
 	}
 	for ns, p := range w.packages {
 		s.specAt[ns] = specUpdatedAt(p, w.now)
@@ -91,6 +100,21 @@ func (s *sim) push(rev Revision, bad bool) {
 	}
 	s.update = rev
 	s.bad[rev.Commit] = bad
+}
+
+// breakOn makes the Package of the cluster named name never progress at rev.
+func (s *sim) breakOn(name string, rev Revision) {
+	s.badOn[namespaceOf(name)+"@"+rev.Commit] = true
+}
+
+// reject marks the update revision rejected, as the controller does when a plan says Reject.
+func (s *sim) reject() {
+	s.update.Rejected = true
+	for i := range s.history {
+		if s.history[i].Name == s.update.Name {
+			s.history[i].Rejected = true
+		}
+	}
 }
 
 // run steps until the rollout completed with nothing left to do and no event pending, or for at
@@ -124,6 +148,9 @@ func (s *sim) advance() *Plan {
 	s.logStep(plan, fired)
 	if s.check != nil {
 		s.check(plan)
+	}
+	if plan.Reject {
+		s.reject()
 	}
 	s.apply(plan)
 	if plan.Completed && (s.current == nil || s.current.Name != s.update.Name) {
@@ -203,7 +230,7 @@ func (s *sim) schedule(ns string, rev Revision) {
 	delete(s.progressedAt, ns)
 	delete(s.doneAt, ns)
 	delete(s.breakAt, ns)
-	if s.bad[rev.Commit] {
+	if s.bad[rev.Commit] || s.badOn[ns+"@"+rev.Commit] {
 		if !s.badServes {
 			s.breakAt[ns] = s.now.Add(s.tick)
 		}
@@ -247,6 +274,9 @@ func (s *sim) revisionOf(ns string) string {
 // something new.
 func (s *sim) logStep(plan *Plan, fired []string) {
 	summary := summarize(plan)
+	if s.gates {
+		summary += gateLines(plan)
+	}
 	changes := s.changeLines(plan)
 	if len(fired) == 0 && len(changes) == 0 && summary == s.last {
 		return
@@ -256,7 +286,7 @@ func (s *sim) logStep(plan *Plan, fired []string) {
 	if s.current != nil {
 		current = s.current.Name
 	}
-	fmt.Fprintf(&s.log, "step %d (+%s) update=%s current=%s\n", s.step, s.now.Sub(t0), s.update.Name, current)
+	fmt.Fprintf(&s.log, "step %d (+%s) update=%s current=%s\n", s.step, s.now.Sub(s.start), s.update.Name, current)
 	for _, name := range fired {
 		fmt.Fprintf(&s.log, "  event    %s\n", name)
 	}
@@ -309,6 +339,27 @@ func summarize(plan *Plan) string {
 	}
 	if plan.DeletionsWaiting > 0 {
 		fmt.Fprintf(&b, "  waiting  %d deletion(s)\n", plan.DeletionsWaiting)
+	}
+	return b.String()
+}
+
+// gateLines renders the gate, the partitions' until and a rejection of a plan.
+func gateLines(plan *Plan) string {
+	var b strings.Builder
+	if g := plan.Gate; g != nil {
+		fmt.Fprintf(&b, "  gate     %s %s", g.Type, g.Partition)
+		if g.Until != nil {
+			fmt.Fprintf(&b, " until %s", g.Until.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(&b, ": %s\n", g.Message)
+	}
+	for _, p := range plan.Partitions {
+		if p.Until != nil {
+			fmt.Fprintf(&b, "  until    %s=%s %s\n", p.Name, p.State, p.Until.UTC().Format(time.RFC3339))
+		}
+	}
+	if plan.Reject {
+		fmt.Fprintf(&b, "  reject   %s\n", plan.RejectReason)
 	}
 	return b.String()
 }

@@ -26,9 +26,22 @@ func (p *planner) report(plan *Plan) {
 	}
 	p.reportStuckDeletions(plan)
 	plan.Conditions = p.conditions(plan.Counts, plan.MaxUnavailable)
-	plan.Completed = p.frontier == len(p.partitions)
+	plan.Completed = p.rolloutCompleted()
 	plan.RevisionsInUse = p.revisionsInUse()
 	plan.RequeueAfter = p.requeueAfter()
+	plan.Gate = p.gate
+	plan.Reject, plan.RejectReason = p.rejectReason != "", p.rejectReason
+}
+
+// rolloutCompleted reports whether the rollout completed: every partition is done (a tolerated
+// failure is not done) and the update revision is not rejected.
+func (p *planner) rolloutCompleted() bool {
+	for _, part := range p.partitions {
+		if !part.done {
+			return false
+		}
+	}
+	return !p.rejected
 }
 
 // partitionStatus counts the targets of part into its status and adds them to total; it also
@@ -47,14 +60,19 @@ func (p *planner) partitionStatus(part *partition, total *Counts) (convoyv1alpha
 		Progressed: c.Progressed,
 		Skipped:    c.Skipped,
 		State:      p.partitionState(part, c),
+		Until:      metaTime(part.until),
 	}, c.Failed
 }
 
-// partitionState is Done when every eligible target is done, Blocked when a failed Package
-// holds the budget, Progressing once the rollout reached the partition, else Pending.
+// partitionState is the state a gate gives the partition (Soaking, AwaitingApproval,
+// OutsideWindow), else Done when every eligible target is done (or failed, within the failure
+// policy's tolerance), Blocked when a failed Package holds the budget, Progressing once the
+// rollout reached the partition, else Pending.
 func (p *planner) partitionState(part *partition, c Counts) string {
 	switch {
-	case part.done:
+	case part.shown != "":
+		return part.shown
+	case part.passed:
 		return convoyv1alpha1.PartitionDone
 	case c.Failed > 0:
 		return convoyv1alpha1.PartitionBlocked
@@ -104,7 +122,7 @@ func (p *planner) reportTarget(plan *Plan, t *target) {
 	}
 	if t.accountable() && t.state.failed {
 		plan.Failed = append(plan.Failed, convoyv1alpha1.PackageFailure{
-			HostedCluster: t.key, Reason: ProgressDeadlineExceededReason, Message: t.state.failure,
+			HostedCluster: t.key, Reason: t.state.failReason, Message: t.state.failure,
 		})
 		plan.FailedPackages = append(plan.FailedPackages, FailedPackage{Package: packageKey(t.pkg),
 			Revision: revisionName(t.state.revision), Commit: t.pkg.Spec.Revision})
@@ -163,9 +181,12 @@ func (p *planner) revisionsInUse() []string {
 }
 
 // requeueAfter returns the time until the earliest deadline or minReadySeconds expiry of an
-// eligible target, or zero.
+// eligible target, soak end or window opening, or zero.
 func (p *planner) requeueAfter() time.Duration {
 	next := p.deletionWakeAt()
+	if g := p.gateWakeAt(); !g.IsZero() && (next.IsZero() || g.Before(next)) {
+		next = g
+	}
 	for _, t := range p.targets {
 		w := t.state.wakeAt
 		if t.accountable() && !w.IsZero() && (next.IsZero() || w.Before(next)) {
@@ -180,8 +201,8 @@ func (p *planner) requeueAfter() time.Duration {
 
 // WriteStatus writes the plan into status: counts, partitions, at most MaxFailureSamples
 // failures and MaxSkippedSamples skipped targets, the three conditions (keeping their transition times when their status did not
-// change), updateRevision, and currentRevision once the rollout completed. It leaves
-// observedGeneration and the summary conditions to the controller.
+// change), updateRevision, the gate, and currentRevision once the rollout completed. It leaves
+// observedGeneration, rejectedRevision and the summary conditions to the controller.
 func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus) {
 	c := plan.Counts
 	status.TotalPackages, status.UpdatedPackages = c.Total, c.Updated
@@ -203,6 +224,7 @@ func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus)
 		apimeta.SetStatusCondition(&status.Conditions, cond)
 	}
 	status.UpdateRevision = plan.UpdateRevision
+	status.Gate = plan.Gate
 	if plan.Completed {
 		status.CurrentRevision = plan.UpdateRevision
 	}

@@ -43,6 +43,10 @@ func (t *target) eligible() bool { return t.skipReason == "" }
 // it is eligible, or held.
 func (t *target) accountable() bool { return t.eligible() || t.held }
 
+// failed reports whether the target counts as a failure of the rollout: it is accountable and
+// its Package failed.
+func (t *target) failed() bool { return t.accountable() && t.state.failed }
+
 // done reports whether the target no longer holds its partition's barrier.
 func (t *target) done() bool {
 	return !t.accountable() || (t.state.exists && !t.state.deleting && t.state.updated && t.state.ready)

@@ -169,6 +169,14 @@ const (
 	// RolloutBlockedReason: a Package failed its progress deadline and holds the budget.
 	RolloutBlockedReason = "RolloutBlocked"
 
+	// GatedReason: a gate holds the rollout (status.gate: a soak, an approval, a window); the
+	// Ready message names it.
+	GatedReason = "Gated"
+
+	// RolloutRejectedReason: the failure policy rolled the rollout back and rejected its update
+	// revision (status.rejectedRevision); a new commit or template change starts another.
+	RolloutRejectedReason = "RolloutRejected"
+
 	// ShardsHaveReplicasReason: every shard holding a Package has a live replica.
 	ShardsHaveReplicasReason = "ShardsHaveReplicas"
 

@@ -35,6 +35,15 @@ const (
 	PartitionDone = "Done"
 	// PartitionBlocked: a failed Package holds the budget in this partition.
 	PartitionBlocked = "Blocked"
+	// PartitionSoaking: every eligible target of the partition is done, and the next partition
+	// waits until the partition's soak ends (partitions[].until).
+	PartitionSoaking = "Soaking"
+	// PartitionAwaitingApproval: the rollout reached the partition, which requires an approval
+	// of the update revision that no RolloutApproval gives yet.
+	PartitionAwaitingApproval = "AwaitingApproval"
+	// PartitionOutsideWindow: the rollout would start the partition, but no allowed window is
+	// open or a deny window is (partitions[].until says when that ends, when known).
+	PartitionOutsideWindow = "OutsideWindow"
 )
 
 // HostedClusterPackageSpec rolls a Git package out to every matching HostedCluster.
@@ -56,6 +65,19 @@ type HostedClusterPackageSpec struct {
 	// paused stops starting new updates; updates in flight finish.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// windows restrict when a rollout may start updates: at least one allowed window must be
+	// open (when any is listed) and no deny window (a freeze). Outside, nothing starts at the
+	// update revision, as under paused; updates in flight finish.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Windows []RolloutWindow `json:"windows,omitempty"`
+
+	// failurePolicy says how many failed Packages the rollout tolerates, and what it does once
+	// it stops.
+	// +optional
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitzero"`
 
 	// revisionHistoryLimit is how many old revisions are kept as ControllerRevisions.
 	// +optional
@@ -81,6 +103,38 @@ type PartitionSpec struct {
 	// +optional
 	// +kubebuilder:default={alphanumericAsc: {}}
 	Order PartitionOrder `json:"order,omitzero"`
+
+	// policies set gates of named partitions: a soak of their own, an approval, no tolerated
+	// failure.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Policies []PartitionPolicy `json:"policies,omitempty"`
+}
+
+// PartitionPolicy holds the gates of one partition.
+type PartitionPolicy struct {
+	// name of the partition: a label value, "*" or "unknown".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// soakSeconds this partition holds the next one after its last Package progressed;
+	// overrides strategy.rollingUpgrade.soakSeconds.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	SoakSeconds *int32 `json:"soakSeconds,omitempty"`
+
+	// requireApproval: the partition starts only once a RolloutApproval names it and the update
+	// revision.
+	// +optional
+	RequireApproval bool `json:"requireApproval,omitempty"`
+
+	// canary: the partition tolerates no failed Package, whatever failurePolicy.maxFailures says.
+	// +optional
+	Canary bool `json:"canary,omitempty"`
 }
 
 // PartitionOrder orders partitions. Exactly one field is set.
@@ -142,7 +196,86 @@ type RollingUpgradeStrategy struct {
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// soakSeconds a partition holds the next one after its last Package progressed; a Package
+	// of the partition that stops being available meanwhile fails the rollout.
+	// partition.policies[].soakSeconds overrides it per partition.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	SoakSeconds int32 `json:"soakSeconds,omitempty"`
 }
+
+// RolloutWindow is a recurring span of time: it opens at each time the cron schedule names and
+// stays open for duration.
+type RolloutWindow struct {
+	// kind: Allow (updates may start while it is open) or Deny (a freeze: nothing starts while it
+	// is open).
+	// +required
+	// +kubebuilder:validation:Enum=Allow;Deny
+	Kind string `json:"kind"`
+
+	// schedule is a standard five-field cron expression ("0 22 * * 1-5"), or a descriptor
+	// such as "@daily", in timeZone.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Schedule string `json:"schedule"`
+
+	// duration the window stays open after each time of the schedule ("4h", "30m").
+	// +required
+	Duration metav1.Duration `json:"duration"`
+
+	// timeZone is an IANA time zone name ("Europe/Berlin"); the default is UTC.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// Window kinds.
+const (
+	// WindowAllow: updates may start while the window is open.
+	WindowAllow = "Allow"
+	// WindowDeny: nothing starts while the window is open (a freeze).
+	WindowDeny = "Deny"
+)
+
+// FailurePolicy says how many failed Packages a rollout tolerates and what happens once it
+// stops.
+type FailurePolicy struct {
+	// maxFailures is the number, or percentage of eligible targets (rounded down), of failed
+	// Packages the rollout tolerates: a partition whose other targets are done counts as done
+	// while the rollout's failures stay within it. 0, the default, tolerates none: a failed
+	// Package holds its partition's barrier. A partition marked canary tolerates none.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="maxFailures must be a non-negative integer or a percentage from 0% to 100%"
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
+
+	// action once the rollout stops on failures beyond maxFailures: Stop (the default) leaves
+	// every Package where it is; Rollback moves Packages back to the current revision and
+	// rejects the update revision.
+	// +optional
+	// +kubebuilder:validation:Enum=Stop;Rollback
+	Action string `json:"action,omitempty"`
+
+	// rollbackScope says which Packages a Rollback moves back: Failed (the default), the
+	// Packages that failed; or Updated, every Package on the update revision.
+	// +optional
+	// +kubebuilder:validation:Enum=Failed;Updated
+	RollbackScope string `json:"rollbackScope,omitempty"`
+}
+
+// Failure policy actions and rollback scopes.
+const (
+	// FailureActionStop leaves every Package where it is once the rollout stops.
+	FailureActionStop = "Stop"
+	// FailureActionRollback moves Packages back to the current revision once the rollout stops.
+	FailureActionRollback = "Rollback"
+	// RollbackFailed moves back only the Packages that failed.
+	RollbackFailed = "Failed"
+	// RollbackUpdated moves back every Package on the update revision.
+	RollbackUpdated = "Updated"
+)
 
 // PackageTemplate is the metadata and spec of the Packages a HostedClusterPackage creates.
 type PackageTemplate struct {
@@ -223,6 +356,16 @@ type HostedClusterPackageStatus struct {
 	// +listType=atomic
 	Partitions []PartitionStatus `json:"partitions,omitempty"`
 
+	// gate names what holds the rollout now (a soak, an approval, a window, the failure
+	// policy); empty when nothing does.
+	// +optional
+	Gate *RolloutGate `json:"gate,omitempty"`
+
+	// rejectedRevision names the update revision a rollback rejected: it is not rolled out again
+	// until a new commit or template change makes another revision.
+	// +optional
+	RejectedRevision string `json:"rejectedRevision,omitempty"`
+
 	// failures samples Packages that failed, at most 10.
 	// +optional
 	// +listType=atomic
@@ -276,11 +419,47 @@ type PartitionStatus struct {
 	// status.skipped).
 	// +optional
 	Skipped int32 `json:"skipped,omitempty"`
-	// state of the partition: Pending, Progressing, Done or Blocked.
+	// state of the partition: Pending, Progressing, Done, Blocked, Soaking, AwaitingApproval
+	// or OutsideWindow.
 	// +required
-	// +kubebuilder:validation:Enum=Pending;Progressing;Done;Blocked
+	// +kubebuilder:validation:Enum=Pending;Progressing;Done;Blocked;Soaking;AwaitingApproval;OutsideWindow
 	State string `json:"state"`
+	// until is when a Soaking partition's soak ends, or when the window an OutsideWindow
+	// partition waits for opens.
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
 }
+
+// RolloutGate is what holds a rollout.
+type RolloutGate struct {
+	// type: Soak, Approval, Window or Failures.
+	// +required
+	// +kubebuilder:validation:Enum=Soak;Approval;Window;Failures
+	Type string `json:"type"`
+	// partition the gate holds: the one that waits to start, or for Failures the one whose
+	// failures stopped the rollout.
+	// +optional
+	Partition string `json:"partition,omitempty"`
+	// until is when the gate opens by itself (a soak's end, a window's opening); empty when only
+	// a person or a new revision opens it.
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
+	// message is for humans: what to do, or what to wait for.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Gate types.
+const (
+	// GateSoak: a partition soaks before the next one starts.
+	GateSoak = "Soak"
+	// GateApproval: a partition waits for a RolloutApproval of the update revision.
+	GateApproval = "Approval"
+	// GateWindow: no allowed window is open, or a deny window is.
+	GateWindow = "Window"
+	// GateFailures: failures beyond failurePolicy.maxFailures stopped the rollout.
+	GateFailures = "Failures"
+)
 
 // PackageFailure is one failed Package.
 type PackageFailure struct {

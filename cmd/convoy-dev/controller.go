@@ -60,6 +60,19 @@ func controllerProcess(bin string) func(ctx context.Context, cfg *rest.Config, s
 	}
 }
 
+// approveProcess runs `convoy approve` of bin as a process, as a person types it: the demo
+// approves through the command it tells them to type.
+func approveProcess(bin string) func(ctx context.Context, kubeconfig, hcpkg, partition string, out io.Writer) error {
+	return func(ctx context.Context, kubeconfig, hcpkg, partition string, out io.Writer) error {
+		cmd := exec.CommandContext(ctx, bin, "approve", hcpkg, "--partition", partition, "--kubeconfig", kubeconfig)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s approve %s --partition %s: %w", bin, hcpkg, partition, err)
+		}
+		return nil
+	}
+}
+
 // waitOrStop waits for cmd; when ctx ends first it sends SIGTERM, then SIGKILL after stopGrace.
 // A controller that stops on the demo's SIGTERM exits cleanly.
 func waitOrStop(ctx context.Context, cmd *exec.Cmd) error {

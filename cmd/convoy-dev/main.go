@@ -33,7 +33,9 @@ func newRootCmd() *cobra.Command {
 			"with HyperShift's and convoy's CRDs, simulated hosted clusters spread over the " +
 			"partitions early, normal and late, each with its own API server, a local Git repository " +
 			"seeded from examples/packages, the GitSource and HostedClusterPackage of examples/, and " +
-			"`convoy controller` as a process. It shows the first rollout, commits a new version of " +
+			"`convoy controller` as a process. The HostedClusterPackage soaks a few seconds after each " +
+			"partition but the last and waits for an approval before late: the demo prints the " +
+			"`convoy approve` command to type. It shows the first rollout, commits a new version of " +
 			"the package and shows it move partition by partition, then runs until interrupted.",
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
@@ -44,7 +46,7 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts.RunController = controllerProcess(bin)
+			opts.RunController, opts.Approve = controllerProcess(bin), approveProcess(bin)
 			return devdemo.Run(ctx, cmd.OutOrStdout(), opts)
 		},
 	}
@@ -55,7 +57,7 @@ func newRootCmd() *cobra.Command {
 	fs.StringVar(&opts.Binaries, "binaries", "", "Folder holding kube-apiserver and etcd (default: ./bin).")
 	fs.StringVar(&opts.Examples, "examples", "", "The examples folder (default: examples/ of the repository around the working directory).")
 	fs.StringVar(&convoy, "convoy", "", "The convoy binary whose controller runs (default: convoy next to this binary).")
-	fs.BoolVar(&opts.ExitAfterRollout, "exit-after-rollout", false, "Exit with a summary once the second revision reached every cluster.")
+	fs.BoolVar(&opts.ExitAfterRollout, "exit-after-rollout", false, "Exit with a summary once the second revision reached every cluster, running the approve commands it prints itself.")
 	fs.BoolVar(&opts.AsServiceAccount, "as-service-account", false,
 		"Run the controller as its ServiceAccount, with only the RBAC of deploy/rbac.")
 	return cmd

@@ -42,9 +42,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// runDev runs the demo as the convoy-dev command does, with the controller of convoyBin.
+// runDev runs the demo as the convoy-dev command does, with the controller and the approve
+// command of convoyBin.
 func runDev(ctx context.Context, out io.Writer, opts devdemo.Options) error {
-	opts.RunController = controllerProcess(convoyBin)
+	opts.RunController, opts.Approve = controllerProcess(convoyBin), approveProcess(convoyBin)
 	return devdemo.Run(ctx, out, opts)
 }
 
@@ -103,10 +104,26 @@ func TestDevExitAfterRolloutLeavesEveryClusterOnTheSecondRevision(t *testing.T) 
 		cur, _, _ := strings.Cut(order[i], "-")
 		g.Expect(rank[cur]).To(BeNumerically(">=", rank[prev]), "order %v", order)
 	}
+	expectGatesExplained(g, output, opts.Kubeconfig)
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apiServersServing(cfg.Host)).To(BeEmpty())
+}
+
+// expectGatesExplained checks that the output of a demo under exitAfterRollout says when the
+// first partition soaks and, for each of its two rollouts, that late waits for an approval, the
+// command to type, and that the demo ran it.
+func expectGatesExplained(g Gomega, output, kubeconfig string) {
+	g.Expect(output).To(ContainSubstring("Soak: partition early is done; it soaks for 5s"))
+	g.Expect(output).To(ContainSubstring("early=Soaking 2/2"))
+	waits := regexp.MustCompile(`Approval: partition late waits for an approval of revision \S+ \(commit [0-9a-f]{12}\)\.`)
+	g.Expect(waits.FindAllString(output, -1)).To(HaveLen(2), output)
+	g.Expect(output).To(ContainSubstring("late=AwaitingApproval 0/2"))
+	command := "  convoy approve extra-component --partition late --kubeconfig " + kubeconfig + "\n"
+	g.Expect(strings.Count(output, command)).To(Equal(2), output)
+	g.Expect(strings.Count(output, "--exit-after-rollout: the demo runs that command itself:")).To(Equal(2), output)
+	g.Expect(strings.Count(output, "approved partition late of extra-component at revision")).To(Equal(2), output)
 }
 
 // apiServersServing lists kube-apiserver processes whose flags mention the host's port.

@@ -52,7 +52,8 @@ func TestControllerPostsRolloutEventsInFluxFormat(t *testing.T) {
 	defer srv.Close()
 
 	opts := devdemo.Options{Clusters: 6, Kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), ExitAfterRollout: true,
-		RunController: inProcessController(func(o *controllerOptions) { o.eventsAddr = srv.URL + "/events" })}
+		RunController: inProcessController(func(o *controllerOptions) { o.eventsAddr = srv.URL + "/events" }),
+		Approve:       inProcessApprove}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out fleet.SyncBuffer

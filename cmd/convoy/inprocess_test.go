@@ -42,3 +42,13 @@ func inProcessController(adjust func(*controllerOptions)) func(context.Context, 
 		return runController(ctx, cfg, opts)
 	}
 }
+
+// inProcessApprove is a devdemo.Options.Approve that runs `convoy approve` in the test's
+// process.
+func inProcessApprove(ctx context.Context, kubeconfig, hcpkg, partition string, out io.Writer) error {
+	c, err := newCLIClient(kubeconfig)
+	if err != nil {
+		return err
+	}
+	return runApprove(ctx, c, out, hcpkg, approveOptions{kubeconfig: kubeconfig, partition: partition})
+}

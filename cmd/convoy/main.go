@@ -6,6 +6,8 @@ package main
 import (
 	"errors"
 	"os"
+	// The rollout windows name IANA time zones; the image has no zoneinfo of its own.
+	_ "time/tzdata"
 )
 
 func main() {

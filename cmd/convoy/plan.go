@@ -28,7 +28,10 @@ func newPlanCmd() *cobra.Command {
 			"and the fleet as they are, assuming every updated Package becomes available at once, and " +
 			"lists the batches in which the update revision (or --revision) would reach the " +
 			"HostedClusters, partition by partition under the maxUnavailable budget, and the " +
-			"HostedClusters the rollout skips and why.",
+			"HostedClusters the rollout skips and why. When gates hold the rollout, it says when each " +
+			"partition can start at the earliest: after the previous partition's soak, inside the " +
+			"rollout's windows, and for a partition that requires an approval, once approved (the " +
+			"forecast assumes the approval given when asked for and prints the command that gives it).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newCLIClient(opts.kubeconfig)

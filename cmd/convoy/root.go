@@ -18,6 +18,7 @@ func newRootCmd() *cobra.Command {
 		newValidateCmd(),
 		newStatusCmd(),
 		newPlanCmd(),
+		newApproveCmd(),
 		newVersionCmd(),
 		newDiffCmd(),
 		newDashboardCmd(),

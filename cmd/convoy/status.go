@@ -28,16 +28,21 @@ type statusOptions struct {
 	watch      bool
 	interval   time.Duration
 	terminal   bool
+	// now is the clock waits are measured against ("until 12:03 (in 3m)"); nil prints absolute
+	// times only.
+	now func() time.Time
 }
 
 func newStatusCmd() *cobra.Command {
-	opts := statusOptions{}
+	opts := statusOptions{now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show the rollout progress of HostedClusterPackages",
-		Long: "status prints, per HostedClusterPackage, the revisions (current → update), a progress " +
-			"bar per partition, the package counts, the conditions and the failures. With --watch it " +
-			"redraws in place on a terminal and prints one line per change otherwise.",
+		Long: "status prints, per HostedClusterPackage, the revisions (current → update), what holds " +
+			"the rollout (a soak, an approval, a window, failures) and until when, a progress bar and " +
+			"state per partition (with the command that approves a partition awaiting approval), the " +
+			"package counts, the conditions and the failures. With --watch it redraws in place on a " +
+			"terminal and prints one line per change otherwise.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newCLIClient(opts.kubeconfig)
@@ -62,7 +67,7 @@ func runStatus(ctx context.Context, c client.Reader, out io.Writer, name string,
 		if opts.output != "text" {
 			return fmt.Errorf("--watch prints text only, not %q", opts.output)
 		}
-		return fleetview.Watch(ctx, c, out, fleetview.WatchOptions{Name: name, Interval: opts.interval, Terminal: opts.terminal})
+		return fleetview.Watch(ctx, c, out, fleetview.WatchOptions{Name: name, Interval: opts.interval, Terminal: opts.terminal, Now: opts.now})
 	}
 	snaps, err := fleetview.ReadStatus(ctx, c, name)
 	if err != nil {
@@ -70,7 +75,11 @@ func runStatus(ctx context.Context, c client.Reader, out io.Writer, name string,
 	}
 	reports := make([]fleetview.Report, 0, len(snaps))
 	for _, s := range snaps {
-		reports = append(reports, fleetview.NewReport(s))
+		r := fleetview.NewReport(s)
+		if opts.now != nil {
+			r.Now = opts.now()
+		}
+		reports = append(reports, r)
 	}
 	if opts.output != "text" {
 		var v any = reports

@@ -24,8 +24,9 @@ import (
 const previousCRDs = "testdata/previous-crds"
 
 // TestCRDsUpgradeFromThePreviousRelease applies the previous release's CRDs, creates objects
-// with them, applies the CRDs of deploy/ over them and runs the controller: the objects are
-// still valid, reconciled to Ready, and accept an update.
+// with them (a HostedClusterPackage of no gates among them), applies the CRDs of deploy/ over
+// them and runs the controller: the objects are still valid, reconciled to Ready, and accept an
+// update.
 func TestCRDsUpgradeFromThePreviousRelease(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
@@ -53,10 +54,17 @@ func TestCRDsUpgradeFromThePreviousRelease(t *testing.T) {
 		Spec: convoyv1alpha1.PackageSpec{PackageTemplateSpec: convoyv1alpha1.PackageTemplateSpec{
 			SourceRef: convoyv1alpha1.SourceReference{Name: "addons"}, Path: "config"}}}
 	g.Expect(env.Client.Create(ctx, pkg)).To(Succeed())
+	hcpkg := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "upgraded-" + ns},
+		Spec: convoyv1alpha1.HostedClusterPackageSpec{
+			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"convoy.dev/upgrade-test": ns}},
+			Template: convoyv1alpha1.PackageTemplate{Spec: convoyv1alpha1.PackageTemplateSpec{
+				SourceRef: convoyv1alpha1.SourceReference{Name: "addons", Namespace: ns}, Path: "config"}}}}
+	g.Expect(env.Client.Create(ctx, hcpkg)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, hcpkg) })
 
 	applyCRDs(ctx, g, next)
 	startControllerAs(t, serviceAccountKubeconfig(t))
-	for _, obj := range []client.Object{src, pkg} {
+	for _, obj := range []client.Object{src, pkg, hcpkg} {
 		key := client.ObjectKeyFromObject(obj)
 		g.Eventually(func(g Gomega) {
 			g.Expect(env.Client.Get(ctx, key, obj)).To(Succeed())
@@ -123,6 +131,8 @@ func conditionsOf(g Gomega, obj client.Object) []metav1.Condition {
 	case *convoyv1alpha1.GitSource:
 		return o.Status.Conditions
 	case *convoyv1alpha1.Package:
+		return o.Status.Conditions
+	case *convoyv1alpha1.HostedClusterPackage:
 		return o.Status.Conditions
 	}
 	g.Expect(obj).To(BeNil(), "no conditions for %T", obj)

@@ -14,12 +14,19 @@ const (
 	Refill = 5 * time.Minute
 )
 
-// budgets bounds the new Events each object gets: Burst, then one per Refill. A repeat of an
-// Event only counts on it (its series), so it is not charged. Only the writer goroutine uses
-// it; it remembers at most CacheSize objects, forgetting one (which gets a full budget again)
-// when full.
+// budgets bounds the new Events each object gets of each type: Burst, then one per Refill. The
+// Normal and the Warning Events of an object have a budget each, so that a burst of routine
+// progress never silences a warning. A repeat of an Event only counts on it (its series), so it
+// is not charged. Only the writer goroutine uses it; it remembers at most CacheSize budgets,
+// forgetting one (which gets a full budget again) when full.
 type budgets struct {
-	left map[types.UID]budget
+	left map[budgetKey]budget
+}
+
+// budgetKey names the budget of one object's Events of one type.
+type budgetKey struct {
+	uid       types.UID
+	eventType string
 }
 
 // budget is what an object had left at a time.
@@ -28,11 +35,13 @@ type budget struct {
 	at     time.Time
 }
 
-func newBudgets() *budgets { return &budgets{left: map[types.UID]budget{}} }
+func newBudgets() *budgets { return &budgets{left: map[budgetKey]budget{}} }
 
-// take charges one new Event to the object uid at now, and reports whether its budget allowed it.
-func (b *budgets) take(uid types.UID, now time.Time) bool {
-	left, known := b.left[uid]
+// take charges one new Event of eventType to the object uid at now, and reports whether its
+// budget allowed it.
+func (b *budgets) take(uid types.UID, eventType string, now time.Time) bool {
+	key := budgetKey{uid: uid, eventType: eventType}
+	left, known := b.left[key]
 	if !known {
 		if len(b.left) >= CacheSize {
 			for other := range b.left {
@@ -48,6 +57,6 @@ func (b *budgets) take(uid types.UID, now time.Time) bool {
 	if allowed {
 		left.tokens--
 	}
-	b.left[uid] = left
+	b.left[key] = left
 	return allowed
 }

@@ -16,9 +16,10 @@
 // exchange a controller at rest writes nothing (client-go closes each series with a write six
 // minutes after its last repeat).
 //
-// Bounds: an object gets at most Burst new Events at once, then one per Refill, as client-go's
-// older recorder allowed (a repeat only counts on its Event); past that they are dropped and
-// logged. A note is cut to the API's 1 KiB limit. The queue holds QueueSize events and drops new
+// Bounds: an object gets at most Burst new Events of each type at once, then one per Refill, as
+// client-go's older recorder allowed (a repeat only counts on its Event); past that they are
+// dropped and logged. Normal and Warning Events have separate budgets, so a rollout that
+// reported the progress of many clusters can still say that it stopped. A note is cut to the API's 1 KiB limit. The queue holds QueueSize events and drops new
 // ones when full, so recording never blocks a reconcile. The series cache remembers CacheSize
 // events, each for SeriesWindow after its last occurrence. Delivery is best effort: a write that
 // fails for a transient reason is tried Attempts times in all, each within WriteTimeout, then

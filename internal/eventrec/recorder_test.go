@@ -241,11 +241,24 @@ func TestAnObjectGetsAtMostItsBudgetOfNewEvents(t *testing.T) {
 	g.Consistently(func(g Gomega) { g.Expect(eventsIn(g, cm.Namespace)).To(HaveLen(Burst + 1)) }, "300ms").Should(Succeed())
 }
 
+func TestNormalEventsNeverSpendTheBudgetOfWarnings(t *testing.T) {
+	g := NewWithT(t)
+	p, _, cm := started(t)
+	rec := p.Recorder("convoy-rollout")
+	for i := range Burst + 5 {
+		rec.Eventf(cm, nil, corev1.EventTypeNormal, "Progressed", "Reconcile", "HostedCluster %d: progressed", i)
+	}
+	rec.Eventf(cm, nil, corev1.EventTypeWarning, "Stalled", "Reconcile", "Rollout stopped")
+	queueEmpty(g, p)
+	g.Eventually(func(g Gomega) { g.Expect(eventsIn(g, cm.Namespace)).To(HaveLen(Burst + 1)) }).Should(Succeed())
+	g.Expect(p.overBudget.Load()).To(BeEquivalentTo(5), "only the Normal events past the burst are dropped")
+}
+
 func TestBudgetsForgetAnObjectWhenFull(t *testing.T) {
 	g := NewWithT(t)
 	b, now := newBudgets(), time.Now()
 	for i := range CacheSize + 10 {
-		g.Expect(b.take(types.UID(fmt.Sprint(i)), now)).To(BeTrue())
+		g.Expect(b.take(types.UID(fmt.Sprint(i)), corev1.EventTypeNormal, now)).To(BeTrue())
 	}
 	g.Expect(b.left).To(HaveLen(CacheSize))
 }

@@ -95,7 +95,7 @@ func (p *Provider) write(ctx context.Context, ev *eventsv1.Event) {
 		p.repeat(ctx, o, now)
 		return
 	}
-	if !p.budgets.take(ev.Regarding.UID, now) {
+	if !p.budgets.take(ev.Regarding.UID, ev.Type, now) {
 		if n := p.overBudget.Add(1); n == 1 || n%100 == 0 {
 			p.opts.Log.Info("Dropped events: their object had too many", "dropped", n, "namespace", ev.Namespace,
 				"regarding", ev.Regarding.Name, "reason", ev.Reason)

@@ -42,6 +42,13 @@ type Forecast struct {
 	Ineligible []Skipped `json:"ineligible,omitempty"`
 	// Blocked says why the forecast stops before every eligible target is on the revision.
 	Blocked string `json:"blocked,omitempty"`
+	// Partitions say, in rollout order, when each partition could start and what holds it
+	// before; set only when a gate (a soak, an approval, a window) holds one, so that a rollout
+	// without gates is forecast as before.
+	Partitions []PartitionForecast `json:"partitions,omitempty"`
+
+	// now is the clock of the first pass, for "in 3m".
+	now time.Time
 }
 
 // Batch is one pass of the controller: the Packages it would create or update together.
@@ -79,7 +86,9 @@ type Step struct {
 
 // NewForecast replays the planner on a copy of snap: each pass applies the plan's changes and
 // lets every Package it changed, and every Package already updating, become available, until the
-// rollout completes or stops. Failed Packages stay failed.
+// rollout completes or stops. Failed Packages stay failed. A pass that changes nothing because a
+// gate holds the rollout moves the clock to the end of the soak or the opening of the window, or
+// gives the approval the gate asks for, and notes the wait in Partitions.
 func NewForecast(snap *Snapshot, opts ForecastOptions) (*Forecast, error) {
 	h := snap.HostedClusterPackage
 	in, err := forecastInput(snap, opts)
@@ -87,21 +96,22 @@ func NewForecast(snap *Snapshot, opts ForecastOptions) (*Forecast, error) {
 		return nil, err
 	}
 	f := &Forecast{Name: h.Name, Strategy: strategyText(h.Spec.Strategy),
-		Revision: RevisionRef{Name: in.UpdateRevision.Name, Commit: in.UpdateRevision.Commit}}
+		Revision: RevisionRef{Name: in.UpdateRevision.Name, Commit: in.UpdateRevision.Commit}, now: opts.Now}
 	switch {
 	case in.CurrentRevision != nil:
 		f.From = &RevisionRef{Name: in.CurrentRevision.Name, Commit: in.CurrentRevision.Commit}
 	case h.Status.CurrentRevision != "" && h.Status.CurrentRevision == in.UpdateRevision.Name:
 		f.From = &f.Revision
 	}
-	sim := &simulation{in: in, tick: minReadyOf(h) + time.Second}
+	sim := &simulation{in: in, tick: minReadyOf(h) + time.Second, gates: newGateLog(h.Name, in.UpdateRevision)}
 	return f, sim.run(f)
 }
 
 // forecastInput builds the planner's input for the forecast revision.
 func forecastInput(snap *Snapshot, opts ForecastOptions) (rollout.Input, error) {
 	h := snap.HostedClusterPackage
-	in := rollout.Input{HostedClusterPackage: h.DeepCopy(), HostedClusters: snap.HostedClusters, Now: opts.Now}
+	in := rollout.Input{HostedClusterPackage: h.DeepCopy(), HostedClusters: snap.HostedClusters, Now: opts.Now,
+		Approvals: append([]rollout.Approval(nil), snap.Approvals...)}
 	for _, p := range snap.Packages {
 		in.Packages = append(in.Packages, *p.DeepCopy())
 	}

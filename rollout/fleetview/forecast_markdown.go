@@ -7,8 +7,9 @@ import (
 )
 
 // WriteMarkdown prints the forecast as a pull request comment: a title with the revision, the
-// strategy, a table of the batches (one row per Package change, in rollout order), a table of
-// the skipped HostedClusters and why, and the outcome.
+// strategy, a table of the batches (one row per Package change, in rollout order), when each
+// partition can start (when a gate holds one), a table of the skipped HostedClusters and why,
+// and the outcome.
 func (f *Forecast) WriteMarkdown(w io.Writer) error {
 	p := &mdPrinter{w: w}
 	p.printf("### convoy plan: HostedClusterPackage `%s`\n\n", mdCode(f.Name))
@@ -24,6 +25,7 @@ func (f *Forecast) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
+	f.writeMarkdownPartitions(p)
 	if len(f.Ineligible) > 0 {
 		p.printf("\n#### Skipped HostedClusters\n\nKept as they are until they become eligible.\n\n" +
 			"| HostedCluster | Partition | Reason | Message |\n|---|---|---|---|\n")
@@ -40,6 +42,22 @@ func (f *Forecast) WriteMarkdown(w io.Writer) error {
 		p.printf("\n%d batches; every eligible HostedCluster ends on the revision.\n", len(f.Batches))
 	}
 	return p.err
+}
+
+// writeMarkdownPartitions lists when each partition can start and what it waits for, when a
+// gate holds one. Note: a list, not a table, so that the tables keep one row per change.
+func (f *Forecast) writeMarkdownPartitions(p *mdPrinter) {
+	if len(f.Partitions) == 0 {
+		return
+	}
+	p.printf("\n#### Partitions\n\n%s\n\n", mdCell(partitionStartsTitle))
+	for _, part := range f.Partitions {
+		line := fmt.Sprintf("- **%s**: %s", mdCell(part.Name), mdCell(f.startText(part)))
+		if len(part.Waits) > 0 {
+			line += "; " + mdCell(waitsText(part.Waits))
+		}
+		p.printf("%s\n", line)
+	}
 }
 
 // mdPrinter writes formatted text and keeps the first error.

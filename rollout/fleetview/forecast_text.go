@@ -3,11 +3,15 @@ package fleetview
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // WriteText prints the forecast for a human: a header, one line per Package in rollout order
-// with its batch, then the ineligible targets and why the rollout would stop, if it would.
+// with its batch, when each partition can start and what it waits for (when a gate holds one),
+// then the ineligible targets and why the rollout would stop, if it would.
 func (f *Forecast) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "Plan for HostedClusterPackage %s\n", f.Name)
@@ -18,6 +22,9 @@ func (f *Forecast) WriteText(w io.Writer) error {
 		return err
 	}
 	if err := f.writeBatches(w); err != nil {
+		return err
+	}
+	if err := f.writePartitionStarts(w); err != nil {
 		return err
 	}
 	if err := f.writeIneligible(w); err != nil {
@@ -61,4 +68,60 @@ func (f *Forecast) writeIneligible(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.HostedCluster, t.Partition, t.Reason, t.Message)
 	}
 	return tw.Flush()
+}
+
+// partitionStartsTitle heads the partitions' starts: what "at the earliest" assumes.
+const partitionStartsTitle = "Partitions, at the earliest (every Package progresses at once, every approval is given when asked for):"
+
+// writePartitionStarts prints when each partition can start and what holds it before.
+func (f *Forecast) writePartitionStarts(w io.Writer) error {
+	if len(f.Partitions) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n%s\n", partitionStartsTitle)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PARTITION\tCAN START\tWAITS FOR")
+	for _, p := range f.Partitions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, f.startText(p), waitsText(p.Waits))
+	}
+	return tw.Flush()
+}
+
+// startText says when p can start: "now", a time with how far it is, or that it does not.
+func (f *Forecast) startText(p PartitionForecast) string {
+	switch {
+	case p.Start == nil:
+		return "not in this forecast"
+	case !p.Start.After(f.now):
+		return "now"
+	}
+	return WhenText(p.Start.Time, f.now)
+}
+
+// waitsText lists waits in one phrase: "soak until …; awaits approval: convoy approve …".
+func waitsText(waits []Wait) string {
+	parts := make([]string, 0, len(waits))
+	for _, w := range waits {
+		parts = append(parts, w.text())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// text describes one wait.
+func (w Wait) text() string {
+	var s string
+	switch w.Type {
+	case convoyv1alpha1.GateSoak:
+		s = "soak"
+	case convoyv1alpha1.GateWindow:
+		s = "outside its windows"
+	case convoyv1alpha1.GateApproval:
+		return "awaits approval: " + w.Command
+	default:
+		s = w.Type
+	}
+	if w.Until != nil {
+		s += " until " + w.Until.UTC().Format(timeLayout)
+	}
+	return s
 }

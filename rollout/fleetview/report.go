@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -27,8 +28,12 @@ type Report struct {
 	UpdateRevision *RevisionRef `json:"updateRevision,omitempty"`
 	// Packages are the counts of the status.
 	Packages Counts `json:"packages"`
-	// Partitions in rollout order.
+	// Partitions in rollout order, each with its state and, for a soak or a window, until when.
 	Partitions []convoyv1alpha1.PartitionStatus `json:"partitions,omitempty"`
+	// Gate is what holds the rollout now (status.gate); nil when nothing does.
+	Gate *convoyv1alpha1.RolloutGate `json:"gate,omitempty"`
+	// RejectedRevision is the update revision a rollback rejected; nil when none is.
+	RejectedRevision *RevisionRef `json:"rejectedRevision,omitempty"`
 	// Conditions of the status, without timestamps.
 	Conditions []Condition `json:"conditions,omitempty"`
 	// Failures sampled by the status.
@@ -37,6 +42,9 @@ type Report struct {
 	Skipped []convoyv1alpha1.SkippedTarget `json:"skipped,omitempty"`
 	// Stale is true while the controller has not observed the current generation of the spec.
 	Stale bool `json:"stale,omitempty"`
+	// Now is the clock WriteText measures waits against ("in 3m"); the zero time prints
+	// absolute times only.
+	Now time.Time `json:"-"`
 }
 
 // RevisionRef names a revision and the Git commit it pins.
@@ -83,10 +91,12 @@ func NewReport(snap *Snapshot) Report {
 		Packages: Counts{Total: st.TotalPackages, Updated: st.UpdatedPackages, Available: st.AvailablePackages,
 			Unavailable: st.UnavailablePackages, Progressed: st.ProgressedPackages, Paused: st.PausedPackages,
 			Failed: st.FailedPackages, Skipped: st.SkippedPackages, PendingDeletions: st.PendingDeletions},
-		Partitions: st.Partitions,
-		Failures:   st.Failures,
-		Skipped:    st.Skipped,
-		Stale:      st.ObservedGeneration != h.Generation,
+		Partitions:       st.Partitions,
+		Gate:             st.Gate,
+		RejectedRevision: snap.revisionRef(st.RejectedRevision),
+		Failures:         st.Failures,
+		Skipped:          st.Skipped,
+		Stale:            st.ObservedGeneration != h.Generation,
 	}
 	for _, c := range st.Conditions {
 		r.Conditions = append(r.Conditions, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
@@ -118,6 +128,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "HostedClusterPackage %s (%s%s)\n", r.Name, r.Strategy, pausedText(r.Paused, r.Stale))
 	fmt.Fprintf(tw, "  Revision\t%s\n", r.revisionsText())
+	r.writeGate(tw)
 	c := r.Packages
 	fmt.Fprintf(tw, "  Packages\t%d total, %d updated, %d available, %d progressed, %d failed, %d paused%s\n",
 		c.Total, c.Updated, c.Available, c.Progressed, c.Failed, c.Paused, c.extraText())
@@ -169,7 +180,7 @@ func (r *Report) writePartitions(w io.Writer) {
 	fmt.Fprintln(w, "  Partitions")
 	for _, p := range r.Partitions {
 		fmt.Fprintf(w, "    %s\t%s\t%d/%d progressed, %d updated, %d available\t%s\n",
-			p.Name, Bar(p.Progressed, p.Total), p.Progressed, p.Total, p.Updated, p.Available, p.State)
+			p.Name, Bar(p.Progressed, p.Total), p.Progressed, p.Total, p.Updated, p.Available, r.partitionStateText(p))
 	}
 }
 
@@ -248,6 +259,9 @@ func (r *Report) Line() string {
 		r.Name, r.revisionsText(), c.Progressed, c.Total, c.Available, c.Failed)
 	if len(parts) > 0 {
 		line += "; " + strings.Join(parts, ", ")
+	}
+	if gate := r.gateLine(); gate != "" {
+		line += "; " + gate
 	}
 	return line
 }

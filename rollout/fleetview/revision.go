@@ -23,8 +23,8 @@ func EncodeRevision(rev rollout.Revision) ([]byte, error) {
 	return json.Marshal(storedRevision{Commit: rev.Commit, Template: &rev.Template})
 }
 
-// DecodeRevision reads the revision a ControllerRevision stores; ok is false when its data has
-// neither shape.
+// DecodeRevision reads the revision a ControllerRevision stores, rejected when a rollback
+// annotated it; ok is false when its data has neither shape.
 func DecodeRevision(cr *appsv1.ControllerRevision) (rollout.Revision, bool) {
 	raw := cr.Data.Raw
 	if len(raw) == 0 {
@@ -35,6 +35,7 @@ func DecodeRevision(cr *appsv1.ControllerRevision) (rollout.Revision, bool) {
 		return rollout.Revision{}, false
 	}
 	rev := rollout.Revision{Name: cr.Name}
+	_, rev.Rejected = cr.Annotations[rollout.RejectedAnnotation]
 	switch {
 	case s.Commit != "" && s.Template != nil:
 		rev.Commit, rev.Template = s.Commit, *s.Template

@@ -12,16 +12,23 @@ import (
 )
 
 // simulation evolves a copy of the planner's input the way the controllers would if every
-// Package became available as soon as its spec changed.
+// Package became available as soon as its spec changed, every gate opened as soon as it could
+// (a soak at its end, a window at its opening) and every approval were given when asked for.
 type simulation struct {
-	in   rollout.Input
-	tick time.Duration
+	in    rollout.Input
+	tick  time.Duration
+	gates *gateLog
 }
 
 // run plans pass after pass, recording each pass's changes as a batch of f, until the rollout
 // completes or nothing can change any more.
 func (s *simulation) run(f *Forecast) error {
-	limit := 2*len(s.in.HostedClusters) + 4
+	defer func() {
+		s.gates.noteRequiredApprovals(s.in.HostedClusterPackage, s.in.Approvals)
+		f.Partitions = s.gates.partitions()
+	}()
+	// Note: each partition may wait for a soak, an approval and a window, one pass each.
+	limit := 5*len(s.in.HostedClusters) + 4
 	for pass := 0; pass < limit; pass++ {
 		plan, err := rollout.Compute(s.in)
 		if err != nil {
@@ -30,6 +37,7 @@ func (s *simulation) run(f *Forecast) error {
 		if pass == 0 {
 			f.MaxUnavailable, f.Ineligible, f.AlreadyUpdated = plan.MaxUnavailable, skipped(plan), plan.Counts.Updated
 		}
+		s.gates.notePlan(plan, s.in.Now)
 		settled := s.settleInFlight(plan)
 		changes := append(append([]rollout.Change{}, plan.Creates...), plan.Updates...)
 		switch {
@@ -38,8 +46,11 @@ func (s *simulation) run(f *Forecast) error {
 			s.apply(changes)
 		case plan.Completed:
 			return nil
-		case !settled:
-			f.Blocked = blockedReason(s.in.HostedClusterPackage, plan)
+		case settled:
+		case s.passGate(plan):
+			continue
+		default:
+			f.Blocked = s.blockedReason(plan)
 			return nil
 		}
 		s.in.Now = s.in.Now.Add(s.tick)
@@ -124,9 +135,15 @@ func (s *simulation) packageIn(namespace string) *convoyv1alpha1.Package {
 }
 
 // blockedReason explains why a plan that changes nothing does not complete the rollout.
-func blockedReason(h *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan) string {
-	if h.Spec.Paused {
+func (s *simulation) blockedReason(plan *rollout.Plan) string {
+	if s.in.UpdateRevision.Rejected {
+		return "a rollback rejected the revision: it is not rolled out again; a new commit or template change makes the next revision"
+	}
+	if s.in.HostedClusterPackage.Spec.Paused {
 		return "spec.paused is set: no update starts until it is cleared"
+	}
+	if g := plan.Gate; g != nil && g.Type != convoyv1alpha1.GateFailures {
+		return gateBlockedReason(plan)
 	}
 	if n := len(plan.Failed); n > 0 {
 		f := plan.Failed[0]

@@ -35,6 +35,9 @@ type Snapshot struct {
 
 	// SourceCommit is the commit of the template's GitSource artifact; empty when unknown.
 	SourceCommit string
+
+	// Approvals are the RolloutApprovals that name the HostedClusterPackage.
+	Approvals []rollout.Approval
 }
 
 // ReadStatus reads the HostedClusterPackage name (every one when name is empty) and its revisions:
@@ -67,7 +70,7 @@ func ReadStatus(ctx context.Context, c client.Reader, name string) ([]*Snapshot,
 }
 
 // Read reads the HostedClusterPackage name with its revisions, every HostedCluster, the Packages
-// it owns and the commit of its GitSource: what a forecast needs.
+// it owns, the commit of its GitSource and its RolloutApprovals: what a forecast needs.
 func Read(ctx context.Context, c client.Reader, name string) (*Snapshot, error) {
 	snaps, err := ReadStatus(ctx, c, name)
 	if err != nil {
@@ -83,7 +86,30 @@ func Read(ctx context.Context, c client.Reader, name string) (*Snapshot, error) 
 	if snap.SourceCommit, err = sourceCommit(ctx, c, snap.HostedClusterPackage); err != nil {
 		return nil, err
 	}
+	if snap.Approvals, err = listApprovals(ctx, c, snap.HostedClusterPackage.Name); err != nil {
+		return nil, err
+	}
 	return snap, nil
+}
+
+// listApprovals reads the RolloutApprovals of the HostedClusterPackage name; none when the
+// cluster does not serve the kind yet (a CRD of an older release).
+func listApprovals(ctx context.Context, c client.Reader, name string) ([]rollout.Approval, error) {
+	list := &convoyv1alpha1.RolloutApprovalList{}
+	err := c.List(ctx, list)
+	if apimeta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing RolloutApprovals: %w", err)
+	}
+	var out []rollout.Approval
+	for _, a := range list.Items {
+		if a.Spec.HostedClusterPackage == name {
+			out = append(out, rollout.Approval{Name: a.Name, Partition: a.Spec.Partition, Revision: a.Spec.Revision})
+		}
+	}
+	return out, nil
 }
 
 // listRevisions lists the ControllerRevisions of HostedClusterPackages, in every namespace: those

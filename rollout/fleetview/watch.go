@@ -21,7 +21,8 @@ type WatchOptions struct {
 	Interval time.Duration
 	// Terminal redraws the full report in place; otherwise each change prints plain lines.
 	Terminal bool
-	// Now is the clock of the timestamps of plain lines; time.Now when nil.
+	// Now is the clock of the timestamps of plain lines and of the waits a terminal redraw
+	// shows ("in 3m"); time.Now when nil.
 	Now func() time.Time
 }
 
@@ -59,6 +60,7 @@ func draw(out io.Writer, snaps []*Snapshot, opts WatchOptions, last map[string]s
 		fmt.Fprintf(&b, "Every %s: convoy status (%s)\n\n", opts.Interval, opts.Now().Format(time.TimeOnly))
 		for _, s := range snaps {
 			r := NewReport(s)
+			r.Now = opts.Now()
 			_ = r.WriteText(&b)
 			b.WriteString("\n")
 		}

@@ -1,7 +1,7 @@
 // Package rolloutcontroller is the HostedClusterPackage controller: it feeds the pure planner of
 // package rollout with what the manager's cache holds (the HostedClusterPackage, every
-// HostedCluster, the Packages it owns, its ControllerRevisions and its GitSource's artifact),
-// applies the resulting Plan, and writes the status only when it changed.
+// HostedCluster, the Packages it owns, its ControllerRevisions, its RolloutApprovals and its
+// GitSource's artifact), applies the resulting Plan, and writes the status only when it changed.
 //
 // A pass runs these steps, the first error stopping it:
 //
@@ -11,18 +11,27 @@
 //  2. source: the update revision is (template spec, commit of the GitSource's artifact).
 //  3. revisions: each revision is an apps/v1 ControllerRevision "<hcpkg>-<hash>", in the
 //     GitSource's namespace, owned by the HostedClusterPackage and labelled
-//     convoy.dev/hostedclusterpackage; its data holds the commit and the template.
-//  4. plan: rollout.Compute.
-//  5. status: the Plan is written into the status, and what it changes since the status the
-//     pass started from is announced, each once, by an event and a log line: "Partition
-//     started", "Partition completed", "Package missed its progress deadline", "Rollout
-//     completed".
-//  6. apply: Packages are created and updated with server-side apply (field manager
+//     convoy.dev/hostedclusterpackage; its data holds the commit and the template. A revision
+//     whose ControllerRevision carries rollout.RejectedAnnotation is rejected.
+//  4. plan: rollout.Compute, fed with the RolloutApprovals whose spec.hostedClusterPackage
+//     names the HostedClusterPackage (a cache index; an approval coming or going starts a
+//     pass). A spec it refuses (an invalid selector, budget or window) stalls with InvalidSpec.
+//  5. reject: when the Plan says Reject, one patch sets rollout.RejectedAnnotation (the reason)
+//     on the update revision's ControllerRevision, before any Package moves back.
+//  6. status: the Plan is written into the status (status.gate, status.rejectedRevision
+//     included), and what it changes since the status the pass started from is announced, each
+//     once, by an event and a log line: "Partition started", "Partition completed", "Rollout
+//     gated" (event Gated, when a gate starts holding the rollout; a rollout stopped by
+//     failures has a Warning event only, as "Rollout stalled" tells it), "Revision rejected"
+//     (a Warning event RevisionRejected), "Package missed its progress deadline", "Rollout
+//     completed". Warnings have a budget of their own (internal/eventrec), so the progress of
+//     many clusters never silences the stop.
+//  7. apply: Packages are created and updated with server-side apply (field manager
 //     "convoy-rollout"), owned by the HostedClusterPackage, labelled, stamped with
 //     rollout.SpecUpdatedAtAnnotation, and given convoy.dev/shard when sharding; Packages of
 //     targets that are gone are deleted. Each write is logged: "Created Package", "Updated
 //     Package", "Deleted Package".
-//  7. history: revisions beyond revisionHistoryLimit are pruned, never the current or update
+//  8. history: revisions beyond revisionHistoryLimit are pruned, never the current or update
 //     revision nor one a Package still uses.
 //
 // The log lines are at the default verbosity, with the keys "package" (namespace/name),
@@ -32,7 +41,10 @@
 // A deferred function records the metrics, logs "Rollout stalled" when the rollout newly
 // stalls, and hands the outcome to the status finalizer of internal/pass: Ready=True once
 // the rollout completed, Ready=False with Reconciling=True while it progresses, is paused or is
-// blocked by failed Packages. The next pass comes from watches, or at Plan.RequeueAfter.
+// held by a gate (reason Gated, the gate in the message), Stalled=True while failed Packages
+// stop it (RolloutBlocked) or once its update revision is rejected (RolloutRejected). The next
+// pass comes from watches, or at Plan.RequeueAfter (a deadline, a soak's end, a window's
+// opening).
 //
 // Before planning, a pass checks that the cache shows the writes of the previous pass; if not,
 // it waits for the Package watch instead, so that a budget slot is never spent twice.

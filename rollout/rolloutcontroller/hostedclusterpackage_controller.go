@@ -36,8 +36,8 @@ const DefaultResyncInterval = 10 * time.Minute
 // no Package event come first.
 const cacheLagRecheck = time.Second
 
-// The HostedClusterPackage controller reads HostedClusters, GitSources and its revisions, and
-// writes Packages, ControllerRevisions, its status and events. Sharding, it reads the shards
+// The HostedClusterPackage controller reads HostedClusters, GitSources, RolloutApprovals and its
+// revisions, and writes Packages, ControllerRevisions, its status and events. Sharding, it reads the shards
 // ConfigMap and the shard replicas' leases.
 //
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages,verbs=get;list;watch
@@ -45,6 +45,7 @@ const cacheLagRecheck = time.Second
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/finalizers,verbs=update
 // +kubebuilder:rbac:groups=convoy.dev,resources=packages,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=convoy.dev,resources=gitsources,verbs=get;list;watch
+// +kubebuilder:rbac:groups=convoy.dev,resources=rolloutapprovals,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -114,7 +115,7 @@ type scope struct {
 	plan *rollout.Plan
 }
 
-// Reconcile runs the steps shards → source → revisions → plan → status → apply → history on a
+// Reconcile runs the steps shards → source → revisions → plan → reject → status → apply → history on a
 // HostedClusterPackage whose cache reflects the previous pass's writes; the deferred status
 // finalizer writes the summary conditions and patches only a change.
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
@@ -145,7 +146,7 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 		res, retErr = fin.Finalize(ctx, r.summarize(ctx, s, retErr))
 	}()
 	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan,
-		r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
+		r.reconcileReject, r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact
@@ -181,8 +182,8 @@ func (r *HostedClusterPackageReconciler) reconcileRevisions(ctx context.Context,
 	return r.ensureRevision(ctx, s, key.Namespace, s.updateData)
 }
 
-// reconcilePlan reads the HostedClusters and computes s.plan. A spec the planner refuses
-// stalls.
+// reconcilePlan reads the HostedClusters and the RolloutApprovals and computes s.plan. A spec
+// the planner refuses (an invalid selector, budget or window) stalls with InvalidSpec.
 func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *scope) error {
 	hcs, err := r.listHostedClusters(ctx)
 	if err != nil {
@@ -194,6 +195,9 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 	}
 	in := planInput(s, hcs, foreign)
 	in.ShardFor = s.shardFor
+	if in.Approvals, err = r.listApprovals(ctx, s.obj.Name); err != nil {
+		return err
+	}
 	if s.plan, err = rollout.Compute(in); err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}

@@ -72,15 +72,21 @@ func skippedNote(plan *rollout.Plan) string {
 }
 
 // rolloutProgress returns nil for a completed rollout, else the error that says how far it is:
-// stalled by a failed Package (looked at again after interval, and on every Package event, so
-// that it clears when a fix progresses), paused, or progressing.
+// rejected by its failure policy (stalled until a new revision, looked at again after interval
+// while Packages go back), stalled by failed Packages the failure policy does not tolerate
+// (looked at again after interval, and on every Package event, so that it clears when a fix
+// progresses), paused, held by a gate, or progressing.
 func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan, interval time.Duration) error {
 	if plan.Completed && len(plan.Failed) == 0 && plan.DeletionsWaiting == 0 {
 		return nil
 	}
 	c := plan.Counts
 	switch {
-	case len(plan.Failed) > 0:
+	case obj.Status.RejectedRevision != "" && obj.Status.RejectedRevision == plan.UpdateRevision:
+		return pass.StallAfterf(convoyv1alpha1.RolloutRejectedReason, interval,
+			"Revision %s is rejected by the failure policy and not rolled out again until a new commit or template change: %d/%d packages on it.",
+			plan.UpdateRevision, c.Updated, c.Total)
+	case len(plan.Failed) > 0 && failuresStop(obj, plan):
 		return pass.StallAfterf(convoyv1alpha1.RolloutBlockedReason, interval,
 			"Rollout of revision %s is blocked: %d package(s) failed, first %s: %s",
 			plan.UpdateRevision, c.Failed, plan.Failed[0].HostedCluster, plan.Failed[0].Message)
@@ -88,12 +94,25 @@ func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Pla
 		return pass.Waitf(convoyv1alpha1.SuspendedReason, 0,
 			"Rollout of revision %s is paused: %d/%d packages progressed, %d deletion(s) waiting.",
 			plan.UpdateRevision, c.Progressed, c.Total, plan.DeletionsWaiting)
+	case plan.Gate != nil:
+		return pass.Waitf(convoyv1alpha1.GatedReason, 0, "Rollout of revision %s is gated (%s): %s %d/%d packages progressed.",
+			plan.UpdateRevision, plan.Gate.Type, describeGate(plan.Gate, plan.UpdateRevision), c.Progressed, c.Total)
 	case plan.Completed:
 		return pass.Waitf(convoyv1alpha1.ProgressingReason, 0,
 			"Deleting the Packages of HostedClusters no longer selected: %d waiting.", plan.DeletionsWaiting)
 	}
 	return pass.Waitf(convoyv1alpha1.ProgressingReason, 0,
 		"Rolling out revision %s: %d/%d packages progressed.", plan.UpdateRevision, c.Progressed, c.Total)
+}
+
+// failuresStop reports whether the plan's failures stop the rollout: always without a failure
+// policy's maxFailures (a failed Package holds its partition's barrier), else when the planner
+// says the failures gate holds it (more failures than tolerated, or one in a canary partition).
+func failuresStop(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan) bool {
+	if obj.Spec.FailurePolicy.MaxFailures == nil {
+		return true
+	}
+	return plan.Gate != nil && plan.Gate.Type == convoyv1alpha1.GateFailures
 }
 
 // reconcileStatus writes s.plan into the status, which the deferred status finalizer patches,
@@ -103,6 +122,7 @@ func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Pla
 // the counts and conditions then describe the current generation.
 func (r *HostedClusterPackageReconciler) reconcileStatus(ctx context.Context, s *scope) error {
 	s.plan.WriteStatus(&s.obj.Status)
+	writeGates(s)
 	s.obj.Status.ObservedGeneration = s.obj.Generation
 	r.reportRollout(ctx, s)
 	return nil
@@ -110,9 +130,10 @@ func (r *HostedClusterPackageReconciler) reconcileStatus(ctx context.Context, s 
 
 // reportRollout compares the new status with the one the pass started from and announces each
 // decision of the rollout once, by an event and a log line: partitions started and completed,
-// Packages newly failed, targets newly in conflict (an event only), and the rollout completed.
+// a gate starting to hold the rollout, the update revision rejected, Packages newly failed, targets newly in conflict (an event only), and the rollout completed.
 func (r *HostedClusterPackageReconciler) reportRollout(ctx context.Context, s *scope) {
 	r.reportPartitions(ctx, s)
+	r.reportGates(ctx, s)
 	r.reportFailures(ctx, s)
 	r.emitConflicts(s)
 	if s.plan.Completed && s.before.CurrentRevision != s.obj.Status.CurrentRevision {

@@ -35,6 +35,8 @@ const (
 	// foreignNameIndex indexes by name the Packages that no HostedClusterPackage of that name
 	// controls: those a HostedClusterPackage must not take over.
 	foreignNameIndex = ".metadata.name.foreign"
+	// approvalIndex indexes RolloutApprovals by the HostedClusterPackage they approve.
+	approvalIndex = ".spec.hostedClusterPackage"
 )
 
 // HostedClusterPackageReconcilerOptions tune the controller.
@@ -56,6 +58,9 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &convoyv1alpha1.HostedClusterPackage{}, templateSourceIndex, indexTemplateSource); err != nil {
 		return fmt.Errorf("indexing HostedClusterPackages by source: %w", err)
 	}
+	if err := idx.IndexField(ctx, &convoyv1alpha1.RolloutApproval{}, approvalIndex, indexApproval); err != nil {
+		return fmt.Errorf("indexing RolloutApprovals by HostedClusterPackage: %w", err)
+	}
 	return nil
 }
 
@@ -65,7 +70,8 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 // conflict appears or clears); HostedClusters (creation, deletion, and changes of
 // labels, availability or deletion), for the HostedClusterPackages whose selector matches the
 // old or the new labels; and GitSource artifact changes, for the HostedClusterPackages whose
-// template uses that source. When sharding names a ConfigMap, it watches that ConfigMap's data;
+// template uses that source; and RolloutApprovals coming and going, for the
+// HostedClusterPackage they approve. When sharding names a ConfigMap, it watches that ConfigMap's data;
 // when it names a lease namespace, the shard replicas' leases coming and going
 // (shardLeaseWatch); both for every HostedClusterPackage.
 func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts HostedClusterPackageReconcilerOptions) error {
@@ -98,6 +104,7 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
 			func() client.ObjectList { return &convoyv1alpha1.HostedClusterPackageList{} }, templateSourceIndex)),
 			builder.WithPredicates(sources.ArtifactChangedPredicate())).
+		Watches(&convoyv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(requestForApproval)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Named("hostedclusterpackage").
 		Complete(r)
@@ -177,6 +184,24 @@ func requestForForeignName(_ context.Context, o client.Object) []reconcile.Reque
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+}
+
+// indexApproval returns the HostedClusterPackage a RolloutApproval approves.
+func indexApproval(o client.Object) []string {
+	a, ok := o.(*convoyv1alpha1.RolloutApproval)
+	if !ok || a.Spec.HostedClusterPackage == "" {
+		return nil
+	}
+	return []string{a.Spec.HostedClusterPackage}
+}
+
+// requestForApproval maps a RolloutApproval to the HostedClusterPackage it approves.
+func requestForApproval(_ context.Context, o client.Object) []reconcile.Request {
+	names := indexApproval(o)
+	if len(names) == 0 {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: names[0]}}}
 }
 
 // indexTemplateSource returns "<namespace>/<name>" of the template's GitSource.

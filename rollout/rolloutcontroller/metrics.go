@@ -17,7 +17,12 @@ const (
 	hcpkgLabel     = "hostedclusterpackage"
 	partitionLabel = "partition"
 	stateLabel     = "state"
+	gateLabel      = "gate"
 )
+
+// gateTypes are the values of the gate label: each is 1 while that gate holds the rollout, else 0.
+var gateTypes = []string{convoyv1alpha1.GateSoak, convoyv1alpha1.GateApproval, convoyv1alpha1.GateWindow,
+	convoyv1alpha1.GateFailures}
 
 // Package states of the packages gauge.
 const (
@@ -52,10 +57,26 @@ var (
 		Name: "convoy_rollout_package_failures_total",
 		Help: "Packages newly found past their progress deadline, by HostedClusterPackage and partition.",
 	}, []string{hcpkgLabel, partitionLabel})
+
+	gateGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "convoy_rollout_gate",
+		Help: "1 while the gate (Soak, Approval, Window, Failures) holds the rollout of a HostedClusterPackage, else 0.",
+	}, []string{hcpkgLabel, gateLabel})
+
+	awaitingApprovalGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "convoy_rollout_partitions_awaiting_approval",
+		Help: "Partitions of a HostedClusterPackage that wait for a RolloutApproval of the update revision.",
+	}, []string{hcpkgLabel})
+
+	rollbacksCounter = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convoy_rollout_rollbacks_total",
+		Help: "Update revisions the failure policy rejected and rolled back, by HostedClusterPackage.",
+	}, []string{hcpkgLabel})
 )
 
 func init() {
-	metrics.Registry.MustRegister(packagesGauge, rolloutDuration, partitionDuration, failuresCounter)
+	metrics.Registry.MustRegister(packagesGauge, rolloutDuration, partitionDuration, failuresCounter,
+		gateGauge, awaitingApprovalGauge, rollbacksCounter)
 }
 
 // rolloutMetrics records the metrics of each pass and remembers when partitions started.
@@ -97,6 +118,30 @@ func (m *rolloutMetrics) record(s *scope) {
 	if s.plan.Completed && s.before.CurrentRevision != st.CurrentRevision && s.updateObj != nil {
 		rolloutDuration.WithLabelValues(name).Observe(s.now.Sub(startedAt(s.updateObj)).Seconds())
 	}
+	recordGates(name, s.before, st)
+}
+
+// recordGates sets the gate gauges of a status (every gate type, 0 or 1, and the partitions
+// awaiting approval), and counts a rollback when the status newly names a rejected revision.
+func recordGates(name string, before, st *convoyv1alpha1.HostedClusterPackageStatus) {
+	for _, gate := range gateTypes {
+		held := 0.0
+		if st.Gate != nil && st.Gate.Type == gate {
+			held = 1
+		}
+		gateGauge.WithLabelValues(name, gate).Set(held)
+	}
+	awaiting := 0
+	for _, p := range st.Partitions {
+		if p.State == convoyv1alpha1.PartitionAwaitingApproval {
+			awaiting++
+		}
+	}
+	awaitingApprovalGauge.WithLabelValues(name).Set(float64(awaiting))
+	rollbacks := rollbacksCounter.WithLabelValues(name) // at 0 from the first pass, for rate() and the dashboard
+	if st.RejectedRevision != "" && st.RejectedRevision != before.RejectedRevision {
+		rollbacks.Inc()
+	}
 }
 
 // partitionClock starts the clock of a partition that is reached and observes its duration
@@ -119,7 +164,7 @@ func (m *rolloutMetrics) forget(name string) {
 	defer m.mu.Unlock()
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{packagesGauge, rolloutDuration, partitionDuration, failuresCounter} {
+	}{packagesGauge, rolloutDuration, partitionDuration, failuresCounter, gateGauge, awaitingApprovalGauge, rollbacksCounter} {
 		vec.DeletePartialMatch(prometheus.Labels{hcpkgLabel: name})
 	}
 	prefix := name + "/"

@@ -96,7 +96,15 @@ func decodeRevision(cr *appsv1.ControllerRevision) (storedRevision, error) {
 	if err != nil {
 		return storedRevision{}, err
 	}
-	return storedRevision{obj: cr, rev: rollout.Revision{Name: cr.Name, Commit: d.Commit, Number: cr.Revision, Template: template}}, nil
+	return storedRevision{obj: cr, rev: rollout.Revision{Name: cr.Name, Commit: d.Commit, Number: cr.Revision, Template: template,
+		Rejected: isRejected(cr)}}, nil
+}
+
+// isRejected reports whether a rollback rejected the revision of cr: it carries
+// rollout.RejectedAnnotation, whatever its value.
+func isRejected(cr *appsv1.ControllerRevision) bool {
+	_, ok := cr.Annotations[rollout.RejectedAnnotation]
+	return ok
 }
 
 // listRevisions returns the ControllerRevisions the HostedClusterPackage owns, in all
@@ -126,7 +134,7 @@ func (r *HostedClusterPackageReconciler) listRevisions(ctx context.Context, hcpk
 
 // ensureRevision returns the stored update revision, creating its ControllerRevision in
 // namespace (with the next .revision number) or, when an older revision comes back, renumbering
-// it as the newest.
+// it as the newest; a revision a rollback rejected comes back rejected (s.update.Rejected).
 func (r *HostedClusterPackageReconciler) ensureRevision(ctx context.Context, s *scope, namespace string, data []byte) error {
 	next := int64(1)
 	for _, sr := range s.revisions {
@@ -136,6 +144,7 @@ func (r *HostedClusterPackageReconciler) ensureRevision(ctx context.Context, s *
 				return fmt.Errorf("ControllerRevision %s holds commit %s, not %s: hash collision", sr.obj.Name, sr.rev.Commit, s.update.Commit)
 			}
 			s.updateObj = sr.obj
+			s.update.Rejected = sr.rev.Rejected
 		}
 	}
 	if s.updateObj != nil {

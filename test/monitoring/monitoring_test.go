@@ -32,6 +32,10 @@ func TestRulesAndDashboardParseWithPrometheus(t *testing.T) {
 	g.Expect(m.Metrics).To(HaveKey("convoy_render_cache_hits_total"))
 	g.Expect(m.Metrics).To(HaveKey("controller_runtime_reconcile_time_seconds_bucket"))
 	g.Expect(m.Metrics).To(HaveKey("convoy_resource_condition"))
+	g.Expect(m.Queries).To(HaveKey("Gates holding rollouts"))
+	g.Expect(m.Metrics).To(HaveKeyWithValue("convoy_rollout_gate", ContainElement("panel Gates holding rollouts")))
+	g.Expect(m.Metrics).To(HaveKeyWithValue("convoy_rollout_partitions_awaiting_approval", ContainElement("panel Partitions awaiting approval")))
+	g.Expect(m.Metrics).To(HaveKeyWithValue("convoy_rollout_rollbacks_total", ContainElement("panel Rollbacks")))
 }
 
 func TestABrokenQueryIsReportedWithItsPanel(t *testing.T) {

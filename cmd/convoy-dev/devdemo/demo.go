@@ -51,6 +51,8 @@ type demo struct {
 	gitSource client.ObjectKey
 	// order records in which order the Packages get each commit.
 	order *orderRecorder
+	// gates remembers the gates the demo explained.
+	gates gateNotes
 }
 
 // run seeds Git, applies the examples, starts the controller, and follows two rollouts.
@@ -137,7 +139,7 @@ func (d *demo) seedRepository(srv *gitserver.Server) (*gitserver.Repo, error) {
 }
 
 // applyExamples creates the controller's namespace and applies the GitSource (pointed at url,
-// polled often) and the HostedClusterPackage of examples/.
+// polled often) and the HostedClusterPackage of examples/ with the demo's soak and approval.
 func (d *demo) applyExamples(ctx context.Context, url string) error {
 	c := d.fleet.Client
 	if err := applyObjects(ctx, c, namespaceObject(devNamespace)); err != nil {
@@ -161,6 +163,9 @@ func (d *demo) applyExamples(ctx context.Context, url string) error {
 		return err
 	}
 	d.hcpkg = hcpkg[0].GetName()
+	if err := addDemoGates(hcpkg[0]); err != nil {
+		return err
+	}
 	return applyObjects(ctx, c, append(gs, hcpkg...)...)
 }
 

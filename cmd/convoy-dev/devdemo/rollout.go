@@ -27,8 +27,9 @@ type rolloutResult struct {
 	took  time.Duration
 }
 
-// awaitRollout prints a line each time the HostedClusterPackage's status changes and returns
-// once a revision other than previous reached every cluster.
+// awaitRollout prints a line each time the HostedClusterPackage's status changes, explains each
+// gate that holds it (noteGate), and returns once a revision other than previous reached every
+// cluster.
 func (d *demo) awaitRollout(ctx context.Context, previous string) (*rolloutResult, error) {
 	began := time.Now()
 	res := &rolloutResult{}
@@ -41,7 +42,10 @@ func (d *demo) awaitRollout(ctx context.Context, previous string) (*rolloutResul
 		report := fleetview.NewReport(snaps[0])
 		if line := report.Line(); line != last {
 			last = line
-			fmt.Fprintf(d.out, "  %6.1fs  %s\n", time.Since(d.start).Seconds(), line)
+			d.printNote("%s", line)
+		}
+		if err := d.noteGate(ctx, snaps[0]); err != nil {
+			return nil, err
 		}
 		st := snaps[0].HostedClusterPackage.Status
 		if st.UpdateRevision != "" && st.UpdateRevision != previous {

@@ -33,7 +33,7 @@ type Options struct {
 	// directory.
 	Examples string
 	// ExitAfterRollout ends the demo with a summary once the second revision reached every
-	// cluster.
+	// cluster; meanwhile the demo gives the approvals the rollouts wait for itself, with Approve.
 	ExitAfterRollout bool
 	// AsServiceAccount runs the controller as its ServiceAccount, with only the RBAC of
 	// deploy/rbac, by impersonation.
@@ -43,25 +43,18 @@ type Options struct {
 	// RunController runs convoy's controllers against cfg, keeping Git under storagePath and
 	// writing their log to log, until ctx is done (required: the command owns the wiring).
 	RunController func(ctx context.Context, cfg *rest.Config, storagePath string, log io.Writer) error
+	// Approve approves partition of the HostedClusterPackage hcpkg at its update revision as
+	// `convoy approve` does, against the cluster of kubeconfig, and writes what it approved to
+	// out (required under ExitAfterRollout).
+	Approve func(ctx context.Context, kubeconfig, hcpkg, partition string, out io.Writer) error
 }
 
 // Run runs the demo, writing its progress to out, until ctx is done or, under exitAfterRollout, until the second rollout
 // completed. It stops every process it started before returning.
 func Run(ctx context.Context, out io.Writer, opts Options) error {
-	if opts.Clusters < 1 {
-		return fmt.Errorf("--clusters must be at least 1, got %d", opts.Clusters)
-	}
-	if opts.Refresh <= 0 {
-		opts.Refresh = 250 * time.Millisecond
-	}
-	if opts.RunController == nil {
-		return errors.New("no controller to run")
-	}
-	root, err := examplesDir(opts.Examples)
-	if err != nil {
+	if err := opts.complete(); err != nil {
 		return err
 	}
-	opts.Examples = root
 	fmt.Fprintln(out, "Starting the management cluster...")
 	f, err := simfleet.Start(ctx, simfleet.Options{BinaryDir: opts.Binaries})
 	if err != nil {
@@ -83,6 +76,30 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 	printDevUsage(out, opts)
 	d := &demo{out: out, fleet: f, opts: opts, start: time.Now()}
 	return ignoreCanceled(ctx, d.run(ctx))
+}
+
+// complete checks the options and fills in their defaults. The kubeconfig becomes absolute, so
+// that the commands the demo prints work from any folder.
+func (o *Options) complete() error {
+	if o.Clusters < 1 {
+		return fmt.Errorf("--clusters must be at least 1, got %d", o.Clusters)
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = 250 * time.Millisecond
+	}
+	if o.RunController == nil {
+		return errors.New("no controller to run")
+	}
+	if o.ExitAfterRollout && o.Approve == nil {
+		return errors.New("no way to approve a partition: exitAfterRollout needs Approve")
+	}
+	kubeconfig, err := filepath.Abs(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	o.Kubeconfig = kubeconfig
+	o.Examples, err = examplesDir(o.Examples)
+	return err
 }
 
 // ignoreCanceled returns nil for an error that only says ctx ended: Ctrl-C is a normal exit.

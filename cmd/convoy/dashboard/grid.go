@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -70,6 +71,11 @@ type Budget struct {
 type GridRow struct {
 	Partition string `json:"partition"`
 	State     string `json:"state"`
+	// Until is when a Soaking partition's soak ends, or when the window an OutsideWindow
+	// partition waits for opens.
+	Until *metav1.Time `json:"until,omitempty"`
+	// ApproveCommand approves a partition AwaitingApproval.
+	ApproveCommand string `json:"approveCommand,omitempty"`
 	// Counts are the cells of the partition by state, all of them, not only those shown.
 	Counts map[string]int `json:"counts"`
 	// Total is the number of targets of the partition; Matching those of Query.State.
@@ -118,6 +124,11 @@ func BuildRollout(ctx context.Context, r client.Reader, name string, q RolloutQu
 	}
 	cells := classify(plan, in)
 	v.Grid = gridRows(plan, cells, q)
+	for i := range v.Grid {
+		if v.Grid[i].State == convoyv1alpha1.PartitionAwaitingApproval {
+			v.Grid[i].ApproveCommand = fleetview.ApproveCommand(name, v.Grid[i].Partition)
+		}
+	}
 	v.Budget = Budget{Max: plan.MaxUnavailable}
 	for _, c := range cells {
 		if c.State == StateUpdating || c.State == StateFailed {
@@ -204,7 +215,7 @@ func gridRows(plan *rollout.Plan, cells []placedCell, q RolloutQuery) []GridRow 
 	index := map[string]int{}
 	for _, p := range plan.Partitions {
 		index[p.Name] = len(rows)
-		rows = append(rows, GridRow{Partition: p.Name, State: p.State, Counts: map[string]int{}, Cells: []Cell{}})
+		rows = append(rows, GridRow{Partition: p.Name, State: p.State, Until: p.Until, Counts: map[string]int{}, Cells: []Cell{}})
 	}
 	for _, c := range cells {
 		i, ok := index[c.partition]

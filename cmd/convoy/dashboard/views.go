@@ -27,6 +27,9 @@ type FleetItem struct {
 	Stalled bool `json:"stalled"`
 	// StalledMessage is the message of the Stalled condition, when there is one.
 	StalledMessage string `json:"stalledMessage,omitempty"`
+	// ApproveCommands are, by partition, the commands that approve the partitions awaiting an
+	// approval.
+	ApproveCommands map[string]string `json:"approveCommands,omitempty"`
 }
 
 // Condition is a status condition as the page shows it.
@@ -60,7 +63,29 @@ func fleetItem(snap *fleetview.Snapshot) FleetItem {
 		item.Stalled, item.StalledMessage = true, stalled.Message
 	}
 	item.Stalled = item.Stalled || item.Packages.Failed > 0
+	item.ApproveCommands = approveCommands(item.Report)
 	return item
+}
+
+// approveCommands returns the command that approves each partition awaiting an approval, by the
+// partitions' states or the gate; nil when none awaits one.
+func approveCommands(r fleetview.Report) map[string]string {
+	var out map[string]string
+	add := func(partition string) {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[partition] = fleetview.ApproveCommand(r.Name, partition)
+	}
+	for _, p := range r.Partitions {
+		if p.State == convoyv1alpha1.PartitionAwaitingApproval {
+			add(p.Name)
+		}
+	}
+	if g := r.Gate; g != nil && g.Type == convoyv1alpha1.GateApproval && g.Partition != "" {
+		add(g.Partition)
+	}
+	return out
 }
 
 // conditionsOf copies conditions for the page.

@@ -15,6 +15,7 @@ var convoyCRDNames = []string{
 	"hostedclusterpackages.convoy.dev",
 	"objectdeployments.convoy.dev",
 	"packages.convoy.dev",
+	"rolloutapprovals.convoy.dev",
 }
 
 // hyperShiftCRDNames are the CRDs simfleet embeds from HyperShift's API module.

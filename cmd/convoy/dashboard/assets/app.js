@@ -67,6 +67,52 @@ function stalledBanner(it) {
   return html + "</div>";
 }
 
+// utc prints an RFC 3339 time as "2026-01-02 12:03:00 UTC".
+function utc(t) { return new Date(t).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC"); }
+
+// span prints a wait of ms milliseconds as the CLI does, rounded up: "45s", "3m", "1h20m", "2d3h".
+function span(ms) {
+  const up = (unit) => Math.ceil(ms / unit);
+  if (ms < 60e3) return up(1e3) + "s";
+  if (ms < 3600e3) return up(60e3) + "m";
+  if (ms < 86400e3) { const m = up(60e3); return Math.floor(m / 60) + "h" + (m % 60 ? (m % 60) + "m" : ""); }
+  const h = up(3600e3);
+  return Math.floor(h / 24) + "d" + (h % 24 ? (h % 24) + "h" : "");
+}
+
+// when prints a time and how far from now (ms) it is: "2026-01-02 12:03:00 UTC (in 3m)".
+function when(t, now) {
+  const ms = Date.parse(t) - now;
+  return '<time datetime="' + esc(t) + '">' + esc(utc(t)) + "</time> (" + (ms > 0 ? "in " + span(ms) : "due") + ")";
+}
+
+// approveHint shows the command that approves a partition awaiting approval.
+function approveHint(cmd) {
+  return cmd ? ' <span class="approve">approve: <code class="command">' + esc(cmd) + "</code></span>" : "";
+}
+
+// stateBadge is a partition's state as a badge, with until when and the approval command.
+function stateBadge(state, until, cmd, now) {
+  return '<span class="badge badge-' + esc(state) + '">' + esc(state) + "</span>" +
+    (until ? ' <span class="muted until">until ' + when(until, now) + "</span>" : "") + approveHint(cmd);
+}
+
+// gateBanner says what holds the rollout and which revision a rollback rejected.
+function gateBanner(it, now) {
+  let html = "";
+  const g = it.gate;
+  if (g) {
+    html += '<div class="banner gated" data-gate="' + esc(g.type) + '"><strong>Held by ' + esc(g.type) + "</strong>" +
+      (g.partition ? " on partition " + esc(g.partition) : "") + (g.until ? " until " + when(g.until, now) : "") +
+      (g.message ? "<br>" + esc(g.message) : "") + (g.type === "Approval" ? approveHint((it.approveCommands || {})[g.partition]) : "") + "</div>";
+  }
+  if (it.rejectedRevision) {
+    html += '<div class="banner stalled rejected"><strong>Rejected</strong> ' + rev(it.rejectedRevision) +
+      ": a rollback rejected it; a new commit or template change makes the next revision</div>";
+  }
+  return html;
+}
+
 function conditionPills(conds) {
   return (conds || []).map((c) => {
     const good = (c.status === "True") !== (c.type === "Stalled" || c.type === "Reconciling");
@@ -84,10 +130,12 @@ function fleetPage(v) {
   if (!v.items.length) return '<p class="muted">No HostedClusterPackages found.</p>';
   return "<h1>Fleet</h1>" + v.items.map((it) => {
     const c = it.packages;
-    const parts = (it.partitions || []).map((p) => '<div class="partition"><span class="name">' + esc(p.name) + "</span>" + partitionBar(p) +
-      "<span>" + p.progressed + "/" + p.total + ' <span class="muted">' + esc(p.state) + "</span></span></div>").join("");
+    const now = Date.now();
+    const parts = (it.partitions || []).map((p) => '<div class="partition" data-partition="' + esc(p.name) + '"><span class="name">' + esc(p.name) +
+      "</span>" + partitionBar(p) + "<span>" + p.progressed + "/" + p.total + " " +
+      stateBadge(p.state, p.until, (it.approveCommands || {})[p.name], now) + "</span></div>").join("");
     return '<div class="card hcp" data-name="' + esc(it.name) + '"><div class="row"><h2><a href="#/rollout/' + enc(it.name) + '">' + esc(it.name) +
-      '</a></h2><span class="muted">' + esc(it.strategy) + (it.paused ? ", paused" : "") + "</span></div>" + stalledBanner(it) +
+      '</a></h2><span class="muted">' + esc(it.strategy) + (it.paused ? ", paused" : "") + "</span></div>" + stalledBanner(it) + gateBanner(it, now) +
       '<div class="row"><span>current ' + rev(it.currentRevision) + "</span><span>update " + rev(it.updateRevision) + "</span></div>" +
       '<div class="row counts">' + c.total + " total · " + c.updated + " updated · " + c.available + " available · " + c.progressed +
       " progressed · " + c.failed + " failed · " + (c.skipped || 0) + " skipped</div>" + parts +
@@ -97,20 +145,21 @@ function fleetPage(v) {
 
 function rolloutPage(r, v) {
   const b = v.budget;
-  let html = "<h1>" + esc(v.name) + "</h1>" + stalledBanner(v);
+  const now = v.now ? Date.parse(v.now) : Date.now();
+  let html = "<h1>" + esc(v.name) + "</h1>" + stalledBanner(v) + gateBanner(v, now);
   html += '<div class="card"><div class="row"><span>current ' + rev(v.currentRevision) + '</span><span id="update" data-commit="' +
     esc(v.updateRevision ? v.updateRevision.commit : "") + '">update ' + rev(v.updateRevision) +
     '</span><span>budget <strong id="budget">' + (b.max ? b.inUse + "/" + b.max + " slots" : b.inUse + " updating, no limit") +
     '</strong></span></div><div class="row">' + conditionPills(v.conditions) + "</div></div>";
   html += '<div class="card"><div class="row legend">' + STATES.map((s) => '<a href="#/rollout/' + enc(r.name) + (r.state === s ? "" : "?state=" + s) +
     '"><span><i class="state-' + s + '"></i>' + s + "</span></a>").join("") + "</div>";
-  html += (v.grid || []).map((row) => gridRow(r, row, v.query)).join("") || '<p class="muted">No targets yet.</p>';
+  html += (v.grid || []).map((row) => gridRow(r, row, v.query, now)).join("") || '<p class="muted">No targets yet.</p>';
   html += '<div id="detail" class="detail muted">Select a cell to see its cluster.</div></div>';
   html += failedList(v) + '<div class="card"><h2>Timeline</h2>' + timelineSVG(v) + "</div>";
   return html;
 }
 
-function gridRow(r, row, q) {
+function gridRow(r, row, q, now) {
   const counts = STATES.filter((s) => row.counts[s]).map((s) => row.counts[s] + " " + s).join(" · ");
   const cells = row.cells.map((c) => '<button class="cell state-' + c.state + '" data-cluster="' + esc(c.hostedCluster) + '" data-state="' + c.state +
     '" data-package="' + esc(c.package || "") + '" data-message="' + esc((c.reason ? c.reason + ": " : "") + (c.message || "")) +
@@ -123,8 +172,9 @@ function gridRow(r, row, q) {
       (q.offset > 0 ? ' <a href="' + base + "offset=" + Math.max(0, q.offset - q.limit) + '">previous</a>' : "") +
       (row.matching > next ? ' <a href="' + base + "offset=" + next + '">next</a>' : "") + "</div>";
   }
-  return '<div class="grid-row" data-partition="' + esc(row.partition) + '"><div class="row"><strong>' + esc(row.partition) + '</strong><span class="pill">' +
-    esc(row.state || "") + '</span><span class="muted">' + counts + '</span></div><div class="cells">' + cells + "</div>" + more + "</div>";
+  return '<div class="grid-row" data-partition="' + esc(row.partition) + '"><div class="row"><strong>' + esc(row.partition) + "</strong><span>" +
+    stateBadge(row.state || "", row.until, row.approveCommand, now) + '</span><span class="muted">' + counts + '</span></div><div class="cells">' + cells +
+    "</div>" + more + "</div>";
 }
 
 function failedList(v) {

@@ -1,0 +1,45 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout/fleetview"
+)
+
+func TestFleetItemCarriesTheGateAndTheApprovalCommands(t *testing.T) {
+	g := NewWithT(t)
+	until := metav1.NewTime(time.Date(2026, 1, 2, 12, 3, 0, 0, time.UTC))
+	h := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "addon"}}
+	h.Status.Partitions = []convoyv1alpha1.PartitionStatus{
+		{Name: "early", State: convoyv1alpha1.PartitionSoaking, Until: &until},
+		{Name: "normal", State: convoyv1alpha1.PartitionAwaitingApproval},
+		{Name: "late", State: convoyv1alpha1.PartitionPending},
+	}
+	h.Status.Gate = &convoyv1alpha1.RolloutGate{Type: convoyv1alpha1.GateSoak, Partition: "normal", Until: &until}
+	h.Status.RejectedRevision = "addon-1"
+	item := fleetItem(&fleetview.Snapshot{HostedClusterPackage: h})
+	g.Expect(item.ApproveCommands).To(Equal(map[string]string{"normal": "convoy approve addon --partition normal"}))
+
+	raw, err := json.Marshal(item)
+	g.Expect(err).NotTo(HaveOccurred())
+	var page map[string]any
+	g.Expect(json.Unmarshal(raw, &page)).To(Succeed())
+	g.Expect(page).To(HaveKeyWithValue("gate", HaveKeyWithValue("until", "2026-01-02T12:03:00Z")))
+	g.Expect(page).To(HaveKeyWithValue("rejectedRevision", HaveKeyWithValue("name", "addon-1")))
+	g.Expect(page["partitions"]).To(ContainElement(HaveKeyWithValue("until", "2026-01-02T12:03:00Z")))
+}
+
+func TestFleetItemNamesTheCommandOfAnApprovalGate(t *testing.T) {
+	g := NewWithT(t)
+	h := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "addon"}}
+	h.Status.Gate = &convoyv1alpha1.RolloutGate{Type: convoyv1alpha1.GateApproval, Partition: "late"}
+	g.Expect(fleetItem(&fleetview.Snapshot{HostedClusterPackage: h}).ApproveCommands).To(HaveKeyWithValue("late", "convoy approve addon --partition late"))
+	h.Status.Gate = nil
+	g.Expect(fleetItem(&fleetview.Snapshot{HostedClusterPackage: h}).ApproveCommands).To(BeNil())
+}
