@@ -250,6 +250,11 @@ func loadPackage(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Re
 		m.splitComponents(pf, data.componentOf, errs)
 		m.resolveImages(pf, data.testCase, errs)
 	}
+	chart := newChartPackage(m, kustomized, errs)
+	if chart != nil {
+		chart.dropChartFiles(pf)
+		templated = true
+	}
 	configOK := !data.staticOnly && applyConfig(m, config, errs)
 	var (
 		objs     []*object
@@ -268,11 +273,19 @@ func loadPackage(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Re
 		if err != nil {
 			return nil, templated, err
 		}
-		objs = collectObjects(pf, rendered, kustomized, m.pko, errs)
+		objs = collectObjects(chart.objectFiles(pf), rendered, kustomized, m.pko, errs)
+		if chart != nil {
+			chartObjs, err := chart.render(chartRender{fsys: fsys, dir: dir, pf: pf, m: m, data: data,
+				config: config, rendered: rendered, budget: b, errs: errs})
+			if err != nil {
+				return nil, templated, err
+			}
+			objs = append(objs, chartObjs...)
+		}
 		objs, dropped = filterObjects(m, tctx, conds, objs, errs)
 	case !kustomized:
 		// Templates cannot be rendered with an invalid config; still check the plain files.
-		objs = collectObjects(pf, nil, false, m.pko, errs)
+		objs = collectObjects(chart.objectFiles(pf), nil, false, m.pko, errs)
 	}
 	phases := assignPhases(m, objs, errs)
 	if err := errs.err(); err != nil {

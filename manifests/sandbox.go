@@ -40,6 +40,8 @@ type renderRequest struct {
 	Conditions map[string]bool `json:"conditions,omitempty"`
 	// Size is the package's size before the templates' output, counted against MaxPackageSize.
 	Size int `json:"size"`
+	// Chart, when set, is a Helm chart to render instead of the templates.
+	Chart *chartRequest `json:"chart,omitempty"`
 }
 
 // templateFile is one template of a renderRequest.
