@@ -23,8 +23,8 @@ spec:
 // demoChart is a small chart: a CRD in crds/, a namespace, RBAC, a deployment using values
 // and .Capabilities, a test and a post-install hook.
 var demoChart = map[string]string{
-	"chart/Chart.yaml":  "apiVersion: v2\nname: demo\nversion: 1.2.3\n",
-	"chart/values.yaml": "replicas: 1\nimage: demo:1\nhook: false\n",
+	"chart/Chart.yaml":         "apiVersion: v2\nname: demo\nversion: 1.2.3\n",
+	"chart/values.yaml":        "replicas: 1\nimage: demo:1\nhook: false\n",
 	"chart/values.schema.json": `{"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 0}}}`,
 	"chart/.helmignore":        "ignored.yaml\n",
 	"chart/ignored.yaml":       "not: an object\n",
