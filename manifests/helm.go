@@ -35,6 +35,10 @@ const (
 	defaultReleaseNamespace = "default"
 )
 
+// renderObserver, when set (by a benchmark, never concurrently with loads), is given the result
+// of each chart's render process.
+var renderObserver func(*renderResult)
+
 // chartPackage is the chart of a package being loaded: its manifest entry, cleaned.
 type chartPackage struct {
 	spec        *convoyv1alpha1.PackageManifestChart
@@ -140,6 +144,9 @@ func (c *chartPackage) render(r chartRender) ([]*object, error) {
 	if err != nil {
 		return nil, errors.Join(errors.New("rendering the chart"), err)
 	}
+	if renderObserver != nil {
+		renderObserver(res)
+	}
 	if len(res.errs) > 0 {
 		r.errs.errs = append(r.errs.errs, res.errs...)
 		return nil, nil
@@ -149,7 +156,7 @@ func (c *chartPackage) render(r chartRender) ([]*object, error) {
 	var objs []*object
 	for _, name := range names {
 		r.pf.grow(len(res.outputs[name]))
-		objs = append(objs, dec.decodeFile(name, res.outputs[name])...)
+		objs = append(objs, dec.decodeFile(name, helmSeparators(res.outputs[name]))...)
 	}
 	return c.place(r.m, req.ReleaseNamespace, objs, r.errs), nil
 }
@@ -325,4 +332,31 @@ func chartIgnoreRules(fsys fs.FS, full, at string, errs *errorList) *ignore.Rule
 	}
 	rules.AddDefaults()
 	return rules
+}
+
+// helmSeparators makes the document separators Helm accepts ("---" at the start of a line,
+// whatever follows it: "---# comment") separators for convoy's decoder, which wants a blank
+// after "---", by inserting one; lines keep their numbers.
+func helmSeparators(data []byte) []byte {
+	var out []byte
+	for pos := 0; pos < len(data); {
+		next := len(data)
+		if end := bytes.IndexByte(data[pos:], '\n'); end >= 0 {
+			next = pos + end + 1
+		}
+		line := data[pos:next]
+		if len(line) > 3 && bytes.HasPrefix(line, []byte("---")) && !strings.ContainsRune(" \t\r\n", rune(line[3])) {
+			if out == nil {
+				out = append(make([]byte, 0, len(data)+16), data[:pos]...)
+			}
+			out = append(append(out, "--- "...), line[3:]...)
+		} else if out != nil {
+			out = append(out, line...)
+		}
+		pos = next
+	}
+	if out == nil {
+		return data
+	}
+	return out
 }

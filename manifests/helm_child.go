@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -73,6 +75,22 @@ func renderChart(req chartRequest, size int, emit func(renderEvent)) {
 		}
 		emit(renderEvent{File: name, Output: []byte(out)})
 	}
+	emit(renderEvent{PeakRSS: peakRSS()})
+}
+
+// peakRSS returns the process's peak resident memory (VmHWM), or 0 when unknown.
+func peakRSS() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // loadChartRequest loads the chart of req with Helm's loader, under convoy's size limits.
