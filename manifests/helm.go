@@ -41,9 +41,12 @@ var renderObserver func(*renderResult)
 
 // chartPackage is the chart of a package being loaded: its manifest entry, cleaned.
 type chartPackage struct {
-	spec        *convoyv1alpha1.PackageManifestChart
+	spec *convoyv1alpha1.PackageManifestChart
+	// path is the chart's path in the package, or the name of a pulled chart's archive.
 	path        string
 	valuesFiles []string
+	// pull is set for a chart pulled from a repository.
+	pull *ChartRef
 }
 
 // newChartPackage returns the chart the manifest declares, or nil when it declares none or the
@@ -56,8 +59,10 @@ func newChartPackage(m *manifest, kustomized bool, errs *errorList) *chartPackag
 	at := m.lines.line("spec.chart")
 	p := path.Clean(c.Path)
 	switch {
-	case c.Path == "":
-		errs.add(m.file, at, RuleInvalidManifest, "spec.chart.path is required")
+	case (c.Path == "") == (c.Repository == ""):
+		errs.add(m.file, at, RuleInvalidManifest, "spec.chart needs exactly one of path (a chart in the package) and repository (a chart pulled by version and digest)")
+	case c.Repository != "":
+		return newPulledChart(m, at, c, errs)
 	case path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../"):
 		errs.add(m.file, at, RuleInvalidManifest, "spec.chart.path %q must name a directory or file inside the package", c.Path)
 	case kustomized:
@@ -66,11 +71,7 @@ func newChartPackage(m *manifest, kustomized bool, errs *errorList) *chartPackag
 		errs.add(m.file, at, RuleInvalidManifest, "spec.chart.hooks.policy %q: want %s or %s", c.Hooks.Policy,
 			convoyv1alpha1.ChartHooksRefuse, convoyv1alpha1.ChartHooksPhases)
 	default:
-		vf := make([]string, len(c.ValuesFiles))
-		for i, f := range c.ValuesFiles {
-			vf[i] = path.Clean(f)
-		}
-		return &chartPackage{spec: c, path: p, valuesFiles: vf}
+		return &chartPackage{spec: c, path: p, valuesFiles: cleanPaths(c.ValuesFiles)}
 	}
 	return nil
 }
@@ -100,7 +101,7 @@ func (c *chartPackage) dropChartFiles(pf *packageFiles) {
 
 // inChart reports whether a package path belongs to the chart.
 func (c *chartPackage) inChart(p string) bool {
-	if isRootFile(p, manifestFile, manifestFileAlt) || slices.Contains(c.valuesFiles, p) {
+	if c.pull != nil || isRootFile(p, manifestFile, manifestFileAlt) || slices.Contains(c.valuesFiles, p) {
 		return false
 	}
 	return c.path == "." || p == c.path || strings.HasPrefix(p, c.path+"/")
@@ -136,9 +137,9 @@ type chartRender struct {
 // render renders the chart in a render process and returns its objects, each with its phase
 // annotation set. It fails only when the render process cannot be started.
 func (c *chartPackage) render(r chartRender) ([]*object, error) {
-	req, ok := c.request(r)
-	if !ok {
-		return nil, nil
+	req, ok, err := c.request(r)
+	if err != nil || !ok {
+		return nil, err
 	}
 	res, err := renderIsolated(renderRequest{Chart: req, Size: r.pf.size}, r.budget)
 	if err != nil {
@@ -161,8 +162,9 @@ func (c *chartPackage) render(r chartRender) ([]*object, error) {
 	return c.place(r.m, req.ReleaseNamespace, objs, r.errs), nil
 }
 
-// request reads the chart and gathers its values; it reports false when something was refused.
-func (c *chartPackage) request(r chartRender) (*chartRequest, bool) {
+// request reads the chart and gathers its values; it reports false when something was refused,
+// and fails when a pulled chart cannot be fetched.
+func (c *chartPackage) request(r chartRender) (*chartRequest, bool, error) {
 	before := len(r.errs.errs)
 	req := &chartRequest{
 		Path:             c.path,
@@ -182,8 +184,10 @@ func (c *chartPackage) request(r chartRender) (*chartRequest, bool) {
 	if env := environmentFor(r.data); env.Kubernetes.Version != "" {
 		req.KubeVersion = env.Kubernetes.Version
 	}
-	c.readChart(r, req)
-	return req, len(r.errs.errs) == before
+	if err := c.readChart(r, req); err != nil {
+		return nil, false, err
+	}
+	return req, len(r.errs.errs) == before, nil
 }
 
 // values merges, in order: the manifest's spec.chart.values (the package's defaults), the
@@ -233,20 +237,23 @@ func mergeValues(dst, src map[string]any) map[string]any {
 // readChart reads the chart into req: a packaged chart as it is (the render process expands
 // it, under its limits), a chart directory file by file, as Helm does (.helmignore applied,
 // hidden files included), through the package's confined filesystem.
-func (c *chartPackage) readChart(r chartRender, req *chartRequest) {
+func (c *chartPackage) readChart(r chartRender, req *chartRequest) error {
+	if c.pull != nil {
+		return c.pullChart(r, req)
+	}
 	full := path.Join(r.dir, c.path)
 	info, err := fs.Stat(r.fsys, full)
 	if err != nil {
 		r.errs.add(c.path, 0, RuleChart, "the chart cannot be read: %v", err)
-		return
+		return nil
 	}
 	if !info.IsDir() {
 		if !strings.HasSuffix(c.path, chartArchiveExtension) {
 			r.errs.add(c.path, 0, RuleChart, "a chart is a directory or a %s archive", chartArchiveExtension)
-			return
+			return nil
 		}
 		c.readArchive(r, full, req)
-		return
+		return nil
 	}
 	rules := chartIgnoreRules(r.fsys, full, c.path, r.errs)
 	err = fs.WalkDir(r.fsys, full, func(p string, d fs.DirEntry, err error) error {
@@ -258,6 +265,7 @@ func (c *chartPackage) readChart(r chartRender, req *chartRequest) {
 	if err != nil && !errors.Is(err, errStopWalk) {
 		r.errs.add(c.path, 0, RuleChart, "the chart cannot be read: %v", err)
 	}
+	return nil
 }
 
 // readArchive reads a packaged chart.

@@ -93,10 +93,11 @@ func peakRSS() int64 {
 	return 0
 }
 
-// loadChartRequest loads the chart of req with Helm's loader, under convoy's size limits.
+// loadChartRequest loads the chart of req with Helm's loader, an archive expanding to at most
+// MaxPackageSize (each file is bounded by the render process's memory and, once rendered, by
+// MaxFileSize).
 func loadChartRequest(req chartRequest) (*chart.Chart, error) {
 	archive.MaxDecompressedChartSize = MaxPackageSize
-	archive.MaxDecompressedFileSize = MaxFileSize
 	if len(req.Archive) > 0 {
 		return loader.LoadArchive(bytes.NewReader(req.Archive))
 	}

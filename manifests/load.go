@@ -33,6 +33,9 @@ type TemplateData struct {
 	// Environment is .environment, the clusters the package is rendered for; nil is an
 	// environment with an unknown Kubernetes version and no OpenShift or proxy.
 	Environment *Environment `json:"environment,omitempty"`
+	// Charts fetches the charts a package pulls from a Helm repository; nil refuses such
+	// packages. A pulled chart is pinned by digest, so the fetcher is not part of the data.
+	Charts ChartFetcher `json:"-"`
 
 	// packageImage is .package.image, set by a test case.
 	packageImage string

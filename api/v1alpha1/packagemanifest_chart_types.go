@@ -24,9 +24,28 @@ const (
 // render sandbox, without cluster access.
 type PackageManifestChart struct {
 	// path of the chart inside the package directory: a chart directory (holding Chart.yaml)
-	// or a packaged chart (.tgz). "." is the package directory itself.
-	// +required
-	Path string `json:"path"`
+	// or a packaged chart (.tgz). "." is the package directory itself. Exactly one of path
+	// and repository is set.
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// repository is the URL of a Helm chart repository (an HTTP server of index.yaml and
+	// packaged charts) the chart is pulled from, at version and digest.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
+	// name of the chart in the repository.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// version of the chart in the repository, exact.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// digest pins the packaged chart pulled from the repository: "sha256:" and the hex SHA-256
+	// of the .tgz. A chart whose digest differs is refused, and nothing is applied.
+	// +optional
+	Digest string `json:"digest,omitempty"`
 
 	// releaseName is .Release.Name; the manifest's metadata.name when empty.
 	// +optional

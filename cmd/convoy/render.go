@@ -19,6 +19,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sources/helmrepo"
 )
 
 // renderOptions are the flags of `convoy render`.
@@ -218,6 +219,7 @@ func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (m
 		Package:   manifests.PackageRef{Name: f.packageName, Namespace: f.packageNamespace},
 		Revision:  f.revision,
 		Component: f.component,
+		Charts:    helmrepo.New(helmrepo.Options{}),
 	}
 	if data.Package.Name == "" {
 		data.Package.Name = defaultName

@@ -67,6 +67,9 @@ type PackageReconciler struct {
 	// Environment is the management cluster's environment packages are rendered for
 	// (.environment); nil renders with an empty one.
 	Environment *ClusterEnvironment
+	// Charts fetches the Helm charts packages pull from chart repositories; nil refuses
+	// such packages.
+	Charts manifests.ChartFetcher
 }
 
 // PackageReconcilerOptions tune the Package controller.
@@ -219,6 +222,7 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 			return err
 		}
 	}
+	data.Charts = r.Charts
 	key := sourceKey(obj)
 	// The render cache runs one load for every pass waiting on the same key: it must not end
 	// with this pass when this pass is cancelled (its Package moved to another shard). The store

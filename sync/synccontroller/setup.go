@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sources/helmrepo"
 	"github.com/convoy-gitops/convoy/sync/engine"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 )
@@ -108,7 +109,8 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	}
 	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCacheWithOptions(manifests.CacheOptions{
 		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget}),
-		Environment: &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()}}
+		Environment: &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()},
+		Charts:      helmrepo.New(helmrepo.Options{})}
 	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
 		Versions: common.applied,
 		Events:   common.applied.ownerEvents()})

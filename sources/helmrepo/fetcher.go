@@ -1,0 +1,215 @@
+package helmrepo
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"sigs.k8s.io/yaml"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/manifests"
+)
+
+// Defaults of Options.
+const (
+	// DefaultTimeout bounds one fetch (index and archive), as a GitSource's default timeout
+	// bounds one Git operation.
+	DefaultTimeout = convoyv1alpha1.DefaultGitSourceTimeout
+	// DefaultMaxIndexSize bounds a repository's index.yaml.
+	DefaultMaxIndexSize = 32 << 20
+	// DefaultMaxChartSize bounds a packaged chart: what manifests.Load accepts of one file.
+	DefaultMaxChartSize = manifests.MaxFileSize
+	// DefaultCacheBytes bounds the charts kept in memory.
+	DefaultCacheBytes = 64 << 20
+)
+
+// Options configure a Fetcher.
+type Options struct {
+	// Timeout bounds one fetch; DefaultTimeout when zero.
+	Timeout time.Duration
+	// MaxIndexSize and MaxChartSize bound what is downloaded; defaults when zero.
+	MaxIndexSize int64
+	MaxChartSize int64
+	// CacheBytes bounds the charts kept by digest; DefaultCacheBytes when zero.
+	CacheBytes int64
+	// Client makes the requests; http.DefaultClient's transport when nil.
+	Client *http.Client
+}
+
+// Fetcher fetches packaged charts from Helm repositories and keeps them by digest. It is safe
+// for concurrent use; concurrent fetches of one digest download once.
+type Fetcher struct {
+	opts   Options
+	flight singleflight.Group
+	mu     sync.Mutex
+	bytes  int64
+	order  *list.List // of *entry, most recently used first
+	byHash map[string]*list.Element
+}
+
+// entry is a cached chart.
+type entry struct {
+	digest string
+	data   []byte
+}
+
+// New returns a Fetcher configured by o.
+func New(o Options) *Fetcher {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxIndexSize <= 0 {
+		o.MaxIndexSize = DefaultMaxIndexSize
+	}
+	if o.MaxChartSize <= 0 {
+		o.MaxChartSize = DefaultMaxChartSize
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{}
+	}
+	return &Fetcher{opts: o, order: list.New(), byHash: map[string]*list.Element{}}
+}
+
+// FetchChart returns the packaged chart ref names: from memory when a chart of its digest was
+// fetched before, else from the repository. A chart whose digest is not ref's is returned but
+// not kept (manifests.Load refuses it).
+func (f *Fetcher) FetchChart(ref manifests.ChartRef) ([]byte, error) {
+	if data, ok := f.get(ref.Digest); ok {
+		return data, nil
+	}
+	v, err, _ := f.flight.Do(ref.Digest+"\x00"+ref.Repository+"\x00"+ref.Name+"\x00"+ref.Version, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+		defer cancel()
+		data, err := f.download(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if Digest(data) == ref.Digest {
+			f.put(ref.Digest, data)
+		}
+		return data, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// Digest returns "sha256:" and the hex SHA-256 of a packaged chart, as manifests pin it.
+func Digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// download resolves ref in its repository's index and downloads the archive.
+func (f *Fetcher) download(ctx context.Context, ref manifests.ChartRef) ([]byte, error) {
+	base, err := url.Parse(strings.TrimSuffix(ref.Repository, "/") + "/")
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") {
+		return nil, fmt.Errorf("repository %q is not an http(s) URL", ref.Repository)
+	}
+	raw, err := f.getURL(ctx, base.JoinPath("index.yaml").String(), f.opts.MaxIndexSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading the repository's index: %w", err)
+	}
+	chartURL, err := chartURL(raw, base, ref)
+	if err != nil {
+		return nil, err
+	}
+	return f.getURL(ctx, chartURL, f.opts.MaxChartSize)
+}
+
+// index is the part of a repository's index.yaml a fetch reads.
+type index struct {
+	Entries map[string][]struct {
+		Version string   `json:"version"`
+		URLs    []string `json:"urls"`
+	} `json:"entries"`
+}
+
+// chartURL finds the URL of ref's archive in an index, resolved against the repository's URL.
+func chartURL(raw []byte, base *url.URL, ref manifests.ChartRef) (string, error) {
+	var idx index
+	if err := yaml.Unmarshal(raw, &idx); err != nil {
+		return "", fmt.Errorf("the repository's index.yaml: %w", err)
+	}
+	for _, v := range idx.Entries[ref.Name] {
+		if v.Version != ref.Version && strings.TrimPrefix(v.Version, "v") != strings.TrimPrefix(ref.Version, "v") {
+			continue
+		}
+		if len(v.URLs) == 0 {
+			return "", fmt.Errorf("the repository's index lists no URL for chart %s version %s", ref.Name, ref.Version)
+		}
+		u, err := base.Parse(v.URLs[0])
+		if err != nil {
+			return "", fmt.Errorf("chart URL %q: %w", v.URLs[0], err)
+		}
+		return u.String(), nil
+	}
+	return "", fmt.Errorf("the repository has no chart %s version %s", ref.Name, ref.Version)
+}
+
+// getURL downloads u, failing past max bytes.
+func (f *Fetcher) getURL(ctx context.Context, u string, max int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.opts.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	if int64(len(data)) > max {
+		return nil, errors.New("GET " + u + ": larger than " + fmt.Sprint(max) + " bytes")
+	}
+	return data, nil
+}
+
+// get returns a cached chart and marks it most recently used.
+func (f *Fetcher) get(digest string) ([]byte, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	el, ok := f.byHash[digest]
+	if !ok {
+		return nil, false
+	}
+	f.order.MoveToFront(el)
+	return el.Value.(*entry).data, true
+}
+
+// put keeps a chart, dropping the least recently used beyond the byte bound.
+func (f *Fetcher) put(digest string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.byHash[digest]; ok || int64(len(data)) > f.opts.CacheBytes {
+		return
+	}
+	f.byHash[digest] = f.order.PushFront(&entry{digest: digest, data: data})
+	f.bytes += int64(len(data))
+	for f.bytes > f.opts.CacheBytes {
+		last := f.order.Remove(f.order.Back()).(*entry)
+		delete(f.byHash, last.digest)
+		f.bytes -= int64(len(last.data))
+	}
+}
