@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -235,9 +236,17 @@ func validateAgainstSchema(values map[string]any, schemaJSON []byte) (err error)
 	return s.Validate(values)
 }
 
+// helmErrorRE splits the Helm engine's "execution error at (CHART/templates/x.yaml:LINE:COL):
+// MESSAGE" and "parse error at (CHART/templates/x.yaml:LINE): MESSAGE".
+var helmErrorRE = regexp.MustCompile(`(?s)^(?:execution|parse) error at \(([^:)]+):(\d+)(?::\d+)?\): (.*)$`)
+
 // chartError turns an error of the chart's loading or rendering into an Error at the template
 // and line Helm names, when it names one.
 func chartError(chartPath string, err error) *Error {
+	if m := helmErrorRE.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[2])
+		return &Error{File: chartOutputPath(chartPath, m[1]), Line: line, Rule: RuleTemplate, Message: strings.ReplaceAll(m[3], "\n", "; ")}
+	}
 	if m := templateErrorRE.FindStringSubmatch(err.Error()); m != nil {
 		e := templateError(chartOutputPath(chartPath, m[1]), err)
 		e.File = chartOutputPath(chartPath, m[1])
