@@ -202,9 +202,13 @@ func (c *chartPackage) values(r chartRender) map[string]any {
 	}
 	out = mergeValues(out, deepCopyJSON(r.config))
 	for _, f := range c.valuesFiles {
-		text, ok := r.rendered[strings.TrimSuffix(f, templateExtension)]
-		if !ok {
-			text, ok = r.pf.data[f]
+		text, ok := r.pf.data[f]
+		if isTemplate(f) {
+			// A template that failed was reported; its text is no values.
+			text, ok = r.rendered[strings.TrimSuffix(f, templateExtension)]
+			if _, exists := r.pf.data[f]; exists && !ok {
+				continue
+			}
 		}
 		if !ok {
 			r.errs.add(r.m.file, r.m.lines.line("spec.chart.valuesFiles"), RuleInvalidManifest, "values file %q is not a YAML file or template of the package", f)

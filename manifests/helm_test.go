@@ -1,9 +1,12 @@
 package manifests
 
 import (
+	"io/fs"
+	"os"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -47,6 +50,7 @@ metadata:
   name: {{ include "demo.name" . }}
   annotations:
     kube: {{ .Capabilities.KubeVersion.Version | quote }}
+    image: {{ .Values.image | quote }}
     lookup: {{ lookup "v1" "Secret" "kube-system" "x" | toJson | quote }}
 spec:
   replicas: {{ .Values.replicas }}
@@ -108,6 +112,7 @@ func TestChartValuesOrder(t *testing.T) {
 	})
 	dep := r.Phases[3].Objects[0]
 	g.Expect(dep.Object["spec"]).To(HaveKeyWithValue("replicas", BeNumerically("==", 3)))
+	g.Expect(dep.GetAnnotations()).To(HaveKeyWithValue("image", "a:1"))
 	g.Expect(objectNames(r)).To(HaveLen(5))
 }
 
@@ -135,4 +140,53 @@ func TestChartHostedClusterClassGetsNamespaces(t *testing.T) {
 	}
 	g.Expect(r.Phases[2].Objects[0].GetNamespace()).To(Equal("demo-system"))
 	g.Expect(r.Phases[3].Objects[1].GetNamespace()).To(BeEmpty(), "Widget is cluster-scoped by its CRD")
+}
+
+// TestExampleChartPackageRendersPerCluster loads the example package of examples/charts: the
+// whole chart in the hosted cluster, namespaced objects in kube-system, each cluster's labels
+// on its pods.
+func TestExampleChartPackageRendersPerCluster(t *testing.T) {
+	g := NewWithT(t)
+	r, err := Load(os.DirFS("../examples/charts/metrics-server"), ".", TemplateData{
+		Config:  map[string]any{"replicas": 3},
+		Package: PackageRef{Name: "metrics-server", Namespace: "clusters-demo"},
+		HostedCluster: &HostedClusterRef{Name: "demo", Namespace: "clusters",
+			Labels: map[string]string{"hypershift.openshift.io/risk-group": "early"}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	clusterScoped := chartClusterScoped(nil)
+	for _, ph := range r.Phases {
+		g.Expect(ph.Class).To(Equal(convoyv1alpha1.ClassHostedCluster))
+		for _, o := range ph.Objects {
+			if !clusterScoped[o.GroupVersionKind().GroupKind()] {
+				g.Expect(o.GetNamespace()).To(Equal("kube-system"), "%s %s", o.GetKind(), o.GetName())
+			}
+			if o.GetKind() == "Deployment" {
+				g.Expect(o.Object["spec"]).To(HaveKeyWithValue("replicas", BeNumerically("==", 3)))
+				labels, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "labels")
+				g.Expect(labels).To(HaveKeyWithValue("hosted-cluster", "demo"))
+				g.Expect(labels).To(HaveKeyWithValue("risk-group", "early"))
+			}
+		}
+	}
+}
+
+// TestCacheRendersAChartOncePerValues checks the render cache on a chart package: one render
+// per distinct template data (config, Package, HostedCluster), whatever the number of loads.
+func TestCacheRendersAChartOncePerValues(t *testing.T) {
+	g := NewWithT(t)
+	fsys := pkgFS(chartPkg(chartManifest, nil))
+	c := NewCache(0)
+	open := func() (fs.FS, error) { return fsys, nil }
+	key := Key{Source: "ns/src", Commit: "c1", Dir: "."}
+	for _, data := range []TemplateData{
+		{Config: map[string]any{"replicas": 1}}, {Config: map[string]any{"replicas": 1}},
+		{Config: map[string]any{"replicas": 2}}, {Config: map[string]any{"replicas": 2}},
+		{Config: map[string]any{"replicas": 2}, HostedCluster: &HostedClusterRef{Name: "a"}},
+	} {
+		_, err := c.Load(key, data, open)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(c.Stats().Misses).To(BeEquivalentTo(3))
+	g.Expect(c.Stats().Hits).To(BeEquivalentTo(2))
 }
