@@ -10,8 +10,11 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
-// RuleChartDigest: a pulled chart's archive does not have the digest the manifest pins.
-const RuleChartDigest Rule = "chart-digest"
+// Rules of pulled charts.
+const (
+	// RuleChartDigest: a pulled chart's archive does not have the digest the manifest pins.
+	RuleChartDigest Rule = "chart-digest"
+)
 
 // ChartRef names a chart pulled from a Helm repository, pinned by version and digest.
 type ChartRef struct {
