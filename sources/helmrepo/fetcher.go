@@ -88,11 +88,37 @@ func New(o Options) *Fetcher {
 // fetched before, else from the repository. A chart whose digest is not ref's is returned but
 // not kept (manifests.Load refuses it).
 func (f *Fetcher) FetchChart(ref manifests.ChartRef) ([]byte, error) {
+	return f.fetch(ref, f.opts.Timeout)
+}
+
+// WithTimeout returns f fetching under timeout (a GitSource's spec.timeout) instead of
+// Options.Timeout; the charts kept are shared. A zero timeout keeps Options.Timeout.
+func (f *Fetcher) WithTimeout(timeout time.Duration) manifests.ChartFetcher {
+	if timeout <= 0 {
+		timeout = f.opts.Timeout
+	}
+	return timedFetcher{f: f, timeout: timeout}
+}
+
+// timedFetcher is a Fetcher under another timeout.
+type timedFetcher struct {
+	f       *Fetcher
+	timeout time.Duration
+}
+
+// FetchChart is Fetcher.FetchChart under the timeout.
+func (t timedFetcher) FetchChart(ref manifests.ChartRef) ([]byte, error) {
+	return t.f.fetch(ref, t.timeout)
+}
+
+// fetch returns the chart ref names, downloading it under timeout when no chart of its digest
+// is kept.
+func (f *Fetcher) fetch(ref manifests.ChartRef, timeout time.Duration) ([]byte, error) {
 	if data, ok := f.get(ref.Digest); ok {
 		return data, nil
 	}
 	v, err, _ := f.flight.Do(ref.Digest+"\x00"+ref.Repository+"\x00"+ref.Name+"\x00"+ref.Version, func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		data, err := f.download(ctx, ref)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -126,4 +127,22 @@ func TestPulledChartFetchFailuresAreRetried(t *testing.T) {
 	var errs manifests.Errors
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(errors.As(err, &errs)).To(BeFalse())
+}
+
+func TestFetchIsBoundedByTheSourceTimeout(t *testing.T) {
+	g := NewWithT(t)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	ref := manifests.ChartRef{Repository: srv.URL, Name: "x", Version: "1.0.0", Digest: "sha256:" + strings.Repeat("1", 64)}
+	start := time.Now()
+	_, err := New(Options{}).WithTimeout(200 * time.Millisecond).FetchChart(ref)
+	g.Expect(err).To(MatchError(ContainSubstring("context deadline exceeded")))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 }
