@@ -38,6 +38,9 @@ type chartRequest struct {
 	ReleaseNamespace string `json:"releaseNamespace"`
 	// KubeVersion is .Capabilities.KubeVersion; Helm's default when empty.
 	KubeVersion string `json:"kubeVersion,omitempty"`
+	// Name and Version, when set (a pulled chart), are what the chart's Chart.yaml must say.
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
 }
 
 // chartNotes is the suffix of the files Helm prints after an install rather than applies.
@@ -55,6 +58,10 @@ func renderChart(req chartRequest, size int, emit func(renderEvent)) {
 	ch, err := loadChartRequest(req)
 	if err != nil {
 		fail(fmt.Errorf("loading the chart: %w", err))
+		return
+	}
+	if req.Name != "" && (ch.Metadata.Name != req.Name || strings.TrimPrefix(ch.Metadata.Version, "v") != strings.TrimPrefix(req.Version, "v")) {
+		fail(fmt.Errorf("the archive is chart %s version %s, not %s version %s", ch.Metadata.Name, ch.Metadata.Version, req.Name, req.Version))
 		return
 	}
 	outputs, err := renderChartOutputs(req, ch)

@@ -75,7 +75,7 @@ func (c *chartPackage) pullChart(r chartRender, req *chartRequest) error {
 		r.errs.add(c.path, 0, RuleLimit, "the package is larger than %d bytes", MaxPackageSize)
 		return nil
 	}
-	req.Archive = data
+	req.Archive, req.Name, req.Version = data, c.pull.Name, c.pull.Version
 	return nil
 }
 

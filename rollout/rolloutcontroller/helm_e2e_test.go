@@ -19,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/sources/helmrepo"
 	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 )
 
 // widgetChart is a chart of a "widget" add-on: its CRD (crds/) lands in the hosted cluster, its
@@ -45,6 +47,7 @@ data:
   logLevel: {{ .Values.logLevel | quote }}
   cluster: {{ .Values.clusterName | quote }}
   namespace: {{ .Release.Namespace | quote }}
+  chart: {{ .Chart.Version | quote }}
 `,
 }
 
@@ -76,80 +79,119 @@ func widgetCommit(logLevel string) map[string]string {
 	return files
 }
 
-// serveWidgetChart serves widgetChart, packaged and indexed by the Helm SDK, from a file server.
-func serveWidgetChart(t *testing.T) string {
+// serveWidgetChart serves widgetChart at each version, packaged and indexed by the Helm SDK,
+// from a file server, and returns its URL and the digest of each version's archive.
+func serveWidgetChart(t *testing.T, versions ...string) (string, map[string]string) {
 	t.Helper()
 	g := NewWithT(t)
-	src, dir := t.TempDir(), t.TempDir()
-	for p, c := range widgetChart {
-		g.Expect(os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755)).To(Succeed())
-		g.Expect(os.WriteFile(filepath.Join(src, p), []byte(c), 0o644)).To(Succeed())
+	dir := t.TempDir()
+	digests := map[string]string{}
+	for _, v := range versions {
+		src := t.TempDir()
+		for p, c := range widgetChart {
+			if p == "Chart.yaml" {
+				c = strings.Replace(c, "version: 1.0.0", "version: "+v, 1)
+			}
+			g.Expect(os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755)).To(Succeed())
+			g.Expect(os.WriteFile(filepath.Join(src, p), []byte(c), 0o644)).To(Succeed())
+		}
+		ch, err := loader.LoadDir(src)
+		g.Expect(err).NotTo(HaveOccurred())
+		archive, err := chartutil.Save(ch, dir)
+		g.Expect(err).NotTo(HaveOccurred())
+		data, err := os.ReadFile(archive)
+		g.Expect(err).NotTo(HaveOccurred())
+		digests[v] = helmrepo.Digest(data)
 	}
-	ch, err := loader.LoadDir(src)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = chartutil.Save(ch, dir)
-	g.Expect(err).NotTo(HaveOccurred())
 	idx, err := repo.IndexDirectory(dir, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(idx.WriteFile(filepath.Join(dir, "index.yaml"), 0o644)).To(Succeed())
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, digests
+}
+
+// pulledWidgetCommit is the changes of a commit of the widget package pulling the chart: the
+// vendored chart is deleted.
+func pulledWidgetCommit(url, version, digest, logLevel string) []gitserver.File {
+	changes := []gitserver.File{
+		{Path: "pkg/manifest.yaml", Content: widgetManifest("    repository: " + url + "\n    name: widget\n    version: " + version +
+			"\n    digest: " + digest + "\n    values: {logLevel: " + logLevel + "}\n")},
+		{Path: "pkg/cluster-values.yaml.gotmpl", Content: widgetCommit(logLevel)["pkg/cluster-values.yaml.gotmpl"]},
+	}
+	for p := range widgetChart {
+		changes = append(changes, gitserver.File{Path: "pkg/chart/" + p, Delete: true})
+	}
+	return changes
+}
+
+// vendoredWidgetCommit is the changes of a commit of the widget package with a vendored chart.
+func vendoredWidgetCommit(logLevel string) []gitserver.File {
+	var changes []gitserver.File
+	for p, c := range widgetCommit(logLevel) {
+		changes = append(changes, gitserver.File{Path: p, Content: c})
+	}
+	return changes
 }
 
 // TestHelmChartRollsOutAcrossPartitions rolls a chart package out to three HostedClusters in two
 // partitions: its CRD into each hosted cluster, its controller's config, with per-cluster
-// values, into each HCP namespace. A values change rolls out as a new revision; a chart pulled
+// values, into each HCP namespace. A values change rolls out as a new revision, and so does a
+// move to the same chart pulled from a chart repository at a pinned digest; a version bump
 // with a wrong digest is refused with a clear condition and changes nothing.
 func TestHelmChartRollsOutAcrossPartitions(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	f := &rolloutFleet{t: t, name: "helm-" + fleet.NameSuffix(), ns: env.NewNamespace(t), clusters: map[string]*fleet.HostedCluster{}}
 	f.repo = newSource(t, f.ns)
-	first, err := f.repo.Commit("main", "add the widget chart", widgetCommit("info"))
-	g.Expect(err).NotTo(HaveOccurred())
+	url, digests := serveWidgetChart(t, "1.1.0", "1.2.0")
 	f.addClusters(prefixed(f.name, []string{"h1:early", "h2:late", "h3:late"}, "")...)
 	newHostedClusterPackage(t, f.name, f.ns)
-	f.expectComplete(g, first, 3)
-	f.expectWidget(g, "info")
 
-	second, err := f.repo.Commit("main", "log more", widgetCommit("debug"))
-	g.Expect(err).NotTo(HaveOccurred())
-	f.expectComplete(g, second, 3)
-	f.expectWidget(g, "debug")
-
-	pulled := widgetCommit("trace")
-	for p := range widgetChart {
-		delete(pulled, "pkg/chart/"+p)
+	var last string
+	for _, step := range []struct {
+		changes           []gitserver.File
+		logLevel, version string
+	}{
+		{vendoredWidgetCommit("info"), "info", "1.0.0"},
+		{vendoredWidgetCommit("debug"), "debug", "1.0.0"},
+		{pulledWidgetCommit(url, "1.1.0", digests["1.1.0"], "debug"), "debug", "1.1.0"},
+	} {
+		commit, err := f.repo.CommitFiles("main", "widget "+step.version+" "+step.logLevel, step.changes...)
+		g.Expect(err).NotTo(HaveOccurred())
+		f.expectComplete(g, commit, 3)
+		f.expectWidget(g, step.logLevel, step.version)
+		last = commit
 	}
-	wrong := "sha256:" + strings.Repeat("0", 64)
-	pulled["pkg/manifest.yaml"] = widgetManifest("    repository: " + serveWidgetChart(t) +
-		"\n    name: widget\n    version: 1.0.0\n    digest: " + wrong + "\n    values: {logLevel: trace}\n")
-	third, err := f.repo.Commit("main", "pull the chart, with a wrong digest", pulled)
+
+	wrong := digests["1.1.0"]
+	bump, err := f.repo.CommitFiles("main", "bump the chart, with the digest of the previous version",
+		pulledWidgetCommit(url, "1.2.0", wrong, "debug")...)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
 		pkgs := packagesOf(g, f.name)
-		g.Expect(onCommit(pkgs, third)).To(HaveLen(1))
+		g.Expect(onCommit(pkgs, bump)).To(HaveLen(1))
 		for _, p := range pkgs {
-			if p.Spec.Revision == third {
+			if p.Spec.Revision == bump {
 				g.Expect(p.Status.Conditions).To(ContainElement(SatisfyAll(
 					HaveField("Type", convoyv1alpha1.StalledCondition), HaveField("Status", metav1.ConditionTrue),
 					HaveField("Reason", convoyv1alpha1.RenderFailedReason),
-					HaveField("Message", SatisfyAll(ContainSubstring("chart-digest"), ContainSubstring("not the pinned "+wrong),
+					HaveField("Message", SatisfyAll(ContainSubstring("chart-digest: chart widget version 1.2.0"),
+						ContainSubstring("has digest "+digests["1.2.0"]+", not the pinned "+wrong),
 						ContainSubstring("nothing is applied")))),
 				))
 			}
 		}
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(onCommit(packagesOf(g, f.name), second)).To(HaveLen(2))
+		g.Expect(onCommit(packagesOf(g, f.name), last)).To(HaveLen(2))
 	}, "3s").Should(Succeed())
-	f.expectWidget(g, "debug")
+	f.expectWidget(g, "debug", "1.1.0")
 }
 
 // expectWidget checks every cluster: the CRD in the hosted cluster, the controller's config
-// in the HCP namespace with the cluster's own name and logLevel.
-func (f *rolloutFleet) expectWidget(g *WithT, logLevel string) {
+// in the HCP namespace with the cluster's own name, the logLevel and the chart's version.
+func (f *rolloutFleet) expectWidget(g *WithT, logLevel, version string) {
 	f.t.Helper()
 	for _, hc := range f.clusters {
 		g.Eventually(func(g Gomega) {
@@ -158,7 +200,8 @@ func (f *rolloutFleet) expectWidget(g *WithT, logLevel string) {
 			g.Expect(crd.Annotations).To(HaveKeyWithValue(convoyv1alpha1.PruneAnnotation, "disabled"))
 			cm := &corev1.ConfigMap{}
 			g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: hc.HCPNamespace, Name: "widget-controller"}, cm)).To(Succeed())
-			g.Expect(cm.Data).To(Equal(map[string]string{"logLevel": logLevel, "cluster": hc.Name, "namespace": hc.HCPNamespace}))
+			g.Expect(cm.Data).To(Equal(map[string]string{"logLevel": logLevel, "cluster": hc.Name,
+				"namespace": hc.HCPNamespace, "chart": version}))
 		}).Should(Succeed(), "cluster %s", hc.Name)
 	}
 }

@@ -2,8 +2,9 @@
 // of index.yaml and .tgz files) for packages that pull a chart by version and digest.
 //
 // A Fetcher resolves a chart's version in the repository's index, downloads the archive under
-// a timeout and size limits, and keeps what it fetched in memory by digest: a chart is
-// downloaded once per digest, whatever the number of Packages and revisions that pin it. It
+// a timeout and size limits, and keeps what it fetched in memory by digest (and name and
+// version): a chart is downloaded once, whatever the number of Packages and revisions that pin
+// it. It
 // does not judge the digest: manifests.Load compares it with the pinned one and refuses the
 // package when they differ.
 package helmrepo

@@ -55,13 +55,13 @@ type Fetcher struct {
 	mu     sync.Mutex
 	bytes  int64
 	order  *list.List // of *entry, most recently used first
-	byHash map[string]*list.Element
+	byKey  map[string]*list.Element
 }
 
 // entry is a cached chart.
 type entry struct {
-	digest string
-	data   []byte
+	key  string
+	data []byte
 }
 
 // New returns a Fetcher configured by o.
@@ -81,11 +81,11 @@ func New(o Options) *Fetcher {
 	if o.Client == nil {
 		o.Client = &http.Client{}
 	}
-	return &Fetcher{opts: o, order: list.New(), byHash: map[string]*list.Element{}}
+	return &Fetcher{opts: o, order: list.New(), byKey: map[string]*list.Element{}}
 }
 
-// FetchChart returns the packaged chart ref names: from memory when a chart of its digest was
-// fetched before, else from the repository. A chart whose digest is not ref's is returned but
+// FetchChart returns the packaged chart ref names: from memory when the chart of its name,
+// version and digest was fetched before, else from the repository. A chart whose digest is not ref's is returned but
 // not kept (manifests.Load refuses it).
 func (f *Fetcher) FetchChart(ref manifests.ChartRef) ([]byte, error) {
 	return f.fetch(ref, f.opts.Timeout)
@@ -114,10 +114,11 @@ func (t timedFetcher) FetchChart(ref manifests.ChartRef) ([]byte, error) {
 // fetch returns the chart ref names, downloading it under timeout when no chart of its digest
 // is kept.
 func (f *Fetcher) fetch(ref manifests.ChartRef, timeout time.Duration) ([]byte, error) {
-	if data, ok := f.get(ref.Digest); ok {
+	key := cacheKey(ref)
+	if data, ok := f.get(key); ok {
 		return data, nil
 	}
-	v, err, _ := f.flight.Do(ref.Digest+"\x00"+ref.Repository+"\x00"+ref.Name+"\x00"+ref.Version, func() (any, error) {
+	v, err, _ := f.flight.Do(key+"\x00"+ref.Repository, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		data, err := f.download(ctx, ref)
@@ -125,7 +126,7 @@ func (f *Fetcher) fetch(ref manifests.ChartRef, timeout time.Duration) ([]byte, 
 			return nil, err
 		}
 		if Digest(data) == ref.Digest {
-			f.put(ref.Digest, data)
+			f.put(key, data)
 		}
 		return data, nil
 	})
@@ -133,6 +134,13 @@ func (f *Fetcher) fetch(ref manifests.ChartRef, timeout time.Duration) ([]byte, 
 		return nil, err
 	}
 	return v.([]byte), nil
+}
+
+// cacheKey keys a chart kept: its digest, name and version. The digest alone would answer a
+// version bump that pins an older version's digest with that older chart, rather than with the
+// refusal of the new one's digest.
+func cacheKey(ref manifests.ChartRef) string {
+	return ref.Digest + "\x00" + ref.Name + "\x00" + ref.Version
 }
 
 // Digest returns "sha256:" and the hex SHA-256 of a packaged chart, as manifests pin it.
@@ -213,10 +221,10 @@ func (f *Fetcher) getURL(ctx context.Context, u string, max int64) ([]byte, erro
 }
 
 // get returns a cached chart and marks it most recently used.
-func (f *Fetcher) get(digest string) ([]byte, bool) {
+func (f *Fetcher) get(key string) ([]byte, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	el, ok := f.byHash[digest]
+	el, ok := f.byKey[key]
 	if !ok {
 		return nil, false
 	}
@@ -225,17 +233,17 @@ func (f *Fetcher) get(digest string) ([]byte, bool) {
 }
 
 // put keeps a chart, dropping the least recently used beyond the byte bound.
-func (f *Fetcher) put(digest string, data []byte) {
+func (f *Fetcher) put(key string, data []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.byHash[digest]; ok || int64(len(data)) > f.opts.CacheBytes {
+	if _, ok := f.byKey[key]; ok || int64(len(data)) > f.opts.CacheBytes {
 		return
 	}
-	f.byHash[digest] = f.order.PushFront(&entry{digest: digest, data: data})
+	f.byKey[key] = f.order.PushFront(&entry{key: key, data: data})
 	f.bytes += int64(len(data))
 	for f.bytes > f.opts.CacheBytes {
 		last := f.order.Remove(f.order.Back()).(*entry)
-		delete(f.byHash, last.digest)
+		delete(f.byKey, last.key)
 		f.bytes -= int64(len(last.data))
 	}
 }
