@@ -30,7 +30,8 @@ type PackageManifestChart struct {
 	Path string `json:"path,omitempty"`
 
 	// repository is the URL of a Helm chart repository (an HTTP server of index.yaml and
-	// packaged charts) the chart is pulled from, at version and digest.
+	// packaged charts), or of an OCI registry (oci://host/path, the chart being
+	// host/path/NAME:VERSION), the chart is pulled from, at version and digest.
 	// +optional
 	Repository string `json:"repository,omitempty"`
 
@@ -43,7 +44,8 @@ type PackageManifestChart struct {
 	Version string `json:"version,omitempty"`
 
 	// digest pins the packaged chart pulled from the repository: "sha256:" and the hex SHA-256
-	// of the .tgz. A chart whose digest differs is refused, and nothing is applied.
+	// of the .tgz (in an OCI registry, the digest of the chart's layer). A chart whose digest
+	// differs is refused, and nothing is applied.
 	// +optional
 	Digest string `json:"digest,omitempty"`
 

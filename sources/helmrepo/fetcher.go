@@ -5,9 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -149,11 +147,15 @@ func Digest(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// download resolves ref in its repository's index and downloads the archive.
+// download resolves ref in its repository's index and downloads the archive, or pulls it from
+// an OCI registry.
 func (f *Fetcher) download(ctx context.Context, ref manifests.ChartRef) ([]byte, error) {
+	if strings.HasPrefix(ref.Repository, OCIScheme) {
+		return f.downloadOCI(ctx, ref)
+	}
 	base, err := url.Parse(strings.TrimSuffix(ref.Repository, "/") + "/")
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") {
-		return nil, fmt.Errorf("repository %q is not an http(s) URL", ref.Repository)
+		return nil, fmt.Errorf("repository %q is not an http(s) or oci:// URL", ref.Repository)
 	}
 	raw, err := f.getURL(ctx, base.JoinPath("index.yaml").String(), f.opts.MaxIndexSize)
 	if err != nil {
@@ -210,14 +212,7 @@ func (f *Fetcher) getURL(ctx context.Context, u string, max int64) ([]byte, erro
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	if int64(len(data)) > max {
-		return nil, errors.New("GET " + u + ": larger than " + fmt.Sprint(max) + " bytes")
-	}
-	return data, nil
+	return readLimited(resp.Body, max, "GET "+u)
 }
 
 // get returns a cached chart and marks it most recently used.
