@@ -173,6 +173,14 @@ const (
 	// Ready message names it.
 	GatedReason = "Gated"
 
+	// CheckFailedReason: a check of a partition failed: more evaluations failed than its
+	// failureLimit tolerates.
+	CheckFailedReason = "CheckFailed"
+
+	// CheckInconclusiveReason: a check of a partition was inconclusive more times in a row
+	// than its inconclusiveLimit tolerates; it holds the rollout until it is conclusive.
+	CheckInconclusiveReason = "CheckInconclusive"
+
 	// RolloutRejectedReason: the failure policy rolled the rollout back and rejected its update
 	// revision (status.rejectedRevision); a new commit or template change starts another.
 	RolloutRejectedReason = "RolloutRejected"
