@@ -101,10 +101,11 @@ func (p *planner) tolerateFailures() error {
 		canary := p.policy(part.name) != nil && p.policy(part.name).Canary
 		checked := part.checks.failed == nil
 		tolerated := all.add(part, false, limit, canary) && checked
+		toleratedAtUpdate := atUpdate.add(part, true, limit, canary) && checked
 		if !tolerated && p.stop == nil {
 			p.stop = part
 		}
-		if !(atUpdate.add(part, true, limit, canary) && checked) && p.stopAtUpdate == nil {
+		if !toleratedAtUpdate && p.stopAtUpdate == nil {
 			p.stopAtUpdate = part
 		}
 		part.passed = checked && (part.done || (tolerated && doneOrFailed(part)))

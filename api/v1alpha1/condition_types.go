@@ -169,8 +169,8 @@ const (
 	// RolloutBlockedReason: a Package failed its progress deadline and holds the budget.
 	RolloutBlockedReason = "RolloutBlocked"
 
-	// GatedReason: a gate holds the rollout (status.gate: a soak, an approval, a window); the
-	// Ready message names it.
+	// GatedReason: a gate holds the rollout (status.gate: a soak, checks, an approval, a
+	// window); the Ready message names it.
 	GatedReason = "Gated"
 
 	// CheckFailedReason: a check of a partition failed: more evaluations failed than its

@@ -469,7 +469,8 @@ type RolloutGate struct {
 	// +kubebuilder:validation:Enum=Soak;Check;Approval;Window;Failures
 	Type string `json:"type"`
 	// partition the gate holds: the one that waits to start, or for Failures the one whose
-	// failures stopped the rollout.
+	// failures (or failed check) stopped the rollout, or for a Check gate that holds the
+	// completion the last one whose checks run.
 	// +optional
 	Partition string `json:"partition,omitempty"`
 	// until is when the gate opens by itself (a soak's end, a window's opening); empty when only
