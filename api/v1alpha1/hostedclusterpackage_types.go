@@ -44,6 +44,10 @@ const (
 	// PartitionOutsideWindow: the rollout would start the partition, but no allowed window is
 	// open or a deny window is (partitions[].until says when that ends, when known).
 	PartitionOutsideWindow = "OutsideWindow"
+	// PartitionChecking: the partition's soak is over (or it has none) and its checks still
+	// run; the next partition waits until every check passed (partitions[].until is when the
+	// longest check's duration ends).
+	PartitionChecking = "Checking"
 )
 
 // HostedClusterPackageSpec rolls a Git package out to every matching HostedCluster.
@@ -79,6 +83,16 @@ type HostedClusterPackageSpec struct {
 	// +optional
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitzero"`
 
+	// checks every partition must pass, from the moment its last Package progressed, before
+	// the next partition starts and before the rollout completes; a failed check fails the
+	// rollout. partition.policies[].checks replaces them for one partition, and
+	// partition.policies[].skipChecks drops them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Checks []RolloutCheck `json:"checks,omitempty"`
+
 	// revisionHistoryLimit is how many old revisions are kept as ControllerRevisions.
 	// +optional
 	// +kubebuilder:default=10
@@ -105,7 +119,7 @@ type PartitionSpec struct {
 	Order PartitionOrder `json:"order,omitzero"`
 
 	// policies set gates of named partitions: a soak of their own, an approval, no tolerated
-	// failure.
+	// failure, checks of their own or none.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -114,6 +128,7 @@ type PartitionSpec struct {
 }
 
 // PartitionPolicy holds the gates of one partition.
+// +kubebuilder:validation:XValidation:rule="!(has(self.skipChecks) && self.skipChecks && has(self.checks) && size(self.checks) > 0)",message="checks and skipChecks are mutually exclusive"
 type PartitionPolicy struct {
 	// name of the partition: a label value, "*" or "unknown".
 	// +required
@@ -135,6 +150,17 @@ type PartitionPolicy struct {
 	// canary: the partition tolerates no failed Package, whatever failurePolicy.maxFailures says.
 	// +optional
 	Canary bool `json:"canary,omitempty"`
+
+	// checks of this partition, replacing spec.checks when not empty.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Checks []RolloutCheck `json:"checks,omitempty"`
+
+	// skipChecks: the partition runs no check, neither spec.checks nor its own.
+	// +optional
+	SkipChecks bool `json:"skipChecks,omitempty"`
 }
 
 // PartitionOrder orders partitions. Exactly one field is set.
@@ -366,7 +392,7 @@ type HostedClusterPackageStatus struct {
 	// +optional
 	RejectedRevision string `json:"rejectedRevision,omitempty"`
 
-	// failures samples Packages that failed, at most 10.
+	// failures samples Packages that failed, and checks that failed, at most 10.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
@@ -419,25 +445,32 @@ type PartitionStatus struct {
 	// status.skipped).
 	// +optional
 	Skipped int32 `json:"skipped,omitempty"`
-	// state of the partition: Pending, Progressing, Done, Blocked, Soaking, AwaitingApproval
-	// or OutsideWindow.
+	// state of the partition: Pending, Progressing, Done, Blocked, Soaking, Checking,
+	// AwaitingApproval or OutsideWindow.
 	// +required
-	// +kubebuilder:validation:Enum=Pending;Progressing;Done;Blocked;Soaking;AwaitingApproval;OutsideWindow
+	// +kubebuilder:validation:Enum=Pending;Progressing;Done;Blocked;Soaking;Checking;AwaitingApproval;OutsideWindow
 	State string `json:"state"`
-	// until is when a Soaking partition's soak ends, or when the window an OutsideWindow
-	// partition waits for opens.
+	// until is when a Soaking partition's soak ends, when a Checking partition's longest check
+	// duration ends, or when the window an OutsideWindow partition waits for opens.
 	// +optional
 	Until *metav1.Time `json:"until,omitempty"`
+	// checks report the partition's checks for the revision they ran at.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Checks []CheckStatus `json:"checks,omitempty"`
 }
 
 // RolloutGate is what holds a rollout.
 type RolloutGate struct {
-	// type: Soak, Approval, Window or Failures.
+	// type: Soak, Check, Approval, Window or Failures.
 	// +required
-	// +kubebuilder:validation:Enum=Soak;Approval;Window;Failures
+	// +kubebuilder:validation:Enum=Soak;Check;Approval;Window;Failures
 	Type string `json:"type"`
 	// partition the gate holds: the one that waits to start, or for Failures the one whose
-	// failures stopped the rollout.
+	// failures (or failed check) stopped the rollout, or for a Check gate that holds the
+	// completion the last one whose checks run.
 	// +optional
 	Partition string `json:"partition,omitempty"`
 	// until is when the gate opens by itself (a soak's end, a window's opening); empty when only
@@ -453,19 +486,28 @@ type RolloutGate struct {
 const (
 	// GateSoak: a partition soaks before the next one starts.
 	GateSoak = "Soak"
+	// GateCheck: a partition's checks run, or are inconclusive, and hold the next partition.
+	GateCheck = "Check"
 	// GateApproval: a partition waits for a RolloutApproval of the update revision.
 	GateApproval = "Approval"
 	// GateWindow: no allowed window is open, or a deny window is.
 	GateWindow = "Window"
-	// GateFailures: failures beyond failurePolicy.maxFailures stopped the rollout.
+	// GateFailures: failures beyond failurePolicy.maxFailures, or a failed check, stopped the
+	// rollout.
 	GateFailures = "Failures"
 )
 
-// PackageFailure is one failed Package.
+// PackageFailure is one failed Package, or one failed check of a partition.
 type PackageFailure struct {
-	// hostedCluster is "<namespace>/<name>".
-	// +required
-	HostedCluster string `json:"hostedCluster"`
+	// hostedCluster is "<namespace>/<name>"; empty for a failed check.
+	// +optional
+	HostedCluster string `json:"hostedCluster,omitempty"`
+	// partition of a failed check.
+	// +optional
+	Partition string `json:"partition,omitempty"`
+	// check names a failed check of the partition.
+	// +optional
+	Check string `json:"check,omitempty"`
 	// reason is a CamelCase reason.
 	// +required
 	Reason string `json:"reason"`
