@@ -18,6 +18,9 @@ TOOLS_SRC := $(shell find test/tools -name '*.go' -not -path 'test/tools/monitor
 # need different versions of each other's libraries).
 PROMETHEUS_MOD := test/tools/monitoring/prometheus
 ALERTMANAGER_MOD := test/tools/monitoring/alertmanager
+# PROMETHEUS_VERSION_FLAG,module stamps module's pinned version, read in the recipe's folder, where
+# the Prometheus projects' commands print it.
+PROMETHEUS_VERSION_FLAG = -X github.com/prometheus/common/version.Version=$$(go list -m -f '{{.Version}}' $(1))
 
 GO_TEST_ARGS ?=
 GO_TEST_TIMEOUT ?= 40m
@@ -105,11 +108,14 @@ $(BIN)/etcd: $(TOOLS_SRC)
 # Note: remove_all_sd leaves out the service discoveries of clouds and Kubernetes (file_sd, which
 # the tests use, stays), a third of the build; without the builtinassets tag there is no web UI
 # (its generated files are not in the module), only the HTTP API the tests use.
+# Their --version and build_info metric say the pinned version.
 $(BIN)/prometheus: $(PROMETHEUS_MOD)/go.mod $(PROMETHEUS_MOD)/go.sum
-	cd $(PROMETHEUS_MOD) && go build -tags remove_all_sd -ldflags=-w -o $@ github.com/prometheus/prometheus/cmd/prometheus
+	cd $(PROMETHEUS_MOD) && go build -tags remove_all_sd -o $@ \
+		-ldflags="-w $(call PROMETHEUS_VERSION_FLAG,github.com/prometheus/prometheus)" github.com/prometheus/prometheus/cmd/prometheus
 
 $(BIN)/alertmanager: $(ALERTMANAGER_MOD)/go.mod $(ALERTMANAGER_MOD)/go.sum
-	cd $(ALERTMANAGER_MOD) && go build -ldflags=-w -o $@ github.com/prometheus/alertmanager/cmd/alertmanager
+	cd $(ALERTMANAGER_MOD) && go build -o $@ \
+		-ldflags="-w $(call PROMETHEUS_VERSION_FLAG,github.com/prometheus/alertmanager)" github.com/prometheus/alertmanager/cmd/alertmanager
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,10 @@ import (
 
 // SetTargets makes Prometheus scrape exactly targets (host:port, each serving /metrics), through
 // its file service discovery, and waits until its active targets are those.
+//
+// Note: Prometheus throttles the updates of its service discovery, with a back-off that grows
+// up to 5s after each update, so a change soon after another can take seconds. Tests set their
+// targets once and change what they serve instead (AddonExporter.SetClusters, the ConfigMaps).
 func (m *Monitoring) SetTargets(ctx context.Context, targets ...string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -64,7 +69,9 @@ func (m *Monitoring) SetRules(ctx context.Context, files map[string]string) erro
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("reloading Prometheus: %s: %s", resp.Status, body)
+		// The answer only says the reload failed; the log says why.
+		return fmt.Errorf("reloading Prometheus: %s: %s; its last output:\n%s", resp.Status,
+			bytes.TrimSpace(body), m.prometheus.tail(3))
 	}
 	return nil
 }
