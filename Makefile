@@ -18,8 +18,8 @@ TOOLS_SRC := $(shell find test/tools -name '*.go' -not -path 'test/tools/monitor
 # need different versions of each other's libraries).
 PROMETHEUS_MOD := test/tools/monitoring/prometheus
 ALERTMANAGER_MOD := test/tools/monitoring/alertmanager
-# PROMETHEUS_VERSION_FLAG,module stamps module's pinned version, read in the recipe's folder, where
-# the Prometheus projects' commands print it.
+# $(call PROMETHEUS_VERSION_FLAG,<module>) stamps the module's pinned version (go list, in the
+# recipe's folder) into a Prometheus project's command: its --version and build_info say it.
 PROMETHEUS_VERSION_FLAG = -X github.com/prometheus/common/version.Version=$$(go list -m -f '{{.Version}}' $(1))
 
 GO_TEST_ARGS ?=
@@ -106,9 +106,8 @@ $(BIN)/etcd: $(TOOLS_SRC)
 	cd test/tools && go build -ldflags=-w -o $@ ./etcd
 
 # Note: remove_all_sd leaves out the service discoveries of clouds and Kubernetes (file_sd, which
-# the tests use, stays), a third of the build; without the builtinassets tag there is no web UI
-# (its generated files are not in the module), only the HTTP API the tests use.
-# Their --version and build_info metric say the pinned version.
+# the tests use, stays): a third of its packages. Without the builtinassets tag there is no web
+# UI (its generated files are not in the module), only the HTTP API the tests use.
 $(BIN)/prometheus: $(PROMETHEUS_MOD)/go.mod $(PROMETHEUS_MOD)/go.sum
 	cd $(PROMETHEUS_MOD) && go build -tags remove_all_sd -o $@ \
 		-ldflags="-w $(call PROMETHEUS_VERSION_FLAG,github.com/prometheus/prometheus)" github.com/prometheus/prometheus/cmd/prometheus
