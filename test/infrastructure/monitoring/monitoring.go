@@ -222,6 +222,10 @@ func (m *Monitoring) answers200(ctx context.Context, url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
+// Dir returns the temporary folder of both servers: configuration, storage, and their output
+// in prometheus.log and alertmanager.log, for a test that fails to point at. Stop removes it.
+func (m *Monitoring) Dir() string { return m.dir }
+
 // PIDs returns the process IDs of Prometheus and Alertmanager.
 func (m *Monitoring) PIDs() []int {
 	return []int{m.prometheus.cmd.Process.Pid, m.alertmanager.cmd.Process.Pid}

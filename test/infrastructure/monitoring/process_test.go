@@ -26,13 +26,14 @@ func TestStopLeavesNoProcess(t *testing.T) {
 
 	g.Expect(other.Stop()).To(Succeed())
 	g.Expect(other.Stop()).To(Succeed(), "Stop is idempotent")
+	g.Expect(other.Dir()).NotTo(BeADirectory())
 	for _, pid := range pids {
 		g.Expect(isRunning(pid)).To(BeFalse(), "process %d", pid)
 	}
 }
 
 // crashEnv makes the test binary, re-executed by TestCrashedTestLeavesNoProcess, start both
-// servers, print their process IDs and die without stopping them.
+// servers, print their process IDs and folder, and die without stopping them.
 const crashEnv = "MONITORING_TEST_CRASH"
 
 func TestCrashedTestLeavesNoProcess(t *testing.T) {
@@ -42,8 +43,9 @@ func TestCrashedTestLeavesNoProcess(t *testing.T) {
 	cmd.Env = append(os.Environ(), crashEnv+"=1")
 	out, _ := cmd.Output()
 	fields := strings.Fields(string(out))
-	g.Expect(fields).To(HaveLen(2), "the child prints the two process IDs")
-	for _, field := range fields {
+	g.Expect(fields).To(HaveLen(3), "the child prints the two process IDs and the servers' folder")
+	defer func() { g.Expect(os.RemoveAll(fields[2])).To(Succeed()) }()
+	for _, field := range fields[:2] {
 		pid, err := strconv.Atoi(field)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Eventually(func() bool { return isRunning(pid) }, 10*time.Second).Should(BeFalse(), "process %d", pid)
@@ -58,7 +60,7 @@ func crashWithRunningServers() {
 		os.Exit(3)
 	}
 	pids := m.PIDs()
-	fmt.Println(pids[0], pids[1])
+	fmt.Println(pids[0], pids[1], m.Dir())
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 }
 
