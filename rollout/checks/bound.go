@@ -35,11 +35,12 @@ func truncate(s string, max int) string {
 	return s[:cut] + mark
 }
 
-// sample returns the first MaxSampleBytes of b as printable text: invalid UTF-8 and control
-// characters become U+FFFD, line breaks spaces.
+// sample returns the first MaxSampleBytes of b as printable text, marked "…" when cut:
+// invalid UTF-8 and control characters become U+FFFD, line breaks spaces.
 func sample(b []byte) string {
+	cut := ""
 	if len(b) > MaxSampleBytes {
-		b = b[:MaxSampleBytes]
+		b, cut = b[:MaxSampleBytes], "…"
 	}
 	var sb strings.Builder
 	for len(b) > 0 {
@@ -57,7 +58,7 @@ func sample(b []byte) string {
 			sb.WriteRune(r)
 		}
 	}
-	return strings.TrimSpace(sb.String())
+	return strings.TrimSpace(sb.String()) + cut
 }
 
 // redactURL returns u as text without its user information.
