@@ -71,16 +71,6 @@ func redactURL(u *url.URL) string {
 	return c.String()
 }
 
-// redactRawURL parses s and returns it without user information; text that does not parse is
-// replaced as a whole, since it may hold anything.
-func redactRawURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(an invalid URL)"
-	}
-	return redactURL(u)
-}
-
 // secrets returns the strings of creds that must never appear in an output, longest first
 // so that a secret containing another is replaced whole.
 func (c *Credentials) secrets() []string {
