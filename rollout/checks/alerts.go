@@ -120,7 +120,7 @@ func (a *alertsCheck) fetch(ctx context.Context, filters []string, creds *Creden
 		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := readBounded(resp.Body, MaxAlertsBody)
+	body, err := readBounded(resp.Body, MaxAlertsBody, creds)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 package checks
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -86,6 +88,7 @@ func (c *Credentials) secrets() []string {
 	if c.Token == "" && (c.Username != "" || c.Password != "") {
 		out = append(out, base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password)))
 	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
 }
 
@@ -95,6 +98,14 @@ func scrub(s string, creds *Credentials) string {
 		s = strings.ReplaceAll(s, secret, redactedText)
 	}
 	return s
+}
+
+// scrubBytes replaces every credential of creds in b.
+func scrubBytes(b []byte, creds *Credentials) []byte {
+	for _, secret := range creds.secrets() {
+		b = bytes.ReplaceAll(b, []byte(secret), []byte(redactedText))
+	}
+	return b
 }
 
 // finish scrubs an evaluation of credentials and bounds its value and message.

@@ -112,8 +112,9 @@ func transportError(ctx context.Context, err error) error {
 	return err
 }
 
-// readBounded reads at most max bytes of r; more is an error.
-func readBounded(r io.Reader, max int64) ([]byte, error) {
+// readBounded reads at most max bytes of r, scrubbed of the credentials (so that a sample cut
+// in the middle of an echoed credential cannot show a part of it); more is an error.
+func readBounded(r io.Reader, max int64, creds *Credentials) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", transportError(context.Background(), err))
@@ -121,7 +122,7 @@ func readBounded(r io.Reader, max int64) ([]byte, error) {
 	if int64(len(b)) > max {
 		return nil, fmt.Errorf("the answer exceeds %d bytes", max)
 	}
-	return b, nil
+	return scrubBytes(b, creds), nil
 }
 
 // Validate reports credentials that cannot work: a CA that holds no certificate, a username

@@ -97,6 +97,7 @@ func (h *httpCheck) evaluate(ctx context.Context, in Input) Evaluation {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, MaxHTTPBody))
+	answer = scrubBytes(answer, in.Credentials)
 	value := fmt.Sprintf("HTTP %d", resp.StatusCode)
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:

@@ -93,7 +93,7 @@ func (p *prometheusCheck) run(ctx context.Context, query string, creds *Credenti
 		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := readBounded(resp.Body, MaxPrometheusBody)
+	body, err := readBounded(resp.Body, MaxPrometheusBody, creds)
 	if err != nil {
 		return nil, err
 	}
