@@ -22,7 +22,8 @@
 //     so a template cannot leak a credential. A rendered template is at most MaxRenderedBytes.
 //   - Inconclusive is never a pass: an unreachable server, a timeout, an answer that is not the
 //     API's, a query Prometheus refuses, an answer over its bounds and a condition that fails
-//     to evaluate are all inconclusive.
+//     to evaluate (a missing key, an index out of range, a NaN compared, the cost limit) are all
+//     inconclusive.
 //   - Every answer is bounded: MaxPrometheusBody and MaxSeries for Prometheus, MaxAlertsBody
 //     for Alertmanager, MaxHTTPBody read from an HTTP check (and only a MaxSampleBytes sample of
 //     it reported). Evaluation.Value is at most MaxValueBytes and Evaluation.Message at most

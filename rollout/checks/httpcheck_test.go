@@ -72,6 +72,21 @@ func TestHTTPCheckHostileEndpoints(t *testing.T) {
 		g.Expect(ev.Outcome).To(Equal(Inconclusive))
 		g.Expect(ev.Message).To(ContainSubstring("no answer before the timeout"))
 	})
+	t.Run("stalls after a 200's headers: inconclusive at the timeout", func(t *testing.T) {
+		g := NewWithT(t)
+		stop := make(chan struct{})
+		hook := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(200)
+			_, _ = w.Write([]byte("partial"))
+			w.(http.Flusher).Flush()
+			neverAnswer(stop)(w, r)
+		})
+		t.Cleanup(func() { close(stop) })
+		ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL, Timeout: 300 * time.Millisecond}}, Input{Data: partitionData()})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ev.Outcome).To(Equal(Inconclusive))
+		g.Expect(ev.Message).To(ContainSubstring("answered 200 OK but its body broke off: no answer before the timeout"))
+	})
 	t.Run("answers 1 GiB: read 64 KiB at most", func(t *testing.T) {
 		g := NewWithT(t)
 		chunk := []byte(strings.Repeat("x", 1<<20))
