@@ -74,8 +74,12 @@ func (a *alertsCheck) evaluate(ctx context.Context, in Input) (Evaluation, error
 			Message: fmt.Sprintf("no active alert matches %s since %s (%d older ignored)", selector, in.Since.UTC().Format(time.RFC3339), old)}, nil
 	}
 	names := alertNames(fresh, matchers)
+	count := "1 active alert matches"
+	if len(fresh) > 1 {
+		count = fmt.Sprintf("%d active alerts match", len(fresh))
+	}
 	return Evaluation{Outcome: Failure, Value: names,
-		Message: fmt.Sprintf("%d active alerts match %s since %s: %s", len(fresh), selector, in.Since.UTC().Format(time.RFC3339), names)}, nil
+		Message: fmt.Sprintf("%s %s since %s: %s", count, selector, in.Since.UTC().Format(time.RFC3339), names)}, nil
 }
 
 // render renders and parses the matchers.

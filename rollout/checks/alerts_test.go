@@ -43,7 +43,7 @@ func TestAlertsCheckJudgesTheAlerts(t *testing.T) {
 		{"an alert from before the partition", alertsAnswer(alertJSON("AddonErrors", "hc-1", partitionStart.Add(-time.Minute))),
 			Success, "no alert", "(1 older ignored)"},
 		{"an alert since the partition", alertsAnswer(alertJSON("AddonErrors", "hc-2", partitionStart)),
-			Failure, `AddonErrors{hosted_cluster="hc-2", severity="critical"}`, "1 active alerts match"},
+			Failure, `AddonErrors{hosted_cluster="hc-2", severity="critical"}`, "1 active alert matches"},
 		{"an alert of another cluster that Alertmanager did not filter", alertsAnswer(alertJSON("AddonErrors", "hc-9", partitionStart.Add(time.Hour))),
 			Success, "no alert", "no active alert matches"},
 		{"many alerts are named up to a bound", alertsAnswer(

@@ -74,7 +74,7 @@ func (c *Check) Evaluate(ctx context.Context, in Input) (Evaluation, error) {
 func (c *Check) Describe() string {
 	switch {
 	case c.prometheus != nil:
-		return fmt.Sprintf("query %q at %s", c.prometheus.query.text, redactURL(c.prometheus.address))
+		return fmt.Sprintf("query %s at %s", quote(c.prometheus.query.text), redactURL(c.prometheus.address))
 	case c.alerts != nil:
 		return fmt.Sprintf("alerts matching %v at %s", c.alerts.matcherTexts, redactURL(c.alerts.address))
 	case c.http != nil:

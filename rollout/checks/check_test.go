@@ -11,7 +11,7 @@ func TestDescribeNamesWhatTheCheckLooksAt(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{errorRatioCheck("http://prom:9090"), `query "convoy_test_addon_error_ratio{hosted_cluster=~\"{{ regex (names .HostedClusters) }}\"}" at http://prom:9090`},
+		{errorRatioCheck("http://prom:9090"), "query `convoy_test_addon_error_ratio{hosted_cluster=~\"{{ regex (names .HostedClusters) }}\"}` at http://prom:9090"},
 		{partitionAlertsCheck("http://am:9093/"), `alerts matching [hosted_cluster=~"{{ regex (names .HostedClusters) }}" severity="critical"] at http://am:9093/`},
 		{Spec{HTTP: &HTTPCheck{URL: "https://hook.example/gate?p=1"}}, "POST https://hook.example/gate?p=1"},
 	}

@@ -90,6 +90,22 @@ func setRatios(gauge *prometheus.GaugeVec, ratios map[string]float64) {
 	}
 }
 
+// waitForRatios waits until Prometheus has scraped the gauge's values, so that a check does
+// not judge the empty answer of a Prometheus that has not scraped yet.
+func waitForRatios(t *testing.T, servers *monitoring.Monitoring, want map[string]float64) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		samples, err := servers.Query(context.Background(), monitoring.AddonErrorRatioMetric)
+		g.Expect(err).NotTo(HaveOccurred())
+		got := map[string]float64{}
+		for _, s := range samples {
+			got[s.Metric["hosted_cluster"]] = s.Value
+		}
+		g.Expect(got).To(Equal(want))
+	}).WithTimeout(45 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+}
+
 // evaluateUntil evaluates c every half second until its outcome is want, and returns that
 // evaluation.
 func evaluateUntil(t *testing.T, c *Check, in Input, want Outcome) Evaluation {
@@ -102,6 +118,7 @@ func evaluateUntil(t *testing.T, c *Check, in Input, want Outcome) Evaluation {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ev.Outcome).To(Equal(want), ev.Message)
 	}).WithTimeout(45 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	t.Logf("%s: value %q, message %q", ev.Outcome, ev.Value, ev.Message)
 	return ev
 }
 
@@ -114,14 +131,16 @@ func TestIntegrationQueryCheckFollowsTheMetric(t *testing.T) {
 	c, err := Compile(errorRatioCheck(servers.PrometheusURL))
 	g.Expect(err).NotTo(HaveOccurred())
 
+	waitForRatios(t, servers, map[string]float64{"hc-1": 0.01, "hc-2": 0.02, "hc-9": 0.9})
 	ev := evaluateUntil(t, c, Input{Data: partitionData()}, Success)
 	g.Expect(ev.Value).To(And(ContainSubstring(`hosted_cluster="hc-1"`), ContainSubstring(`namespace="clusters-hc-1"} 0.01`)))
 	g.Expect(ev.Value).NotTo(ContainSubstring("hc-9"))
 
 	setRatios(gauge, map[string]float64{"hc-2": 0.5})
 	ev = evaluateUntil(t, c, Input{Data: partitionData()}, Failure)
+	g.Expect(ev.Value).To(ContainSubstring(`hosted_cluster="hc-1"`))
 	g.Expect(ev.Value).To(ContainSubstring(`hosted_cluster="hc-2"`))
-	g.Expect(ev.Message).To(ContainSubstring(`condition "values.all(v, v < 0.1)" is false for`))
+	g.Expect(ev.Message).To(ContainSubstring("condition `values.all(v, v < 0.1)` is false for"))
 	g.Expect(ev.Message).To(ContainSubstring("0.5"))
 }
 

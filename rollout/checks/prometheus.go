@@ -62,20 +62,20 @@ func (p *prometheusCheck) evaluate(ctx context.Context, in Input) (Evaluation, e
 	}
 	answer, err := p.run(ctx, query, in.Credentials)
 	if err != nil {
-		return inconclusive("query %q at %s: %v", query, redactURL(p.address), err), nil
+		return inconclusive("query %s at %s: %v", quote(query), redactURL(p.address), err), nil
 	}
 	value := formatSeries(answer)
 	ok, err := p.condition.eval(answer)
 	switch {
 	case err != nil:
 		return Evaluation{Outcome: Inconclusive, Value: value,
-			Message: fmt.Sprintf("condition %q could not be evaluated: %v; query %q", p.condition.expr, err, query)}, nil
+			Message: fmt.Sprintf("condition %s could not be evaluated: %v; query %s", quote(p.condition.expr), err, quote(query))}, nil
 	case !ok:
 		return Evaluation{Outcome: Failure, Value: value,
-			Message: fmt.Sprintf("condition %q is false for %s; query %q", p.condition.expr, value, query)}, nil
+			Message: fmt.Sprintf("condition %s is false for %s; query %s", quote(p.condition.expr), value, quote(query))}, nil
 	}
 	return Evaluation{Outcome: Success, Value: value,
-		Message: fmt.Sprintf("condition %q is true for %s", p.condition.expr, value)}, nil
+		Message: fmt.Sprintf("condition %s is true for %s", quote(p.condition.expr), value)}, nil
 }
 
 // run sends query to Prometheus's /api/v1/query and returns its vector or scalar.
@@ -158,7 +158,7 @@ func parseVector(raw json.RawMessage) ([]series, error) {
 		}
 		out = append(out, series{Metric: s.Metric, Value: v})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return labelsText(out[i].Metric) < labelsText(out[j].Metric) })
+	sort.SliceStable(out, func(i, j int) bool { return labelsText(out[i].Metric, nil) < labelsText(out[j].Metric, nil) })
 	return out, nil
 }
 
@@ -179,11 +179,14 @@ func parseSampleValue(raw json.RawMessage) (float64, error) {
 	return v, nil
 }
 
-// formatSeries writes an answer as "{labels} value, ...", cut at MaxValueBytes.
+// formatSeries writes an answer as "{labels} value, ...", cut at MaxValueBytes. Only the labels
+// that tell the series apart are written (all but __name__ for a single series), so that the
+// bounded value names what differs: the hosted cluster, not the job.
 func formatSeries(answer []series) string {
 	if len(answer) == 0 {
 		return "no series"
 	}
+	shared := sharedLabels(answer)
 	var sb strings.Builder
 	for i, s := range answer {
 		if sb.Len() > MaxValueBytes {
@@ -193,8 +196,8 @@ func formatSeries(answer []series) string {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		if len(s.Metric) > 0 {
-			sb.WriteString(labelsText(s.Metric))
+		if text := labelsText(s.Metric, shared); text != "" {
+			sb.WriteString(text)
 			sb.WriteByte(' ')
 		}
 		sb.WriteString(strconv.FormatFloat(s.Value, 'g', -1, 64))
@@ -202,11 +205,37 @@ func formatSeries(answer []series) string {
 	return sb.String()
 }
 
-// labelsText writes labels as {a="1", b="2"}, sorted by name.
-func labelsText(labels map[string]string) string {
+// sharedLabels returns the labels every series of answer has with the same value, and
+// __name__; none but __name__ for a single series.
+func sharedLabels(answer []series) map[string]bool {
+	shared := map[string]bool{"__name__": true}
+	if len(answer) < 2 {
+		return shared
+	}
+	for name, value := range answer[0].Metric {
+		same := true
+		for _, s := range answer[1:] {
+			if v, ok := s.Metric[name]; !ok || v != value {
+				same = false
+				break
+			}
+		}
+		shared[name] = same
+	}
+	return shared
+}
+
+// labelsText writes labels as {a="1", b="2"}, sorted by name, leaving out those in omit; ""
+// when none is left.
+func labelsText(labels map[string]string, omit map[string]bool) string {
 	names := make([]string, 0, len(labels))
 	for n := range labels {
-		names = append(names, n)
+		if !omit[n] {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return ""
 	}
 	sort.Strings(names)
 	parts := make([]string, 0, len(names))
@@ -214,4 +243,13 @@ func labelsText(labels map[string]string) string {
 		parts = append(parts, n+"="+strconv.Quote(labels[n]))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// quote writes an expression for a message: in backquotes, or Go-quoted when it holds a
+// backquote or a line break.
+func quote(expr string) string {
+	if strings.ContainsAny(expr, "`\n\r") {
+		return strconv.Quote(expr)
+	}
+	return "`" + expr + "`"
 }

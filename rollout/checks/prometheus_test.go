@@ -179,3 +179,15 @@ func TestPrometheusCheckTemplateErrorIsASpecError(t *testing.T) {
 	g.Expect(specErr.Field).To(Equal("prometheus.query"))
 	g.Expect(prom.last().Method).To(BeEmpty(), "no request before the template renders")
 }
+
+func TestFormatSeriesNamesWhatTellsTheSeriesApart(t *testing.T) {
+	g := NewWithT(t)
+	scraped := func(cluster string, v float64) series {
+		return series{Metric: map[string]string{"__name__": "convoy_test_addon_error_ratio", "job": "addons",
+			"instance": "10.0.0.1:8080", "hosted_cluster": cluster}, Value: v}
+	}
+	g.Expect(formatSeries([]series{scraped("hc-1", 0.01), scraped("hc-2", 0.5)})).To(Equal(`{hosted_cluster="hc-1"} 0.01, {hosted_cluster="hc-2"} 0.5`))
+	g.Expect(formatSeries([]series{scraped("hc-1", 0.01)})).To(Equal(`{hosted_cluster="hc-1", instance="10.0.0.1:8080", job="addons"} 0.01`))
+	g.Expect(formatSeries([]series{{Value: 2}})).To(Equal("2"))
+	g.Expect(quote("a\nb")).To(Equal(`"a\nb"`))
+}
