@@ -1,6 +1,10 @@
 package checks
 
 import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -42,4 +46,31 @@ func FuzzParseMatcher(f *testing.F) {
 			t.Fatalf("the canonical form %q of %q parses to %+v, not %+v", m.String(), text, again, m)
 		}
 	})
+}
+
+func TestACompiledCheckIsSharedByConcurrentEvaluations(t *testing.T) {
+	g := NewWithT(t)
+	prom := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		// The answer holds the cluster the query names: each evaluation must see its own.
+		cluster := strings.TrimSuffix(strings.TrimPrefix(r.URL.Query().Get("query"), `up{hosted_cluster=~"(?:`), `)"}`)
+		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"hosted_cluster":%q},"value":[1,"1"]}]}}`, cluster)
+	})
+	c, err := Compile(Spec{Prometheus: &PrometheusCheck{Address: prom.URL,
+		Query: `up{hosted_cluster=~"{{ regex (names .HostedClusters) }}"}`, SuccessCondition: "values.all(v, v == 1.0)"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	var wg sync.WaitGroup
+	values := make([]string, 8)
+	for i := range values {
+		wg.Go(func() {
+			data := Data{HostedClusters: []HostedCluster{{Name: fmt.Sprintf("hc-%d", i)}}}
+			ev, err := c.Evaluate(t.Context(), Input{Data: data})
+			if err == nil && ev.Outcome == Success {
+				values[i] = ev.Value
+			}
+		})
+	}
+	wg.Wait()
+	for i, v := range values {
+		g.Expect(v).To(Equal(fmt.Sprintf(`{hosted_cluster="hc-%d"} 1`, i)))
+	}
 }
