@@ -124,18 +124,3 @@ func readBounded(r io.Reader, max int64, creds *Credentials) ([]byte, error) {
 	}
 	return scrubBytes(b, creds), nil
 }
-
-// Validate reports credentials that cannot work: a CA that holds no certificate, a username
-// without a password. The rollout controller calls it when it reads the Secret.
-func (c *Credentials) Validate() error {
-	if c == nil {
-		return nil
-	}
-	if (c.Username == "") != (c.Password == "") && c.Token == "" {
-		return errors.New("username and password go together")
-	}
-	if len(c.CA) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CA) {
-		return errors.New("ca.crt holds no PEM certificate")
-	}
-	return nil
-}

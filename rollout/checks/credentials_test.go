@@ -77,3 +77,33 @@ func TestTransportErrorsLoseTheURL(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(redactURL(u)).To(Equal("https://hook.example/p?q=1"))
 }
+
+func TestCredentialsFromSecret(t *testing.T) {
+	cases := []struct {
+		name string
+		data map[string][]byte
+		want *Credentials
+		err  string
+	}{
+		{name: "a token with a line break", data: map[string][]byte{"token": []byte(secretToken + "\n")}, want: &Credentials{Token: secretToken}},
+		{name: "basic", data: map[string][]byte{"username": []byte("convoy"), "password": []byte(secretPassword)},
+			want: &Credentials{Username: "convoy", Password: secretPassword}},
+		{name: "both", data: map[string][]byte{"token": []byte(secretToken), "password": []byte(secretPassword)}, err: "holds both token and username/password"},
+		{name: "a password alone", data: map[string][]byte{"password": []byte(secretPassword)}, err: "username and password go together"},
+		{name: "nothing", data: map[string][]byte{"tok": []byte(secretToken)}, err: "holds none of the keys"},
+		{name: "a CA that is not PEM", data: map[string][]byte{"ca.crt": []byte(secretToken)}, err: "ca.crt holds no PEM certificate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := CredentialsFromSecret(tc.data)
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				g.Expect(err.Error()).NotTo(Or(ContainSubstring(secretToken), ContainSubstring(secretPassword)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}

@@ -6,7 +6,8 @@
 //
 // The package has plain input types of its own (PrometheusCheck, AlertsCheck, HTTPCheck,
 // Credentials, Data) so that it depends on no API type: the controller converts a RolloutCheck
-// and its Secret into them.
+// into a Spec, and the data of the Secret its secretRef names into Credentials with
+// CredentialsFromSecret (keys token, or username and password, and ca.crt).
 //
 // A check is compiled once (Compile): its templates are parsed, its CEL condition is compiled
 // and cost-estimated and its addresses are validated, so that a spec error is found before any
