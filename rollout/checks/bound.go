@@ -17,7 +17,8 @@ const (
 	MaxValueBytes = 256
 	// MaxMessageBytes bounds Evaluation.Message.
 	MaxMessageBytes = 1024
-	// MaxSampleBytes bounds the sample of an HTTP check's answer that a message quotes.
+	// MaxSampleBytes bounds the sample of an answer (an HTTP check's, or one that is not the
+	// API's) that a message quotes.
 	MaxSampleBytes = 256
 )
 
