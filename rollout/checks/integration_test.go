@@ -144,6 +144,21 @@ func TestIntegrationQueryCheckFollowsTheMetric(t *testing.T) {
 	g.Expect(ev.Message).To(ContainSubstring("0.5"))
 }
 
+func TestIntegrationQueryCheckTellsPrometheusItsDeadline(t *testing.T) {
+	servers, _ := requireMonitoring(t)
+	g := NewWithT(t)
+	c, err := Compile(Spec{Prometheus: &PrometheusCheck{Address: servers.PrometheusURL, Query: "vector(1)",
+		SuccessCondition: "values == [1.0]"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, deadline := range []time.Duration{time.Hour, 3 * time.Second, 2500 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		ev, err := c.Evaluate(ctx, Input{})
+		cancel()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ev.Outcome).To(Equal(Success), "Prometheus accepts the timeout parameter (deadline %s): %s", deadline, ev.Message)
+	}
+}
+
 func TestIntegrationQueryCheckInconclusive(t *testing.T) {
 	servers, _ := requireMonitoring(t)
 	cases := []struct {

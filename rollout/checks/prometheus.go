@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Bounds of a Prometheus answer.
@@ -82,7 +83,9 @@ func (p *prometheusCheck) evaluate(ctx context.Context, in Input) (Evaluation, e
 func (p *prometheusCheck) run(ctx context.Context, query string, creds *Credentials) ([]series, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	q := url.Values{"query": {query}, "timeout": {(requestTimeout * 9 / 10).String()}}
+	// Note: in seconds, as Prometheus reads a number; it refuses a fraction with a unit ("8.9s").
+	seconds := strconv.FormatFloat(queryTimeout(ctx).Seconds(), 'f', 3, 64)
+	q := url.Values{"query": {query}, "timeout": {seconds}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint(p.address, "/api/v1/query", q).String(), nil)
 	if err != nil {
 		return nil, err
@@ -98,6 +101,17 @@ func (p *prometheusCheck) run(ctx context.Context, query string, creds *Credenti
 		return nil, err
 	}
 	return parseQueryAnswer(resp.StatusCode, body)
+}
+
+// queryTimeout is the time Prometheus is given to evaluate a query: nine tenths of what is
+// left of ctx, so that Prometheus stops an expensive query and says so before the client gives
+// up on it; at least a millisecond, Prometheus's resolution.
+func queryTimeout(ctx context.Context) time.Duration {
+	left := requestTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		left = time.Until(deadline)
+	}
+	return max((left * 9 / 10).Truncate(time.Millisecond), time.Millisecond)
 }
 
 // queryAnswer is the envelope of Prometheus's HTTP API.

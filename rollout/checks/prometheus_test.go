@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,9 @@ func TestPrometheusCheckSendsAnInstantQuery(t *testing.T) {
 	g.Expect(req.Method).To(Equal(http.MethodGet))
 	g.Expect(req.Path).To(Equal("/prometheus/api/v1/query"))
 	g.Expect(req.Query.Get("query")).To(Equal(`convoy_test_addon_error_ratio{hosted_cluster=~"(?:hc-1|hc-2)"}`))
-	g.Expect(req.Query.Get("timeout")).To(Equal("9s"))
+	timeout, err := strconv.ParseFloat(req.Query.Get("timeout"), 64)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(timeout).To(BeNumerically("~", 9, 0.1), "nine tenths of the request's 10s, in seconds")
 	g.Expect(req.Authorization).To(Equal("Bearer tok"))
 }
 
@@ -124,7 +127,7 @@ func TestPrometheusCheckUnreachableIsInconclusive(t *testing.T) {
 		g.Expect(ev.Outcome).To(Equal(Inconclusive))
 		g.Expect(ev.Message).To(ContainSubstring("connection refused"))
 	})
-	t.Run("never answers", func(t *testing.T) {
+	t.Run("never answers, within a shorter deadline of the caller", func(t *testing.T) {
 		g := NewWithT(t)
 		stop := make(chan struct{})
 		prom := startServer(t, neverAnswer(stop))
@@ -139,6 +142,9 @@ func TestPrometheusCheckUnreachableIsInconclusive(t *testing.T) {
 		g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 		g.Expect(ev.Outcome).To(Equal(Inconclusive))
 		g.Expect(ev.Message).To(ContainSubstring("no answer before the timeout"))
+		timeout, err := strconv.ParseFloat(prom.last().Query.Get("timeout"), 64)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(timeout).To(BeNumerically("<=", 0.27), "Prometheus is told the caller's deadline")
 	})
 }
 
