@@ -18,8 +18,9 @@
 //
 // Rules:
 //   - Templates are Go text/template with missingkey=error over Data and two functions only:
-//     names (the clusters' names) and regex (a list as an alternation of regexp.QuoteMeta'd
-//     items). No other function, no Secret and no environment are reachable from a template,
+//     names (the clusters' names) and regex (a list as an alternation that matches each item
+//     literally, with no backslash for a character of a Kubernetes name or label value, so that
+//     it fits in a double-quoted PromQL or matcher string). No other function, no Secret and no environment are reachable from a template,
 //     so a template cannot leak a credential. A rendered template is at most MaxRenderedBytes.
 //   - Inconclusive is never a pass: an unreachable server, a timeout, an answer that is not the
 //     API's, a query Prometheus refuses, an answer over its bounds and a condition that fails

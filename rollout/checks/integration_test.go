@@ -90,7 +90,8 @@ func setRatios(gauge *prometheus.GaugeVec, ratios map[string]float64) {
 	}
 }
 
-// waitForRatios waits until Prometheus has scraped the gauge's values, so that a check does
+// waitForRatios waits until Prometheus has scraped the gauge's values of the clusters of want,
+// so that a check does
 // not judge the empty answer of a Prometheus that has not scraped yet.
 func waitForRatios(t *testing.T, servers *monitoring.Monitoring, want map[string]float64) {
 	t.Helper()
@@ -102,7 +103,9 @@ func waitForRatios(t *testing.T, servers *monitoring.Monitoring, want map[string
 		for _, s := range samples {
 			got[s.Metric["hosted_cluster"]] = s.Value
 		}
-		g.Expect(got).To(Equal(want))
+		for name, v := range want {
+			g.Expect(got).To(HaveKeyWithValue(name, v))
+		}
 	}).WithTimeout(45 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 }
 
@@ -221,6 +224,42 @@ func TestIntegrationAlertsCheckIgnoresSilencedAlerts(t *testing.T) {
 		"createdBy": "convoy tests", "comment": "a silenced alert does not hold a rollout",
 	})
 	evaluateUntil(t, c, Input{Data: partitionData(), Since: now.Add(-time.Minute)}, Success)
+}
+
+func TestIntegrationAlertsCheckSendsRegexEscapesAlertmanagerReads(t *testing.T) {
+	servers, _ := requireMonitoring(t)
+	g := NewWithT(t)
+	now := time.Now().UTC()
+	postAlertmanager(t, servers.AlertmanagerURL+"/api/v2/alerts", []map[string]any{{
+		"labels":   map[string]string{"alertname": "Dotted", "hosted_cluster": "hc.1", "test": t.Name()},
+		"startsAt": now.Format(time.RFC3339Nano), "endsAt": now.Add(time.Hour).Format(time.RFC3339Nano),
+	}})
+	data := Data{HostedClusters: []HostedCluster{{Name: "hc.1"}, {Name: "hc+2"}}}
+	for _, matcher := range []string{`hosted_cluster=~"{{ regex (names .HostedClusters) }}"`, `hosted_cluster=~"hc\.1"`} {
+		c, err := Compile(Spec{Alerts: &AlertsCheck{Address: servers.AlertmanagerURL, Matchers: []string{matcher, `test="` + t.Name() + `"`}}})
+		g.Expect(err).NotTo(HaveOccurred())
+		ev := evaluateUntil(t, c, Input{Data: data, Since: now.Add(-time.Minute)}, Failure)
+		g.Expect(ev.Value).To(Equal(`Dotted{hosted_cluster="hc.1", test="` + t.Name() + `"}`))
+	}
+}
+
+func TestIntegrationQueryCheckRegexFitsEitherPromQLString(t *testing.T) {
+	servers, gauge := requireMonitoring(t)
+	g := NewWithT(t)
+	setRatios(gauge, map[string]float64{"hc.1": 0.5, "hcx1": 0.5})
+	t.Cleanup(func() { setRatios(gauge, map[string]float64{"hc.1": 0, "hcx1": 0}) })
+	waitForRatios(t, servers, map[string]float64{"hc.1": 0.5, "hcx1": 0.5})
+	data := Data{HostedClusters: []HostedCluster{{Name: "hc.1"}}}
+	for _, query := range []string{
+		"convoy_test_addon_error_ratio{hosted_cluster=~`{{ regex (names .HostedClusters) }}`}",
+		`convoy_test_addon_error_ratio{hosted_cluster=~"{{ regex (names .HostedClusters) }}"}`,
+	} {
+		ev, err := evaluate(t, Spec{Prometheus: &PrometheusCheck{Address: servers.PrometheusURL, Query: query,
+			SuccessCondition: "values.all(v, v < 0.1)"}}, Input{Data: data})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ev.Outcome).To(Equal(Failure), ev.Message)
+		g.Expect(ev.Value).To(And(HavePrefix(`{hosted_cluster="hc.1", `), HaveSuffix(`namespace="clusters-hc.1"} 0.5`)), "one series: the dot is no wildcard")
+	}
 }
 
 // postAlertmanager posts v as JSON to Alertmanager's API.

@@ -3,7 +3,6 @@ package checks
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -36,18 +35,42 @@ func clusterNames(clusters []HostedCluster) []string {
 	return out
 }
 
-// alternation returns items as a regular expression that matches exactly one of them: each
-// regexp.QuoteMeta'd, joined with "|" in a non-capturing group, so that it stays one
-// alternation when anchored or embedded. An empty list matches nothing.
+// alternation returns items as a regular expression that matches exactly one of them, joined
+// with "|" in a non-capturing group so that it stays one alternation when anchored or embedded.
+// An empty list matches nothing.
+//
+// Note: each item is quoted as regexp.QuoteMeta quotes it, but with a metacharacter in a
+// character class ("[.]") rather than after a backslash wherever a class can hold it alone:
+// PromQL refuses "\." in a double-quoted string, and names and label values hold dots. Only ^
+// and \, which Kubernetes allows in no name or label value, keep their backslash.
 func alternation(items []string) string {
 	if len(items) == 0 {
 		return noMatchRegex
 	}
 	quoted := make([]string, 0, len(items))
 	for _, it := range items {
-		quoted = append(quoted, regexp.QuoteMeta(it))
+		quoted = append(quoted, quoteLiteral(it))
 	}
 	return "(?:" + strings.Join(quoted, "|") + ")"
+}
+
+// quoteLiteral returns a regular expression that matches s literally.
+func quoteLiteral(s string) string {
+	var sb strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '^' || r == '\\':
+			sb.WriteByte('\\')
+			sb.WriteRune(r)
+		case strings.ContainsRune(".+*?()|[]{}$", r):
+			sb.WriteByte('[')
+			sb.WriteRune(r)
+			sb.WriteByte(']')
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	return sb.String()
 }
 
 // tmpl is a parsed template of one field.

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestTemplateRendersTheData(t *testing.T) {
 
 func TestRegexQuotesItemsAndMatchesNothingWhenEmpty(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(alternation([]string{"a.b", "c+d"})).To(Equal(`(?:a\.b|c\+d)`))
+	g.Expect(alternation([]string{"a.b", "c+d", "4.18"})).To(Equal(`(?:a[.]b|c[+]d|4[.]18)`))
 	m, err := parseMatcher("m", `x=~"`+alternation(nil)+`"`)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(m.matches(map[string]string{})).To(BeFalse(), "an empty partition must not select series without the label")
@@ -91,4 +92,21 @@ func TestTemplateOutputIsBounded(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = tt.render(data)
 	g.Expect(err).To(MatchError(ContainSubstring("renders more than 65536 bytes")))
+}
+
+func TestRegexMatchesEachItemLiterally(t *testing.T) {
+	const metacharacters = `.+*?()|[]{}^$\`
+	for _, c := range metacharacters {
+		t.Run(string(c), func(t *testing.T) {
+			g := NewWithT(t)
+			item := "a" + string(c) + "b"
+			re, err := regexp.Compile("^" + alternation([]string{item, "other"}) + "$")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(re.MatchString(item)).To(BeTrue())
+			g.Expect(re.MatchString("other")).To(BeTrue())
+			g.Expect(re.MatchString("axb")).To(BeFalse())
+			g.Expect(re.MatchString("ab")).To(BeFalse())
+			g.Expect(re.MatchString(item + item)).To(BeFalse())
+		})
+	}
 }
