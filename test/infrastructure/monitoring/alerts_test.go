@@ -21,24 +21,24 @@ func TestAnErrorRatioRuleFiresAnAlertAlertmanagerHolds(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	const name = "health-alert"
+	deleteErrorRatiosAtCleanup(t)
 	east, west := clusters[0], clusters[1]
-	setErrorRatio(g, east, name, "0.5")
-	setErrorRatio(g, west, name, "0.01")
 	g.Expect(servers.SetRules(ctx, map[string]string{"addon": errorRatioRule})).To(Succeed())
 	t.Cleanup(func() { g.Expect(servers.SetRules(ctx, nil)).To(Succeed()) })
-	startExporter(t, name)
+
+	setErrorRatio(g, east, "0.5")
+	setErrorRatio(g, west, "0.01")
 
 	g.Eventually(activeAlerts).Should(ConsistOf(And(
 		HaveKeyWithValue("alertname", "AddonErrorRatioHigh"), HaveKeyWithValue("severity", "critical"),
 		HaveKeyWithValue("hosted_cluster", "east"), HaveKeyWithValue("namespace", east.HCPNamespace),
 	)), "west is under the threshold")
 
-	setErrorRatio(g, east, name, "0")
+	setErrorRatio(g, east, "0")
 	g.Eventually(activeAlerts).Should(BeEmpty(), "the resolved alert leaves Alertmanager's list")
 }
 
-func TestARuleThatDoesNotParseFailsSetRulesWithPrometheussMessage(t *testing.T) {
+func TestARuleThatDoesNotParseFailsSetRulesWithTheReason(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()

@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,18 +13,30 @@ import (
 
 // SetTargets makes Prometheus scrape exactly targets (host:port, each serving /metrics), through
 // its file service discovery, and waits until its active targets are those.
+//
+// Note: Prometheus throttles the updates of its service discovery, with a back-off that grows
+// up to 5s after each update, so a change soon after another can take seconds. Tests set their
+// targets once and change what they serve instead (AddonExporter.SetClusters, the ConfigMaps).
+// The wait ends with an error after Options.StartTimeout.
 func (m *Monitoring) SetTargets(ctx context.Context, targets ...string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := writeTargets(m.dir, targets); err != nil {
 		return fmt.Errorf("writing Prometheus's targets: %w", err)
 	}
-	want := slices.Sorted(slices.Values(targets))
-	want = slices.Compact(want)
-	return poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		active, err := m.activeTargets(ctx)
+	want := slices.Compact(slices.Sorted(slices.Values(targets)))
+	ctx, cancel := context.WithTimeout(ctx, m.opts.StartTimeout)
+	defer cancel()
+	var active []string
+	err := poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		var err error
+		active, err = m.activeTargets(ctx)
 		return slices.Equal(active, want), err
 	})
+	if err != nil {
+		return fmt.Errorf("prometheus scrapes %v, not %v: %w", active, want, err)
+	}
+	return nil
 }
 
 // activeTargets returns the sorted addresses Prometheus scrapes.
@@ -64,7 +77,9 @@ func (m *Monitoring) SetRules(ctx context.Context, files map[string]string) erro
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("reloading Prometheus: %s: %s", resp.Status, body)
+		// The answer only says the reload failed; the log says why.
+		return fmt.Errorf("reloading Prometheus: %s: %s; its last output:\n%s", resp.Status,
+			bytes.TrimSpace(body), m.prometheus.tail(3))
 	}
 	return nil
 }

@@ -50,11 +50,14 @@ type ExportedCluster struct {
 	Client client.Reader
 }
 
-// HostedClusters lists the simulated hosted clusters for the exporter.
+// HostedClusters lists the simulated hosted clusters for the exporter, leaving out those started
+// without an API server.
 func HostedClusters(hcs ...*simfleet.HostedCluster) []ExportedCluster {
 	out := make([]ExportedCluster, 0, len(hcs))
 	for _, hc := range hcs {
-		out = append(out, ExportedCluster{Name: hc.Name, Namespace: hc.HCPNamespace, Client: hc.Client})
+		if hc.Client != nil {
+			out = append(out, ExportedCluster{Name: hc.Name, Namespace: hc.HCPNamespace, Client: hc.Client})
+		}
 	}
 	return out
 }
@@ -106,11 +109,17 @@ func (o ExporterOptions) withDefaults() ExporterOptions {
 	return o
 }
 
-// SetClusters replaces the clusters the exporter reports, from the next scrape on.
+// SetClusters replaces the clusters the exporter reports, from the next scrape on; one without
+// a client has no series.
 func (e *AddonExporter) SetClusters(clusters ...ExportedCluster) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.clusters = append([]ExportedCluster(nil), clusters...)
+	e.clusters = nil
+	for _, c := range clusters {
+		if c.Client != nil {
+			e.clusters = append(e.clusters, c)
+		}
+	}
 }
 
 // Stop closes the endpoint.

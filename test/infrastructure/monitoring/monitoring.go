@@ -64,8 +64,11 @@ func Start(ctx context.Context, opts Options) (*Monitoring, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		m, err := startOnce(ctx, opts)
-		if err == nil || !errors.Is(err, errEarlyExit) || attempt == 3 {
-			return m, err
+		switch {
+		case err == nil:
+			return m, nil
+		case !errors.Is(err, errEarlyExit) || attempt == 3:
+			return nil, err
 		}
 	}
 }

@@ -16,12 +16,17 @@ import (
 	"github.com/convoy-gitops/convoy/test/infrastructure/monitoring"
 )
 
-// addonNamespace is the namespace of the add-on's ConfigMap in every hosted cluster.
-const addonNamespace = "addon"
+// addonNamespace and healthConfigMap are where the add-on's ConfigMap is in every hosted
+// cluster: the exporter's default name, in a namespace of the test's.
+const (
+	addonNamespace  = "addon"
+	healthConfigMap = "addon-health"
+)
 
 var (
 	env      *fleet.Fleet
 	servers  *monitoring.Monitoring
+	exporter *monitoring.AddonExporter
 	clusters []*fleet.HostedCluster
 )
 
@@ -35,47 +40,55 @@ func TestMain(m *testing.M) {
 	fleet.Main(m, &env, fleet.Options{}, setup)
 }
 
-// setup starts the servers and two hosted clusters, each with the add-on's namespace.
+// setup starts two hosted clusters with the add-on's namespace, the servers and an exporter of
+// both clusters that Prometheus scrapes. The tests share them: Prometheus throttles changes of
+// its targets (see SetTargets), so the tests change ConfigMaps, not targets.
 func setup(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	var err error
-	if servers, err = monitoring.Start(ctx, monitoring.Options{}); err != nil {
+	if clusters, err = f.AddHostedClusters(ctx,
+		fleet.HostedClusterInput{Name: "east"}, fleet.HostedClusterInput{Name: "west"}); err != nil {
 		return nil, err
-	}
-	teardown := func() { _ = servers.Stop() }
-	clusters, err = f.AddHostedClusters(ctx,
-		fleet.HostedClusterInput{Name: "east"}, fleet.HostedClusterInput{Name: "west"})
-	if err != nil {
-		return teardown, err
 	}
 	for _, hc := range clusters {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: addonNamespace}}
 		if err := hc.Client.Create(ctx, ns); err != nil {
-			return teardown, err
+			return nil, err
 		}
 	}
-	return teardown, nil
+	if servers, err = monitoring.Start(ctx, monitoring.Options{}); err != nil {
+		return nil, err
+	}
+	exporter, err = monitoring.StartAddonExporter(monitoring.ExporterOptions{ConfigMapNamespace: addonNamespace},
+		monitoring.HostedClusters(clusters...)...)
+	teardown := func() {
+		_ = servers.Stop()
+		if exporter != nil {
+			_ = exporter.Stop()
+		}
+	}
+	if err != nil {
+		return teardown, err
+	}
+	return teardown, servers.SetTargets(ctx, exporter.Address)
 }
 
-// startExporter starts an exporter of both clusters reading ConfigMap name, scraped by
-// Prometheus for the test.
-func startExporter(t *testing.T, name string) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	exp, err := monitoring.StartAddonExporter(monitoring.ExporterOptions{
-		ConfigMapNamespace: addonNamespace, ConfigMapName: name}, monitoring.HostedClusters(clusters...)...)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(servers.SetTargets(ctx, exp.Address)).To(Succeed())
+// deleteErrorRatiosAtCleanup deletes the add-on's ConfigMaps when t ends, and waits until
+// Prometheus has no series left, so that the next test starts from none.
+func deleteErrorRatiosAtCleanup(t *testing.T) {
 	t.Cleanup(func() {
-		g.Expect(servers.SetTargets(ctx)).To(Succeed())
-		g.Expect(exp.Stop()).To(Succeed())
+		g := NewWithT(t)
+		for _, hc := range clusters {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: addonNamespace, Name: healthConfigMap}}
+			g.Expect(client.IgnoreNotFound(hc.Client.Delete(context.Background(), cm))).To(Succeed())
+		}
+		g.Eventually(errorRatios).Should(BeEmpty())
 	})
 }
 
-// setErrorRatio creates or updates ConfigMap name of hc with errorRatio = value.
-func setErrorRatio(g Gomega, hc *fleet.HostedCluster, name, value string) {
+// setErrorRatio creates or updates the add-on's ConfigMap of hc with errorRatio = value.
+func setErrorRatio(g Gomega, hc *fleet.HostedCluster, value string) {
 	ctx := context.Background()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: addonNamespace, Name: name}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: addonNamespace, Name: healthConfigMap}}
 	err := hc.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
 	cm.Data = map[string]string{"errorRatio": value}
 	if apierrors.IsNotFound(err) {
