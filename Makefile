@@ -28,7 +28,8 @@ GO_TEST_TIMEOUT ?= 40m
 # (render cache, Git store, ledger, client caches, controllers, servers); the pure planners,
 # the commands and the test harness run without its slowdown.
 RACE_PACKAGES := ./test/infrastructure/controlplane/... ./test/infrastructure/gitserver/... \
-	./test/infrastructure/monitoring/... ./manifests/... ./sources/... ./sync/... ./rollout/rolloutcontroller/...
+	./test/infrastructure/monitoring/... ./manifests/... ./sources/... ./sync/... ./rollout/rolloutcontroller/... \
+	./rollout/checks/...
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 DEMO_ARGS ?=
