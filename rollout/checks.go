@@ -39,17 +39,29 @@ func (p *planner) loadChecks() {
 	}
 }
 
-// checksOf returns the checks of part: its policy's when not empty, none when its policy says
-// skipChecks, else spec.checks.
+// checksOf returns the checks of part (see ChecksOf).
 func (p *planner) checksOf(part *partition) []convoyv1alpha1.RolloutCheck {
-	pol := p.policy(part.name)
+	return ChecksOf(p.in.HostedClusterPackage, part.name)
+}
+
+// ChecksOf returns the checks of the partition of h called partition: its policy's when not
+// empty, none when its policy says skipChecks, else spec.checks.
+func ChecksOf(h *convoyv1alpha1.HostedClusterPackage, partition string) []convoyv1alpha1.RolloutCheck {
+	var pol *convoyv1alpha1.PartitionPolicy
+	if spec := h.Spec.Partition; spec != nil {
+		for i := range spec.Policies {
+			if spec.Policies[i].Name == partition {
+				pol = &spec.Policies[i]
+			}
+		}
+	}
 	switch {
 	case pol != nil && pol.SkipChecks:
 		return nil
 	case pol != nil && len(pol.Checks) > 0:
 		return pol.Checks
 	}
-	return p.in.HostedClusterPackage.Spec.Checks
+	return h.Spec.Checks
 }
 
 // checksApply reports whether checks judge the update revision: it is not the completed current
