@@ -33,8 +33,8 @@ type PartitionForecast struct {
 type Wait struct {
 	// Type is Soak, Approval, Window or Check (the previous partition's checks).
 	Type string `json:"type"`
-	// Until is when the wait ends by itself (a soak's end, a window's opening); nil for an
-	// approval, which only a person gives.
+	// Until is when the wait ends by itself (a soak's end, the end of the previous partition's
+	// longest check, a window's opening); nil for an approval, which only a person gives.
 	Until *metav1.Time `json:"until,omitempty"`
 	// Command is what a person types to give the approval an Approval wait needs.
 	Command string `json:"command,omitempty"`
