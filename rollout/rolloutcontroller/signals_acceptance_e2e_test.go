@@ -203,7 +203,7 @@ func (sf *signalsFleet) expectCheckStops(g *WithT, commit, check string, texts .
 	g.Eventually(func(g Gomega) {
 		st := getHCPkg(g, sf.name).Status
 		g.Expect(onCommit(packagesOf(g, sf.name), commit)).To(ConsistOf(sf.e1, sf.e2))
-		g.Expect(partitionNamed(st, "early").Checks).To(ContainElement(And(HaveField("Name", check),
+		g.Expect(partitionChecks(g, st, "early")).To(ContainElement(And(HaveField("Name", check),
 			HaveField("State", convoyv1alpha1.CheckFailed), HaveField("Revision", st.UpdateRevision))))
 		g.Expect(st.Failures).To(ContainElement(And(HaveField("Check", check), HaveField("Partition", "early"),
 			HaveField("HostedCluster", ""), HaveField("Reason", convoyv1alpha1.CheckFailedReason))))
@@ -237,7 +237,7 @@ func (sf *signalsFleet) expectPassedEverywhere(g *WithT, commit, check string) {
 	sf.complete(g, commit)
 	st := getHCPkg(g, sf.name).Status
 	for _, p := range []string{"early", "normal", "late"} {
-		g.Expect(partitionNamed(st, p).Checks).To(ConsistOf(And(HaveField("Name", check),
+		g.Expect(partitionChecks(g, st, p)).To(ConsistOf(And(HaveField("Name", check),
 			HaveField("State", convoyv1alpha1.CheckPassed), HaveField("Revision", st.UpdateRevision))), p)
 	}
 }
@@ -301,7 +301,7 @@ func (sf *signalsFleet) testPrometheusDown(t *testing.T) {
 	held := func(g Gomega) {
 		st := getHCPkg(g, sf.name).Status
 		g.Expect(onCommit(packagesOf(g, sf.name), c6)).To(ConsistOf(sf.e1, sf.e2))
-		g.Expect(partitionNamed(st, "early").Checks).To(ConsistOf(And(HaveField("Name", prometheusDownCheck),
+		g.Expect(partitionChecks(g, st, "early")).To(ConsistOf(And(HaveField("Name", prometheusDownCheck),
 			HaveField("State", convoyv1alpha1.CheckInconclusive), HaveField("Passes", BeZero()))))
 		g.Expect(st.Gate).To(And(HaveField("Type", convoyv1alpha1.GateCheck), HaveField("Partition", "normal"),
 			HaveField("Message", ContainSubstring("check "+prometheusDownCheck+" is inconclusive"))))
