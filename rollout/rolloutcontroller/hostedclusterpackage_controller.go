@@ -37,9 +37,9 @@ const DefaultResyncInterval = 10 * time.Minute
 const cacheLagRecheck = time.Second
 
 // The HostedClusterPackage controller reads HostedClusters, GitSources, RolloutApprovals and its
-// revisions, and writes Packages, ControllerRevisions, its status and events. Sharding, it reads the shards
-// ConfigMap and the shard replicas' leases. Its checks read the Secrets their secretRef names, in
-// any namespace, one GET at a time (never listed nor cached).
+// revisions, and writes Packages, ControllerRevisions, its status and events. Sharding, it reads
+// the shards ConfigMap and the shard replicas' leases. Its checks read the Secrets their
+// secretRef names, in any namespace, one GET at a time (never listed nor cached).
 //
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages,verbs=get;list;watch
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/status,verbs=get;patch;update
@@ -128,9 +128,10 @@ type scope struct {
 	plan *rollout.Plan
 }
 
-// Reconcile runs the steps shards → source → revisions → input → checks → plan → reject → status → apply → history on a
-// HostedClusterPackage whose cache reflects the previous pass's writes; the deferred status
-// finalizer writes the summary conditions and patches only a change.
+// Reconcile runs the steps shards → source → revisions → input → checks → plan → reject →
+// status → apply → history on a HostedClusterPackage whose cache reflects the previous pass's
+// writes; the deferred status finalizer writes the summary conditions and patches only a
+// change.
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -159,8 +160,7 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 		res, retErr = fin.Finalize(ctx, r.summarize(ctx, s, retErr))
 	}()
 	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcileInput,
-		r.reconcileChecks, r.reconcilePlan,
-		r.reconcileReject, r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
+		r.reconcileChecks, r.reconcilePlan, r.reconcileReject, r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact
@@ -235,8 +235,9 @@ func (s *scope) shardFor(namespace, current string) string {
 	return s.sharding.shardFor(namespace, current)
 }
 
-// planInput is what the planner reads in s, with the results of the checks in status. The current revision is status.currentRevision,
-// which is the update revision itself once its rollout completed.
+// planInput is what the planner reads in s, with the results of the checks in status. The
+// current revision is status.currentRevision, which is the update revision itself once its
+// rollout completed.
 func planInput(s *scope, hcs []rollout.HostedCluster, foreign []rollout.ForeignPackage) rollout.Input {
 	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, ForeignPackages: foreign,
 		UpdateRevision: s.update, Now: s.now, CheckResults: rollout.CheckResultsOf(s.obj.Status.Partitions)}
