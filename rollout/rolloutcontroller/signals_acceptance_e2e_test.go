@@ -57,7 +57,8 @@ type signalsFleet struct {
 // HostedClusters in early, normal and late, maxUnavailable 2; each step starts where the one
 // before ended: a query check stops a bad commit in early, a fixed commit goes through, an
 // alerts check stops a bad commit in early, an alert already firing before a commit does not
-// block it, and a Prometheus that is down holds a commit as inconclusive.
+// block it, a Prometheus that is down holds a commit as inconclusive, and under a Rollback
+// policy a failed check rolls early back to the last completed commit.
 func TestSignalGatesEndToEnd(t *testing.T) {
 	env.Require(t)
 	start := time.Now()
@@ -86,6 +87,7 @@ func TestSignalGatesEndToEnd(t *testing.T) {
 		{"an alerts check stops a commit whose alert fires in early", sf.testAlertStops},
 		{"an alert firing before the commit does not block it", sf.testOldAlert},
 		{"a Prometheus that is down holds the commit as inconclusive", sf.testPrometheusDown},
+		{"a failed check under a Rollback policy rolls early back", sf.testRollback},
 	}
 	for _, step := range steps {
 		if !t.Run(step.name, step.run) {
@@ -311,6 +313,36 @@ func (sf *signalsFleet) testPrometheusDown(t *testing.T) {
 	sf.expectEvent(g, CheckInconclusiveReason, "Check "+prometheusDownCheck+" of partition early is inconclusive")
 	g.Consistently(held).WithTimeout(5*time.Second).Should(Succeed(), "an unreachable Prometheus never lets the commit pass")
 	g.Expect(testutil.ToFloat64(checkEvaluations.WithLabelValues(sf.name, prometheusDownCheck, "inconclusive"))).To(BeNumerically(">=", 3))
+}
+
+// testRollback pushes a commit raising the error ratio under a query check and a Rollback
+// policy: early takes it, the check fails, the revision is rejected and early's clusters go
+// back to the commit of testOldAlert, the last that completed; normal never starts.
+func (sf *signalsFleet) testRollback(t *testing.T) {
+	g := NewWithT(t)
+	current := getHCPkg(g, sf.name).Status.CurrentRevision
+	sf.editSpec(g, func(spec *convoyv1alpha1.HostedClusterPackageSpec) {
+		spec.Checks = []convoyv1alpha1.RolloutCheck{queryCheck(errorRatioCheck, sf.mon.PrometheusURL)}
+		spec.FailurePolicy.Action = convoyv1alpha1.FailureActionRollback
+	})
+	c7 := sf.commitFiles(addonPackage(7, "0.5"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(onCommit(packagesOf(g, sf.name), c7)).To(ContainElement(sf.e1))
+	}).Should(Succeed(), "early takes the commit")
+	var bad string
+	g.Eventually(func(g Gomega) {
+		st := getHCPkg(g, sf.name).Status
+		bad = st.UpdateRevision
+		g.Expect(bad).NotTo(Equal(current))
+		g.Expect(st.RejectedRevision).To(Equal(bad))
+		g.Expect(st.CurrentRevision).To(Equal(current))
+		g.Expect(st.Failures).To(ContainElement(HaveField("Check", errorRatioCheck)))
+		g.Expect(onCommit(packagesOf(g, sf.name), c7)).To(BeEmpty())
+		g.Expect(metaCondition(st.Conditions, convoyv1alpha1.StalledCondition)).To(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", convoyv1alpha1.RolloutRejectedReason)))
+	}).Should(Succeed(), "the failed check rejects the revision and early goes back")
+	sf.expectEvent(g, RevisionRejectedReason, "Check "+errorRatioCheck+" of partition early failed")
+	sf.expectRatios(g, []string{sf.e1, sf.e2, sf.n1, sf.n2, sf.l1, sf.l2}, 0.02)
 }
 
 // closedAddress returns host:port of a port of 127.0.0.1 that nothing listens on.
