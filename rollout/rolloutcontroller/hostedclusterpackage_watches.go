@@ -291,7 +291,9 @@ func availability(o client.Object) string {
 }
 
 // packageChanged passes Package creations, deletions, and updates of what the planner reads:
-// generation, deletion, annotations, status.revision and conditions. The request for a pass
+// generation, deletion, annotations, the convoy.dev/shard label (a shard set by hand is moved
+// back at once, not at the next pass something else starts), status.revision and conditions.
+// The request for a pass
 // (convoy.dev/requestedAt) is the Package controller's business: the planner hears of the
 // pass's outcome, if anything changed, from the status.
 func packageChanged() predicate.Predicate {
@@ -304,6 +306,7 @@ func packageChanged() predicate.Predicate {
 			}
 			return o.Generation != n.Generation ||
 				(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+				o.Labels[convoyv1alpha1.ShardLabel] != n.Labels[convoyv1alpha1.ShardLabel] ||
 				o.Status.Revision != n.Status.Revision ||
 				!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions) ||
 				!annotationsEqualButRequest(o.Annotations, n.Annotations)

@@ -3,6 +3,7 @@ package rolloutcontroller
 import (
 	"regexp"
 	"strings"
+	"testing"
 
 	"github.com/go-logr/logr"
 
@@ -94,4 +95,19 @@ func logLines(key, value string) []logLine {
 		}
 	}
 	return out
+}
+
+// logOnFailure prints, when t fails, the lines of the captured log that mention text: what the
+// controllers did about the objects of the test.
+func logOnFailure(t *testing.T, text string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, line := range strings.Split(controllerLog.String(), "\n") {
+			if strings.Contains(line, text) {
+				t.Log(line)
+			}
+		}
+	})
 }

@@ -82,6 +82,7 @@ func TestShardWithoutLiveReplicaIsNamed(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	name := "lease-" + fleet.NameSuffix()
+	logOnFailure(t, name)
 	setShards(t, g, map[string]string{ShardsKey: "z"})
 	addShardedClusters(t, g, name, 3)
 	ns := env.NewNamespace(t)

@@ -40,6 +40,12 @@ func TestPackageChangedIgnoresARequestForAPass(t *testing.T) {
 			p.Annotations["team"] = "a"
 		}},
 		{name: "a new revision", want: true, mutate: func(p *convoyv1alpha1.Package) { p.Status.Revision = "r2" }},
+		{name: "a shard set by hand", want: true, mutate: func(p *convoyv1alpha1.Package) {
+			p.Labels = map[string]string{convoyv1alpha1.ShardLabel: "y"}
+		}},
+		{name: "another label", want: false, mutate: func(p *convoyv1alpha1.Package) {
+			p.Labels = map[string]string{"team": "a"}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := packageChanged().Update(event.UpdateEvent{ObjectOld: settled(nil), ObjectNew: settled(tc.mutate)})
