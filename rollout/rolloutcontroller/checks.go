@@ -69,34 +69,40 @@ func (r *HostedClusterPackageReconciler) compiledChecksOf(obj *convoyv1alpha1.Ho
 		}
 	}
 	c := &compiledChecks{uid: obj.UID, generation: obj.Generation, byKey: map[string]*checks.Check{}}
-	if err := c.compile("spec.checks", obj.Spec.Checks); err != nil {
+	names, err := c.compile("spec.checks", obj.Spec.Checks)
+	if err != nil {
 		return nil, err
 	}
 	if obj.Spec.Partition != nil {
 		for i, pol := range obj.Spec.Partition.Policies {
-			if err := c.compile(fmt.Sprintf("spec.partition.policies[%d].checks", i), pol.Checks); err != nil {
+			more, err := c.compile(fmt.Sprintf("spec.partition.policies[%d].checks", i), pol.Checks)
+			if err != nil {
 				return nil, err
 			}
+			names = append(names, more...)
 		}
 	}
+	zeroCheckEvaluations(obj.Name, names)
 	r.compiled.Store(obj.Name, c)
 	return c, nil
 }
 
-// compile compiles the checks of the list at path.
-func (c *compiledChecks) compile(path string, list []convoyv1alpha1.RolloutCheck) error {
+// compile compiles the checks of the list at path and returns their names.
+func (c *compiledChecks) compile(path string, list []convoyv1alpha1.RolloutCheck) ([]string, error) {
+	names := make([]string, 0, len(list))
 	for i := range list {
+		names = append(names, list[i].Name)
 		key := checkKey(&list[i])
 		if c.byKey[key] != nil {
 			continue
 		}
 		compiled, err := checks.Compile(checkSpec(&list[i]))
 		if err != nil {
-			return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%s[%d] (check %s): %w", path, i, list[i].Name, err)
+			return nil, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%s[%d] (check %s): %w", path, i, list[i].Name, err)
 		}
 		c.byKey[key] = compiled
 	}
-	return nil
+	return names, nil
 }
 
 // checkKey identifies what a check evaluates: its kind's fields, without its name and limits.
