@@ -111,29 +111,17 @@ type alert struct {
 // fetch asks Alertmanager's /api/v2/alerts for the active, not silenced, not inhibited alerts
 // the filters select.
 func (a *alertsCheck) fetch(ctx context.Context, filters []string, creds *Credentials) ([]alert, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	q := url.Values{"filter": filters, "active": {"true"}, "silenced": {"false"}, "inhibited": {"false"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint(a.address, "/api/v2/alerts", q).String(), nil)
+	status, body, err := getJSON(ctx, endpoint(a.address, "/api/v2/alerts", q), creds, MaxAlertsBody)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := do(ctx, req, creds)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := readBounded(resp.Body, MaxAlertsBody, creds)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("answered HTTP %d: %s", resp.StatusCode, sample(body))
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("answered HTTP %d: %s", status, sample(body))
 	}
 	var alerts []alert
 	if err := json.Unmarshal(body, &alerts); err != nil {
-		return nil, fmt.Errorf("answered HTTP %d, not Alertmanager's API: %s", resp.StatusCode, sample(body))
+		return nil, fmt.Errorf("answered HTTP %d, not Alertmanager's API: %s", status, sample(body))
 	}
 	return alerts, nil
 }

@@ -112,6 +112,28 @@ func transportError(ctx context.Context, err error) error {
 	return err
 }
 
+// getJSON GETs u asking for JSON, within requestTimeout, and returns the answer's status and
+// its body, read up to max bytes.
+func getJSON(ctx context.Context, u *url.URL, creds *Credentials, max int64) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := do(ctx, req, creds)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := readBounded(resp.Body, max, creds)
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, body, nil
+}
+
 // readBounded reads at most max bytes of r, scrubbed of the credentials (so that a sample cut
 // in the middle of an echoed credential cannot show a part of it); more is an error.
 func readBounded(r io.Reader, max int64, creds *Credentials) ([]byte, error) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -81,26 +80,14 @@ func (p *prometheusCheck) evaluate(ctx context.Context, in Input) (Evaluation, e
 
 // run sends query to Prometheus's /api/v1/query and returns its vector or scalar.
 func (p *prometheusCheck) run(ctx context.Context, query string, creds *Credentials) ([]series, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	// Note: in seconds, as Prometheus reads a number; it refuses a fraction with a unit ("8.9s").
 	seconds := strconv.FormatFloat(queryTimeout(ctx).Seconds(), 'f', 3, 64)
 	q := url.Values{"query": {query}, "timeout": {seconds}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint(p.address, "/api/v1/query", q).String(), nil)
+	status, body, err := getJSON(ctx, endpoint(p.address, "/api/v1/query", q), creds, MaxPrometheusBody)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := do(ctx, req, creds)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := readBounded(resp.Body, MaxPrometheusBody, creds)
-	if err != nil {
-		return nil, err
-	}
-	return parseQueryAnswer(resp.StatusCode, body)
+	return parseQueryAnswer(status, body)
 }
 
 // queryTimeout is the time Prometheus is given to evaluate a query: nine tenths of what is
@@ -109,7 +96,7 @@ func (p *prometheusCheck) run(ctx context.Context, query string, creds *Credenti
 func queryTimeout(ctx context.Context) time.Duration {
 	left := requestTimeout
 	if deadline, ok := ctx.Deadline(); ok {
-		left = time.Until(deadline)
+		left = min(left, time.Until(deadline))
 	}
 	return max((left * 9 / 10).Truncate(time.Millisecond), time.Millisecond)
 }

@@ -79,7 +79,7 @@ func (m *Monitoring) SetRules(ctx context.Context, files map[string]string) erro
 	if resp.StatusCode != http.StatusOK {
 		// The answer only says the reload failed; the log says why.
 		return fmt.Errorf("reloading Prometheus: %s: %s; its last output:\n%s", resp.Status,
-			bytes.TrimSpace(body), m.prometheus.tail(3))
+			bytes.TrimSpace(body), m.prometheus.Tail(3))
 	}
 	return nil
 }

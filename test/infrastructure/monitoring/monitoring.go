@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convoy-gitops/convoy/test/infrastructure/process"
 	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
@@ -49,8 +50,8 @@ type Monitoring struct {
 
 	// mu serialises the changes of the target and rule files and Stop.
 	mu           sync.Mutex
-	prometheus   *process
-	alertmanager *process
+	prometheus   *process.Process
+	alertmanager *process.Process
 	stopped      bool
 }
 
@@ -67,7 +68,7 @@ func Start(ctx context.Context, opts Options) (*Monitoring, error) {
 		switch {
 		case err == nil:
 			return m, nil
-		case !errors.Is(err, errEarlyExit) || attempt == 3:
+		case !errors.Is(err, process.ErrExitedEarly) || attempt == 3:
 			return nil, err
 		}
 	}
@@ -120,7 +121,7 @@ func startOnce(ctx context.Context, opts Options) (_ *Monitoring, err error) {
 			_ = m.Stop()
 		}
 	}()
-	ports, err := freePorts(2)
+	ports, err := process.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +154,7 @@ func (m *Monitoring) prepareDir(alertmanagerPort int) error {
 
 func (m *Monitoring) startAlertmanager(ctx context.Context, port int) error {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p, err := startProcess(m.opts.BinaryDir, m.dir, alertmanagerBinary, []string{
+	p, err := process.Start(m.opts.BinaryDir, m.dir, alertmanagerBinary, []string{
 		"--config.file=" + filepath.Join(m.dir, alertmanagerConfigFile),
 		"--storage.path=" + filepath.Join(m.dir, "alertmanager-data"),
 		"--web.listen-address=" + addr,
@@ -169,7 +170,7 @@ func (m *Monitoring) startAlertmanager(ctx context.Context, port int) error {
 
 func (m *Monitoring) startPrometheus(ctx context.Context, port int) error {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p, err := startProcess(m.opts.BinaryDir, m.dir, prometheusBinary, []string{
+	p, err := process.Start(m.opts.BinaryDir, m.dir, prometheusBinary, []string{
 		"--config.file=" + filepath.Join(m.dir, prometheusConfigFile),
 		"--storage.tsdb.path=" + filepath.Join(m.dir, "prometheus-data"),
 		"--web.listen-address=" + addr,
@@ -189,7 +190,7 @@ func (m *Monitoring) startPrometheus(ctx context.Context, port int) error {
 }
 
 // waitReady polls baseURL's /-/ready until it answers 200, p exits or StartTimeout passes.
-func (m *Monitoring) waitReady(ctx context.Context, p *process, baseURL string) error {
+func (m *Monitoring) waitReady(ctx context.Context, p *process.Process, baseURL string) error {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.StartTimeout)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -199,10 +200,10 @@ func (m *Monitoring) waitReady(ctx context.Context, p *process, baseURL string) 
 			return nil
 		}
 		select {
-		case <-p.exited:
-			return p.exitError()
+		case <-p.Exited():
+			return p.ExitError()
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s; its last output:\n%s", p.name, m.opts.StartTimeout, p.tail(20))
+			return fmt.Errorf("%s not ready after %s; its last output:\n%s", p.Name, m.opts.StartTimeout, p.Tail(20))
 		case <-tick.C:
 		}
 	}
@@ -228,7 +229,7 @@ func (m *Monitoring) Dir() string { return m.dir }
 
 // PIDs returns the process IDs of Prometheus and Alertmanager.
 func (m *Monitoring) PIDs() []int {
-	return []int{m.prometheus.cmd.Process.Pid, m.alertmanager.cmd.Process.Pid}
+	return []int{m.prometheus.PID(), m.alertmanager.PID()}
 }
 
 // Stop ends both servers, first politely, and removes their folder. It may be called twice.
@@ -239,7 +240,7 @@ func (m *Monitoring) Stop() error {
 		return nil
 	}
 	m.stopped = true
-	m.prometheus.stop(m.opts.StopTimeout)
-	m.alertmanager.stop(m.opts.StopTimeout)
+	m.prometheus.Stop(m.opts.StopTimeout)
+	m.alertmanager.Stop(m.opts.StopTimeout)
 	return os.RemoveAll(m.dir)
 }

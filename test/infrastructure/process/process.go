@@ -1,4 +1,4 @@
-package monitoring
+package process
 
 import (
 	"bytes"
@@ -14,24 +14,27 @@ import (
 	"time"
 )
 
-// process is one running server binary, in a process group of its own, that the kernel kills
-// when the test process dies.
-type process struct {
-	name string
+// ErrExitedEarly marks a start that failed because the process exited, which a retry may fix
+// (another process took one of its ports).
+var ErrExitedEarly = errors.New("exited early")
+
+// Process is one running server binary.
+type Process struct {
+	// Name is the binary's name.
+	Name string
 	cmd  *exec.Cmd
 	log  string
 	// exited is closed when the process has exited.
 	exited chan struct{}
 }
 
-// startProcess starts binary name from binDir with args, its output going to <name>.log in dir.
+// Start starts binary name from binDir with args, its output going to <name>.log in dir.
 //
-// Note: upstream's Prometheus and Alertmanager are built unmodified, so they cannot ask for
-// their own death signal as kube-apiserver and etcd do (test/tools/internal/orphan); the child
-// gets it from SysProcAttr instead. The kernel sends it when the thread that forked the child
-// ends, not the process, so the goroutine that starts the child keeps its thread locked until
-// the child has exited.
-func startProcess(binDir, dir, name string, args []string) (*process, error) {
+// Note: the kernel sends the death signal (SIGKILL) when the thread that forked the child ends,
+// not the process, so the goroutine that starts the child keeps its thread locked until the
+// child has exited. Upstream's Prometheus and Alertmanager are built unmodified and cannot ask
+// for it themselves.
+func Start(binDir, dir, name string, args []string) (*Process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -40,7 +43,7 @@ func startProcess(binDir, dir, name string, args []string) (*process, error) {
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &process{name: name, cmd: cmd, log: logPath, exited: make(chan struct{})}
+	p := &Process{Name: name, cmd: cmd, log: logPath, exited: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		defer func() { _ = logFile.Close() }()
@@ -60,8 +63,15 @@ func startProcess(binDir, dir, name string, args []string) (*process, error) {
 	return p, nil
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after timeout, and waits for the exit.
-func (p *process) stop(timeout time.Duration) {
+// PID is the process's ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Stop sends SIGTERM to the process group, then SIGKILL after timeout, and waits for the exit.
+// A nil Process is already stopped.
+func (p *Process) Stop(timeout time.Duration) {
 	if p == nil {
 		return
 	}
@@ -74,13 +84,13 @@ func (p *process) stop(timeout time.Duration) {
 	}
 }
 
-// exitError describes an early exit with the end of the process's output.
-func (p *process) exitError() error {
-	return fmt.Errorf("%w: %s (%v); its last output:\n%s", errEarlyExit, p.name, p.cmd.ProcessState, p.tail(20))
+// ExitError describes an early exit (ErrExitedEarly) with the end of the process's output.
+func (p *Process) ExitError() error {
+	return fmt.Errorf("%s %w (%v); its last output:\n%s", p.Name, ErrExitedEarly, p.cmd.ProcessState, p.Tail(20))
 }
 
-// tail returns the last n lines the process wrote.
-func (p *process) tail(n int) string {
+// Tail returns the last n lines the process wrote.
+func (p *Process) Tail(n int) string {
 	raw, err := os.ReadFile(p.log)
 	if err != nil {
 		return err.Error()
@@ -92,12 +102,8 @@ func (p *process) tail(n int) string {
 	return strings.TrimSpace(string(bytes.Join(lines, []byte("\n"))))
 }
 
-// errEarlyExit marks a start that failed because a process exited, which a retry may fix
-// (another process took one of its ports).
-var errEarlyExit = errors.New("a monitoring server exited early")
-
-// freePorts returns n distinct ports that were free on 127.0.0.1 a moment ago.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct ports that were free on 127.0.0.1 a moment ago.
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var listeners []net.Listener
 	defer func() {
