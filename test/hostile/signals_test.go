@@ -47,14 +47,16 @@ const queryBound = 45 * time.Second
 // and late must never get it.
 type signalRun struct {
 	*run
-	mon          *monitoring.Monitoring
-	early, late  *fleet.HostedCluster
-	silent       *silentServer
-	httpFlood    *floodServer
-	promFlood    *floodServer
-	redirect     *countingServer
-	elsewhere    *countingServer
-	echo         *countingServer
+	mon         *monitoring.Monitoring
+	early, late *fleet.HostedCluster
+	silent      *silentServer
+	httpFlood   *floodServer
+	promFlood   *floodServer
+	redirect    *countingServer
+	elsewhere   *countingServer
+	echo        *countingServer
+	// refused is the address of the checks whose spec is refused: it must get no request.
+	refused      *countingServer
 	metricsURL   string
 	expensiveURL string
 }
@@ -90,6 +92,7 @@ func startSignals(t *testing.T, r *run) *signalRun {
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write([]byte("denied; you sent " + r.Header.Get("Authorization")))
 	})
+	s.refused = newCountingServer(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.metricsURL = "http://" + r.ctrl.MetricsAddress() + "/metrics"
 	return s
 }
@@ -169,12 +172,12 @@ func (s *signalRun) signalCorpus() []signalCase {
 				g.Expect(s.echo.authorized.Load()).To(BeNumerically(">=", 1), "the credentials go to the check's own address")
 			}},
 		{name: "rollout check: a URL that is a template (to leak a Secret into it)", withSecret: true,
-			check:  httpCheck(s.echo.URL+`/{{ .HostedClusterPackage }}`, 2),
+			check:  httpCheck(s.refused.URL+`/{{ .HostedClusterPackage }}`, 2),
 			reason: convoyv1alpha1.InvalidSpecReason, within: answerBound,
 			message: []string{"spec.checks[0] (check " + checkName + "): http.url must be an absolute http or https URL",
 				"is not a template; only queries and matchers are"}},
 		{name: "rollout check: a query template that reaches for a Secret", withSecret: true,
-			check:  promCheck(s.mon.PrometheusURL, `up{token="{{ .Secret.token }}"}`),
+			check:  promCheck(s.refused.URL, `up{token="{{ .Secret.token }}"}`),
 			reason: convoyv1alpha1.InvalidSpecReason, within: checkBound,
 			message: []string{"check " + checkName + " of partition early: prometheus.query", "Secret"}},
 	}
@@ -313,7 +316,7 @@ func (s *signalRun) expectRolloutStalled(g Gomega, sc signalCase, name string) a
 	}).WithTimeout(sc.within).WithPolling(100*time.Millisecond).Should(Succeed(), func() string {
 		return "the status: " + s.describeRollout(name)
 	})
-	g.Expect(s.echo.requests.Load()).To(BeZero(), "a request for a spec that is refused")
+	g.Expect(s.refused.requests.Load()).To(BeZero(), "a request for a spec that is refused")
 	return answer{reason: sc.reason, message: stalled.Message}
 }
 
