@@ -56,9 +56,8 @@ type signalRun struct {
 	elsewhere   *countingServer
 	echo        *countingServer
 	// refused is the address of the checks whose spec is refused: it must get no request.
-	refused      *countingServer
-	metricsURL   string
-	expensiveURL string
+	refused    *countingServer
+	metricsURL string
 }
 
 // startSignals starts what the signal cases share.
