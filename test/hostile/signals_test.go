@@ -3,7 +3,10 @@ package hostile
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +45,17 @@ const checkBound = 30 * time.Second
 // Prometheus query (10 s), after the first partition progressed.
 const queryBound = 45 * time.Second
 
+// prometheusMemoryLimit is the GOMEMLIMIT of the cases' Prometheus, which the expensive query
+// would otherwise grow by a GiB or more before it times out.
+const prometheusMemoryLimit = "256MiB"
+
+// expensiveQuery costs Prometheus far more than the 9 s convoy gives it (Prometheus answers
+// "query timed out") while its memory stays small: a day of one-second steps, for each hour of
+// a year. The label_replace keeps Prometheus from folding the constant subquery. Note:
+// count_over_time(vector(1)[10y:1s]) is not used: Prometheus v0.316.0 materializes its 315
+// million points (over 10 GiB) and goes on after its timeout and the client's disconnection.
+const expensiveQuery = `sum_over_time(count_over_time(label_replace(vector(time()), "a", "$1", "", "(.*)")[1d:1s])[1y:1h])`
+
 // signalRun is what the signal cases share: a real Prometheus, the hostile servers and two
 // HostedClusters, early and late; each case rolls a commit out to them under one hostile check
 // and late must never get it.
@@ -68,7 +82,7 @@ func startSignals(t *testing.T, r *run) *signalRun {
 	defer cancel()
 	s := &signalRun{run: r, silent: newSilentServer(t)}
 	var err error
-	s.mon, err = monitoring.Start(ctx, monitoring.Options{})
+	s.mon, err = monitoring.Start(ctx, monitoring.Options{PrometheusMemoryLimit: prometheusMemoryLimit})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = s.mon.Stop() })
 	hcs, err := env.AddHostedClusters(ctx,
@@ -127,7 +141,6 @@ func (s *signalRun) signalCorpus() []signalCase {
 		return convoyv1alpha1.RolloutCheck{IntervalSeconds: 1, Prometheus: &convoyv1alpha1.PrometheusCheck{
 			Address: address, Query: query, SuccessCondition: "size(values) == 0"}}
 	}
-	const expensive = `count_over_time(vector(1)[10y:1s])`
 	return []signalCase{
 		{name: "rollout check: an HTTP URL that accepts and never answers", check: httpCheck(s.silent.URL()+"/judge", 1),
 			state: convoyv1alpha1.CheckInconclusive, reason: convoyv1alpha1.CheckInconclusiveReason, within: checkBound,
@@ -161,9 +174,10 @@ func (s *signalRun) signalCorpus() []signalCase {
 		{name: "rollout check: a Prometheus address that is the controller's own `/metrics`", check: promCheck(s.metricsURL, "up"),
 			state: convoyv1alpha1.CheckInconclusive, reason: convoyv1alpha1.CheckInconclusiveReason, within: checkBound,
 			message: []string{"query `up` at " + s.metricsURL + ": answered HTTP 404, not Prometheus's API: 404 page not found"}},
-		{name: "rollout check: an expensive PromQL query", check: promCheck(s.mon.PrometheusURL, expensive),
+		{name: "rollout check: an expensive PromQL query", check: promCheck(s.mon.PrometheusURL, expensiveQuery),
 			state: convoyv1alpha1.CheckInconclusive, reason: convoyv1alpha1.CheckInconclusiveReason, within: queryBound,
-			message: []string{"query `" + expensive + "` at " + s.mon.PrometheusURL + ": "}},
+			message: []string{"query `" + expensiveQuery + "` at " + s.mon.PrometheusURL + ": "},
+			verify:  func(g Gomega, _ string, _ *convoyv1alpha1.CheckStatus) { s.expectPrometheusBounded(g) }},
 		{name: "rollout check: a server that echoes the check's credential", check: httpCheck(s.echo.URL, 2), withSecret: true,
 			state: convoyv1alpha1.CheckFailed, reason: convoyv1alpha1.CheckFailedReason, within: checkBound,
 			message: []string{"POST " + s.echo.URL + " answered 403 Forbidden: denied; you sent Bearer [redacted]"},
@@ -373,4 +387,32 @@ func (s *signalRun) expectLateNotOn(g Gomega, name, commit string) {
 	for _, p := range list.Items {
 		g.Expect(p.Spec.Revision).NotTo(Equal(commit), "late's Package moved past the gate")
 	}
+}
+
+// prometheusPeakBound is the most resident memory the cases' Prometheus may have used.
+const prometheusPeakBound = 1 << 30
+
+// expectPrometheusBounded checks that the expensive query did not grow Prometheus's memory
+// beyond prometheusPeakBound.
+func (s *signalRun) expectPrometheusBounded(g Gomega) {
+	for _, pid := range s.mon.PIDs() {
+		peak, err := peakRSSOf(pid)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(peak).To(BeNumerically("<", prometheusPeakBound), "the peak RSS of process %d of the monitoring", pid)
+	}
+}
+
+// peakRSSOf reads the VmHWM of a process, in bytes.
+func peakRSSOf(pid int) (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kib << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }

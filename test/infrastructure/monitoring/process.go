@@ -31,7 +31,7 @@ type process struct {
 // gets it from SysProcAttr instead. The kernel sends it when the thread that forked the child
 // ends, not the process, so the goroutine that starts the child keeps its thread locked until
 // the child has exited.
-func startProcess(binDir, dir, name string, args []string) (*process, error) {
+func startProcess(binDir, dir, name string, args, env []string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -39,6 +39,9 @@ func startProcess(binDir, dir, name string, args []string) (*process, error) {
 	}
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &process{name: name, cmd: cmd, log: logPath, exited: make(chan struct{})}
 	started := make(chan error, 1)
