@@ -2,8 +2,10 @@ package rollout
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -185,13 +187,22 @@ func (p *planner) checkFailure(part *partition) convoyv1alpha1.PackageFailure {
 func checkSubject(c *convoyv1alpha1.RolloutCheck) string {
 	switch {
 	case c.Prometheus != nil:
-		return fmt.Sprintf("query %q with condition %q", c.Prometheus.Query, c.Prometheus.SuccessCondition)
+		return fmt.Sprintf("query %s with condition %s", quote(c.Prometheus.Query), quote(c.Prometheus.SuccessCondition))
 	case c.Alerts != nil:
 		return fmt.Sprintf("alerts matching {%s}", strings.Join(c.Alerts.Matchers, ", "))
 	case c.HTTP != nil:
 		return "POST " + c.HTTP.URL
 	}
 	return "check"
+}
+
+// quote quotes text for a message between backquotes, which leave PromQL's and CEL's double
+// quotes readable; text that holds a backquote or a control character is quoted by %q.
+func quote(text string) string {
+	if strings.ContainsFunc(text, func(r rune) bool { return r == '`' || unicode.IsControl(r) }) {
+		return strconv.Quote(text)
+	}
+	return "`" + text + "`"
 }
 
 // checkStatuses returns the results of part's checks at the update revision, in spec order,

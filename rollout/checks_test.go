@@ -173,8 +173,8 @@ func TestFailedCheckInStatus(t *testing.T) {
 	plan.WriteStatus(&status)
 	g.Expect(status.Failures).To(Equal([]convoyv1alpha1.PackageFailure{{
 		Partition: "early", Check: "error-rate", Reason: convoyv1alpha1.CheckFailedReason,
-		Message: `Check error-rate of partition early failed (1 failed evaluations, failureLimit 0): query "` +
-			strings.ReplaceAll(errorRateQuery, `"`, `\"`) + `" with condition "values.all(v, v < 0.05)" saw "[0.3]": ` +
+		Message: `Check error-rate of partition early failed (1 failed evaluations, failureLimit 0): query ` + "`" +
+			errorRateQuery + "` with condition `values.all(v, v < 0.05)` saw " + `"[0.3]": ` +
 			"values.all(v, v < 0.05) is false",
 	}}))
 	g.Expect(status.Partitions[0].Checks[0].State).To(Equal(convoyv1alpha1.CheckFailed))

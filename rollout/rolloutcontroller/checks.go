@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +18,7 @@ import (
 	"github.com/convoy-gitops/convoy/rollout/checks"
 )
 
-// DefaultCheckConcurrency bounds the checks one pass evaluates in parallel.
+// DefaultCheckConcurrency bounds the checks of one HostedClusterPackage evaluated in parallel.
 const DefaultCheckConcurrency = 4
 
 // checkTimeout bounds an evaluation of a Prometheus or alerts check (an HTTP check has its
@@ -34,28 +33,39 @@ type compiledChecks struct {
 	byKey      map[string]*checks.Check
 }
 
-// reconcileChecks evaluates the checks due now and records their results in s.in, so that the
-// plan step plans with them: it compiles the spec's checks (once per generation; an error
-// stalls with InvalidSpec before any I/O), asks rollout.DueChecks which are due, reads the
-// Secrets they name, evaluates them (evaluateChecks) and records each with DueCheck.Record.
+// reconcileChecks records the evaluations of the due checks that finished in s.in, so that the
+// plan step plans with them, and starts the due checks not under way (startChecks): it compiles
+// the spec's checks (once per generation; an error stalls with InvalidSpec before any I/O) and
+// asks rollout.DueChecks which are due. An evaluation whose template does not render stalls
+// with InvalidSpec, naming the check and its partition.
 func (r *HostedClusterPackageReconciler) reconcileChecks(ctx context.Context, s *scope) error {
 	compiled, err := r.compiledChecksOf(s.obj)
 	if err != nil {
 		return err
 	}
 	due, err := rollout.DueChecks(s.in)
-	if err != nil || len(due) == 0 {
+	if err != nil {
 		return nil // Compute refuses the same spec, and says why
 	}
-	creds := r.readCheckSecrets(ctx, due)
-	evals, err := r.evaluateChecks(ctx, s, compiled, due, creds)
-	if err != nil {
-		return err
-	}
+	keys := make(map[checkRunKey]bool, len(due))
+	var idle []rollout.DueCheck
 	for i := range due {
-		s.in.SetCheckResult(due[i].Partition, due[i].Record(evals[i]))
-		checkEvaluations.WithLabelValues(s.obj.Name, due[i].Check.Name, outcomeValue(evals[i].Outcome)).Inc()
+		key := checkRunKeyOf(s.obj, &due[i])
+		keys[key] = true
+		run, ok := r.runs.take(key)
+		switch {
+		case !ok:
+			idle = append(idle, due[i])
+		case run.done && run.err != nil:
+			return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "check %s of partition %s: %w",
+				due[i].Check.Name, due[i].Partition, run.err)
+		case run.done:
+			s.in.SetCheckResult(due[i].Partition, due[i].Record(run.eval))
+			checkEvaluations.WithLabelValues(s.obj.Name, due[i].Check.Name, outcomeValue(run.eval.Outcome)).Inc()
+		}
 	}
+	r.runs.sweep(s.obj.Name, keys)
+	r.startChecks(ctx, s, compiled, idle)
 	return nil
 }
 
@@ -69,34 +79,40 @@ func (r *HostedClusterPackageReconciler) compiledChecksOf(obj *convoyv1alpha1.Ho
 		}
 	}
 	c := &compiledChecks{uid: obj.UID, generation: obj.Generation, byKey: map[string]*checks.Check{}}
-	if err := c.compile("spec.checks", obj.Spec.Checks); err != nil {
+	names, err := c.compile("spec.checks", obj.Spec.Checks)
+	if err != nil {
 		return nil, err
 	}
 	if obj.Spec.Partition != nil {
 		for i, pol := range obj.Spec.Partition.Policies {
-			if err := c.compile(fmt.Sprintf("spec.partition.policies[%d].checks", i), pol.Checks); err != nil {
+			more, err := c.compile(fmt.Sprintf("spec.partition.policies[%d].checks", i), pol.Checks)
+			if err != nil {
 				return nil, err
 			}
+			names = append(names, more...)
 		}
 	}
+	zeroCheckEvaluations(obj.Name, names)
 	r.compiled.Store(obj.Name, c)
 	return c, nil
 }
 
-// compile compiles the checks of the list at path.
-func (c *compiledChecks) compile(path string, list []convoyv1alpha1.RolloutCheck) error {
+// compile compiles the checks of the list at path and returns their names.
+func (c *compiledChecks) compile(path string, list []convoyv1alpha1.RolloutCheck) ([]string, error) {
+	names := make([]string, 0, len(list))
 	for i := range list {
+		names = append(names, list[i].Name)
 		key := checkKey(&list[i])
 		if c.byKey[key] != nil {
 			continue
 		}
 		compiled, err := checks.Compile(checkSpec(&list[i]))
 		if err != nil {
-			return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%s[%d] (check %s): %w", path, i, list[i].Name, err)
+			return nil, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%s[%d] (check %s): %w", path, i, list[i].Name, err)
 		}
 		c.byKey[key] = compiled
 	}
-	return nil
+	return names, nil
 }
 
 // checkKey identifies what a check evaluates: its kind's fields, without its name and limits.
@@ -187,31 +203,26 @@ func apiErrorReason(err error) string {
 	return err.Error()
 }
 
-// evaluateChecks evaluates the due checks, at most CheckConcurrency at a time, each within its
-// timeout and the pass's context, and returns their evaluations in the order of due. A
-// template that does not render stalls with InvalidSpec, naming the check and its partition.
-func (r *HostedClusterPackageReconciler) evaluateChecks(ctx context.Context, s *scope, compiled *compiledChecks,
-	due []rollout.DueCheck, creds map[types.NamespacedName]checkCredentials) ([]rollout.Evaluation, error) {
-	evals := make([]rollout.Evaluation, len(due))
-	errs := make([]error, len(due))
-	limit := make(chan struct{}, r.checkConcurrency())
-	var wg sync.WaitGroup
+// startChecks starts the evaluations of the due checks, as many as the HostedClusterPackage's
+// bound (CheckConcurrency) leaves room for beside those under way; the others start in a later
+// pass. Each runs within its timeout, and is stamped with the time of this pass.
+func (r *HostedClusterPackageReconciler) startChecks(ctx context.Context, s *scope, compiled *compiledChecks,
+	due []rollout.DueCheck) {
+	room := r.checkConcurrency() - r.runs.underWay(s.obj.Name)
+	if room <= 0 || len(due) == 0 {
+		return
+	}
+	due = due[:min(room, len(due))]
+	creds := r.readCheckSecrets(ctx, due)
+	ctx, now := context.WithoutCancel(ctx), s.now // the evaluation outlives the pass; its timeout bounds it
 	for i := range due {
-		wg.Go(func() {
-			limit <- struct{}{}
-			defer func() { <-limit }()
-			evals[i], errs[i] = evaluateCheck(ctx, compiled, &due[i], creds)
-			evals[i].At = s.now
+		d := &due[i]
+		r.runs.start(checkRunKeyOf(s.obj, d), func() (rollout.Evaluation, error) {
+			eval, err := evaluateCheck(ctx, compiled, d, creds)
+			eval.At = now
+			return eval, err
 		})
 	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "check %s of partition %s: %w",
-				due[i].Check.Name, due[i].Partition, err)
-		}
-	}
-	return evals, nil
 }
 
 // evaluateCheck evaluates d once: inconclusive without I/O when its Secret gave no
@@ -274,7 +285,8 @@ func (r *HostedClusterPackageReconciler) secretReader() client.Reader {
 	return r.Client
 }
 
-// checkConcurrency returns the bound of the checks evaluated in parallel.
+// checkConcurrency returns the bound of the checks of one HostedClusterPackage evaluated in
+// parallel.
 func (r *HostedClusterPackageReconciler) checkConcurrency() int {
 	if r.CheckConcurrency > 0 {
 		return r.CheckConcurrency

@@ -122,7 +122,7 @@ func TestOutcomesMapToThePlanners(t *testing.T) {
 
 // checkFailure is the planner's failure of check error-ratio in early.
 var checkFailure = convoyv1alpha1.PackageFailure{Partition: "early", Check: "error-ratio", Reason: convoyv1alpha1.CheckFailedReason,
-	Message: `Check error-ratio of partition early failed (1 failed evaluations, failureLimit 0): query "up" with condition "size(values) == 0" saw "0.5"`}
+	Message: `Check error-ratio of partition early failed (1 failed evaluations, failureLimit 0): query ` + "`up` with condition `size(values) == 0`" + ` saw "0.5"`}
 
 // TestRolloutProgressNamesAFailedCheck: a failed check stalls the rollout with the planner's
 // message, which names the check, what it asks and the value, not a HostedCluster.

@@ -20,11 +20,14 @@
 //     once per generation by rollout/checks; one that does not compile stalls with InvalidSpec
 //     naming the check, its field and the rule, before any I/O. rollout.DueChecks says which are
 //     due; the Secrets their secretRef names are read (one GET each, never cached; a missing
-//     Secret or key makes the evaluation inconclusive, naming the Secret, never a pass); the due
-//     checks are evaluated, at most CheckConcurrency at a time, each within its timeout (an
-//     HTTP check's timeoutSeconds, else 10s) under the pass's context, and each evaluation is
-//     recorded with DueCheck.Record into the input, and so into status.partitions[].checks. A
-//     template that does not render with the partition stalls with InvalidSpec.
+//     Secret or key makes the evaluation inconclusive, naming the Secret, never a pass). The
+//     pass never waits for an evaluation: it records those that finished, with DueCheck.Record,
+//     into the input, and so into status.partitions[].checks, and starts the due checks not
+//     under way in goroutines of their own (checkRuns), at most CheckConcurrency per
+//     HostedClusterPackage, each within its timeout (an HTTP check's timeoutSeconds, else
+//     10s); the planner wakes the HostedClusterPackage at least every second while its checks
+//     run. A slow or silent server so holds no reconcile worker. A template that does not
+//     render with the partition stalls with InvalidSpec.
 //  6. plan: rollout.Compute. A spec it refuses (an invalid selector, budget or window) stalls
 //     with InvalidSpec.
 //  7. reject: when the Plan says Reject, one patch sets rollout.RejectedAnnotation (the reason)

@@ -78,13 +78,15 @@ type HostedClusterPackageReconciler struct {
 	// Secrets reads the Secrets the checks' secretRef names; default Client. Setup gives the
 	// manager's API reader, so that Secrets are neither listed nor cached.
 	Secrets client.Reader
-	// CheckConcurrency bounds the checks one pass evaluates in parallel; default
-	// DefaultCheckConcurrency.
+	// CheckConcurrency bounds the checks of one HostedClusterPackage evaluated in parallel;
+	// default DefaultCheckConcurrency.
 	CheckConcurrency int
 
 	// compiled holds the compiled checks of each HostedClusterPackage's generation
 	// (*compiledChecks by name).
 	compiled sync.Map
+	// runs holds the checks' evaluations under way, and those finished and not yet recorded.
+	runs checkRuns
 	// sameDirs remembers the answers of sameDir, which never change for two commits.
 	sameDirs sameDirCache
 	// shards is the sharding in force when it comes from Sharding.ConfigMap.
@@ -365,4 +367,5 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.conflicts.Delete(name)
 	r.failures.Delete(name)
 	r.compiled.Delete(name)
+	r.runs.forget(name)
 }

@@ -167,6 +167,16 @@ func outcomeValue(o rollout.CheckOutcome) string {
 	return outcomeValues[rollout.CheckError]
 }
 
+// zeroCheckEvaluations puts the evaluation counters of each named check at 0 for every
+// outcome, so that rate() and the dashboard see a check from its compilation on.
+func zeroCheckEvaluations(name string, checkNames []string) {
+	for _, check := range checkNames {
+		for _, outcome := range outcomeValues {
+			checkEvaluations.WithLabelValues(name, check, outcome)
+		}
+	}
+}
+
 // recordGates sets the gate gauges of a status (every gate type, 0 or 1, and the partitions
 // awaiting approval), and counts a rollback when the status newly names a rejected revision.
 func recordGates(name string, before, st *convoyv1alpha1.HostedClusterPackageStatus) {
