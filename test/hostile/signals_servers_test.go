@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // floodSize is what a flooding check server offers: 1 GiB, streamed, never buffered.
@@ -21,6 +22,10 @@ type silentServer struct {
 	mu       sync.Mutex
 	conns    []net.Conn
 	accepted atomic.Int32
+	// closed counts the connections the client hung up, and longestHeld is the longest time
+	// one was held open before that.
+	closed      atomic.Int32
+	longestHeld atomic.Int64
 }
 
 // newSilentServer listens on a free port of 127.0.0.1 until the test ends.
@@ -47,7 +52,17 @@ func (s *silentServer) serve() {
 		s.mu.Lock()
 		s.conns = append(s.conns, conn)
 		s.mu.Unlock()
-		go func() { _, _ = io.Copy(io.Discard, conn) }()
+		go func() {
+			start := time.Now()
+			_, _ = io.Copy(io.Discard, conn) // until the client hangs up
+			s.closed.Add(1)
+			for held := int64(time.Since(start)); ; {
+				old := s.longestHeld.Load()
+				if held <= old || s.longestHeld.CompareAndSwap(old, held) {
+					break
+				}
+			}
+		}()
 	}
 }
 

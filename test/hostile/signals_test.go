@@ -41,6 +41,10 @@ const (
 // then one evaluation of a check that times out in a second or two.
 const checkBound = 30 * time.Second
 
+// silentSlack is how much longer than its timeout a check's connection to a server that never
+// answers may stay open: the time to notice the deadline and close, on a busy machine.
+const silentSlack = 3 * time.Second
+
 // queryBound is how fast an expensive query must be reported: the controller's deadline of a
 // Prometheus query (10 s), after the first partition progressed.
 const queryBound = 45 * time.Second
@@ -149,6 +153,9 @@ func (s *signalRun) signalCorpus() []signalCase {
 				g.Eventually(func(g Gomega) {
 					g.Expect(s.checkOf(g, rollout).Inconclusive).To(BeNumerically(">=", 2))
 				}).WithTimeout(10*time.Second).Should(Succeed(), "the check is evaluated again: the worker was freed")
+				g.Expect(s.silent.closed.Load()).To(BeNumerically(">=", 1), "the controller hung up")
+				g.Expect(time.Duration(s.silent.longestHeld.Load())).To(BeNumerically("<", time.Second+silentSlack),
+					"the evaluation ends at its timeoutSeconds (1)")
 			}},
 		{name: "rollout check: an HTTP URL that answers 1 GiB", check: httpCheck(s.httpFlood.URL, 2),
 			state: convoyv1alpha1.CheckFailed, reason: convoyv1alpha1.CheckFailedReason, within: checkBound,
