@@ -399,9 +399,13 @@ func (s *signalRun) expectLateNotOn(g Gomega, name, commit string) {
 // prometheusPeakBound is the most resident memory the cases' Prometheus may have used.
 const prometheusPeakBound = 1 << 30
 
-// expectPrometheusBounded checks that the expensive query did not grow Prometheus's memory
-// beyond prometheusPeakBound.
+// expectPrometheusBounded checks that Prometheus runs under prometheusMemoryLimit and that the
+// expensive query did not grow its memory beyond prometheusPeakBound.
 func (s *signalRun) expectPrometheusBounded(g Gomega) {
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", s.mon.PIDs()[0]))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.Split(string(environ), "\x00")).To(ContainElement("GOMEMLIMIT="+prometheusMemoryLimit),
+		"Prometheus runs under the memory limit")
 	for _, pid := range s.mon.PIDs() {
 		peak, err := peakRSSOf(pid)
 		g.Expect(err).NotTo(HaveOccurred())
