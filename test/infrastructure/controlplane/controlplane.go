@@ -124,7 +124,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, clientURL string, peerPor
 		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=default=" + peerURL, "--unsafe-no-fsync=true",
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string, port
 
 // runAPIServer starts kube-apiserver with cp.apiServerArgs and waits until it is ready.
 func (cp *ControlPlane) runAPIServer(ctx context.Context) error {
-	p, err := process.Start(cp.opts.BinaryDir, cp.dir, "kube-apiserver", cp.apiServerArgs)
+	p, err := process.Start(cp.opts.BinaryDir, cp.dir, "kube-apiserver", cp.apiServerArgs, nil)
 	if err != nil {
 		return err
 	}

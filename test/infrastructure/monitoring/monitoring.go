@@ -34,6 +34,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// StopTimeout bounds a polite stop before the servers are killed; default 10s.
 	StopTimeout time.Duration
+	// PrometheusMemoryLimit, when set, is Prometheus's GOMEMLIMIT (e.g. "256MiB"): a test that
+	// sends expensive queries keeps Prometheus's heap near it rather than growing it for ever.
+	PrometheusMemoryLimit string
 }
 
 // Monitoring is a running Prometheus and Alertmanager.
@@ -160,7 +163,7 @@ func (m *Monitoring) startAlertmanager(ctx context.Context, port int) error {
 		"--web.listen-address=" + addr,
 		// No gossip: a single Alertmanager, and no third port to find.
 		"--cluster.listen-address=",
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -181,12 +184,20 @@ func (m *Monitoring) startPrometheus(ctx context.Context, port int) error {
 		"--scrape.discovery-reload-interval=100ms",
 		// The Alertmanager sees a resolved or refreshed alert within an interval.
 		"--rules.alert.resend-delay=" + m.opts.Interval.String(),
-	})
+	}, m.prometheusEnv())
 	if err != nil {
 		return err
 	}
 	m.prometheus, m.PrometheusURL = p, "http://"+addr
 	return m.waitReady(ctx, p, m.PrometheusURL)
+}
+
+// prometheusEnv returns what Prometheus's environment gets besides the test's: its GOMEMLIMIT.
+func (m *Monitoring) prometheusEnv() []string {
+	if m.opts.PrometheusMemoryLimit == "" {
+		return nil
+	}
+	return []string{"GOMEMLIMIT=" + m.opts.PrometheusMemoryLimit}
 }
 
 // waitReady polls baseURL's /-/ready until it answers 200, p exits or StartTimeout passes.

@@ -28,13 +28,14 @@ type Process struct {
 	exited chan struct{}
 }
 
-// Start starts binary name from binDir with args, its output going to <name>.log in dir.
+// Start starts binary name from binDir with args, and env added to the test's environment, its
+// output going to <name>.log in dir.
 //
 // Note: the kernel sends the death signal (SIGKILL) when the thread that forked the child ends,
 // not the process, so the goroutine that starts the child keeps its thread locked until the
 // child has exited. Upstream's Prometheus and Alertmanager are built unmodified and cannot ask
 // for it themselves.
-func Start(binDir, dir, name string, args []string) (*Process, error) {
+func Start(binDir, dir, name string, args, env []string) (*Process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -42,6 +43,9 @@ func Start(binDir, dir, name string, args []string) (*Process, error) {
 	}
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &Process{Name: name, cmd: cmd, log: logPath, exited: make(chan struct{})}
 	started := make(chan error, 1)
