@@ -95,6 +95,7 @@ func TestDashboardInBrowserFollowsARolloutAndAFailure(t *testing.T) {
 	moves := followRollout(page, g, commit, shots)
 	g.Expect(first.commit).NotTo(Equal(commit))
 	assertPartitionOrder(g, moves)
+	waitForCompletion(ctx, g, bf) // the last partition's check passes after its cells progressed
 
 	bad, err := bf.repo.Commit("main", "extra-component: add a component that never starts",
 		map[string]string{"extra-component/management/broken.yaml": brokenRelease})
@@ -397,6 +398,18 @@ func followRollout(page context.Context, g Gomega, commit, shots string) []grid 
 		return gr.all(devdemo.Partitions, "progressed")
 	})
 	return moves
+}
+
+// waitForCompletion waits until the rollout of bf's HostedClusterPackage has completed: its
+// current revision is its update revision.
+func waitForCompletion(ctx context.Context, g Gomega, bf *browserFleet) {
+	g.Eventually(func() bool {
+		hcp := &convoyv1alpha1.HostedClusterPackage{}
+		if err := bf.fleet.Client.Get(ctx, client.ObjectKey{Name: bf.hcpkg}, hcp); err != nil {
+			return false
+		}
+		return hcp.Status.UpdateRevision != "" && hcp.Status.CurrentRevision == hcp.Status.UpdateRevision
+	}, time.Minute, 200*time.Millisecond).Should(BeTrue(), "the rollout completes")
 }
 
 // assertPartitionOrder checks, over the grids seen, that a partition's cells left "waiting" only
