@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -98,4 +99,19 @@ func TestRenderForAGivenEnvironment(t *testing.T) {
 	g.Expect(os.WriteFile(envFile, []byte("kubernets: {}\n"), 0o600)).To(Succeed())
 	_, _, err = runCLI("render", filepath.Join(pkoCorpus, "valid/conditional"), "--environment", envFile)
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown field "kubernets"`)))
+}
+
+func TestValidateReportsEachDistinctProblemOnce(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	manifest := "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: twice}\n" +
+		"spec:\n  scopes: [Cluster]\n  phases: [{name: deploy}]\n" +
+		"test:\n  template:\n  - name: one\n    context: {}\n  - name: two\n    context: {}\n"
+	g.Expect(os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(manifest), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), 0o644)).To(Succeed())
+
+	out, _, err := runCLI("validate", dir)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(strings.Count(out, "missing-phase")).To(Equal(1), out)
+	g.Expect(out).NotTo(ContainSubstring("scope"), "the scope is no validation error")
 }
