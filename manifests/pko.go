@@ -20,10 +20,11 @@ const (
 // pkoManifest is what convoy reads of a Package Operator manifest beyond convoy's own fields.
 type pkoManifest struct {
 	Spec struct {
-		Scopes     []string   `json:"scopes"`
-		Images     []pkoImage `json:"images"`
-		Components *struct{}  `json:"components"`
-		Filter     pkoFilter  `json:"filter"`
+		Scopes      []string    `json:"scopes"`
+		Images      []pkoImage  `json:"images"`
+		Components  *struct{}   `json:"components"`
+		Filter      pkoFilter   `json:"filter"`
+		Constraints Constraints `json:"constraints"`
 	} `json:"spec"`
 	Test struct {
 		Template    []TestCase `json:"template"`
@@ -74,6 +75,7 @@ func (m *manifest) decodePKO(j []byte, errs *errorList) {
 	m.testCases = pm.Test.Template
 	m.components = pm.Spec.Components != nil
 	m.filter = pm.Spec.Filter
+	m.constraints = pm.Spec.Constraints
 	if pm.Test.Kubeconform != nil {
 		errs.warn(m.file, m.lines.line("test.kubeconform"), RuleUnsupported,
 			"test.kubeconform (Package Operator's schema check against downloaded schemas) is not run by convoy: ignored")
@@ -92,6 +94,7 @@ func (m *manifest) decodePKO(j []byte, errs *errorList) {
 		seen[img.Name] = true
 	}
 	m.checkScopes(errs)
+	m.checkConstraints(errs)
 	m.checkTestCaseNames(errs)
 }
 
