@@ -23,8 +23,8 @@ import (
 
 // clusterPackageFiles returns a Cluster-scoped Package Operator package, as managed OpenShift
 // operators ship theirs: a CRD, a Namespace, RBAC and a Deployment whose Progressing
-// condition the Package reports, installable only on OpenShift 4.14 or later, and a ConfigMap
-// that the next version drops.
+// condition the Package reports, installable only on OpenShift 4.14 or later (and once per
+// cluster, which convoy warns it does not check), and a ConfigMap that the next version drops.
 func clusterPackageFiles() map[string]string {
 	return map[string]string{
 		"pkg/manifest.yaml": `apiVersion: manifests.package-operator.run/v1alpha1
@@ -35,6 +35,7 @@ spec:
   phases: [{name: crds}, {name: namespace}, {name: rbac}, {name: deploy}]
   constraints:
   - platformVersion: {name: OpenShift, range: ">=4.14"}
+  - uniqueInScope: {}
   availabilityProbes:
   - selector: {kind: {group: apps, kind: Deployment}}
     probes:
@@ -249,6 +250,7 @@ func expectInstalled(g *WithT, f *rolloutFleet, commit string, clusters ...strin
 		pkg := packagesOf(g, f.name)[name]
 		g.Expect(pkg.Status.Conditions).To(haveCondition("e2e.convoy.dev/Progressing", metav1.ConditionTrue,
 			"NewReplicaSetAvailable", "ReplicaSet has successfully progressed."))
+		g.Expect(pkg.Status.Warnings).To(ConsistOf(ContainSubstring("uniqueInScope")), "warnings reach the Package's status")
 		for _, ph := range pkg.Status.Phases {
 			g.Expect(ph.Class).To(Equal(convoyv1alpha1.ClassHostedCluster), "every phase of a ClusterPackage lands in the hosted cluster")
 		}
