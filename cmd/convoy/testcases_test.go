@@ -115,3 +115,31 @@ func TestValidateReportsEachDistinctProblemOnce(t *testing.T) {
 	g.Expect(strings.Count(out, "missing-phase")).To(Equal(1), out)
 	g.Expect(out).NotTo(ContainSubstring("scope"), "the scope is no validation error")
 }
+
+func TestRenderAPackageWithTheClusterScope(t *testing.T) {
+	g := NewWithT(t)
+	stub := "../../manifests/testdata/pko-public/test-stub"
+	out, _, err := runCLI("render", stub, "--package-name", "stub", "--scope", "Cluster", "--config", writeConfig(t, "testStubImage: quay.io/stub:v1"))
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("kind: Namespace"))
+	g.Expect(out).To(ContainSubstring("namespace: stub"))
+
+	out, _, err = runCLI("render", stub, "--package-name", "stub", "--config", writeConfig(t, "testStubImage: quay.io/stub:v1"))
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).NotTo(ContainSubstring("kind: Namespace"), "Namespaced by default")
+
+	_, _, err = runCLI("render", "../../manifests/testdata/pko-public/managed-upgrade-operator", "--scope", "Namespaced")
+	g.Expect(err).To(HaveOccurred())
+	_, _, err = runCLI("render", stub, "--scope", "Everywhere")
+	g.Expect(err).To(MatchError(ContainSubstring(`--scope "Everywhere"`)))
+}
+
+// writeConfig writes a --config file.
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
