@@ -231,7 +231,7 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 	rendered, err := r.render(ctx, s, data)
 	if err != nil {
 		s.status.LastAttemptedRevision = s.desiredID
-		return renderError(err)
+		return packageRenderError(err)
 	}
 	s.status.Warnings = statusWarnings(rendered.Warnings)
 	if err := checkConstraints(rendered, data.Environment); err != nil {

@@ -229,3 +229,14 @@ func currentConditions(live *unstructured.Unstructured) []metav1.Condition {
 	}
 	return out
 }
+
+// packageRenderError classifies a Package's render failure as renderError does, but a scope
+// the package does not support stalls with ScopeUnsupported: it is the Package's choice, not
+// the package's content, that is wrong.
+func packageRenderError(err error) error {
+	var invalid manifests.Errors
+	if errors.As(err, &invalid) && len(invalid) == 1 && invalid[0].Rule == manifests.RuleScope {
+		return pass.Stallf(convoyv1alpha1.ScopeUnsupportedReason, "%w", err)
+	}
+	return renderError(err)
+}
