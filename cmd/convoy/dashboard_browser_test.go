@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,6 +154,7 @@ func checkMonitoringMetrics(g Gomega, addr string) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(m.MissingMetrics(string(body))).To(BeEmpty())
 	g.Expect(string(body)).To(ContainSubstring(`convoy_resource_condition{kind="HostedClusterPackage",name="extra-component",namespace="",reason=`))
+	g.Expect(string(body)).To(MatchRegexp(`convoy_rollout_check_evaluations_total\{check="smoke",hostedclusterpackage="extra-component",outcome="pass"\} [1-9]`))
 }
 
 // requireChromium returns the browser to drive, failing (never skipping) with how to install it.
@@ -220,7 +222,9 @@ func startBrowserFleet(ctx context.Context, t *testing.T) *browserFleet {
 
 	bf := &browserFleet{fleet: f, repo: repo}
 	g.Expect(f.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "convoy-system"}})).To(Succeed())
-	objs := readExamples(g, root, srv.FileURL("addons"))
+	smoke := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(smoke.Close)
+	objs := readExamples(g, root, srv.FileURL("addons"), smoke.URL)
 	bf.hcpkg = objs[len(objs)-1].GetName()
 	for _, obj := range objs {
 		//nolint:staticcheck // Patch with client.Apply takes unstructured objects as they come.
@@ -232,8 +236,9 @@ func startBrowserFleet(ctx context.Context, t *testing.T) *browserFleet {
 }
 
 // readExamples reads the example GitSource (pointed at url) and HostedClusterPackage (with a
-// progress deadline of 20s, so that the bad commit fails quickly).
-func readExamples(g Gomega, root, url string) []*unstructured.Unstructured {
+// progress deadline of 20s, so that the bad commit fails quickly, and an HTTP check of each
+// partition against checkURL, so that the checks' metrics are on /metrics).
+func readExamples(g Gomega, root, url, checkURL string) []*unstructured.Unstructured {
 	var objs []*unstructured.Unstructured
 	for _, name := range []string{"gitsource.yaml", "hostedclusterpackage.yaml"} {
 		path := filepath.Join(root, "examples", name)
@@ -245,6 +250,8 @@ func readExamples(g Gomega, root, url string) []*unstructured.Unstructured {
 	}
 	g.Expect(unstructured.SetNestedField(objs[0].Object, url, "spec", "url")).To(Succeed())
 	g.Expect(unstructured.SetNestedField(objs[1].Object, int64(20), "spec", "strategy", "rollingUpgrade", "progressDeadlineSeconds")).To(Succeed())
+	g.Expect(unstructured.SetNestedSlice(objs[1].Object, []any{map[string]any{"name": "smoke", "intervalSeconds": int64(1),
+		"http": map[string]any{"url": checkURL}}}, "spec", "checks")).To(Succeed())
 	return objs
 }
 
