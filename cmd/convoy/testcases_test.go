@@ -143,3 +143,19 @@ func writeConfig(t *testing.T, yaml string) string {
 	}
 	return p
 }
+
+// TestValidateGivesPackageOperatorsVerdictOnPublishedPackages runs convoy validate on the
+// corpus of real packages projects publish: Package Operator finds each valid, and the
+// committed fixtures of their test cases match.
+func TestValidateGivesPackageOperatorsVerdictOnPublishedPackages(t *testing.T) {
+	g := NewWithT(t)
+	dirs, err := filepath.Glob("../../manifests/testdata/pko-public/*")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(dirs)).To(BeNumerically(">=", 4))
+	out, _, err := runCLI(append([]string{"validate"}, dirs...)...)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(`managed-upgrade-operator: test case "config-with-proxy" matches`))
+	g.Expect(out).To(ContainSubstring(`ocm-agent-operator: test case "config-with-proxy" matches`))
+	g.Expect(out).To(ContainSubstring(`test-stub: test case "cluster-scope" matches`))
+	g.Expect(out).To(ContainSubstring("ok ../../manifests/testdata/pko-public/osd-metrics-exporter"))
+}
