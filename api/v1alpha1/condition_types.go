@@ -135,6 +135,14 @@ const (
 	// insecure-skip-tls-verify) without the controller flag that allows it.
 	KubeconfigRefusedReason = "KubeconfigRefused"
 
+	// ConstraintsNotMetReason: the package's spec.constraints do not hold in the environment of
+	// the cluster it would be installed in; nothing is applied there.
+	ConstraintsNotMetReason = "ConstraintsNotMet"
+
+	// ScopeUnsupportedReason: the Package asks for a scope its package does not declare in
+	// spec.scopes.
+	ScopeUnsupportedReason = "ScopeUnsupported"
+
 	// CrossNamespaceRefRefusedReason: the Package names a GitSource of another namespace that
 	// does not grant access to the Package's namespace.
 	CrossNamespaceRefRefusedReason = "CrossNamespaceRefRefused"
