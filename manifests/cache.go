@@ -136,7 +136,7 @@ func newCacheKeys(key Key, data TemplateData) (*cacheKeys, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := key.Source + "\x00" + key.Commit + "\x00" + key.Dir + "\x00" + data.Component + "\x00"
+	dir := key.Source + "\x00" + key.Commit + "\x00" + key.Dir + "\x00" + data.Component + "\x00" + data.Scope + "\x00"
 	return &cacheKeys{templated: dir + "templated", byConfig: dir + "config\x00" + configHash, dir: dir, data: data}, nil
 }
 

@@ -101,6 +101,9 @@ type PackageInfo struct {
 	TestCases []TestCase
 	// Components are the names of its components when it enables spec.components.
 	Components []string
+	// Scope is the scope the package is installed with when its Package asks for none:
+	// Namespaced when it supports it, else Cluster.
+	Scope string
 }
 
 // Inspect reads the manifest of the package at dir of fsys, or of its component when component
@@ -119,7 +122,7 @@ func Inspect(fsys fs.FS, dir, component string) (PackageInfo, error) {
 	if m == nil {
 		return PackageInfo{}, errs.err()
 	}
-	info := PackageInfo{PKO: m.pko, TestCases: m.testCases}
+	info := PackageInfo{PKO: m.pko, TestCases: m.testCases, Scope: m.resolveScope("", errs)}
 	if m.components && component == "" {
 		info.Components = componentNames(pf)
 	}

@@ -35,6 +35,8 @@ type object struct {
 	// the line of its first line in file; doc is nil when the object was not read from a file.
 	doc     []byte
 	docLine int
+	// conditionMap is the object's Package Operator condition-map, read by assignPhases.
+	conditionMap []ConditionMapping
 }
 
 // splitDocuments splits a multi-document YAML stream at "---" (and "...") lines.

@@ -29,7 +29,10 @@
 //
 // Package Operator packages are read as Package Operator reads them: its template context
 // (.package.metadata, .config, .images resolved through manifest.lock.yaml, .environment), its
-// spec.scopes, multi-component packages (TemplateData.Component selects components/NAME/),
+// spec.scopes (a Cluster-scoped render, TemplateData.Scope, is a ClusterPackage's: every phase
+// in the hosted cluster, no package namespace), spec.constraints (Constraints.Check, against the
+// environment the caller knows), the condition-map annotation (Phase.ConditionMaps),
+// multi-component packages (TemplateData.Component selects components/NAME/),
 // conditional objects (spec.filter and the package-operator.run/condition annotation,
 // evaluated with cost-limited CEL) and repeated keys (a warning). Its test.template cases are
 // rendered by LoadTestCase and compared with their .test-fixtures by CompareFixtures; LoadStatic

@@ -20,6 +20,8 @@ const (
 	RuleInvalidManifest Rule = "invalid-manifest"
 	// RuleUnsupported: the package uses a Package Operator feature convoy does not support.
 	RuleUnsupported Rule = "unsupported"
+	// RuleScope: the package is installed with a scope its spec.scopes does not list.
+	RuleScope Rule = "scope"
 	// RuleInvalidYAML: a file is not valid YAML, or a document is not an object.
 	RuleInvalidYAML Rule = "invalid-yaml"
 	// RuleMissingField: an object lacks apiVersion, kind or metadata.name.

@@ -15,7 +15,7 @@ import (
 const pkoConditionAnnotation = "package-operator.run/condition"
 
 // pkoConditionMapAnnotation is Package Operator's mapping of an object's conditions onto its
-// Package's, which convoy does not evaluate.
+// Package's (see parseConditionMap).
 const pkoConditionMapAnnotation = "package-operator.run/condition-map"
 
 // conditionNameRE is what a spec.filter.conditions name must look like (a CEL identifier).

@@ -36,6 +36,9 @@ type TemplateData struct {
 	// Charts fetches the charts a package pulls from a Helm repository; nil refuses such
 	// packages. A pulled chart is pinned by digest, so the fetcher is not part of the data.
 	Charts ChartFetcher `json:"-"`
+	// Scope is the Package Operator scope asked for (Namespaced or Cluster); empty picks
+	// Namespaced when the package supports it, else Cluster. See Rendered.Scope.
+	Scope string `json:"scope,omitempty"`
 
 	// packageImage is .package.image, set by a test case.
 	packageImage string
@@ -92,6 +95,12 @@ type Rendered struct {
 	// Warnings are problems that did not fail the load (a repeated key in a Package Operator
 	// package).
 	Warnings Errors
+	// Scope is the scope the package was rendered with: with Cluster, every phase has the
+	// hosted-cluster class.
+	Scope string
+	// Constraints are the package's spec.constraints, which the cluster it is installed in
+	// must meet (Constraints.Check).
+	Constraints Constraints
 
 	// size is the size of the files read and the templates' output, what a Cache counts.
 	size int64
@@ -109,6 +118,10 @@ type Phase struct {
 	// Objects of the phase, without the phase annotation, in file order (or kustomize's
 	// output order).
 	Objects []*unstructured.Unstructured
+	// ConditionMaps holds, by index in Objects, the conditions of the object that are mapped
+	// onto the Package's (Package Operator's condition-map annotation, removed from the
+	// object); nil when none is.
+	ConditionMaps map[int][]ConditionMapping
 	// Digests holds ObjectDigest of each object, in the order of Objects: computed once per
 	// render, so that whoever compares states (the engine's ledger, every pass of every
 	// Package sharing the render) does not encode the objects again.
@@ -149,14 +162,15 @@ func (r *Rendered) digestPhases() {
 // DeepCopy copies the phases and the config; the compiled probes are immutable and shared.
 // The copy has no Digests, nor ProbesDigest: it is made to be changed.
 func (r *Rendered) DeepCopy() *Rendered {
-	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config), Warnings: r.Warnings, size: r.size, files: r.files}
+	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config), Warnings: r.Warnings, size: r.size, files: r.files,
+		Scope: r.Scope, Constraints: r.Constraints}
 	out.Phases = make([]Phase, len(r.Phases))
 	for i, ph := range r.Phases {
 		objs := make([]*unstructured.Unstructured, len(ph.Objects))
 		for j, o := range ph.Objects {
 			objs[j] = o.DeepCopy()
 		}
-		out.Phases[i] = Phase{Name: ph.Name, Class: ph.Class, Objects: objs}
+		out.Phases[i] = Phase{Name: ph.Name, Class: ph.Class, Objects: objs, ConditionMaps: ph.ConditionMaps}
 	}
 	return out
 }
@@ -258,6 +272,8 @@ func loadPackage(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Re
 		chart.dropChartFiles(pf)
 		templated = true
 	}
+	scope := m.resolveScope(data.Scope, errs)
+	data = forScope(data, scope, m.pko)
 	configOK := !data.staticOnly && applyConfig(m, config, errs)
 	var (
 		objs     []*object
@@ -294,7 +310,9 @@ func loadPackage(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Re
 	if err := errs.err(); err != nil {
 		return nil, templated, err
 	}
-	r := &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config, Warnings: errs.warnings, size: int64(pf.size)}
+	placeForScope(phases, scope)
+	r := &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config, Warnings: errs.warnings, size: int64(pf.size),
+		Scope: scope, Constraints: m.constraints}
 	if data.testCase {
 		r.files = fileTexts(pf, rendered, objs, dropped)
 	}

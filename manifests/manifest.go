@@ -39,7 +39,9 @@ type manifest struct {
 	components bool
 	// filter is Package Operator's spec.filter.
 	filter pkoFilter
-	spec   convoyv1alpha1.PackageManifestSpec
+	// constraints are Package Operator's spec.constraints.
+	constraints Constraints
+	spec        convoyv1alpha1.PackageManifestSpec
 	// phases maps a phase name to its index in spec.phases.
 	phases map[string]int
 	probes []probe.Rule
@@ -112,7 +114,7 @@ func (m *manifest) decode(j []byte, spec map[string]any, errs *errorList) bool {
 
 // pkoIgnoredFields are Package Operator manifest features that do not change what is applied
 // and that convoy does not evaluate; a manifest using them gets a warning.
-var pkoIgnoredFields = []string{"constraints", "repositories"}
+var pkoIgnoredFields = []string{"repositories"}
 
 // checkPKOFields refuses Package Operator features convoy does not implement, and warns about
 // those it ignores.

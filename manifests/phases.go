@@ -61,7 +61,14 @@ func (ps *phaseSet) add(o *object, key objectKey, phase string, errs *errorList)
 		return
 	}
 	i := ps.index[phase]
-	ps.phases[i].Objects = append(ps.phases[i].Objects, o.u)
+	ph := &ps.phases[i]
+	if len(o.conditionMap) > 0 {
+		if ph.ConditionMaps == nil {
+			ph.ConditionMaps = map[int][]ConditionMapping{}
+		}
+		ph.ConditionMaps[len(ph.Objects)] = o.conditionMap
+	}
+	ph.Objects = append(ph.Objects, o.u)
 }
 
 // checkIdentity checks apiVersion, kind and metadata.name and returns the object's key.
@@ -107,9 +114,8 @@ func assignPhases(m *manifest, objs []*object, errs *errorList) []Phase {
 		if !ok || !checkMetadata(o, errs) {
 			continue
 		}
-		if _, ok := o.u.GetAnnotations()[pkoConditionMapAnnotation]; ok && m.pko {
-			errs.warn(o.file, o.line, RuleUnsupported, "%s: annotation %s (Package Operator's condition mapping) is not evaluated by convoy: ignored",
-				describe(o.u), pkoConditionMapAnnotation)
+		if m.pko {
+			o.conditionMap = parseConditionMap(o, errs)
 		}
 		if phase, ok := objectPhase(m, o, errs); ok {
 			ps.add(o, key, phase, errs)

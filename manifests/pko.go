@@ -20,10 +20,11 @@ const (
 // pkoManifest is what convoy reads of a Package Operator manifest beyond convoy's own fields.
 type pkoManifest struct {
 	Spec struct {
-		Scopes     []string   `json:"scopes"`
-		Images     []pkoImage `json:"images"`
-		Components *struct{}  `json:"components"`
-		Filter     pkoFilter  `json:"filter"`
+		Scopes      []string    `json:"scopes"`
+		Images      []pkoImage  `json:"images"`
+		Components  *struct{}   `json:"components"`
+		Filter      pkoFilter   `json:"filter"`
+		Constraints Constraints `json:"constraints"`
 	} `json:"spec"`
 	Test struct {
 		Template    []TestCase `json:"template"`
@@ -74,6 +75,7 @@ func (m *manifest) decodePKO(j []byte, errs *errorList) {
 	m.testCases = pm.Test.Template
 	m.components = pm.Spec.Components != nil
 	m.filter = pm.Spec.Filter
+	m.constraints = pm.Spec.Constraints
 	if pm.Test.Kubeconform != nil {
 		errs.warn(m.file, m.lines.line("test.kubeconform"), RuleUnsupported,
 			"test.kubeconform (Package Operator's schema check against downloaded schemas) is not run by convoy: ignored")
@@ -92,30 +94,24 @@ func (m *manifest) decodePKO(j []byte, errs *errorList) {
 		seen[img.Name] = true
 	}
 	m.checkScopes(errs)
+	m.checkConstraints(errs)
 	m.checkTestCaseNames(errs)
 }
 
-// checkScopes requires spec.scopes, and Namespaced among them: convoy's Package and
-// HostedClusterPackage are namespaced, so a cluster-scoped-only package cannot be installed.
+// checkScopes requires spec.scopes and known values in it, as Package Operator's manifest
+// validation does. Whether the package supports the scope it is installed with is decided
+// where the Package chooses its placement (see resolveScope), not here: `kubectl package
+// validate` accepts a package of either scope.
 func (m *manifest) checkScopes(errs *errorList) {
 	at := m.lines.line("spec.scopes")
 	if len(m.scopes) == 0 {
 		errs.add(m.file, at, RuleInvalidManifest, "spec.scopes is required (Cluster, Namespaced or both)")
 		return
 	}
-	namespaced := false
 	for _, s := range m.scopes {
-		switch s {
-		case pkoScopeNamespaced:
-			namespaced = true
-		case pkoScopeCluster:
-		default:
+		if s != pkoScopeNamespaced && s != pkoScopeCluster {
 			errs.add(m.file, at, RuleInvalidManifest, "spec.scopes: unknown scope %q; want Cluster or Namespaced", s)
 		}
-	}
-	if !namespaced {
-		errs.add(m.file, at, RuleUnsupported,
-			"spec.scopes does not list Namespaced: convoy installs packages through a namespaced Package or HostedClusterPackage, so the package must declare the Namespaced scope")
 	}
 }
 

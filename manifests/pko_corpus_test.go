@@ -29,8 +29,8 @@ func TestPKOCorpusVerdicts(t *testing.T) {
 		{dir: "valid/duplicate-key"},
 		{dir: "valid/multi-component"},
 		{dir: "valid/conditional"},
+		{dir: "valid/cluster-scope-only"},
 		{dir: "invalid/no-scopes", rule: RuleInvalidManifest, file: "manifest.yaml", fragment: "spec.scopes is required"},
-		{dir: "invalid/cluster-scope-only", rule: RuleUnsupported, file: "manifest.yaml", fragment: "must declare the Namespaced scope"},
 		{dir: "invalid/missing-lock-file", rule: RuleLockFile, file: "manifest.lock.yaml", fragment: "has no manifest.lock.yaml"},
 		{dir: "invalid/lock-mismatch", rule: RuleLockFile, file: "manifest.lock.yaml", fragment: `"quay.io/example/app:v1" in manifest.lock.yaml`},
 		{dir: "invalid/invalid-label", rule: RuleObjectMetadata, file: "a.yaml", fragment: `"-bad-key-"`},
@@ -196,13 +196,16 @@ func TestPKOComponentIsSelectedByName(t *testing.T) {
 func TestPKOFeaturesConvoyIgnoresAreWarnedAbout(t *testing.T) {
 	g := NewWithT(t)
 	manifest := "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: w}\n" +
-		"spec:\n  scopes: [Namespaced]\n  phases: [{name: one}]\n  constraints: [{platform: [OpenShift]}]\n" +
+		"spec:\n  scopes: [Namespaced]\n  phases: [{name: one}]\n  constraints: [{platform: [OpenShift]}, {uniqueInScope: {}}]\n" +
 		"test:\n  kubeconform: {kubernetesVersion: v1.31.0}\n"
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    package-operator.run/phase: one\n" +
 		"    package-operator.run/condition-map: 'Available => my/Available'\n"
 	r := mustLoad(t, pkgFS(map[string]string{"manifest.yaml": manifest, "a.yaml": cm}), TemplateData{})
-	g.Expect(r.Warnings).To(haveProblem("manifest.yaml", RuleUnsupported, "spec.constraints"))
 	g.Expect(r.Warnings).To(haveProblem("manifest.yaml", RuleUnsupported, "test.kubeconform"))
-	g.Expect(r.Warnings).To(haveProblem("a.yaml", RuleUnsupported, "package-operator.run/condition-map"))
+	g.Expect(r.Warnings).To(haveProblem("manifest.yaml", RuleUnsupported, "uniqueInScope"))
+	g.Expect(r.Warnings).To(HaveLen(2), "constraints and condition maps are evaluated")
+	g.Expect(r.Constraints).To(HaveLen(2))
 	g.Expect(r.Phases[0].Objects).To(HaveLen(1))
+	g.Expect(r.Phases[0].Objects[0].GetAnnotations()).To(BeEmpty(), "the condition-map annotation is not applied")
+	g.Expect(r.Phases[0].ConditionMaps).To(Equal(map[int][]ConditionMapping{0: {{Source: "Available", Destination: "my/Available"}}}))
 }

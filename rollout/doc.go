@@ -66,6 +66,33 @@
 //     available at the commit it had progressed at, while no later partition has started, fails
 //     at once (SoakRegression): a failure of the soaking partition, not of the next one. The last
 //     partition has no soak, nor has the instant strategy.
+//   - Checks: a partition's checks are partition.policies[].checks when not empty, none under
+//     its skipChecks, else spec.checks. They start when the partition passes (every eligible
+//     target done, or failed within the tolerance), the moment its soak starts, and run alongside
+//     it; a partition none of whose Packages progressed at the update revision has nothing to
+//     judge and runs none. DueChecks returns the checks due at Input.Now with the partition's
+//     clusters on the update revision, its start (the earliest spec update of its Packages on
+//     the update revision, for the alerts' since) and when the check started and ends: a check
+//     without a result is due at once, else an interval after its last evaluation, and no later
+//     than the end of its duration. The controller evaluates them and records each with
+//     DueCheck.Record into Input.CheckResults before Compute: a pass or a failure ends a run of
+//     inconclusive evaluations; failures beyond failureLimit fail the check, inconclusive
+//     evaluations in a row beyond inconclusiveLimit make it Inconclusive until one is
+//     conclusive, and its first passing evaluation at or after the end of its duration passes
+//     it; a check that passed or failed is not evaluated again. Results are those of the update
+//     revision (another revision's are dropped: the check starts over), carried in
+//     status.partitions[].checks, so a partition that loses every target loses them too. Under
+//     a rolling upgrade a partition starts only once the checks of every partition before it
+//     passed: meanwhile, once the soak is over, the checking partition shows Checking until its
+//     longest check's duration ends, and the Check gate names the partition it holds. The
+//     rollout completes only once every partition's checks passed; while the last ones run the
+//     Check gate names their partition. A Failed check is a failure at the update revision that
+//     no maxFailures tolerates: it leads Plan.Failed (CheckFailedReason, naming the check, what
+//     it asks and the value it saw), its partition shows Blocked and stops the rollout as a
+//     canary's failure does, and under a Rollback policy rejects the revision (rollbackScope
+//     Failed moves back every Package of the partition whose check failed). Checks do not judge
+//     the completed current revision nor a rejected one; they go on under spec.paused and outside
+//     the windows, which only hold changes.
 //   - Failure tolerance: failurePolicy.maxFailures (an integer, or a percentage of eligible
 //     targets rounded down; 0 by default) failed Packages are tolerated. Counting failures in
 //     rollout order, a partition whose targets are all done or failed counts as done while the
@@ -99,8 +126,9 @@
 //     its windows (looked for up to a year ahead). An invalid schedule, duration or time zone
 //     fails Compute with an error that names the window and the field.
 //   - status.gate (Plan.Gate) names what holds the rollout: Failures (stopped or rejected) before
-//     a Soak, an Approval or a Window; RequeueAfter comes no later than a soak's end or a
-//     window's opening.
+//     a Soak, a Check, an Approval or a Window, then a Check that holds the completion;
+//     RequeueAfter comes no later than a soak's end, a check's next evaluation (at least a second
+//     away) or a window's opening.
 //   - Updating an unavailable or updating Package costs nothing, so they go first in reached
 //     partitions; then deselected Packages are deleted, then missing Packages are created and
 //     available ones updated in rollout order while slots are free.

@@ -84,8 +84,9 @@ func doneOrFailed(part *partition) bool {
 }
 
 // tolerateFailures walks the partitions in rollout order counting failures: a partition whose
-// targets are all done or failed passes while the failures so far stay within maxFailures and
-// it is not a canary with one. The first partition where they do not stops the rollout
+// targets are all done or failed passes while the failures so far stay within maxFailures, it
+// is not a canary with one, and none of its checks failed (a failed check is a failure at the
+// update revision that no maxFailures tolerates). The first partition where they do not stops the rollout
 // (p.stop): the frontier, the first partition that has not passed, is never after it. Counted
 // alone, the failures at the update revision tell whether it stopped the rollout itself
 // (p.stopAtUpdate): failures at older revisions are no reason to reject it.
@@ -98,14 +99,16 @@ func (p *planner) tolerateFailures() error {
 	p.frontier = len(p.partitions)
 	for _, part := range p.partitions {
 		canary := p.policy(part.name) != nil && p.policy(part.name).Canary
-		tolerated := all.add(part, false, limit, canary)
+		checked := part.checks.failed == nil
+		tolerated := all.add(part, false, limit, canary) && checked
+		toleratedAtUpdate := atUpdate.add(part, true, limit, canary) && checked
 		if !tolerated && p.stop == nil {
 			p.stop = part
 		}
-		if !atUpdate.add(part, true, limit, canary) && p.stopAtUpdate == nil {
+		if !toleratedAtUpdate && p.stopAtUpdate == nil {
 			p.stopAtUpdate = part
 		}
-		part.passed = part.done || (tolerated && doneOrFailed(part))
+		part.passed = checked && (part.done || (tolerated && doneOrFailed(part)))
 		if !part.passed && p.frontier == len(p.partitions) {
 			p.frontier = part.index
 		}
@@ -182,9 +185,12 @@ func (p *planner) toleratedGate() *convoyv1alpha1.RolloutGate {
 	return gate
 }
 
-// failuresMessage says how many Packages failed and which, and why that stops the rollout at
-// partition stop.
+// failuresMessage says which check of partition stop failed, or how many Packages failed and
+// which, and why that stops the rollout at partition stop.
 func (p *planner) failuresMessage(stop *partition) string {
+	if stop.checks.failed != nil {
+		return p.checkFailure(stop).Message
+	}
 	atUpdate := stop == p.stopAtUpdate && stop != p.stop
 	failures, names := 0, []string{}
 	for _, t := range p.targets {
@@ -232,8 +238,8 @@ func (p *planner) countUpdated() int {
 }
 
 // rollBack moves the Packages on a rejected update revision back to the current revision, in
-// reverse rollout order: with rollbackScope Failed the failed or unavailable ones, with Updated
-// every one. Moving an unavailable or updating Package back costs nothing; moving an available
+// reverse rollout order: with rollbackScope Failed the failed or unavailable ones and those of
+// a partition whose check failed, with Updated every one. Moving an unavailable or updating Package back costs nothing; moving an available
 // one takes a budget slot. Nothing moves without a current revision, or when the failure
 // policy's action is no longer Rollback.
 func (p *planner) rollBack(plan *Plan) {
@@ -245,7 +251,8 @@ func (p *planner) rollBack(plan *Plan) {
 	every := fp.RollbackScope == convoyv1alpha1.RollbackUpdated
 	for i := len(p.targets) - 1; i >= 0; i-- {
 		t := p.targets[i]
-		if !p.onUpdateRevision(t) || (!every && t.state.available && !t.state.failed) {
+		judged := t.partition.checks.failed != nil
+		if !p.onUpdateRevision(t) || (!every && !judged && t.state.available && !t.state.failed) {
 			continue
 		}
 		free := p.holdsBudget(t)

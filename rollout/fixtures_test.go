@@ -50,6 +50,8 @@ type world struct {
 	now     time.Time
 	// approvals are the RolloutApprovals of the HostedClusterPackage.
 	approvals []Approval
+	// checkResults are the partitions' check results, as status.partitions[].checks holds them.
+	checkResults map[string][]convoyv1alpha1.CheckStatus
 }
 
 // newWorld returns a world with a rolling upgrade (maxUnavailable 1) over the static partitions
@@ -204,6 +206,7 @@ func (w *world) input() Input {
 		UpdateRevision:       w.update,
 		CurrentRevision:      w.current,
 		Approvals:            w.approvals,
+		CheckResults:         w.checkResults,
 		Now:                  w.now,
 	}
 	for _, rev := range w.history {

@@ -10,15 +10,17 @@ import (
 )
 
 // applyGates decides, once the targets are partitioned and the budget is known, what holds
-// the rollout, in this order: which partitions started, soak regressions, the failure
-// tolerance (which moves the frontier), a rejection, the soak and approval of each partition
-// that would start, and the windows.
+// the rollout, in this order: which partitions started, their checks' results, soak
+// regressions, the failure tolerance (which moves the frontier), a rejection, the soak, checks
+// and approval of each partition that would start, the windows, and the checks that hold the
+// completion.
 func (p *planner) applyGates() error {
 	windows, err := parseWindows(p.in.HostedClusterPackage.Spec.Windows)
 	if err != nil {
 		return err
 	}
 	p.markStarted()
+	p.loadChecks()
 	p.failSoakRegressions()
 	if err := p.tolerateFailures(); err != nil {
 		return err
@@ -26,6 +28,7 @@ func (p *planner) applyGates() error {
 	p.decideRejection()
 	p.holdPartitions()
 	p.applyWindows(windows)
+	p.markChecking()
 	return nil
 }
 
@@ -90,7 +93,8 @@ func (p *planner) soakEnd(part *partition) time.Time {
 
 // holdPartitions keeps each partition the rollout would start (up to the frontier of a
 // rolling upgrade, every partition under the instant strategy) from starting while an earlier
-// partition soaks or while it waits for its approval. A partition before the frontier that has
+// partition soaks, while the checks of an earlier partition have not all passed (rolling
+// upgrade only), or while it waits for its approval. A partition before the frontier that has
 // not started is one whose targets all failed within the tolerance. A rejected revision
 // starts nowhere.
 func (p *planner) holdPartitions() {
@@ -102,6 +106,9 @@ func (p *planner) holdPartitions() {
 			continue
 		}
 		part.hold = p.soakHold(part)
+		if part.hold == nil {
+			part.hold = p.checkHold(part)
+		}
 		if part.hold == nil {
 			part.hold = p.approvalHold(part)
 		}
@@ -209,8 +216,8 @@ func windowMessage(partition string, reopens time.Time) string {
 	return fmt.Sprintf("Partition %s waits for a window, at %s.", partition, reopens.UTC().Format(time.RFC3339))
 }
 
-// gateWakeAt returns the earliest time a partition's soak ends or a window opens; zero when
-// none is due.
+// gateWakeAt returns the earliest time a partition's soak or checks' duration ends or a window
+// opens; zero when none is due.
 func (p *planner) gateWakeAt() time.Time {
 	var next time.Time
 	for _, part := range p.partitions {

@@ -49,6 +49,11 @@ type Input struct {
 	// requires an approval starts only once one names it and UpdateRevision.Name.
 	Approvals []Approval
 
+	// CheckResults holds, by partition name, the results of the partitions' checks
+	// (status.partitions[].checks, see CheckResultsOf) with those the controller just recorded
+	// (SetCheckResult); results of another revision than UpdateRevision are ignored.
+	CheckResults map[string][]convoyv1alpha1.CheckStatus
+
 	// ShardFor returns the convoy.dev/shard label a Package of namespace whose label is current
 	// should have ("" for the unsharded replica); nil leaves every label as it is. A Package
 	// whose label differs is relabelled: a shard move rides only on a relabel, never with a

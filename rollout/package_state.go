@@ -52,10 +52,25 @@ func (s *packageState) pinnedToUpdate() bool { return s.exists && s.updated }
 // Progressed reports whether pkg has progressed: status.revision equals spec.revision, and
 // Available=True and Progressing=False at the current generation. Available alone is never
 // enough: a Package still applying its revision may be Available at the previous one.
+//
+// A Package whose package cannot be installed on its cluster (ConstraintsNotMet) has
+// progressed too: there is nothing to install there until the cluster changes.
 func Progressed(pkg *convoyv1alpha1.Package) bool {
-	return pkg.Status.Revision == pkg.Spec.Revision &&
+	return (pkg.Status.Revision == pkg.Spec.Revision &&
 		isStatus(conditionAt(pkg, convoyv1alpha1.AvailableCondition), metav1.ConditionTrue) &&
-		isStatus(conditionAt(pkg, convoyv1alpha1.ProgressingCondition), metav1.ConditionFalse)
+		isStatus(conditionAt(pkg, convoyv1alpha1.ProgressingCondition), metav1.ConditionFalse)) ||
+		ConstraintsNotMet(pkg)
+}
+
+// ConstraintsNotMet reports a Package stalled, at its current generation and for the commit
+// its spec pins, because its package's spec.constraints do not hold on its cluster: nothing
+// is applied there. The rollout counts it as available and progressed, so that it holds no
+// budget and no partition barrier and the other clusters proceed; the Package's own status
+// reports it.
+func ConstraintsNotMet(pkg *convoyv1alpha1.Package) bool {
+	c := conditionAt(pkg, convoyv1alpha1.StalledCondition)
+	return isStatus(c, metav1.ConditionTrue) && c.Reason == convoyv1alpha1.ConstraintsNotMetReason &&
+		pkg.Status.LastAttemptedRevision == pkg.Spec.Revision
 }
 
 // assess reads pkg at Input.Now; a nil pkg is missing.
@@ -68,7 +83,7 @@ func (p *planner) assess(pkg *convoyv1alpha1.Package) packageState {
 	s.updated = s.revision == &p.in.UpdateRevision
 	available := conditionAt(pkg, convoyv1alpha1.AvailableCondition)
 	progressing := conditionAt(pkg, convoyv1alpha1.ProgressingCondition)
-	s.available = isStatus(available, metav1.ConditionTrue)
+	s.available = isStatus(available, metav1.ConditionTrue) || ConstraintsNotMet(pkg)
 	s.progressed = Progressed(pkg)
 	s.paused = pkg.Spec.Paused || isStatus(conditionAt(pkg, convoyv1alpha1.PausedCondition), metav1.ConditionTrue)
 	s.pausedByHand = pkg.Spec.Paused && (s.revision == nil || !s.revision.Template.Paused)

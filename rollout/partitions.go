@@ -29,6 +29,9 @@ type partition struct {
 	hold  *convoyv1alpha1.RolloutGate
 	shown string
 	until time.Time
+
+	// checks are the partition's checks and their results (loadChecks).
+	checks partitionChecks
 }
 
 // partitionTargets groups the targets by their partition label, orders the groups, puts

@@ -31,14 +31,16 @@ type Plan struct {
 	// slot or for spec.paused to be lifted.
 	DeletionsWaiting int
 
-	// Failed lists every eligible target whose Package has not progressed for
-	// progressDeadlineSeconds (ProgressDeadlineExceededReason) or regressed while its partition
-	// soaked (SoakRegressionReason), tolerated or not, in rollout order; status keeps the first
-	// MaxFailureSamples.
+	// Failed lists the failed checks first (CheckFailedReason, with Partition and Check set
+	// and no HostedCluster), in rollout order, then every eligible target whose Package has not
+	// progressed for progressDeadlineSeconds (ProgressDeadlineExceededReason) or regressed while
+	// its partition soaked (SoakRegressionReason), tolerated or not, in rollout order; status
+	// keeps the first MaxFailureSamples.
 	Failed []convoyv1alpha1.PackageFailure
 
 	// FailedPackages names the Package of each failure and what it failed at, parallel to
-	// Failed (for the controller's log: status keeps the HostedCluster and a message only).
+	// Failed (for the controller's log: status keeps the HostedCluster and a message only); the
+	// entry of a failed check is empty.
 	FailedPackages []FailedPackage
 
 	// Ineligible lists the targets that are skipped, in rollout order; status keeps the first

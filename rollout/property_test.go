@@ -103,6 +103,11 @@ type propertyCheck struct {
 	faulty bool // bad revisions may be pushed
 	pushes int
 	added  int
+	// rng draws the outcomes of check evaluations; healthy makes every one pass; ledger is the
+	// test's own account of each check, by "<revision>/<partition>/<check>" (TestPropertyChecks).
+	rng     *rand.Rand
+	healthy bool
+	ledger  map[string]*checkLedger
 }
 
 // perturb applies at most a few random events to the world.
@@ -598,13 +603,21 @@ func (pc *propertyCheck) checkStop(plan *Plan, f facts) {
 		limit, _ = intstr.GetScaledValueFromIntOrPercent(m, eligible, false)
 	}
 	perPartition := make([]int, len(plan.Partitions))
+	stop := len(plan.Partitions)
 	for _, failure := range plan.Failed {
+		if failure.Check != "" {
+			// A failed check stops the rollout at its partition, whatever maxFailures says.
+			stop = min(stop, slices.IndexFunc(plan.Partitions, func(p convoyv1alpha1.PartitionStatus) bool {
+				return p.Name == failure.Partition
+			}))
+			continue
+		}
 		if i, ok := f.partition[strings.TrimPrefix(failure.HostedCluster, clusterNS+"/")]; ok {
 			perPartition[i]++
 		}
 	}
-	stop, failures := len(plan.Partitions), 0
-	for i, n := range perPartition {
+	failures := 0
+	for i, n := range perPartition[:stop] {
 		failures += n
 		if failures > limit || (n > 0 && pc.canary(plan.Partitions[i].Name)) {
 			stop = i

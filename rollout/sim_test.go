@@ -36,6 +36,9 @@ type sim struct {
 	events  []*event
 	// check, when set, inspects each plan before it is applied.
 	check func(plan *Plan)
+	// checker, when set, evaluates each due check of a step before the step's plan, as the
+	// controller does; the step's plan carries the results to the next step, as status does.
+	checker func(s *sim, d DueCheck) Evaluation
 	// specAt and progressedAt record, per namespace, when a Package's spec last changed and
 	// when it progressed at that spec.
 	specAt       map[string]time.Time
@@ -143,9 +146,12 @@ func (s *sim) pendingEvents() int {
 // advance runs one step and returns its plan.
 func (s *sim) advance() *Plan {
 	fired := s.fireEvents()
-	plan, err := Compute(s.input())
+	in := s.input()
+	evaluated := s.evaluateChecks(&in)
+	plan, err := Compute(in)
 	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
-	s.logStep(plan, fired)
+	s.checkResults = CheckResultsOf(plan.Partitions)
+	s.logStep(plan, fired, evaluated)
 	if s.check != nil {
 		s.check(plan)
 	}
@@ -163,6 +169,26 @@ func (s *sim) advance() *Plan {
 	s.progressPackages()
 	s.step++
 	return plan
+}
+
+// evaluateChecks evaluates the checks due in in with s.checker, records their results in in,
+// and describes them.
+func (s *sim) evaluateChecks(in *Input) []string {
+	if s.checker == nil {
+		return nil
+	}
+	due, err := DueChecks(*in)
+	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
+	var lines []string
+	for _, d := range due {
+		e := s.checker(s, d)
+		e.At = s.now
+		r := d.Record(e)
+		in.SetCheckResult(d.Partition, r)
+		lines = append(lines, fmt.Sprintf("check    %s/%s %s %q on %d cluster(s) -> %s (%d passed, %d failed, %d inconclusive)",
+			d.Partition, d.Check.Name, e.Outcome, e.Value, len(d.HostedClusters), r.State, r.Passes, r.Failures, r.Inconclusive))
+	}
+	return lines
 }
 
 // fireEvents runs the due events and returns their names.
@@ -272,12 +298,12 @@ func (s *sim) revisionOf(ns string) string {
 
 // logStep writes the step to the log when it fired events, changed Packages, or reports
 // something new.
-func (s *sim) logStep(plan *Plan, fired []string) {
+func (s *sim) logStep(plan *Plan, fired, evaluated []string) {
 	summary := summarize(plan)
 	if s.gates {
 		summary += gateLines(plan)
 	}
-	changes := s.changeLines(plan)
+	changes := append(evaluated, s.changeLines(plan)...)
 	if len(fired) == 0 && len(changes) == 0 && summary == s.last {
 		return
 	}
@@ -332,6 +358,10 @@ func summarize(plan *Plan) string {
 	}
 	b.WriteString("\n")
 	for _, f := range plan.Failed {
+		if f.Check != "" {
+			fmt.Fprintf(&b, "  failed   check %s/%s %s\n", f.Partition, f.Check, f.Reason)
+			continue
+		}
 		fmt.Fprintf(&b, "  failed   %s %s\n", strings.TrimPrefix(f.HostedCluster, clusterNS+"/"), f.Reason)
 	}
 	for _, t := range plan.Ineligible {
@@ -356,6 +386,11 @@ func gateLines(plan *Plan) string {
 	for _, p := range plan.Partitions {
 		if p.Until != nil {
 			fmt.Fprintf(&b, "  until    %s=%s %s\n", p.Name, p.State, p.Until.UTC().Format(time.RFC3339))
+		}
+	}
+	for _, p := range plan.Partitions {
+		for _, c := range p.Checks {
+			fmt.Fprintf(&b, "  checks   %s/%s=%s\n", p.Name, c.Name, c.State)
 		}
 	}
 	if plan.Reject {

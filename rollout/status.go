@@ -19,6 +19,10 @@ func (p *planner) report(plan *Plan) {
 		status, failed := p.partitionStatus(part, &plan.Counts)
 		plan.Partitions = append(plan.Partitions, status)
 		plan.PartitionFailures = append(plan.PartitionFailures, failed)
+		if part.checks.failed != nil {
+			plan.Failed = append(plan.Failed, p.checkFailure(part))
+			plan.FailedPackages = append(plan.FailedPackages, FailedPackage{})
+		}
 	}
 	plan.Counts.Unavailable = plan.Counts.Total - plan.Counts.Available
 	for _, t := range p.targets {
@@ -34,10 +38,10 @@ func (p *planner) report(plan *Plan) {
 }
 
 // rolloutCompleted reports whether the rollout completed: every partition is done (a tolerated
-// failure is not done) and the update revision is not rejected.
+// failure is not done) and passed its checks, and the update revision is not rejected.
 func (p *planner) rolloutCompleted() bool {
 	for _, part := range p.partitions {
-		if !part.done {
+		if !part.done || !p.checksPassed(part) {
 			return false
 		}
 	}
@@ -61,17 +65,21 @@ func (p *planner) partitionStatus(part *partition, total *Counts) (convoyv1alpha
 		Skipped:    c.Skipped,
 		State:      p.partitionState(part, c),
 		Until:      metaTime(part.until),
+		Checks:     p.checkStatuses(part),
 	}, c.Failed
 }
 
-// partitionState is the state a gate gives the partition (Soaking, AwaitingApproval,
-// OutsideWindow), else Done when every eligible target is done (or failed, within the failure
-// policy's tolerance), Blocked when a failed Package holds the budget, Progressing once the
+// partitionState is the state a gate gives the partition (Soaking, Checking, AwaitingApproval,
+// OutsideWindow), else Blocked when one of its checks failed, Done when every eligible target is
+// done (or failed, within the failure policy's tolerance), Blocked when a failed Package holds
+// the budget, Progressing once the
 // rollout reached the partition, else Pending.
 func (p *planner) partitionState(part *partition, c Counts) string {
 	switch {
 	case part.shown != "":
 		return part.shown
+	case part.checks.failed != nil:
+		return convoyv1alpha1.PartitionBlocked
 	case part.passed:
 		return convoyv1alpha1.PartitionDone
 	case c.Failed > 0:
@@ -181,11 +189,13 @@ func (p *planner) revisionsInUse() []string {
 }
 
 // requeueAfter returns the time until the earliest deadline or minReadySeconds expiry of an
-// eligible target, soak end or window opening, or zero.
+// eligible target, soak end, check's next evaluation or window opening, or zero.
 func (p *planner) requeueAfter() time.Duration {
 	next := p.deletionWakeAt()
-	if g := p.gateWakeAt(); !g.IsZero() && (next.IsZero() || g.Before(next)) {
-		next = g
+	for _, g := range []time.Time{p.gateWakeAt(), p.checkWakeAt()} {
+		if !g.IsZero() && (next.IsZero() || g.Before(next)) {
+			next = g
+		}
 	}
 	for _, t := range p.targets {
 		w := t.state.wakeAt
@@ -238,11 +248,16 @@ const MaxSampleMessage = 1 << 10
 // BoundSample cuts msg to MaxSampleMessage bytes, on a UTF-8 boundary, marking the cut: what
 // status and the controller's log quote of a message that others write.
 func BoundSample(msg string) string {
-	if len(msg) <= MaxSampleMessage {
+	return boundBytes(msg, MaxSampleMessage)
+}
+
+// boundBytes cuts msg to n bytes, on a UTF-8 boundary, marking the cut.
+func boundBytes(msg string, n int) string {
+	if len(msg) <= n {
 		return msg
 	}
 	const mark = " …"
-	cut := MaxSampleMessage - len(mark)
+	cut := n - len(mark)
 	for cut > 0 && !utf8.RuneStart(msg[cut]) {
 		cut--
 	}

@@ -135,6 +135,14 @@ const (
 	// insecure-skip-tls-verify) without the controller flag that allows it.
 	KubeconfigRefusedReason = "KubeconfigRefused"
 
+	// ConstraintsNotMetReason: the package's spec.constraints do not hold in the environment of
+	// the cluster it would be installed in; nothing is applied there.
+	ConstraintsNotMetReason = "ConstraintsNotMet"
+
+	// ScopeUnsupportedReason: the Package asks for a scope its package does not declare in
+	// spec.scopes.
+	ScopeUnsupportedReason = "ScopeUnsupported"
+
 	// CrossNamespaceRefRefusedReason: the Package names a GitSource of another namespace that
 	// does not grant access to the Package's namespace.
 	CrossNamespaceRefRefusedReason = "CrossNamespaceRefRefused"
@@ -169,9 +177,17 @@ const (
 	// RolloutBlockedReason: a Package failed its progress deadline and holds the budget.
 	RolloutBlockedReason = "RolloutBlocked"
 
-	// GatedReason: a gate holds the rollout (status.gate: a soak, an approval, a window); the
-	// Ready message names it.
+	// GatedReason: a gate holds the rollout (status.gate: a soak, checks, an approval, a
+	// window); the Ready message names it.
 	GatedReason = "Gated"
+
+	// CheckFailedReason: a check of a partition failed: more evaluations failed than its
+	// failureLimit tolerates.
+	CheckFailedReason = "CheckFailed"
+
+	// CheckInconclusiveReason: a check of a partition was inconclusive more times in a row
+	// than its inconclusiveLimit tolerates; it holds the rollout until it is conclusive.
+	CheckInconclusiveReason = "CheckInconclusive"
 
 	// RolloutRejectedReason: the failure policy rolled the rollout back and rejected its update
 	// revision (status.rejectedRevision); a new commit or template change starts another.

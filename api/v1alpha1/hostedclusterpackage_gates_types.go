@@ -9,6 +9,7 @@ import (
 // and the gate that holds it, in status.
 
 // PartitionPolicy holds the gates of one partition.
+// +kubebuilder:validation:XValidation:rule="!(has(self.skipChecks) && self.skipChecks && has(self.checks) && size(self.checks) > 0)",message="checks and skipChecks are mutually exclusive"
 type PartitionPolicy struct {
 	// name of the partition: a label value, "*" or "unknown".
 	// +required
@@ -30,6 +31,17 @@ type PartitionPolicy struct {
 	// canary: the partition tolerates no failed Package, whatever failurePolicy.maxFailures says.
 	// +optional
 	Canary bool `json:"canary,omitempty"`
+
+	// checks of this partition, replacing spec.checks when not empty.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Checks []RolloutCheck `json:"checks,omitempty"`
+
+	// skipChecks: the partition runs no check, neither spec.checks nor its own.
+	// +optional
+	SkipChecks bool `json:"skipChecks,omitempty"`
 }
 
 // RolloutWindow is a recurring span of time: it opens at each time the cron schedule names and
@@ -106,12 +118,13 @@ const (
 
 // RolloutGate is what holds a rollout.
 type RolloutGate struct {
-	// type: Soak, Approval, Window or Failures.
+	// type: Soak, Check, Approval, Window or Failures.
 	// +required
-	// +kubebuilder:validation:Enum=Soak;Approval;Window;Failures
+	// +kubebuilder:validation:Enum=Soak;Check;Approval;Window;Failures
 	Type string `json:"type"`
 	// partition the gate holds: the one that waits to start, or for Failures the one whose
-	// failures stopped the rollout.
+	// failures (or failed check) stopped the rollout, or for a Check gate that holds the
+	// completion the last one whose checks run.
 	// +optional
 	Partition string `json:"partition,omitempty"`
 	// until is when the gate opens by itself (a soak's end, a window's opening); empty when only
@@ -127,10 +140,13 @@ type RolloutGate struct {
 const (
 	// GateSoak: a partition soaks before the next one starts.
 	GateSoak = "Soak"
+	// GateCheck: a partition's checks run, or are inconclusive, and hold the next partition.
+	GateCheck = "Check"
 	// GateApproval: a partition waits for a RolloutApproval of the update revision.
 	GateApproval = "Approval"
 	// GateWindow: no allowed window is open, or a deny window is.
 	GateWindow = "Window"
-	// GateFailures: failures beyond failurePolicy.maxFailures stopped the rollout.
+	// GateFailures: failures beyond failurePolicy.maxFailures, or a failed check, stopped the
+	// rollout.
 	GateFailures = "Failures"
 )

@@ -44,6 +44,10 @@ const (
 	// PartitionOutsideWindow: the rollout would start the partition, but no allowed window is
 	// open or a deny window is (partitions[].until says when that ends, when known).
 	PartitionOutsideWindow = "OutsideWindow"
+	// PartitionChecking: the partition's soak is over (or it has none) and its checks still
+	// run; the next partition waits until every check passed (partitions[].until is when the
+	// longest check's duration ends).
+	PartitionChecking = "Checking"
 )
 
 // HostedClusterPackageSpec rolls a Git package out to every matching HostedCluster.
@@ -79,6 +83,16 @@ type HostedClusterPackageSpec struct {
 	// +optional
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitzero"`
 
+	// checks every partition must pass, from the moment its last Package progressed, before
+	// the next partition starts and before the rollout completes; a failed check fails the
+	// rollout. partition.policies[].checks replaces them for one partition, and
+	// partition.policies[].skipChecks drops them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Checks []RolloutCheck `json:"checks,omitempty"`
+
 	// revisionHistoryLimit is how many old revisions are kept as ControllerRevisions.
 	// +optional
 	// +kubebuilder:default=10
@@ -105,7 +119,7 @@ type PartitionSpec struct {
 	Order PartitionOrder `json:"order,omitzero"`
 
 	// policies set gates of named partitions: a soak of their own, an approval, no tolerated
-	// failure.
+	// failure, checks of their own or none.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -270,7 +284,7 @@ type HostedClusterPackageStatus struct {
 	// +optional
 	RejectedRevision string `json:"rejectedRevision,omitempty"`
 
-	// failures samples Packages that failed, at most 10.
+	// failures samples Packages that failed, and checks that failed, at most 10.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
@@ -323,22 +337,34 @@ type PartitionStatus struct {
 	// status.skipped).
 	// +optional
 	Skipped int32 `json:"skipped,omitempty"`
-	// state of the partition: Pending, Progressing, Done, Blocked, Soaking, AwaitingApproval
-	// or OutsideWindow.
+	// state of the partition: Pending, Progressing, Done, Blocked, Soaking, Checking,
+	// AwaitingApproval or OutsideWindow.
 	// +required
-	// +kubebuilder:validation:Enum=Pending;Progressing;Done;Blocked;Soaking;AwaitingApproval;OutsideWindow
+	// +kubebuilder:validation:Enum=Pending;Progressing;Done;Blocked;Soaking;Checking;AwaitingApproval;OutsideWindow
 	State string `json:"state"`
-	// until is when a Soaking partition's soak ends, or when the window an OutsideWindow
-	// partition waits for opens.
+	// until is when a Soaking partition's soak ends, when a Checking partition's longest check
+	// duration ends, or when the window an OutsideWindow partition waits for opens.
 	// +optional
 	Until *metav1.Time `json:"until,omitempty"`
+	// checks report the partition's checks for the revision they ran at.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Checks []CheckStatus `json:"checks,omitempty"`
 }
 
-// PackageFailure is one failed Package.
+// PackageFailure is one failed Package, or one failed check of a partition.
 type PackageFailure struct {
-	// hostedCluster is "<namespace>/<name>".
-	// +required
-	HostedCluster string `json:"hostedCluster"`
+	// hostedCluster is "<namespace>/<name>"; empty for a failed check.
+	// +optional
+	HostedCluster string `json:"hostedCluster,omitempty"`
+	// partition of a failed check.
+	// +optional
+	Partition string `json:"partition,omitempty"`
+	// check names a failed check of the partition.
+	// +optional
+	Check string `json:"check,omitempty"`
 	// reason is a CamelCase reason.
 	// +required
 	Reason string `json:"reason"`

@@ -32,6 +32,17 @@ type PackageTemplateSpec struct {
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
 	Component string `json:"component,omitempty"`
 
+	// scope is the Package Operator scope the package is installed with. Namespaced installs
+	// it as a Package Operator Package: its phases land where their class says. Cluster installs
+	// it as a ClusterPackage inside the hosted cluster of the namespace: every phase lands in
+	// the hosted cluster, objects keep their own namespaces, cluster-scoped objects are allowed
+	// and templates see an empty .package.metadata.namespace. Empty picks what Package
+	// Operator would for a package installed here: Namespaced when the package's spec.scopes
+	// lists it, else Cluster. A scope the package does not list stalls the Package.
+	// +optional
+	// +kubebuilder:validation:Enum=Namespaced;Cluster
+	Scope string `json:"scope,omitempty"`
+
 	// config holds values for the package's templates, validated and defaulted by the schema in
 	// its manifest.
 	// +optional

@@ -12,6 +12,9 @@ const (
 	InventoryClusterHosted = "hosted"
 )
 
+// MaxStatusWarnings bounds SyncStatus.Warnings.
+const MaxStatusWarnings = 10
+
 // SyncStatus is the status of a Package or an ObjectDeployment: what the sync engine applied and
 // whether it is available.
 type SyncStatus struct {
@@ -42,6 +45,15 @@ type SyncStatus struct {
 	// +optional
 	// +listType=atomic
 	Inventory []InventoryEntry `json:"inventory,omitempty"`
+
+	// warnings are the problems of the last render that did not fail it (a Package Operator
+	// feature convoy does not evaluate, a repeated key), as "file:line: rule: message", at most
+	// MaxStatusWarnings.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=1024
+	Warnings []string `json:"warnings,omitempty"`
 
 	// lastHandledReconcileAt echoes the convoy.dev/requestedAt annotation last handled.
 	// +optional

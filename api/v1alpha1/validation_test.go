@@ -170,6 +170,69 @@ spec:
 	})
 }
 
+func TestHostedClusterPackageCheckAdmission(t *testing.T) {
+	valid := `
+apiVersion: convoy.dev/v1alpha1
+kind: HostedClusterPackage
+spec:
+  partition: {labelKey: risk-group}
+  template:
+    spec: {sourceRef: {name: addons, namespace: fleet}, path: packages/extra-component}
+`
+	const prom = `prometheus: {address: "http://prometheus:9090", query: "up", successCondition: "values.all(v, v == 1.0)"}`
+	checks := func(items ...string) string { return `{checks: [` + strings.Join(items, ", ") + `]}` }
+	const oneOf = "exactly one of prometheus, alerts or http must be set"
+	runAdmission(t, valid, []admissionCase{
+		{name: "valid prometheus", edit: checks(`{name: errors, durationSeconds: 300, failureLimit: 1, ` + prom + `}`)},
+		{name: "valid alerts", edit: checks(`{name: alerts, alerts: {address: "https://am:9093", matchers: ['severity="critical"'],
+			secretRef: {namespace: monitoring, name: am-token}}}`)},
+		{name: "valid http", edit: checks(`{name: web, http: {url: "https://checks.example.com/x", timeoutSeconds: 60}}`)},
+		{name: "valid partition checks and skipChecks", edit: `{partition: {labelKey: k, policies: [
+			{name: early, checks: [{name: web, http: {url: "https://x"}}]}, {name: late, skipChecks: true}]}}`},
+		{name: "no kind", edit: checks(`{name: none}`), wantErr: []string{"spec.checks[0]", oneOf}},
+		{name: "two kinds", edit: checks(`{name: two, http: {url: "https://x"}, ` + prom + `}`), wantErr: []string{"spec.checks[0]", oneOf}},
+		{name: "duplicate names", edit: checks(`{name: a, http: {url: "https://x"}}`, `{name: a, http: {url: "https://y"}}`),
+			wantErr: []string{"spec.checks[1]", "Duplicate value"}},
+		{name: "name not a DNS label", edit: checks(`{name: Bad_Name, http: {url: "https://x"}}`), wantErr: []string{"spec.checks[0].name"}},
+		{name: "interval of zero", edit: checks(`{name: a, intervalSeconds: 0, http: {url: "https://x"}}`),
+			wantErr: []string{"spec.checks[0].intervalSeconds"}},
+		{name: "negative failureLimit", edit: checks(`{name: a, failureLimit: -1, http: {url: "https://x"}}`),
+			wantErr: []string{"spec.checks[0].failureLimit"}},
+		{name: "timeout over a minute", edit: checks(`{name: a, http: {url: "https://x", timeoutSeconds: 61}}`),
+			wantErr: []string{"spec.checks[0].http.timeoutSeconds"}},
+		{name: "url not http", edit: checks(`{name: a, http: {url: "file:///etc/passwd"}}`), wantErr: []string{"spec.checks[0].http.url"}},
+		{name: "alerts without matchers", edit: checks(`{name: a, alerts: {address: "http://am", matchers: []}}`),
+			wantErr: []string{"spec.checks[0].alerts.matchers"}},
+		{name: "prometheus without condition", edit: checks(`{name: a, prometheus: {address: "http://p", query: up}}`),
+			wantErr: []string{"spec.checks[0].prometheus.successCondition"}},
+		{name: "secretRef without namespace", edit: checks(`{name: a, http: {url: "https://x", secretRef: {name: s}}}`),
+			wantErr: []string{"spec.checks[0].http.secretRef.namespace"}},
+		{name: "checks and skipChecks", edit: `{partition: {labelKey: k, policies: [
+			{name: early, skipChecks: true, checks: [{name: web, http: {url: "https://x"}}]}]}}`,
+			wantErr: []string{"spec.partition.policies[0]", "checks and skipChecks are mutually exclusive"}},
+	})
+}
+
+// TestCheckDefaults: a check written without its optional fields gets the documented defaults.
+func TestCheckDefaults(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	hcpkg := &convoyv1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "check-defaults"},
+		Spec: convoyv1alpha1.HostedClusterPackageSpec{
+			Checks: []convoyv1alpha1.RolloutCheck{{Name: "web", HTTP: &convoyv1alpha1.HTTPCheck{URL: "https://x"}}},
+			Template: convoyv1alpha1.PackageTemplate{Spec: convoyv1alpha1.PackageTemplateSpec{
+				SourceRef: convoyv1alpha1.SourceReference{Name: "addons", Namespace: "fleet"}, Path: "packages/a"}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, hcpkg)).To(Succeed())
+	check := hcpkg.Spec.Checks[0]
+	g.Expect(check.IntervalSeconds).To(BeEquivalentTo(30))
+	g.Expect(check.DurationSeconds).To(BeZero())
+	g.Expect(check.HTTP.TimeoutSeconds).To(BeEquivalentTo(10))
+}
+
 // runAdmission creates the valid object with each case's edit and checks the API server's answer.
 func runAdmission(t *testing.T, valid string, cases []admissionCase) {
 	ns := env.NewNamespace(t)

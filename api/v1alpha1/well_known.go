@@ -64,6 +64,18 @@ const (
 	ClassHostedCluster = "hosted-cluster"
 )
 
+// Package Operator scopes a package is installed with (Package spec.scope).
+const (
+	// ScopeNamespaced installs a package as Package Operator's Package does: phases land where
+	// their class says, management objects in the Package's namespace.
+	ScopeNamespaced = "Namespaced"
+
+	// ScopeCluster installs a package as Package Operator's ClusterPackage does, inside the
+	// hosted cluster of the Package's namespace: every phase lands there and objects keep
+	// their own namespaces.
+	ScopeCluster = "Cluster"
+)
+
 // HyperShift names convoy relies on.
 const (
 	// HostedClusterAnnotation on a HostedControlPlane names its HostedCluster as

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,6 +95,7 @@ func TestDashboardInBrowserFollowsARolloutAndAFailure(t *testing.T) {
 	moves := followRollout(page, g, commit, shots)
 	g.Expect(first.commit).NotTo(Equal(commit))
 	assertPartitionOrder(g, moves)
+	waitForCompletion(ctx, g, bf) // the last partition's check passes after its cells progressed
 
 	bad, err := bf.repo.Commit("main", "extra-component: add a component that never starts",
 		map[string]string{"extra-component/management/broken.yaml": brokenRelease})
@@ -153,6 +155,7 @@ func checkMonitoringMetrics(g Gomega, addr string) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(m.MissingMetrics(string(body))).To(BeEmpty())
 	g.Expect(string(body)).To(ContainSubstring(`convoy_resource_condition{kind="HostedClusterPackage",name="extra-component",namespace="",reason=`))
+	g.Expect(string(body)).To(MatchRegexp(`convoy_rollout_check_evaluations_total\{check="smoke",hostedclusterpackage="extra-component",outcome="pass"\} [1-9]`))
 }
 
 // requireChromium returns the browser to drive, failing (never skipping) with how to install it.
@@ -220,7 +223,9 @@ func startBrowserFleet(ctx context.Context, t *testing.T) *browserFleet {
 
 	bf := &browserFleet{fleet: f, repo: repo}
 	g.Expect(f.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "convoy-system"}})).To(Succeed())
-	objs := readExamples(g, root, srv.FileURL("addons"))
+	smoke := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(smoke.Close)
+	objs := readExamples(g, root, srv.FileURL("addons"), smoke.URL)
 	bf.hcpkg = objs[len(objs)-1].GetName()
 	for _, obj := range objs {
 		//nolint:staticcheck // Patch with client.Apply takes unstructured objects as they come.
@@ -232,8 +237,9 @@ func startBrowserFleet(ctx context.Context, t *testing.T) *browserFleet {
 }
 
 // readExamples reads the example GitSource (pointed at url) and HostedClusterPackage (with a
-// progress deadline of 20s, so that the bad commit fails quickly).
-func readExamples(g Gomega, root, url string) []*unstructured.Unstructured {
+// progress deadline of 20s, so that the bad commit fails quickly, and an HTTP check of each
+// partition against checkURL, so that the checks' metrics are on /metrics).
+func readExamples(g Gomega, root, url, checkURL string) []*unstructured.Unstructured {
 	var objs []*unstructured.Unstructured
 	for _, name := range []string{"gitsource.yaml", "hostedclusterpackage.yaml"} {
 		path := filepath.Join(root, "examples", name)
@@ -245,6 +251,8 @@ func readExamples(g Gomega, root, url string) []*unstructured.Unstructured {
 	}
 	g.Expect(unstructured.SetNestedField(objs[0].Object, url, "spec", "url")).To(Succeed())
 	g.Expect(unstructured.SetNestedField(objs[1].Object, int64(20), "spec", "strategy", "rollingUpgrade", "progressDeadlineSeconds")).To(Succeed())
+	g.Expect(unstructured.SetNestedSlice(objs[1].Object, []any{map[string]any{"name": "smoke", "intervalSeconds": int64(1),
+		"http": map[string]any{"url": checkURL}}}, "spec", "checks")).To(Succeed())
 	return objs
 }
 
@@ -390,6 +398,18 @@ func followRollout(page context.Context, g Gomega, commit, shots string) []grid 
 		return gr.all(devdemo.Partitions, "progressed")
 	})
 	return moves
+}
+
+// waitForCompletion waits until the rollout of bf's HostedClusterPackage has completed: its
+// current revision is its update revision.
+func waitForCompletion(ctx context.Context, g Gomega, bf *browserFleet) {
+	g.Eventually(func() bool {
+		hcp := &convoyv1alpha1.HostedClusterPackage{}
+		if err := bf.fleet.Client.Get(ctx, client.ObjectKey{Name: bf.hcpkg}, hcp); err != nil {
+			return false
+		}
+		return hcp.Status.UpdateRevision != "" && hcp.Status.CurrentRevision == hcp.Status.UpdateRevision
+	}, time.Minute, 200*time.Millisecond).Should(BeTrue(), "the rollout completes")
 }
 
 // assertPartitionOrder checks, over the grids seen, that a partition's cells left "waiting" only

@@ -30,8 +30,10 @@ func newPlanCmd() *cobra.Command {
 			"HostedClusters, partition by partition under the maxUnavailable budget, and the " +
 			"HostedClusters the rollout skips and why. When gates hold the rollout, it says when each " +
 			"partition can start at the earliest: after the previous partition's soak, inside the " +
-			"rollout's windows, and for a partition that requires an approval, once approved (the " +
-			"forecast assumes the approval given when asked for and prints the command that gives it).",
+			"rollout's windows, once the previous partition's checks passed (the forecast assumes every " +
+			"check passes once its duration is over), and for a partition that requires an approval, " +
+			"once approved (the forecast assumes the approval given when asked for and prints the " +
+			"command that gives it); for a partition with checks, it says when they pass at the earliest.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newCLIClient(opts.kubeconfig)

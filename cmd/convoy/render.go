@@ -198,6 +198,7 @@ type templateDataFlags struct {
 	component        string
 	environmentFile  string
 	revision         string
+	scope            string
 }
 
 // bind registers the flags.
@@ -210,6 +211,8 @@ func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.component, "component", "", "Component of a multi-component Package Operator package (Package spec.component).")
 	fl.StringToStringVar(&f.hcLabels, "hosted-cluster-labels", nil, "Labels of the HostedCluster, as key=value,key=value.")
 	fl.StringVar(&f.revision, "revision", "", "Revision (.revision; default: the commit, or \"local\" for a directory).")
+	fl.StringVar(&f.scope, "scope", "", "Scope to install a Package Operator package with (Package spec.scope): Namespaced, or Cluster "+
+		"(a ClusterPackage in the hosted cluster: every phase there, no .package.metadata.namespace); default: Namespaced when the package supports it, else Cluster.")
 	f.budget.BindFlags(fl)
 }
 
@@ -220,6 +223,10 @@ func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (m
 		Revision:  f.revision,
 		Component: f.component,
 		Charts:    helmrepo.New(helmrepo.Options{}),
+		Scope:     f.scope,
+	}
+	if f.scope != "" && f.scope != convoyv1alpha1.ScopeNamespaced && f.scope != convoyv1alpha1.ScopeCluster {
+		return data, fmt.Errorf("--scope %q: want Namespaced or Cluster", f.scope)
 	}
 	if data.Package.Name == "" {
 		data.Package.Name = defaultName

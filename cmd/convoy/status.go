@@ -39,9 +39,10 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status [NAME]",
 		Short: "Show the rollout progress of HostedClusterPackages",
 		Long: "status prints, per HostedClusterPackage, the revisions (current → update), what holds " +
-			"the rollout (a soak, an approval, a window, failures) and until when, a progress bar and " +
-			"state per partition (with the command that approves a partition awaiting approval), the " +
-			"package counts, the conditions and the failures. With --watch it redraws in place on a " +
+			"the rollout (a soak, checks, an approval, a window, failures) and until when, a progress bar " +
+			"and state per partition (with the command that approves a partition awaiting approval), " +
+			"each partition's checks (state, passed and failed evaluations, the value and message of the " +
+			"last one), the package counts, the conditions and the failures. With --watch it redraws in place on a " +
 			"terminal and prints one line per change otherwise.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

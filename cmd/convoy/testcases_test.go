@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -98,4 +99,63 @@ func TestRenderForAGivenEnvironment(t *testing.T) {
 	g.Expect(os.WriteFile(envFile, []byte("kubernets: {}\n"), 0o600)).To(Succeed())
 	_, _, err = runCLI("render", filepath.Join(pkoCorpus, "valid/conditional"), "--environment", envFile)
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown field "kubernets"`)))
+}
+
+func TestValidateReportsEachDistinctProblemOnce(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	manifest := "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: twice}\n" +
+		"spec:\n  scopes: [Cluster]\n  phases: [{name: deploy}]\n" +
+		"test:\n  template:\n  - name: one\n    context: {}\n  - name: two\n    context: {}\n"
+	g.Expect(os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(manifest), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), 0o644)).To(Succeed())
+
+	out, _, err := runCLI("validate", dir)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(strings.Count(out, "missing-phase")).To(Equal(1), out)
+	g.Expect(out).NotTo(ContainSubstring("scope"), "the scope is no validation error")
+}
+
+func TestRenderAPackageWithTheClusterScope(t *testing.T) {
+	g := NewWithT(t)
+	stub := "../../manifests/testdata/pko-public/test-stub"
+	out, _, err := runCLI("render", stub, "--package-name", "stub", "--scope", "Cluster", "--config", writeConfig(t, "testStubImage: quay.io/stub:v1"))
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("kind: Namespace"))
+	g.Expect(out).To(ContainSubstring("namespace: stub"))
+
+	out, _, err = runCLI("render", stub, "--package-name", "stub", "--config", writeConfig(t, "testStubImage: quay.io/stub:v1"))
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).NotTo(ContainSubstring("kind: Namespace"), "Namespaced by default")
+
+	_, _, err = runCLI("render", "../../manifests/testdata/pko-public/managed-upgrade-operator", "--scope", "Namespaced")
+	g.Expect(err).To(HaveOccurred())
+	_, _, err = runCLI("render", stub, "--scope", "Everywhere")
+	g.Expect(err).To(MatchError(ContainSubstring(`--scope "Everywhere"`)))
+}
+
+// writeConfig writes a --config file.
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestValidateGivesPackageOperatorsVerdictOnPublishedPackages runs convoy validate on the
+// corpus of real packages projects publish: Package Operator finds each valid, and the
+// committed fixtures of their test cases match.
+func TestValidateGivesPackageOperatorsVerdictOnPublishedPackages(t *testing.T) {
+	g := NewWithT(t)
+	dirs, err := filepath.Glob("../../manifests/testdata/pko-public/*")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(dirs)).To(BeNumerically(">=", 4))
+	out, _, err := runCLI(append([]string{"validate"}, dirs...)...)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(`managed-upgrade-operator: test case "config-with-proxy" matches`))
+	g.Expect(out).To(ContainSubstring(`ocm-agent-operator: test case "config-with-proxy" matches`))
+	g.Expect(out).To(ContainSubstring(`test-stub: test case "cluster-scope" matches`))
+	g.Expect(out).To(ContainSubstring("ok ../../manifests/testdata/pko-public/osd-metrics-exporter"))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -53,7 +54,8 @@ func runValidate(w io.Writer, dirs []string, f *templateDataFlags, updateFixture
 
 // validateDir validates one package directory, and each component of a multi-component
 // Package Operator package, as `kubectl package validate` does; it reports whether all are valid.
-func validateDir(w io.Writer, dir string, f *templateDataFlags, updateFixtures bool) bool {
+func validateDir(out io.Writer, dir string, f *templateDataFlags, updateFixtures bool) bool {
+	w := &distinctLines{w: out, seen: map[string]bool{}}
 	info, err := inspectLocal(dir, "")
 	if err != nil {
 		return validatePackage(w, pkgDir{root: dir}, manifests.PackageInfo{}, f, updateFixtures)
@@ -118,4 +120,26 @@ func inspectLocal(dir, component string) (manifests.PackageInfo, error) {
 		return manifests.PackageInfo{}, err
 	}
 	return manifests.Inspect(fsys, ".", component)
+}
+
+// distinctLines writes each distinct line once: a problem of the manifest or of a plain file
+// is found again by every test.template case and every component that reads it, and is
+// reported once, as `kubectl package validate` does. Writes must end with a newline.
+type distinctLines struct {
+	w    io.Writer
+	seen map[string]bool
+}
+
+// Write writes the lines of p not written before.
+func (d *distinctLines) Write(p []byte) (int, error) {
+	for line := range bytes.Lines(p) {
+		if d.seen[string(line)] {
+			continue
+		}
+		d.seen[string(line)] = true
+		if _, err := d.w.Write(line); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
 }

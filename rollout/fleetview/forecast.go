@@ -42,9 +42,10 @@ type Forecast struct {
 	Ineligible []Skipped `json:"ineligible,omitempty"`
 	// Blocked says why the forecast stops before every eligible target is on the revision.
 	Blocked string `json:"blocked,omitempty"`
-	// Partitions say, in rollout order, when each partition could start and what holds it
-	// before; set only when a gate (a soak, an approval, a window) holds one, so that a rollout
-	// without gates is forecast as before.
+	// Partitions say, in rollout order, when each partition could start, what holds it before
+	// and when its checks pass; set only when a gate (a soak, an approval, a window, a check)
+	// holds one or a partition has checks, so that a rollout without gates is forecast as
+	// before.
 	Partitions []PartitionForecast `json:"partitions,omitempty"`
 
 	// now is the clock of the first pass, for "in 3m".
@@ -86,9 +87,11 @@ type Step struct {
 
 // NewForecast replays the planner on a copy of snap: each pass applies the plan's changes and
 // lets every Package it changed, and every Package already updating, become available, until the
-// rollout completes or stops. Failed Packages stay failed. A pass that changes nothing because a
-// gate holds the rollout moves the clock to the end of the soak or the opening of the window, or
-// gives the approval the gate asks for, and notes the wait in Partitions.
+// rollout completes or stops. Failed Packages stay failed, and so do failed checks; every other
+// check passes at its first evaluation after its duration. A pass that changes nothing because a
+// gate holds the rollout moves the clock to the end of the soak, of the checks' durations or the
+// opening of the window, or gives the approval the gate asks for, and notes the wait in
+// Partitions.
 func NewForecast(snap *Snapshot, opts ForecastOptions) (*Forecast, error) {
 	h := snap.HostedClusterPackage
 	in, err := forecastInput(snap, opts)
@@ -103,7 +106,7 @@ func NewForecast(snap *Snapshot, opts ForecastOptions) (*Forecast, error) {
 	case h.Status.CurrentRevision != "" && h.Status.CurrentRevision == in.UpdateRevision.Name:
 		f.From = &f.Revision
 	}
-	sim := &simulation{in: in, tick: minReadyOf(h) + time.Second, gates: newGateLog(h.Name, in.UpdateRevision)}
+	sim := &simulation{in: in, tick: minReadyOf(h) + time.Second, gates: newGateLog(h, in.UpdateRevision)}
 	return f, sim.run(f)
 }
 
@@ -111,7 +114,7 @@ func NewForecast(snap *Snapshot, opts ForecastOptions) (*Forecast, error) {
 func forecastInput(snap *Snapshot, opts ForecastOptions) (rollout.Input, error) {
 	h := snap.HostedClusterPackage
 	in := rollout.Input{HostedClusterPackage: h.DeepCopy(), HostedClusters: snap.HostedClusters, Now: opts.Now,
-		Approvals: append([]rollout.Approval(nil), snap.Approvals...)}
+		Approvals: append([]rollout.Approval(nil), snap.Approvals...), CheckResults: rollout.CheckResultsOf(h.Status.Partitions)}
 	for _, p := range snap.Packages {
 		in.Packages = append(in.Packages, *p.DeepCopy())
 	}

@@ -14,8 +14,8 @@ import (
 // forecastApprovalName names the approvals a forecast assumes given, for the planner's input.
 const forecastApprovalName = "forecast"
 
-// PartitionForecast is when one partition could start the forecast revision, and what holds it
-// before: a soak, an approval, a window.
+// PartitionForecast is when one partition could start the forecast revision, what holds it
+// before (a soak, an approval, a window, the previous partition's checks), and its checks.
 type PartitionForecast struct {
 	// Name of the partition.
 	Name string `json:"name"`
@@ -25,14 +25,16 @@ type PartitionForecast struct {
 	Start *metav1.Time `json:"start,omitempty"`
 	// Waits are the gates that held the partition, in the order the forecast met them.
 	Waits []Wait `json:"waits,omitempty"`
+	// Checks are the partition's checks, in spec order, with when each passes at the earliest.
+	Checks []CheckForecast `json:"checks,omitempty"`
 }
 
 // Wait is one gate a partition met in the forecast.
 type Wait struct {
-	// Type is Soak, Approval or Window.
+	// Type is Soak, Approval, Window or Check (the previous partition's checks).
 	Type string `json:"type"`
-	// Until is when the wait ends by itself (a soak's end, a window's opening); nil for an
-	// approval, which only a person gives.
+	// Until is when the wait ends by itself (a soak's end, the end of the previous partition's
+	// longest check, a window's opening); nil for an approval, which only a person gives.
 	Until *metav1.Time `json:"until,omitempty"`
 	// Command is what a person types to give the approval an Approval wait needs.
 	Command string `json:"command,omitempty"`
@@ -40,17 +42,20 @@ type Wait struct {
 
 // gateLog collects, pass after pass, when each partition starts and what it waits for.
 type gateLog struct {
+	hcpkg      *convoyv1alpha1.HostedClusterPackage
 	name       string
 	update     rollout.Revision
 	order      []string
 	starts     map[string]time.Time
 	waits      map[string][]Wait
+	passes     map[string]map[string]time.Time
 	anyWaiting bool
 }
 
-// newGateLog starts a log of the HostedClusterPackage name rolling out update.
-func newGateLog(name string, update rollout.Revision) *gateLog {
-	return &gateLog{name: name, update: update, starts: map[string]time.Time{}, waits: map[string][]Wait{}}
+// newGateLog starts a log of h rolling out update.
+func newGateLog(h *convoyv1alpha1.HostedClusterPackage, update rollout.Revision) *gateLog {
+	return &gateLog{hcpkg: h, name: h.Name, update: update, starts: map[string]time.Time{}, waits: map[string][]Wait{},
+		passes: map[string]map[string]time.Time{}}
 }
 
 // notePlan records the partitions of plan in rollout order, the gate it reports, and the
@@ -61,7 +66,7 @@ func (l *gateLog) notePlan(plan *rollout.Plan, now time.Time) {
 			l.order = append(l.order, p.Name)
 		}
 	}
-	if plan.Gate != nil {
+	if plan.Gate != nil && !holdsCompletion(plan) {
 		l.noteWait(plan.Gate)
 	}
 	for _, changes := range [][]rollout.Change{plan.Creates, plan.Updates} {
@@ -71,6 +76,21 @@ func (l *gateLog) notePlan(plan *rollout.Plan, now time.Time) {
 			}
 		}
 	}
+}
+
+// holdsCompletion reports whether the gate of plan is the Check gate of a partition whose own
+// checks run: it holds the rollout's completion, not a partition's start, and the partition's
+// Checks say until when.
+func holdsCompletion(plan *rollout.Plan) bool {
+	if plan.Gate.Type != convoyv1alpha1.GateCheck {
+		return false
+	}
+	for _, p := range plan.Partitions {
+		if p.Name == plan.Gate.Partition {
+			return p.State == convoyv1alpha1.PartitionChecking
+		}
+	}
+	return false
 }
 
 // isUpdate reports whether rev is the forecast revision.
@@ -118,14 +138,14 @@ func (l *gateLog) noteRequiredApprovals(h *convoyv1alpha1.HostedClusterPackage, 
 }
 
 // partitions returns the forecast of each partition in rollout order; nil when no partition
-// waited, so that a rollout without gates is forecast as before.
+// waited and none has checks, so that a rollout without gates is forecast as before.
 func (l *gateLog) partitions() []PartitionForecast {
-	if !l.anyWaiting {
+	if !l.anyWaiting && !l.hasChecks() {
 		return nil
 	}
 	out := make([]PartitionForecast, 0, len(l.order))
 	for _, name := range l.order {
-		p := PartitionForecast{Name: name, Waits: l.waits[name]}
+		p := PartitionForecast{Name: name, Waits: l.waits[name], Checks: l.checks(name)}
 		if t, ok := l.starts[name]; ok {
 			start := metav1.NewTime(t)
 			p.Start = &start
@@ -149,6 +169,11 @@ func (s *simulation) passGate(plan *rollout.Plan) bool {
 			Revision: s.in.UpdateRevision.Name})
 	case g.Until != nil && (g.Type == convoyv1alpha1.GateSoak || g.Type == convoyv1alpha1.GateWindow):
 		s.in.Now = later(s.in.Now.Add(s.tick), g.Until.Time)
+	case g.Type == convoyv1alpha1.GateCheck:
+		s.in.Now = later(s.in.Now.Add(s.tick), s.in.Now.Add(plan.RequeueAfter))
+		if g.Until != nil {
+			s.in.Now = later(s.in.Now, g.Until.Time)
+		}
 	default:
 		return false
 	}

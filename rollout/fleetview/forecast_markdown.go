@@ -50,11 +50,14 @@ func (f *Forecast) writeMarkdownPartitions(p *mdPrinter) {
 	if len(f.Partitions) == 0 {
 		return
 	}
-	p.printf("\n#### Partitions\n\n%s\n\n", mdCell(partitionStartsTitle))
+	p.printf("\n#### Partitions\n\n%s\n\n", mdCell(f.startsTitle()))
 	for _, part := range f.Partitions {
 		line := fmt.Sprintf("- **%s**: %s", mdCell(part.Name), mdCell(f.startText(part)))
 		if len(part.Waits) > 0 {
 			line += "; " + mdCell(waitsText(part.Waits))
+		}
+		if len(part.Checks) > 0 {
+			line += "; checks " + mdCell(checksText(part.Checks))
 		}
 		p.printf("%s\n", line)
 	}

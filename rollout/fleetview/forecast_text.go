@@ -10,7 +10,8 @@ import (
 )
 
 // WriteText prints the forecast for a human: a header, one line per Package in rollout order
-// with its batch, when each partition can start and what it waits for (when a gate holds one),
+// with its batch, when each partition can start, what it waits for and when its checks pass
+// (when a gate holds one or a partition has checks),
 // then the ineligible targets and why the rollout would stop, if it would.
 func (f *Forecast) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -73,18 +74,49 @@ func (f *Forecast) writeIneligible(w io.Writer) error {
 // partitionStartsTitle heads the partitions' starts: what "at the earliest" assumes.
 const partitionStartsTitle = "Partitions, at the earliest (every Package progresses at once, every approval is given when asked for):"
 
+// partitionStartsWithChecksTitle heads the partitions' starts when a partition has checks.
+const partitionStartsWithChecksTitle = "Partitions, at the earliest (every Package progresses at once, every approval is given when asked for, " +
+	"every check passes once its duration is over):"
+
+// startsTitle is the title of the partitions' starts of f.
+func (f *Forecast) startsTitle() string {
+	if f.anyChecks() {
+		return partitionStartsWithChecksTitle
+	}
+	return partitionStartsTitle
+}
+
 // writePartitionStarts prints when each partition can start and what holds it before.
 func (f *Forecast) writePartitionStarts(w io.Writer) error {
 	if len(f.Partitions) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\n%s\n", partitionStartsTitle)
+	fmt.Fprintf(w, "\n%s\n", f.startsTitle())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  PARTITION\tCAN START\tWAITS FOR")
+	checks := f.anyChecks()
+	header := "  PARTITION\tCAN START\tWAITS FOR"
+	if checks {
+		header += "\tCHECKS"
+	}
+	fmt.Fprintln(tw, header)
 	for _, p := range f.Partitions {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, f.startText(p), waitsText(p.Waits))
+		line := fmt.Sprintf("  %s\t%s\t%s", p.Name, f.startText(p), waitsText(p.Waits))
+		if checks {
+			line += "\t" + checksText(p.Checks)
+		}
+		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
+}
+
+// anyChecks reports whether a partition of the forecast has checks.
+func (f *Forecast) anyChecks() bool {
+	for _, p := range f.Partitions {
+		if len(p.Checks) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // startText says when p can start: "now", a time with how far it is, or that it does not.
@@ -98,7 +130,8 @@ func (f *Forecast) startText(p PartitionForecast) string {
 	return WhenText(p.Start.Time, f.now)
 }
 
-// waitsText lists waits in one phrase: "soak until …; awaits approval: convoy approve …".
+// waitsText lists waits in one phrase: "soak until …; checks of the previous partition until …;
+// awaits approval: convoy approve …".
 func waitsText(waits []Wait) string {
 	parts := make([]string, 0, len(waits))
 	for _, w := range waits {
@@ -117,6 +150,8 @@ func (w Wait) text() string {
 		s = "outside its windows"
 	case convoyv1alpha1.GateApproval:
 		return "awaits approval: " + w.Command
+	case convoyv1alpha1.GateCheck:
+		s = "checks of the previous partition"
 	default:
 		s = w.Type
 	}

@@ -50,11 +50,11 @@ func (r *Report) gateText() string {
 	return s
 }
 
-// partitionStateText is a partition's state with what it waits for: until when it soaks or
-// waits for a window, the command that approves it.
+// partitionStateText is a partition's state with what it waits for: until when it soaks, runs
+// its checks or waits for a window, the command that approves it.
 func (r *Report) partitionStateText(p convoyv1alpha1.PartitionStatus) string {
 	switch p.State {
-	case convoyv1alpha1.PartitionSoaking, convoyv1alpha1.PartitionOutsideWindow:
+	case convoyv1alpha1.PartitionSoaking, convoyv1alpha1.PartitionOutsideWindow, convoyv1alpha1.PartitionChecking:
 		return p.State + untilSuffix(p.Until, r.Now)
 	case convoyv1alpha1.PartitionAwaitingApproval:
 		return p.State + ": " + ApproveCommand(r.Name, p.Name)

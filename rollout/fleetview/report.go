@@ -28,7 +28,8 @@ type Report struct {
 	UpdateRevision *RevisionRef `json:"updateRevision,omitempty"`
 	// Packages are the counts of the status.
 	Packages Counts `json:"packages"`
-	// Partitions in rollout order, each with its state and, for a soak or a window, until when.
+	// Partitions in rollout order, each with its state, for a soak, checks or a window until
+	// when, and the results of its checks at the update revision.
 	Partitions []convoyv1alpha1.PartitionStatus `json:"partitions,omitempty"`
 	// Gate is what holds the rollout now (status.gate); nil when nothing does.
 	Gate *convoyv1alpha1.RolloutGate `json:"gate,omitempty"`
@@ -133,6 +134,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "  Packages\t%d total, %d updated, %d available, %d progressed, %d failed, %d paused%s\n",
 		c.Total, c.Updated, c.Available, c.Progressed, c.Failed, c.Paused, c.extraText())
 	r.writePartitions(tw)
+	r.writeChecks(tw)
 	r.writeConditions(tw)
 	r.writeFailures(tw)
 	r.writeSkipped(tw)

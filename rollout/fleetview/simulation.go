@@ -13,7 +13,8 @@ import (
 
 // simulation evolves a copy of the planner's input the way the controllers would if every
 // Package became available as soon as its spec changed, every gate opened as soon as it could
-// (a soak at its end, a window at its opening) and every approval were given when asked for.
+// (a soak at its end, a window at its opening), every approval were given when asked for and
+// every running check passed at the end of its duration.
 type simulation struct {
 	in    rollout.Input
 	tick  time.Duration
@@ -27,9 +28,12 @@ func (s *simulation) run(f *Forecast) error {
 		s.gates.noteRequiredApprovals(s.in.HostedClusterPackage, s.in.Approvals)
 		f.Partitions = s.gates.partitions()
 	}()
-	// Note: each partition may wait for a soak, an approval and a window, one pass each.
-	limit := 5*len(s.in.HostedClusters) + 4
+	// Note: each partition may wait for a soak, checks, an approval and a window, one pass each.
+	limit := 6*len(s.in.HostedClusters) + 4
 	for pass := 0; pass < limit; pass++ {
+		if err := s.passChecks(); err != nil {
+			return err
+		}
 		plan, err := rollout.Compute(s.in)
 		if err != nil {
 			return err
@@ -144,6 +148,9 @@ func (s *simulation) blockedReason(plan *rollout.Plan) string {
 	}
 	if g := plan.Gate; g != nil && g.Type != convoyv1alpha1.GateFailures {
 		return gateBlockedReason(plan)
+	}
+	if n := len(plan.Failed); n > 0 && plan.Failed[0].Check != "" {
+		return plan.Failed[0].Message
 	}
 	if n := len(plan.Failed); n > 0 {
 		f := plan.Failed[0]

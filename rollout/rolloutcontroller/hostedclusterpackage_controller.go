@@ -37,8 +37,9 @@ const DefaultResyncInterval = 10 * time.Minute
 const cacheLagRecheck = time.Second
 
 // The HostedClusterPackage controller reads HostedClusters, GitSources, RolloutApprovals and its
-// revisions, and writes Packages, ControllerRevisions, its status and events. Sharding, it reads the shards
-// ConfigMap and the shard replicas' leases.
+// revisions, and writes Packages, ControllerRevisions, its status and events. Sharding, it reads
+// the shards ConfigMap and the shard replicas' leases. Its checks read the Secrets their
+// secretRef names, in any namespace, one GET at a time (never listed nor cached).
 //
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages,verbs=get;list;watch
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/status,verbs=get;patch;update
@@ -51,6 +52,7 @@ const cacheLagRecheck = time.Second
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // HostedClusterPackageReconciler rolls the revisions of a HostedClusterPackage out to the
 // Packages of its HostedClusters, as planned by rollout.Compute.
@@ -73,7 +75,18 @@ type HostedClusterPackageReconciler struct {
 	// Trees compares package directories across commits, so that a commit that leaves a
 	// package's directory unchanged does not roll it out; nil rolls out every new commit.
 	Trees TreeHasher
+	// Secrets reads the Secrets the checks' secretRef names; default Client. Setup gives the
+	// manager's API reader, so that Secrets are neither listed nor cached.
+	Secrets client.Reader
+	// CheckConcurrency bounds the checks of one HostedClusterPackage evaluated in parallel;
+	// default DefaultCheckConcurrency.
+	CheckConcurrency int
 
+	// compiled holds the compiled checks of each HostedClusterPackage's generation
+	// (*compiledChecks by name).
+	compiled sync.Map
+	// runs holds the checks' evaluations under way, and those finished and not yet recorded.
+	runs checkRuns
 	// sameDirs remembers the answers of sameDir, which never change for two commits.
 	sameDirs sameDirCache
 	// shards is the sharding in force when it comes from Sharding.ConfigMap.
@@ -111,13 +124,16 @@ type scope struct {
 	// revisions, updateObj: set by reconcileRevisions.
 	revisions []storedRevision
 	updateObj *appsv1.ControllerRevision
+	// in: set by reconcileInput; reconcileChecks adds the results of the checks it evaluated.
+	in rollout.Input
 	// plan: set by reconcilePlan.
 	plan *rollout.Plan
 }
 
-// Reconcile runs the steps shards → source → revisions → plan → reject → status → apply → history on a
-// HostedClusterPackage whose cache reflects the previous pass's writes; the deferred status
-// finalizer writes the summary conditions and patches only a change.
+// Reconcile runs the steps shards → source → revisions → input → checks → plan → reject →
+// status → apply → history on a HostedClusterPackage whose cache reflects the previous pass's
+// writes; the deferred status finalizer writes the summary conditions and patches only a
+// change.
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -145,8 +161,8 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 	defer func() {
 		res, retErr = fin.Finalize(ctx, r.summarize(ctx, s, retErr))
 	}()
-	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcilePlan,
-		r.reconcileReject, r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
+	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcileInput,
+		r.reconcileChecks, r.reconcilePlan, r.reconcileReject, r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact
@@ -182,9 +198,9 @@ func (r *HostedClusterPackageReconciler) reconcileRevisions(ctx context.Context,
 	return r.ensureRevision(ctx, s, key.Namespace, s.updateData)
 }
 
-// reconcilePlan reads the HostedClusters and the RolloutApprovals and computes s.plan. A spec
-// the planner refuses (an invalid selector, budget or window) stalls with InvalidSpec.
-func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *scope) error {
+// reconcileInput reads the HostedClusters, the foreign Packages and the RolloutApprovals into
+// s.in, the planner's input.
+func (r *HostedClusterPackageReconciler) reconcileInput(ctx context.Context, s *scope) error {
 	hcs, err := r.listHostedClusters(ctx)
 	if err != nil {
 		return err
@@ -193,12 +209,17 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(ctx context.Context, s *s
 	if err != nil {
 		return err
 	}
-	in := planInput(s, hcs, foreign)
-	in.ShardFor = s.shardFor
-	if in.Approvals, err = r.listApprovals(ctx, s.obj.Name); err != nil {
-		return err
-	}
-	if s.plan, err = rollout.Compute(in); err != nil {
+	s.in = planInput(s, hcs, foreign)
+	s.in.ShardFor = s.shardFor
+	s.in.Approvals, err = r.listApprovals(ctx, s.obj.Name)
+	return err
+}
+
+// reconcilePlan computes s.plan from s.in. A spec the planner refuses (an invalid selector,
+// budget or window) stalls with InvalidSpec.
+func (r *HostedClusterPackageReconciler) reconcilePlan(_ context.Context, s *scope) error {
+	var err error
+	if s.plan, err = rollout.Compute(s.in); err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
 	return nil
@@ -216,11 +237,12 @@ func (s *scope) shardFor(namespace, current string) string {
 	return s.sharding.shardFor(namespace, current)
 }
 
-// planInput is what the planner reads in s. The current revision is status.currentRevision,
-// which is the update revision itself once its rollout completed.
+// planInput is what the planner reads in s, with the results of the checks in status. The
+// current revision is status.currentRevision, which is the update revision itself once its
+// rollout completed.
 func planInput(s *scope, hcs []rollout.HostedCluster, foreign []rollout.ForeignPackage) rollout.Input {
 	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, ForeignPackages: foreign,
-		UpdateRevision: s.update, Now: s.now}
+		UpdateRevision: s.update, Now: s.now, CheckResults: rollout.CheckResultsOf(s.obj.Status.Partitions)}
 	for _, pkg := range s.packages {
 		in.Packages = append(in.Packages, *pkg)
 	}
@@ -344,4 +366,6 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.passes.Delete(name)
 	r.conflicts.Delete(name)
 	r.failures.Delete(name)
+	r.compiled.Delete(name)
+	r.runs.forget(name)
 }

@@ -73,7 +73,8 @@ func skippedNote(plan *rollout.Plan) string {
 
 // rolloutProgress returns nil for a completed rollout, else the error that says how far it is:
 // rejected by its failure policy (stalled until a new revision, looked at again after interval
-// while Packages go back), stalled by failed Packages the failure policy does not tolerate
+// while Packages go back), stalled by a failed check (the planner lists them first: the message
+// names the check, what it asks and the value it saw), stalled by failed Packages the failure policy does not tolerate
 // (looked at again after interval, and on every Package event, so that it clears when a fix
 // progresses), paused, held by a gate, or progressing.
 func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan, interval time.Duration) error {
@@ -86,6 +87,9 @@ func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Pla
 		return pass.StallAfterf(convoyv1alpha1.RolloutRejectedReason, interval,
 			"Revision %s is rejected by the failure policy and not rolled out again until a new commit or template change: %d/%d packages on it.",
 			plan.UpdateRevision, c.Updated, c.Total)
+	case len(plan.Failed) > 0 && plan.Failed[0].Check != "" && failuresStop(obj, plan):
+		return pass.StallAfterf(convoyv1alpha1.RolloutBlockedReason, interval, "Rollout of revision %s is blocked: %s",
+			plan.UpdateRevision, plan.Failed[0].Message)
 	case len(plan.Failed) > 0 && failuresStop(obj, plan):
 		return pass.StallAfterf(convoyv1alpha1.RolloutBlockedReason, interval,
 			"Rollout of revision %s is blocked: %d package(s) failed, first %s: %s",
@@ -130,11 +134,14 @@ func (r *HostedClusterPackageReconciler) reconcileStatus(ctx context.Context, s 
 
 // reportRollout compares the new status with the one the pass started from and announces each
 // decision of the rollout once, by an event and a log line: partitions started and completed,
-// a gate starting to hold the rollout, the update revision rejected, Packages newly failed, targets newly in conflict (an event only), and the rollout completed.
+// a gate starting to hold the rollout, the update revision rejected, Packages newly failed,
+// checks newly passed, failed or inconclusive, targets newly in conflict (an event only), and
+// the rollout completed.
 func (r *HostedClusterPackageReconciler) reportRollout(ctx context.Context, s *scope) {
 	r.reportPartitions(ctx, s)
 	r.reportGates(ctx, s)
 	r.reportFailures(ctx, s)
+	r.reportChecks(ctx, s)
 	r.emitConflicts(s)
 	if s.plan.Completed && s.before.CurrentRevision != s.obj.Status.CurrentRevision {
 		after := &s.obj.Status
@@ -170,15 +177,16 @@ func (r *HostedClusterPackageReconciler) reportPartitions(ctx context.Context, s
 	}
 }
 
-// reportFailures emits a Warning for each failure whose message is new in status, and logs
-// each Package that newly missed its progress deadline (newlyFailed).
+// reportFailures emits a Warning for each failed Package whose message is new in status, and
+// logs each Package that newly missed its progress deadline (newlyFailed). A failed check has
+// no Package: reportChecks announces it.
 func (r *HostedClusterPackageReconciler) reportFailures(ctx context.Context, s *scope) {
 	failed := map[string]bool{}
 	for _, f := range s.before.Failures {
 		failed[f.HostedCluster+"\x00"+f.Message] = true
 	}
 	for _, f := range s.obj.Status.Failures {
-		if !failed[f.HostedCluster+"\x00"+f.Message] {
+		if f.Check == "" && !failed[f.HostedCluster+"\x00"+f.Message] {
 			r.event(s, corev1.EventTypeWarning, PackageFailedReason, "HostedCluster %s: %s", f.HostedCluster, f.Message)
 		}
 	}
@@ -190,10 +198,11 @@ func (r *HostedClusterPackageReconciler) reportFailures(ctx context.Context, s *
 	}
 }
 
-// newlyFailed returns the indices in plan.Failed of the Packages that the previous pass did not
-// see failed at the commit they pin, remembering the failures of each HostedClusterPackage
-// between passes (status samples only ten, and its messages quote changing conditions). On
-// the first pass after a start, the failures in status are the ones already seen.
+// newlyFailed returns the indices in plan.Failed of the Packages (not the checks) that the
+// previous pass did not see failed at the commit they pin, remembering the failures of each
+// HostedClusterPackage between passes (status samples only ten, and its messages quote
+// changing conditions). On the first pass after a start, the failures in status are the ones
+// already seen.
 func (r *HostedClusterPackageReconciler) newlyFailed(s *scope) []int {
 	remembered, ok := r.failures.Load(s.obj.Name)
 	known, _ := remembered.(map[string]bool)
@@ -206,6 +215,9 @@ func (r *HostedClusterPackageReconciler) newlyFailed(s *scope) []int {
 	now := map[string]bool{}
 	var out []int
 	for i, f := range s.plan.Failed {
+		if f.Check != "" {
+			continue // a failed check, which has no Package
+		}
 		key := s.plan.FailedPackages[i].Package.String() + "@" + s.plan.FailedPackages[i].Commit
 		now[key] = true
 		if !known[key] && !known[f.HostedCluster] {

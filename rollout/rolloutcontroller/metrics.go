@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout"
 )
 
 // Metric label names. There is deliberately no HostedCluster label: a fleet of thousands would
@@ -18,11 +19,21 @@ const (
 	partitionLabel = "partition"
 	stateLabel     = "state"
 	gateLabel      = "gate"
+	checkLabel     = "check"
+	outcomeLabel   = "outcome"
 )
 
 // gateTypes are the values of the gate label: each is 1 while that gate holds the rollout, else 0.
 var gateTypes = []string{convoyv1alpha1.GateSoak, convoyv1alpha1.GateApproval, convoyv1alpha1.GateWindow,
-	convoyv1alpha1.GateFailures}
+	convoyv1alpha1.GateFailures, convoyv1alpha1.GateCheck}
+
+// checkStates are the values of the state label of the checks gauge, by check state.
+var checkStates = map[string]string{convoyv1alpha1.CheckRunning: "running", convoyv1alpha1.CheckPassed: "passed",
+	convoyv1alpha1.CheckFailed: "failed", convoyv1alpha1.CheckInconclusive: "inconclusive"}
+
+// outcomeValues are the values of the outcome label of the evaluations counter.
+var outcomeValues = map[rollout.CheckOutcome]string{rollout.CheckPass: "pass", rollout.CheckFail: "fail",
+	rollout.CheckError: "inconclusive"}
 
 // Package states of the packages gauge.
 const (
@@ -60,7 +71,7 @@ var (
 
 	gateGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "convoy_rollout_gate",
-		Help: "1 while the gate (Soak, Approval, Window, Failures) holds the rollout of a HostedClusterPackage, else 0.",
+		Help: "1 while the gate (Soak, Approval, Window, Failures, Check) holds the rollout of a HostedClusterPackage, else 0.",
 	}, []string{hcpkgLabel, gateLabel})
 
 	awaitingApprovalGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -72,11 +83,21 @@ var (
 		Name: "convoy_rollout_rollbacks_total",
 		Help: "Update revisions the failure policy rejected and rolled back, by HostedClusterPackage.",
 	}, []string{hcpkgLabel})
+
+	checkEvaluations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convoy_rollout_check_evaluations_total",
+		Help: "Evaluations of the rollout checks, by HostedClusterPackage, check and outcome (pass, fail, inconclusive).",
+	}, []string{hcpkgLabel, checkLabel, outcomeLabel})
+
+	checksGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "convoy_rollout_checks",
+		Help: "Checks of the update revision of a HostedClusterPackage, over its partitions, by state (running, passed, failed, inconclusive).",
+	}, []string{hcpkgLabel, stateLabel})
 )
 
 func init() {
 	metrics.Registry.MustRegister(packagesGauge, rolloutDuration, partitionDuration, failuresCounter,
-		gateGauge, awaitingApprovalGauge, rollbacksCounter)
+		gateGauge, awaitingApprovalGauge, rollbacksCounter, checkEvaluations, checksGauge)
 }
 
 // rolloutMetrics records the metrics of each pass and remembers when partitions started.
@@ -119,6 +140,41 @@ func (m *rolloutMetrics) record(s *scope) {
 		rolloutDuration.WithLabelValues(name).Observe(s.now.Sub(startedAt(s.updateObj)).Seconds())
 	}
 	recordGates(name, s.before, st)
+	recordChecks(name, st)
+}
+
+// recordChecks sets the checks gauge: the checks of the update revision in each state, every
+// state at 0 or more.
+func recordChecks(name string, st *convoyv1alpha1.HostedClusterPackageStatus) {
+	counts := map[string]int{}
+	for _, p := range st.Partitions {
+		for _, c := range p.Checks {
+			if c.Revision == st.UpdateRevision {
+				counts[checkStates[c.State]]++
+			}
+		}
+	}
+	for _, state := range checkStates {
+		checksGauge.WithLabelValues(name, state).Set(float64(counts[state]))
+	}
+}
+
+// outcomeValue is the outcome label of an evaluation.
+func outcomeValue(o rollout.CheckOutcome) string {
+	if v, ok := outcomeValues[o]; ok {
+		return v
+	}
+	return outcomeValues[rollout.CheckError]
+}
+
+// zeroCheckEvaluations puts the evaluation counters of each named check at 0 for every
+// outcome, so that rate() and the dashboard see a check from its compilation on.
+func zeroCheckEvaluations(name string, checkNames []string) {
+	for _, check := range checkNames {
+		for _, outcome := range outcomeValues {
+			checkEvaluations.WithLabelValues(name, check, outcome)
+		}
+	}
 }
 
 // recordGates sets the gate gauges of a status (every gate type, 0 or 1, and the partitions
@@ -164,7 +220,8 @@ func (m *rolloutMetrics) forget(name string) {
 	defer m.mu.Unlock()
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{packagesGauge, rolloutDuration, partitionDuration, failuresCounter, gateGauge, awaitingApprovalGauge, rollbacksCounter} {
+	}{packagesGauge, rolloutDuration, partitionDuration, failuresCounter, gateGauge, awaitingApprovalGauge, rollbacksCounter,
+		checkEvaluations, checksGauge} {
 		vec.DeletePartialMatch(prometheus.Labels{hcpkgLabel: name})
 	}
 	prefix := name + "/"

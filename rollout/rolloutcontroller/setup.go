@@ -88,7 +88,8 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 		return err
 	}
 	r := &HostedClusterPackageReconciler{Client: mgr.GetClient(), ApplyConcurrency: o.ApplyConcurrency,
-		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding, Trees: o.Trees}
+		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding, Trees: o.Trees,
+		Secrets: mgr.GetAPIReader()}
 	opts := HostedClusterPackageReconcilerOptions{MaxConcurrentReconciles: max(o.Concurrency, 1)}
 	if hostedClustersServed(mgr) {
 		return r.SetupWithManager(mgr, opts)

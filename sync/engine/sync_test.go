@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -277,4 +279,38 @@ func TestSyncAppliesACustomResourceWithItsDefinition(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Changes.Created).To(Equal(2))
 	g.Expect(kubetest.Exists(g, blue.Client, widget)).To(BeTrue())
+}
+
+// A Cluster-scoped package lands wholly in the hosted cluster: its cluster-scoped objects are
+// owned, protected against collisions and adopted like any other.
+func TestSyncProtectsClusterScopedObjectsOfAHostedCluster(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	engine := NewEngine(Options{Controller: "test"})
+	tgt := engineTarget(t)
+	name := "collision-" + fleet.NameSuffix()
+	theirs := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	g.Expect(blue.Client.Create(ctx, theirs)).To(Succeed())
+	t.Cleanup(func() { _ = blue.Client.Delete(ctx, theirs) })
+	role := func(annotations map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("rbac.authorization.k8s.io/v1")
+		u.SetKind("ClusterRole")
+		u.SetName(name)
+		u.SetAnnotations(annotations)
+		return u
+	}
+	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "rbac", Class: convoyv1alpha1.ClassHostedCluster,
+		Objects: []*unstructured.Unstructured{role(nil)}}}}
+	_, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason))
+	g.Expect(err.Error()).To(ContainSubstring("ClusterRole " + name + " (not managed by convoy)"))
+
+	rev.Phases[0].Objects[0] = role(map[string]string{convoyv1alpha1.AdoptAnnotation: "true"})
+	res, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Inventory).To(ConsistOf(HaveField("Cluster", convoyv1alpha1.InventoryClusterHosted)))
+	live := kubetest.Get(g, blue.Client, role(nil))
+	g.Expect(live.GetLabels()).To(HaveKeyWithValue(convoyv1alpha1.HostedClusterLabel, tgt.Namespace))
 }

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -134,6 +136,7 @@ type secretKey struct{ namespace, name, key string }
 type entry struct {
 	resourceVersion string
 	client          client.Client
+	discovery       discovery.ServerVersionInterface
 	http            *http.Client
 	lastUsed        time.Time
 }
@@ -150,14 +153,34 @@ func NewClients(reader, apiReader client.Reader, opts Options) *Clients {
 // Client returns a client of the hosted cluster whose kubeconfig is in the Secret ref of
 // namespace; a nil ref means service-network-admin-kubeconfig/kubeconfig.
 func (c *Clients) Client(ctx context.Context, namespace string, ref *convoyv1alpha1.SecretKeyReference) (client.Client, error) {
+	e, err := c.entryFor(ctx, namespace, ref)
+	if err != nil {
+		return nil, err
+	}
+	return e.client, nil
+}
+
+// ServerVersion returns the version of the hosted cluster's API server, reached as Client
+// reaches it (same credentials, circuit and limits).
+func (c *Clients) ServerVersion(ctx context.Context, namespace string, ref *convoyv1alpha1.SecretKeyReference) (*version.Info, error) {
+	e, err := c.entryFor(ctx, namespace, ref)
+	if err != nil {
+		return nil, err
+	}
+	return e.discovery.ServerVersion()
+}
+
+// entryFor returns the cached entry of the Secret ref of namespace, built again when the
+// Secret changed.
+func (c *Clients) entryFor(ctx context.Context, namespace string, ref *convoyv1alpha1.SecretKeyReference) (*entry, error) {
 	key := keyFor(namespace, ref)
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: key.name}, meta); err != nil {
 		return nil, secretError(key, err)
 	}
-	if cl := c.cached(key, meta.ResourceVersion); cl != nil {
-		return cl, nil
+	if e := c.cached(key, meta.ResourceVersion); e != nil {
+		return e, nil
 	}
 	secret := &corev1.Secret{}
 	if err := c.apiReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: key.name}, secret); err != nil {
@@ -168,7 +191,7 @@ func (c *Clients) Client(ctx context.Context, namespace string, ref *convoyv1alp
 		return nil, err
 	}
 	c.store(key, e)
-	return e.client, nil
+	return e, nil
 }
 
 // keyFor defaults ref.
@@ -190,8 +213,8 @@ func secretError(key secretKey, err error) error {
 	return fmt.Errorf("reading Secret %s/%s: %w", key.namespace, key.name, err)
 }
 
-// cached returns the cached client of key if it was built from resourceVersion.
-func (c *Clients) cached(key secretKey, resourceVersion string) client.Client {
+// cached returns the cached entry of key if it was built from resourceVersion.
+func (c *Clients) cached(key secretKey, resourceVersion string) *entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[key]
@@ -199,7 +222,7 @@ func (c *Clients) cached(key secretKey, resourceVersion string) client.Client {
 		return nil
 	}
 	e.lastUsed = c.now()
-	return e.client
+	return e
 }
 
 // store caches e, dropping the client it replaces.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,7 +44,11 @@ func (c *Clients) build(key secretKey, secret *corev1.Secret) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("Secret %s/%s: %w", key.namespace, key.name, err)
 	}
-	return &entry{resourceVersion: secret.ResourceVersion, client: cl, http: httpClient}, nil
+	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", key.namespace, key.name, err)
+	}
+	return &entry{resourceVersion: secret.ResourceVersion, client: cl, discovery: disc, http: httpClient}, nil
 }
 
 // guard bounds the connect and TLS handshake of cfg's transport, puts a circuit in front of

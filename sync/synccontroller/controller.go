@@ -88,6 +88,9 @@ type scope struct {
 	desiredID string
 	// revision is set by the render step (Package) or the template step (ObjectDeployment).
 	revision *engine.Revision
+	// conditionMaps are the objects whose conditions the Package reports, set by the render
+	// step.
+	conditionMaps []conditionMap
 	// target is set by reconcileTarget.
 	target *engine.Target
 	// result is set by reconcileApply.
@@ -146,6 +149,7 @@ func (c *Common) reconcileApply(ctx context.Context, s *scope) error {
 	res, err := c.Engine.Sync(ctx, s.target, s.revision, s.status.Inventory)
 	s.result = res
 	recordResult(s, err)
+	mapConditions(ctx, s)
 	c.applied.ensure(ctx, res.Inventory)
 	if err != nil {
 		return err

@@ -109,7 +109,8 @@ func sameSyncStatus(before, after client.Object) bool {
 	}
 	return b.ObservedGeneration == a.ObservedGeneration && b.Revision == a.Revision &&
 		b.LastAttemptedRevision == a.LastAttemptedRevision && b.LastHandledReconcileAt == a.LastHandledReconcileAt &&
-		slices.Equal(b.Conditions, a.Conditions) && slices.Equal(b.Phases, a.Phases) && slices.Equal(b.Inventory, a.Inventory)
+		slices.Equal(b.Conditions, a.Conditions) && slices.Equal(b.Phases, a.Phases) && slices.Equal(b.Inventory, a.Inventory) &&
+		slices.Equal(b.Warnings, a.Warnings)
 }
 
 // syncStatusOf returns the status of a Package or an ObjectDeployment, nil for another kind.

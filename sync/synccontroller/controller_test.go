@@ -12,7 +12,7 @@ import (
 )
 
 func TestSameSyncStatusComparesEveryField(t *testing.T) {
-	NewWithT(t).Expect(reflect.TypeFor[convoyv1alpha1.SyncStatus]().NumField()).To(Equal(7),
+	NewWithT(t).Expect(reflect.TypeFor[convoyv1alpha1.SyncStatus]().NumField()).To(Equal(8),
 		"a field added to SyncStatus must be compared by sameSyncStatus, and changed below")
 	at := metav1.NewTime(time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC))
 	settled := func() *convoyv1alpha1.Package {
@@ -40,6 +40,7 @@ func TestSameSyncStatusComparesEveryField(t *testing.T) {
 		"a phase":                func(s *convoyv1alpha1.SyncStatus) { s.Phases[0].Available = false },
 		"an inventory entry":     func(s *convoyv1alpha1.SyncStatus) { s.Inventory[0].Version = "v2" },
 		"one entry more":         func(s *convoyv1alpha1.SyncStatus) { s.Inventory = append(s.Inventory, s.Inventory[0]) },
+		"a warning":              func(s *convoyv1alpha1.SyncStatus) { s.Warnings = []string{"a.yaml:1: unsupported: w"} },
 	} {
 		after := settled()
 		change(&after.Status)

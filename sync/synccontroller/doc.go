@@ -3,8 +3,12 @@
 //
 // The PackageReconciler resolves a Package's revision (spec.revision or its GitSource's
 // artifact), renders it through the manifests cache for the Package's config, metadata and
-// component, its HostedCluster and the management cluster's environment (ClusterEnvironment:
-// versions, proxy, HyperShift, as Package Operator reads them) and runs the engine; the
+// component, its HostedCluster and the environment of the cluster it is installed in (the
+// management cluster's, ClusterEnvironment: versions, proxy, HyperShift, as Package Operator
+// reads them; or, for a package of the Cluster scope, which lands wholly in the hosted cluster,
+// the hosted cluster's own, HostedEnvironments), checks the package's constraints against it
+// and runs the engine, then maps the conditions the package's condition-map names onto the
+// Package; the
 // ObjectDeploymentReconciler does the same with inline phases, the revision being a hash of
 // the template. Both share the steps of Common (finalizer, paused, hosted cluster, target,
 // apply, teardown), run by pass.RunSteps, and one deferred status patch (internal/pass),
@@ -34,7 +38,9 @@
 // whose revision is its template), watches.go (what the controllers watch, index and map to
 // requests), applied_watches.go (the watch of applied objects and the per-owner event counts
 // the engine's settled passes rely on), cache.go (what the manager's cache keeps), setup.go
-// (flags and wiring), environment.go and metrics.go.
+// (flags and wiring), environment.go (both environments), package_scope.go (the scope, the
+// environment and the constraints of a Package's render, and its condition maps) and
+// metrics.go.
 //
 // The controllers ignore the watch events of the engine's own applies
 // (Engine.AppliedByEngine), so an apply does not bring its owner back for a second pass, unless

@@ -68,9 +68,15 @@ type PackageReconciler struct {
 	// Environment is the management cluster's environment packages are rendered for
 	// (.environment); nil renders with an empty one.
 	Environment *ClusterEnvironment
+	// HostedEnvironments are the environments of hosted clusters, which packages installed in
+	// a hosted cluster (the Cluster scope) are rendered for; nil renders them with an empty one.
+	HostedEnvironments *HostedEnvironments
 	// Charts fetches the Helm charts packages pull from chart repositories, under the
 	// timeout of the Package's GitSource; nil refuses such packages.
 	Charts *helmrepo.Fetcher
+
+	// scopes remembers the scope each package directory defaults to.
+	scopes scopeMemo
 }
 
 // PackageReconcilerOptions tune the Package controller.
@@ -211,32 +217,47 @@ func sourceKey(obj *convoyv1alpha1.Package) sources.Key {
 }
 
 // reconcileRender loads the package directory at s.desiredID through the render cache into
-// s.revision. Invalid content stalls; a commit the source does not have makes the pass wait.
+// s.revision, for the environment of the cluster the package is installed in, and checks the
+// package's constraints against it. Invalid content stalls; a commit the source does not have
+// makes the pass wait.
 func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error {
 	obj := s.obj.(*convoyv1alpha1.Package)
 	data, err := templateData(obj, s)
 	if err != nil {
 		return err
 	}
-	if r.Environment != nil {
-		if data.Environment, err = r.Environment.Get(ctx); err != nil {
-			return err
-		}
+	if data.Scope, err = r.installScope(ctx, s); err != nil {
+		return err
 	}
+	if data.Environment, err = r.renderEnvironment(ctx, s, data.Scope == convoyv1alpha1.ScopeCluster); err != nil {
+		return err
+	}
+	rendered, err := r.render(ctx, s, data)
+	if err != nil {
+		s.status.LastAttemptedRevision = s.desiredID
+		return packageRenderError(err)
+	}
+	s.status.Warnings = statusWarnings(rendered.Warnings)
+	if err := checkConstraints(rendered, data.Environment); err != nil {
+		s.status.LastAttemptedRevision = s.desiredID
+		return err
+	}
+	s.revision = revisionOf(s.desiredID, rendered)
+	s.conditionMaps = conditionMapsOf(rendered)
+	return nil
+}
+
+// render loads the package for data through the render cache.
+func (r *PackageReconciler) render(ctx context.Context, s *scope, data manifests.TemplateData) (*manifests.Rendered, error) {
+	obj := s.obj.(*convoyv1alpha1.Package)
 	key := sourceKey(obj)
 	// The render cache runs one load for every pass waiting on the same key: it must not end
 	// with this pass when this pass is cancelled (its Package moved to another shard). The store
 	// bounds an on-demand fetch by its own timeout.
 	shared := context.WithoutCancel(ctx)
 	data.Charts = r.chartFetcher(shared, obj)
-	rendered, err := r.Renders.Load(manifests.Key{Source: key.String(), Commit: s.desiredID, Dir: obj.Spec.Path}, data,
+	return r.Renders.Load(manifests.Key{Source: key.String(), Commit: s.desiredID, Dir: obj.Spec.Path}, data,
 		func() (fs.FS, error) { return r.open(shared, key, s.desiredID) })
-	if err != nil {
-		s.status.LastAttemptedRevision = s.desiredID
-		return renderError(err)
-	}
-	s.revision = revisionOf(s.desiredID, rendered)
-	return nil
 }
 
 // chartFetcher returns the fetcher of pulled charts for obj, or nil when the reconciler has
@@ -289,6 +310,7 @@ func PackageTemplateData(obj *convoyv1alpha1.Package, hc *hosted.Cluster, commit
 			Labels: labels, Annotations: obj.Annotations},
 		Revision:  commit,
 		Component: obj.Spec.Component,
+		Scope:     obj.Spec.Scope,
 	}
 	if obj.Spec.Config != nil && len(obj.Spec.Config.Raw) > 0 {
 		if err := json.Unmarshal(obj.Spec.Config.Raw, &data.Config); err != nil {

@@ -109,8 +109,9 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	}
 	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCacheWithOptions(manifests.CacheOptions{
 		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget}),
-		Environment: &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()},
-		Charts:      helmrepo.New(helmrepo.Options{})}
+		Environment:        &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()},
+		HostedEnvironments: &HostedEnvironments{Clients: clients},
+		Charts:             helmrepo.New(helmrepo.Options{})}
 	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
 		Versions: common.applied,
 		Events:   common.applied.ownerEvents()})

@@ -144,6 +144,9 @@ func (c *Controller) Exited() bool {
 // LogPath is the file the controller's stdout and stderr go to.
 func (c *Controller) LogPath() string { return c.log.Name() }
 
+// MetricsAddress returns the host:port the controller serves its /metrics on.
+func (c *Controller) MetricsAddress() string { return c.metricsAddr }
+
 // Kill sends SIGKILL, as the kernel's OOM killer or a node failure would, and waits for the
 // process to exit.
 func (c *Controller) Kill() error {

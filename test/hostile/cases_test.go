@@ -277,6 +277,14 @@ func TestHostileInputs(t *testing.T) {
 			answers = append(answers, a)
 		})
 	}
+	signals := startSignals(t, r)
+	for _, sc := range signals.signalCorpus() {
+		t.Run(sc.name, func(t *testing.T) {
+			a := signals.runSignalCase(t, sc)
+			t.Logf("%s: %s after %s, peak RSS %d MiB: %s", sc.name, a.reason, a.took.Round(time.Millisecond), a.peakRSS>>20, a.message)
+			answers = append(answers, a)
+		})
+	}
 	t.Run("no credential leaked, no panic", func(t *testing.T) { r.expectNoLeak(NewWithT(t)) })
 	t.Log("\n" + markdownTable(answers))
 }

@@ -16,4 +16,11 @@
 // the change to make, the expected reason and message, and the bound on time. The test logs a
 // Markdown table of what convoy answered, how fast and at what peak RSS (the hostile-input
 // table of docs/evidence/reliability.md). Under go test -short, fleet.Main starts nothing and the test skips.
+//
+// The hostile rollout checks (signals_test.go) run in the same process after the corpus: each
+// is one row of signalCorpus, a HostedClusterPackage over two HostedClusters (early, late) with
+// one check pointed at a hostile endpoint (signals_servers_test.go) or a real Prometheus started
+// once for the package; early's check must reach its state with a clear message and event (or
+// the rollout stall with InvalidSpec), late must never take the commit, and what the client read
+// of a flood must stay within rollout/checks' bounds.
 package hostile

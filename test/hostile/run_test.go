@@ -63,8 +63,10 @@ type answer struct {
 	name, reason, message string
 	// retried says the condition is Ready=False only, not Stalled.
 	retried bool
-	took    time.Duration
-	peakRSS int64
+	// condition, when set, is what the table says convoy answered with (a check's state).
+	condition string
+	took      time.Duration
+	peakRSS   int64
 }
 
 // runCase runs one case and checks everything the corpus promises.
@@ -199,6 +201,11 @@ func (r *run) expectNoLeak(g Gomega) {
 	for _, gs := range sources.Items {
 		surfaces["status of GitSource "+gs.Namespace+"/"+gs.Name] = gs.Status
 	}
+	rollouts := &convoyv1alpha1.HostedClusterPackageList{}
+	g.Expect(r.c.List(r.ctx, rollouts)).To(Succeed())
+	for _, o := range rollouts.Items {
+		surfaces["status of HostedClusterPackage "+o.Name] = o.Status
+	}
 	events := &eventsv1.EventList{}
 	g.Expect(r.c.List(r.ctx, events)).To(Succeed())
 	surfaces["events"] = events.Items
@@ -227,7 +234,10 @@ func markdownTable(answers []answer) string {
 			message += " …"
 		}
 		condition := "`Stalled`, `" + a.reason + "`"
-		if a.retried {
+		switch {
+		case a.condition != "":
+			condition = a.condition
+		case a.retried:
 			condition = "`Ready=False`, `" + a.reason + "`, retried"
 		}
 		fmt.Fprintf(&b, "| %s | %s: %s | %.2f s | %d MiB |\n", a.name, condition,

@@ -16,7 +16,7 @@ func TestRulesAndDashboardParseWithPrometheus(t *testing.T) {
 	g := NewWithT(t)
 	m, err := Load(dir)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(m.Alerts()).To(ContainElements("ConvoyRolloutStalled", "ConvoyPackageFailedPastDeadline",
+	g.Expect(m.Alerts()).To(ContainElements("ConvoyRolloutStalled", "ConvoyPackageFailedPastDeadline", "ConvoyRolloutCheckInconclusive",
 		"ConvoyGitSourceNotFetching", "ConvoyHostedClusterUnreachable", "ConvoyReconcileErrors"))
 	for _, g2 := range m.Rules.Groups {
 		for _, r := range g2.Rules {
@@ -36,6 +36,9 @@ func TestRulesAndDashboardParseWithPrometheus(t *testing.T) {
 	g.Expect(m.Metrics).To(HaveKeyWithValue("convoy_rollout_gate", ContainElement("panel Gates holding rollouts")))
 	g.Expect(m.Metrics).To(HaveKeyWithValue("convoy_rollout_partitions_awaiting_approval", ContainElement("panel Partitions awaiting approval")))
 	g.Expect(m.Metrics).To(HaveKeyWithValue("convoy_rollout_rollbacks_total", ContainElement("panel Rollbacks")))
+	g.Expect(m.Metrics).To(HaveKeyWithValue("convoy_rollout_check_evaluations_total", ContainElement("panel Check evaluations by outcome")))
+	g.Expect(m.Metrics).To(HaveKeyWithValue("convoy_rollout_checks", ContainElements("panel Checks by state",
+		"panel Failed or inconclusive checks", "alert ConvoyRolloutCheckInconclusive")))
 }
 
 func TestABrokenQueryIsReportedWithItsPanel(t *testing.T) {

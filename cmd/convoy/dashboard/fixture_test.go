@@ -39,10 +39,12 @@ var (
 // spread over early, normal and late (cluster names prefixed with prefix): early progressed,
 // the first of normal failed long ago, the second of normal updating, the rest waiting, and the
 // last cluster not Available (skipped). Its template names a Secret whose value must never
-// reach the browser.
+// reach the browser. With checks, every partition runs a query check for an hour, and early's
+// has passed three evaluations.
 type fixtureRollout struct {
 	name, prefix string
 	n            int
+	checks       bool
 }
 
 // seed creates the HostedClusters (without API servers), the GitSource, the revisions, the
@@ -99,8 +101,29 @@ func (fx fixtureRollout) hcpkg() *convoyv1alpha1.HostedClusterPackage {
 			Strategy: convoyv1alpha1.HostedClusterPackageStrategy{RollingUpgrade: &convoyv1alpha1.RollingUpgradeStrategy{
 				MaxUnavailable: &one, ProgressDeadlineSeconds: &deadline}},
 			Template: convoyv1alpha1.PackageTemplate{Spec: fx.template()},
+			Checks:   fx.specChecks(),
 		},
 	}
+}
+
+// specChecks are the rollout's checks: a query check of an hour when fx has checks.
+func (fx fixtureRollout) specChecks() []convoyv1alpha1.RolloutCheck {
+	if !fx.checks {
+		return nil
+	}
+	return []convoyv1alpha1.RolloutCheck{{Name: "error-rate", DurationSeconds: 3600, Prometheus: &convoyv1alpha1.PrometheusCheck{
+		Address: "http://prometheus.monitoring:9090", Query: "max(addon_error_ratio)", SuccessCondition: "values.all(v, v < 0.05)"}}}
+}
+
+// checkResults are the results of early's checks the status holds before the planner runs.
+func (fx fixtureRollout) checkResults() []convoyv1alpha1.PartitionStatus {
+	if !fx.checks {
+		return nil
+	}
+	evaluated := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	return []convoyv1alpha1.PartitionStatus{{Name: "early", State: convoyv1alpha1.PartitionDone,
+		Checks: []convoyv1alpha1.CheckStatus{{Name: "error-rate", Revision: fx.name + "-b", State: convoyv1alpha1.CheckRunning,
+			Passes: 3, LastValue: "[0.002]", Message: "values.all(v, v < 0.05) held", LastEvaluated: &evaluated}}}}
 }
 
 func (fx fixtureRollout) revision(suffix, commit string) *appsv1.ControllerRevision {
@@ -186,6 +209,7 @@ func (fx fixtureRollout) writeStatus(ctx context.Context, c client.Client) error
 		return err
 	}
 	h.Status.UpdateRevision, h.Status.CurrentRevision = fx.name+"-b", fx.name+"-a"
+	h.Status.Partitions = fx.checkResults()
 	if err := c.Status().Update(ctx, h); err != nil {
 		return err
 	}

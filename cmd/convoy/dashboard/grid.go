@@ -71,9 +71,11 @@ type Budget struct {
 type GridRow struct {
 	Partition string `json:"partition"`
 	State     string `json:"state"`
-	// Until is when a Soaking partition's soak ends, or when the window an OutsideWindow
-	// partition waits for opens.
+	// Until is when a Soaking partition's soak ends, when a Checking partition's longest check
+	// ends, or when the window an OutsideWindow partition waits for opens.
 	Until *metav1.Time `json:"until,omitempty"`
+	// Checks are the results of the partition's checks at the update revision, in spec order.
+	Checks []convoyv1alpha1.CheckStatus `json:"checks,omitempty"`
 	// ApproveCommand approves a partition AwaitingApproval.
 	ApproveCommand string `json:"approveCommand,omitempty"`
 	// Counts are the cells of the partition by state, all of them, not only those shown.
@@ -215,7 +217,8 @@ func gridRows(plan *rollout.Plan, cells []placedCell, q RolloutQuery) []GridRow 
 	index := map[string]int{}
 	for _, p := range plan.Partitions {
 		index[p.Name] = len(rows)
-		rows = append(rows, GridRow{Partition: p.Name, State: p.State, Until: p.Until, Counts: map[string]int{}, Cells: []Cell{}})
+		rows = append(rows, GridRow{Partition: p.Name, State: p.State, Until: p.Until, Checks: p.Checks,
+			Counts: map[string]int{}, Cells: []Cell{}})
 	}
 	for _, c := range cells {
 		i, ok := index[c.partition]

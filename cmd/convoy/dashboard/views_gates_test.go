@@ -43,3 +43,20 @@ func TestFleetItemNamesTheCommandOfAnApprovalGate(t *testing.T) {
 	h.Status.Gate = nil
 	g.Expect(fleetItem(&fleetview.Snapshot{HostedClusterPackage: h}).ApproveCommands).To(BeNil())
 }
+
+func TestRolloutViewShowsEachPartitionsChecks(t *testing.T) {
+	g := NewWithT(t)
+	seed(t, fixtureRollout{name: "checked", prefix: "checked", n: 9, checks: true})
+	v := rolloutOf(g, "name=checked")
+	g.Expect(v.Grid).To(HaveLen(3))
+	early := v.Grid[0]
+	g.Expect(early.Partition).To(Equal("early"))
+	g.Expect(early.State).To(Equal(convoyv1alpha1.PartitionChecking), "early's check runs for an hour")
+	g.Expect(early.Until).NotTo(BeNil())
+	g.Expect(early.Checks).To(ConsistOf(And(HaveField("Name", "error-rate"), HaveField("State", convoyv1alpha1.CheckRunning),
+		HaveField("Passes", int32(3)), HaveField("LastValue", "[0.002]"))))
+	g.Expect(v.Grid[2].Checks).To(BeEmpty(), "late has not started")
+
+	page := get(g, "/static/app.js")
+	g.Expect(page).To(ContainSubstring("checksList(row.checks)"), "the rollout view draws the checks of each row")
+}

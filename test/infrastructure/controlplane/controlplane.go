@@ -13,6 +13,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/convoy-gitops/convoy/test/infrastructure/process"
 )
 
 // Defaults of Options.
@@ -47,8 +49,8 @@ type ControlPlane struct {
 
 	opts      Options
 	dir       string
-	etcd      *process
-	apiServer *process
+	etcd      *process.Process
+	apiServer *process.Process
 	// apiServerArgs start the API server again on the same etcd, port and certificates.
 	apiServerArgs []string
 	stopOnce      sync.Once
@@ -67,7 +69,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		if cp, err = startOnce(ctx, opts); err == nil {
 			return cp, nil
 		}
-		if !errors.Is(err, errEarlyExit) || ctx.Err() != nil {
+		if !errors.Is(err, process.ErrExitedEarly) || ctx.Err() != nil {
 			break
 		}
 	}
@@ -100,7 +102,7 @@ func startOnce(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := process.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -117,12 +119,12 @@ func startOnce(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 // startEtcd starts etcd serving clients at clientURL and waits until it is healthy.
 func (cp *ControlPlane) startEtcd(ctx context.Context, clientURL string, peerPort int) error {
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	p, err := startProcess(cp.opts.BinaryDir, cp.dir, "etcd", []string{
+	p, err := process.Start(cp.opts.BinaryDir, cp.dir, "etcd", []string{
 		"--name=default", "--data-dir=" + filepath.Join(cp.dir, "etcd"),
 		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=default=" + peerURL, "--unsafe-no-fsync=true",
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string, port
 
 // runAPIServer starts kube-apiserver with cp.apiServerArgs and waits until it is ready.
 func (cp *ControlPlane) runAPIServer(ctx context.Context) error {
-	p, err := startProcess(cp.opts.BinaryDir, cp.dir, "kube-apiserver", cp.apiServerArgs)
+	p, err := process.Start(cp.opts.BinaryDir, cp.dir, "kube-apiserver", cp.apiServerArgs, nil)
 	if err != nil {
 		return err
 	}
@@ -172,14 +174,14 @@ const restartStopTimeout = 5 * time.Second
 // again, with how long it was down. Not safe to call concurrently with Stop.
 func (cp *ControlPlane) RestartAPIServer(ctx context.Context) (time.Duration, error) {
 	stopped := time.Now()
-	cp.apiServer.stop(min(cp.opts.StopTimeout, restartStopTimeout))
+	cp.apiServer.Stop(min(cp.opts.StopTimeout, restartStopTimeout))
 	err := cp.runAPIServer(ctx)
 	return time.Since(stopped), err
 }
 
 // PIDs returns the process IDs of the kube-apiserver and etcd.
 func (cp *ControlPlane) PIDs() []int {
-	return []int{cp.apiServer.cmd.Process.Pid, cp.etcd.cmd.Process.Pid}
+	return []int{cp.apiServer.PID(), cp.etcd.PID()}
 }
 
 // adminHTTPClient returns an HTTP client that presents the administrator's certificate.
@@ -193,7 +195,7 @@ func adminHTTPClient(cfg *rest.Config) (*http.Client, error) {
 }
 
 // waitReady polls url until it answers 200, p exits, or StartTimeout passes.
-func (cp *ControlPlane) waitReady(ctx context.Context, p *process, c *http.Client, url string) error {
+func (cp *ControlPlane) waitReady(ctx context.Context, p *process.Process, c *http.Client, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, cp.opts.StartTimeout)
 	defer cancel()
 	tick := time.NewTicker(readyPoll)
@@ -203,10 +205,10 @@ func (cp *ControlPlane) waitReady(ctx context.Context, p *process, c *http.Clien
 			return nil
 		}
 		select {
-		case <-p.exited:
-			return fmt.Errorf("%w: %w", errEarlyExit, p.exitError())
+		case <-p.Exited():
+			return p.ExitError()
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready within %s; its last output:\n%s", p.name, cp.opts.StartTimeout, p.tail(20))
+			return fmt.Errorf("%s not ready within %s; its last output:\n%s", p.Name, cp.opts.StartTimeout, p.Tail(20))
 		case <-tick.C:
 		}
 	}
@@ -234,8 +236,8 @@ func (cp *ControlPlane) Stop() error {
 	}
 	var err error
 	cp.stopOnce.Do(func() {
-		cp.apiServer.stop(cp.opts.StopTimeout)
-		cp.etcd.stop(cp.opts.StopTimeout)
+		cp.apiServer.Stop(cp.opts.StopTimeout)
+		cp.etcd.Stop(cp.opts.StopTimeout)
 		err = os.RemoveAll(cp.dir)
 	})
 	return err

@@ -47,7 +47,7 @@ func TestStartInstallsCRDsAndStopLeavesNothing(t *testing.T) {
 	err = sa.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("default"))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "RBAC applies to an impersonated ServiceAccount: %v", err)
 
-	pids := []int{cp.etcd.cmd.Process.Pid, cp.apiServer.cmd.Process.Pid}
+	pids := []int{cp.etcd.PID(), cp.apiServer.PID()}
 	g.Expect(cp.Stop()).To(Succeed())
 	g.Expect(cp.Stop()).To(Succeed(), "Stop twice")
 	for _, pid := range pids {

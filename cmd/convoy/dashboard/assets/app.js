@@ -173,8 +173,20 @@ function gridRow(r, row, q, now) {
       (row.matching > next ? ' <a href="' + base + "offset=" + next + '">next</a>' : "") + "</div>";
   }
   return '<div class="grid-row" data-partition="' + esc(row.partition) + '"><div class="row"><strong>' + esc(row.partition) + "</strong><span>" +
-    stateBadge(row.state || "", row.until, row.approveCommand, now) + '</span><span class="muted">' + counts + '</span></div><div class="cells">' + cells +
+    stateBadge(row.state || "", row.until, row.approveCommand, now) + '</span><span class="muted">' + counts + "</span></div>" + checksList(row.checks) +
+    '<div class="cells">' + cells +
     "</div>" + more + "</div>";
+}
+
+// checksList shows a partition's checks: state, evaluations, last value and message.
+function checksList(checks) {
+  if (!checks || !checks.length) return "";
+  return '<ul class="checks">' + checks.map((c) => '<li class="check" data-check="' + esc(c.name) + '" data-state="' + esc(c.state) + '">' +
+    '<span class="badge badge-check-' + esc(c.state) + '">' + esc(c.state) + "</span> <strong>" + esc(c.name) + "</strong> " +
+    '<span class="muted">' + c.passes + " passed · " + c.failures + " failed" + (c.inconclusive ? " · " + c.inconclusive + " inconclusive in a row" : "") +
+    (c.lastEvaluated ? " · evaluated " + esc(utc(c.lastEvaluated)) : "") + "</span>" +
+    (c.lastValue ? ' <code class="value">' + esc(c.lastValue) + "</code>" : "") + (c.message ? ' <span class="message">' + esc(c.message) + "</span>" : "") +
+    "</li>").join("") + "</ul>";
 }
 
 function failedList(v) {

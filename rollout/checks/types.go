@@ -1,0 +1,116 @@
+package checks
+
+import "time"
+
+// Outcome is the verdict of one evaluation.
+type Outcome string
+
+const (
+	// Success means the check passed this time.
+	Success Outcome = "Success"
+	// Failure means the check saw the signal it guards against.
+	Failure Outcome = "Failure"
+	// Inconclusive means the evaluation could not decide: the server was unreachable, timed
+	// out, refused the query or answered beyond the bounds. It never counts as a pass.
+	Inconclusive Outcome = "Inconclusive"
+)
+
+// Evaluation is the result of one evaluation of a check.
+type Evaluation struct {
+	// Outcome is Success, Failure or Inconclusive.
+	Outcome Outcome
+	// Value is what the check saw (the query's series and values, the alerts, the HTTP status),
+	// at most MaxValueBytes.
+	Value string
+	// Message explains the outcome, at most MaxMessageBytes.
+	Message string
+}
+
+// PrometheusCheck is a PromQL instant query judged by a CEL condition.
+type PrometheusCheck struct {
+	// Address is Prometheus's base URL, e.g. http://prometheus.monitoring:9090.
+	Address string
+	// Query is a PromQL expression, a template over Data.
+	Query string
+	// SuccessCondition is a CEL expression over result (a list of {metric: map(string,
+	// string), value: double}) and values (a list of double) that returns a bool.
+	SuccessCondition string
+}
+
+// AlertsCheck passes when no active alert of an Alertmanager matches its matchers.
+type AlertsCheck struct {
+	// Address is Alertmanager's base URL, e.g. http://alertmanager.monitoring:9093.
+	Address string
+	// Matchers are Alertmanager matchers (label="v", label!="v", label=~"re", label!~"re"),
+	// each a template over Data.
+	Matchers []string
+}
+
+// HTTPCheck posts the partition as JSON to a URL; a 2xx answer passes.
+type HTTPCheck struct {
+	// URL is the endpoint, http or https.
+	URL string
+	// Timeout bounds the request; zero means DefaultHTTPTimeout, and it is at most
+	// MaxHTTPTimeout.
+	Timeout time.Duration
+}
+
+// Spec is a check: exactly one of its fields is set.
+type Spec struct {
+	// Prometheus is a query check.
+	Prometheus *PrometheusCheck
+	// Alerts is an alerts check.
+	Alerts *AlertsCheck
+	// HTTP is an HTTP check.
+	HTTP *HTTPCheck
+}
+
+// Credentials authenticate a check's requests: a bearer Token, or a Username and Password
+// (basic), and an optional CA bundle trusted besides the system's roots.
+type Credentials struct {
+	// Token is sent as "Authorization: Bearer <token>".
+	Token string
+	// Username and Password are sent as basic authentication when Token is empty.
+	Username string
+	// Password goes with Username.
+	Password string
+	// CA is a PEM bundle of certificates trusted besides the system's roots.
+	CA []byte
+}
+
+// Data is what the templates of a check see, and what an HTTP check posts.
+type Data struct {
+	// HostedClusterPackage is the rollout's name.
+	HostedClusterPackage string
+	// Partition is the partition's name.
+	Partition string
+	// Revision is the name of the ControllerRevision the partition was updated to.
+	Revision string
+	// Commit is the Git commit of that revision.
+	Commit string
+	// HostedClusters are the partition's targets.
+	HostedClusters []HostedCluster
+}
+
+// HostedCluster is one target of the partition.
+type HostedCluster struct {
+	// Name is the HostedCluster's name.
+	Name string
+	// Namespace is the HostedCluster's namespace.
+	Namespace string
+	// HCPNamespace is the namespace of its hosted control plane.
+	HCPNamespace string
+	// Labels are the HostedCluster's labels.
+	Labels map[string]string
+}
+
+// Input is what one evaluation needs besides the compiled check.
+type Input struct {
+	// Data is the partition the check looks at.
+	Data Data
+	// Since is the partition's start: an alert that started before it does not fail an
+	// alerts check.
+	Since time.Time
+	// Credentials, when not nil, authenticate the requests.
+	Credentials *Credentials
+}

@@ -1,0 +1,295 @@
+package rolloutcontroller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/rollout"
+	"github.com/convoy-gitops/convoy/rollout/checks"
+)
+
+// DefaultCheckConcurrency bounds the checks of one HostedClusterPackage evaluated in parallel.
+const DefaultCheckConcurrency = 4
+
+// checkTimeout bounds an evaluation of a Prometheus or alerts check (an HTTP check has its
+// own timeoutSeconds); rollout/checks bounds its requests the same way.
+const checkTimeout = 10 * time.Second
+
+// compiledChecks are the compiled checks of one generation of a HostedClusterPackage, by
+// checkKey: the same check in spec.checks and in a partition policy is compiled once.
+type compiledChecks struct {
+	uid        types.UID
+	generation int64
+	byKey      map[string]*checks.Check
+}
+
+// reconcileChecks records the evaluations of the due checks that finished in s.in, so that the
+// plan step plans with them, and starts the due checks not under way (startChecks): it compiles
+// the spec's checks (once per generation; an error stalls with InvalidSpec before any I/O) and
+// asks rollout.DueChecks which are due. An evaluation whose template does not render stalls
+// with InvalidSpec, naming the check and its partition.
+func (r *HostedClusterPackageReconciler) reconcileChecks(ctx context.Context, s *scope) error {
+	compiled, err := r.compiledChecksOf(s.obj)
+	if err != nil {
+		return err
+	}
+	due, err := rollout.DueChecks(s.in)
+	if err != nil {
+		return nil // Compute refuses the same spec, and says why
+	}
+	keys := make(map[checkRunKey]bool, len(due))
+	var idle []rollout.DueCheck
+	for i := range due {
+		key := checkRunKeyOf(s.obj, &due[i])
+		keys[key] = true
+		run, ok := r.runs.take(key)
+		switch {
+		case !ok:
+			idle = append(idle, due[i])
+		case run.done && run.err != nil:
+			return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "check %s of partition %s: %w",
+				due[i].Check.Name, due[i].Partition, run.err)
+		case run.done:
+			s.in.SetCheckResult(due[i].Partition, due[i].Record(run.eval))
+			checkEvaluations.WithLabelValues(s.obj.Name, due[i].Check.Name, outcomeValue(run.eval.Outcome)).Inc()
+		}
+	}
+	r.runs.sweep(s.obj.Name, keys)
+	r.startChecks(ctx, s, compiled, idle)
+	return nil
+}
+
+// compiledChecksOf returns the compiled checks of obj's generation, compiling them when the
+// generation is new. A check that does not compile stalls with InvalidSpec, naming its field
+// in the spec, the check, the field of the check and the rule it breaks.
+func (r *HostedClusterPackageReconciler) compiledChecksOf(obj *convoyv1alpha1.HostedClusterPackage) (*compiledChecks, error) {
+	if v, ok := r.compiled.Load(obj.Name); ok {
+		if c := v.(*compiledChecks); c.uid == obj.UID && c.generation == obj.Generation {
+			return c, nil
+		}
+	}
+	c := &compiledChecks{uid: obj.UID, generation: obj.Generation, byKey: map[string]*checks.Check{}}
+	names, err := c.compile("spec.checks", obj.Spec.Checks)
+	if err != nil {
+		return nil, err
+	}
+	if obj.Spec.Partition != nil {
+		for i, pol := range obj.Spec.Partition.Policies {
+			more, err := c.compile(fmt.Sprintf("spec.partition.policies[%d].checks", i), pol.Checks)
+			if err != nil {
+				return nil, err
+			}
+			names = append(names, more...)
+		}
+	}
+	zeroCheckEvaluations(obj.Name, names)
+	r.compiled.Store(obj.Name, c)
+	return c, nil
+}
+
+// compile compiles the checks of the list at path and returns their names.
+func (c *compiledChecks) compile(path string, list []convoyv1alpha1.RolloutCheck) ([]string, error) {
+	names := make([]string, 0, len(list))
+	for i := range list {
+		names = append(names, list[i].Name)
+		key := checkKey(&list[i])
+		if c.byKey[key] != nil {
+			continue
+		}
+		compiled, err := checks.Compile(checkSpec(&list[i]))
+		if err != nil {
+			return nil, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%s[%d] (check %s): %w", path, i, list[i].Name, err)
+		}
+		c.byKey[key] = compiled
+	}
+	return names, nil
+}
+
+// checkKey identifies what a check evaluates: its kind's fields, without its name and limits.
+func checkKey(c *convoyv1alpha1.RolloutCheck) string {
+	raw, _ := json.Marshal([]any{c.Prometheus, c.Alerts, c.HTTP}) // plain structs always marshal
+	return string(raw)
+}
+
+// checkSpec converts a RolloutCheck into what rollout/checks compiles.
+func checkSpec(c *convoyv1alpha1.RolloutCheck) checks.Spec {
+	var spec checks.Spec
+	switch {
+	case c.Prometheus != nil:
+		spec.Prometheus = &checks.PrometheusCheck{Address: c.Prometheus.Address, Query: c.Prometheus.Query,
+			SuccessCondition: c.Prometheus.SuccessCondition}
+	case c.Alerts != nil:
+		spec.Alerts = &checks.AlertsCheck{Address: c.Alerts.Address, Matchers: c.Alerts.Matchers}
+	case c.HTTP != nil:
+		spec.HTTP = &checks.HTTPCheck{URL: c.HTTP.URL, Timeout: c.HTTP.Timeout()}
+	}
+	return spec
+}
+
+// secretRefOf returns the Secret a check's credentials come from; nil when it names none.
+func secretRefOf(c *convoyv1alpha1.RolloutCheck) *convoyv1alpha1.SecretReference {
+	switch {
+	case c.Prometheus != nil:
+		return c.Prometheus.SecretRef
+	case c.Alerts != nil:
+		return c.Alerts.SecretRef
+	case c.HTTP != nil:
+		return c.HTTP.SecretRef
+	}
+	return nil
+}
+
+// checkCredentials are the credentials read from one Secret, or why there are none.
+type checkCredentials struct {
+	creds *checks.Credentials
+	// problem says why the Secret gives no credentials (missing, a key missing, unreadable);
+	// the evaluations of its checks are inconclusive with it as their message.
+	problem string
+}
+
+// readCheckSecrets reads, once each, the Secrets the due checks name, by namespace/name. A
+// Secret that is missing or holds no usable keys is a problem, never an absence of
+// credentials: the check would otherwise ask anonymously and might pass.
+func (r *HostedClusterPackageReconciler) readCheckSecrets(ctx context.Context, due []rollout.DueCheck) map[types.NamespacedName]checkCredentials {
+	out := map[types.NamespacedName]checkCredentials{}
+	for i := range due {
+		ref := secretRefOf(&due[i].Check)
+		if ref == nil {
+			continue
+		}
+		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+		if _, ok := out[key]; !ok {
+			out[key] = r.readCheckSecret(ctx, key)
+		}
+	}
+	return out
+}
+
+// readCheckSecret reads the credentials of the Secret key. Its errors name the Secret and its
+// keys, never a value.
+func (r *HostedClusterPackageReconciler) readCheckSecret(ctx context.Context, key types.NamespacedName) checkCredentials {
+	secret := &corev1.Secret{}
+	err := r.secretReader().Get(ctx, key, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return checkCredentials{problem: fmt.Sprintf("Secret %s of the check's secretRef is not found", key)}
+	case err != nil:
+		return checkCredentials{problem: fmt.Sprintf("reading Secret %s of the check's secretRef: %s", key, apiErrorReason(err))}
+	}
+	creds, err := checks.CredentialsFromSecret(secret.Data)
+	if err != nil {
+		return checkCredentials{problem: fmt.Sprintf("Secret %s of the check's secretRef: %v", key, err)}
+	}
+	return checkCredentials{creds: creds}
+}
+
+// apiErrorReason says why the API server refused a read, without echoing more than its
+// reason and status.
+func apiErrorReason(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return fmt.Sprintf("%s (%d)", status.Status().Reason, status.Status().Code)
+	}
+	return err.Error()
+}
+
+// startChecks starts the evaluations of the due checks, as many as the HostedClusterPackage's
+// bound (CheckConcurrency) leaves room for beside those under way; the others start in a later
+// pass. Each runs within its timeout, and is stamped with the time of this pass.
+func (r *HostedClusterPackageReconciler) startChecks(ctx context.Context, s *scope, compiled *compiledChecks,
+	due []rollout.DueCheck) {
+	room := r.checkConcurrency() - r.runs.underWay(s.obj.Name)
+	if room <= 0 || len(due) == 0 {
+		return
+	}
+	due = due[:min(room, len(due))]
+	creds := r.readCheckSecrets(ctx, due)
+	ctx, now := context.WithoutCancel(ctx), s.now // the evaluation outlives the pass; its timeout bounds it
+	for i := range due {
+		d := &due[i]
+		r.runs.start(checkRunKeyOf(s.obj, d), func() (rollout.Evaluation, error) {
+			eval, err := evaluateCheck(ctx, compiled, d, creds)
+			eval.At = now
+			return eval, err
+		})
+	}
+}
+
+// evaluateCheck evaluates d once: inconclusive without I/O when its Secret gave no
+// credentials. The error is a template of d that does not render.
+func evaluateCheck(ctx context.Context, compiled *compiledChecks, d *rollout.DueCheck,
+	creds map[types.NamespacedName]checkCredentials) (rollout.Evaluation, error) {
+	in := checks.Input{Data: checkData(d), Since: d.Since}
+	if ref := secretRefOf(&d.Check); ref != nil {
+		c := creds[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}]
+		if c.problem != "" {
+			return rollout.Evaluation{Outcome: rollout.CheckError, Message: c.problem}, nil
+		}
+		in.Credentials = c.creds
+	}
+	check := compiled.byKey[checkKey(&d.Check)]
+	if check == nil { // the spec changed between compiling and planning: never a pass
+		return rollout.Evaluation{Outcome: rollout.CheckError, Message: "the check is not compiled yet"}, nil
+	}
+	timeout := checkTimeout
+	if d.Check.HTTP != nil {
+		timeout = d.Check.HTTP.Timeout()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ev, err := check.Evaluate(ctx, in)
+	if err != nil {
+		return rollout.Evaluation{}, err
+	}
+	return rollout.Evaluation{Outcome: plannerOutcome(ev.Outcome), Value: ev.Value, Message: ev.Message}, nil
+}
+
+// checkData is what the templates of d see.
+func checkData(d *rollout.DueCheck) checks.Data {
+	data := checks.Data{HostedClusterPackage: d.HostedClusterPackage, Partition: d.Partition,
+		Revision: d.Revision, Commit: d.Commit}
+	for _, t := range d.HostedClusters {
+		data.HostedClusters = append(data.HostedClusters, checks.HostedCluster{Name: t.Name, Namespace: t.Namespace,
+			HCPNamespace: t.HCPNamespace, Labels: t.Labels})
+	}
+	return data
+}
+
+// plannerOutcome maps an evaluation's outcome to the planner's; anything but a success or a
+// failure is inconclusive.
+func plannerOutcome(o checks.Outcome) rollout.CheckOutcome {
+	switch o {
+	case checks.Success:
+		return rollout.CheckPass
+	case checks.Failure:
+		return rollout.CheckFail
+	}
+	return rollout.CheckError
+}
+
+// secretReader returns the reader of the checks' Secrets.
+func (r *HostedClusterPackageReconciler) secretReader() client.Reader {
+	if r.Secrets != nil {
+		return r.Secrets
+	}
+	return r.Client
+}
+
+// checkConcurrency returns the bound of the checks of one HostedClusterPackage evaluated in
+// parallel.
+func (r *HostedClusterPackageReconciler) checkConcurrency() int {
+	if r.CheckConcurrency > 0 {
+		return r.CheckConcurrency
+	}
+	return DefaultCheckConcurrency
+}
