@@ -87,6 +87,20 @@ func defaultChartPhases(c *convoyv1alpha1.PackageManifestChart) []convoyv1alpha1
 	return phases
 }
 
+// hostedChart reports whether the manifest declares a chart and every phase is of the
+// hosted-cluster class (the chart's class when the manifest declares no phases).
+func (m *manifest) hostedChart() bool {
+	if m.spec.Chart == nil || len(m.spec.Phases) == 0 {
+		return false
+	}
+	for _, ph := range m.spec.Phases {
+		if ph.Class != convoyv1alpha1.ClassHostedCluster {
+			return false
+		}
+	}
+	return true
+}
+
 // dropChartFiles removes the chart's own files from the package's: they are read and rendered as
 // the chart's, not decoded as the package's objects.
 func (c *chartPackage) dropChartFiles(pf *packageFiles) {

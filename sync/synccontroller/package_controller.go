@@ -226,10 +226,12 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 	if err != nil {
 		return err
 	}
-	if data.Scope, err = r.installScope(ctx, s); err != nil {
+	where, err := r.installPlacement(ctx, s)
+	if err != nil {
 		return err
 	}
-	if data.Environment, err = r.renderEnvironment(ctx, s, data.Scope == convoyv1alpha1.ScopeCluster); err != nil {
+	data.Scope = where.scope
+	if data.Environment, err = r.renderEnvironment(ctx, s, where.inHosted()); err != nil {
 		return err
 	}
 	rendered, err := r.render(ctx, s, data)
