@@ -17,6 +17,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sources"
 )
 
 // Defaults of Options.
@@ -26,8 +27,9 @@ const (
 	DefaultTimeout = convoyv1alpha1.DefaultGitSourceTimeout
 	// DefaultMaxIndexSize bounds a repository's index.yaml.
 	DefaultMaxIndexSize = 32 << 20
-	// DefaultMaxChartSize bounds a packaged chart: what manifests.Load accepts of one file.
-	DefaultMaxChartSize = manifests.MaxFileSize
+	// DefaultMaxChartSize bounds a packaged chart as the Git store of a default controller
+	// bounds one file it fetches (--git-max-file-size).
+	DefaultMaxChartSize = sources.DefaultMaxFileSize
 	// DefaultCacheBytes bounds the charts kept in memory.
 	DefaultCacheBytes = 64 << 20
 )

@@ -94,3 +94,13 @@ func TestChartInTheHostedClusterRendersForItsEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestPulledChartsAreBoundedAsGitFiles: the controller fetches a pulled chart of at most the
+// size of a file its Git store reads (--git-max-file-size).
+func TestPulledChartsAreBoundedAsGitFiles(t *testing.T) {
+	g := NewWithT(t)
+	store, err := sources.NewStore(t.TempDir(), sources.StoreOptions{Limits: sources.Limits{MaxFileSize: 12345}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(maxFileSize(store)).To(Equal(int64(12345)))
+	g.Expect(maxFileSize(mapOpener{})).To(BeZero(), "the fetcher's default: the Git store's default")
+}
