@@ -104,6 +104,10 @@ type PackageInfo struct {
 	// Scope is the scope the package is installed with when its Package asks for none:
 	// Namespaced when it supports it, else Cluster.
 	Scope string
+	// HostedChart is set for a chart package whose every phase is of the hosted-cluster
+	// class: it lands wholly in the hosted cluster, so it is rendered for that cluster's
+	// environment (its .Capabilities and .environment).
+	HostedChart bool
 }
 
 // Inspect reads the manifest of the package at dir of fsys, or of its component when component
@@ -122,7 +126,7 @@ func Inspect(fsys fs.FS, dir, component string) (PackageInfo, error) {
 	if m == nil {
 		return PackageInfo{}, errs.err()
 	}
-	info := PackageInfo{PKO: m.pko, TestCases: m.testCases, Scope: m.resolveScope("", errs)}
+	info := PackageInfo{PKO: m.pko, TestCases: m.testCases, Scope: m.resolveScope("", errs), HostedChart: m.hostedChart()}
 	if m.components && component == "" {
 		info.Components = componentNames(pf)
 	}

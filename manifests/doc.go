@@ -21,6 +21,12 @@
 // resolved by Load itself and may not leave the package directory, whatever the fs.FS; CEL
 // rules have a cost limit, estimated at load and enforced per evaluation.
 //
+// A package may be a Helm chart's (the manifest's spec.chart): a chart vendored in the package or
+// pulled through TemplateData.Charts at a pinned digest, rendered with the Helm SDK's engine in
+// the same render process and under the same budget as templates, with no cluster access
+// (lookup returns nothing), its values merged from the chart, the manifest, the config and
+// per-cluster values files, its objects placed in phases by annotation or by kind (helm*.go).
+//
 // Package Operator packages are read as Package Operator reads them: its template context
 // (.package.metadata, .config, .images resolved through manifest.lock.yaml, .environment), its
 // spec.scopes (a Cluster-scoped render, TemplateData.Scope, is a ClusterPackage's: every phase

@@ -33,6 +33,9 @@ type TemplateData struct {
 	// Environment is .environment, the clusters the package is rendered for; nil is an
 	// environment with an unknown Kubernetes version and no OpenShift or proxy.
 	Environment *Environment `json:"environment,omitempty"`
+	// Charts fetches the charts a package pulls from a Helm repository; nil refuses such
+	// packages. A pulled chart is pinned by digest, so the fetcher is not part of the data.
+	Charts ChartFetcher `json:"-"`
 	// Scope is the Package Operator scope asked for (Namespaced or Cluster); empty picks
 	// Namespaced when the package supports it, else Cluster. See Rendered.Scope.
 	Scope string `json:"scope,omitempty"`
@@ -264,6 +267,11 @@ func loadPackage(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Re
 		m.splitComponents(pf, data.componentOf, errs)
 		m.resolveImages(pf, data.testCase, errs)
 	}
+	chart := newChartPackage(m, kustomized, errs)
+	if chart != nil {
+		chart.dropChartFiles(pf)
+		templated = true
+	}
 	scope := m.resolveScope(data.Scope, errs)
 	data = forScope(data, scope, m.pko)
 	configOK := !data.staticOnly && applyConfig(m, config, errs)
@@ -284,11 +292,19 @@ func loadPackage(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Re
 		if err != nil {
 			return nil, templated, err
 		}
-		objs = collectObjects(pf, rendered, kustomized, m.pko, errs)
+		objs = collectObjects(chart.objectFiles(pf), rendered, kustomized, m.pko, errs)
+		if chart != nil {
+			chartObjs, err := chart.render(chartRender{fsys: fsys, dir: dir, pf: pf, m: m, data: data,
+				config: config, rendered: rendered, budget: b, errs: errs})
+			if err != nil {
+				return nil, templated, err
+			}
+			objs = append(objs, chartObjs...)
+		}
 		objs, dropped = filterObjects(m, tctx, conds, objs, errs)
 	case !kustomized:
 		// Templates cannot be rendered with an invalid config; still check the plain files.
-		objs = collectObjects(pf, nil, false, m.pko, errs)
+		objs = collectObjects(chart.objectFiles(pf), nil, false, m.pko, errs)
 	}
 	phases := assignPhases(m, objs, errs)
 	if err := errs.err(); err != nil {

@@ -149,6 +149,9 @@ func (m *manifest) check(errs *errorList) {
 
 // checkPhases checks phase names and classes and indexes them.
 func (m *manifest) checkPhases(errs *errorList) {
+	if len(m.spec.Phases) == 0 && m.spec.Chart != nil {
+		m.spec.Phases = defaultChartPhases(m.spec.Chart)
+	}
 	if len(m.spec.Phases) == 0 {
 		errs.add(m.file, m.lines.line("spec.phases"), RuleInvalidManifest, "spec.phases must declare at least one phase")
 	}

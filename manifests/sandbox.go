@@ -40,6 +40,8 @@ type renderRequest struct {
 	Conditions map[string]bool `json:"conditions,omitempty"`
 	// Size is the package's size before the templates' output, counted against MaxPackageSize.
 	Size int `json:"size"`
+	// Chart, when set, is a Helm chart to render instead of the templates.
+	Chart *chartRequest `json:"chart,omitempty"`
 }
 
 // templateFile is one template of a renderRequest.
@@ -59,6 +61,8 @@ type renderEvent struct {
 	Output []byte `json:"output,omitempty"`
 	// Errors are the problems found.
 	Errors []*Error `json:"errors,omitempty"`
+	// PeakRSS is the render process's peak resident memory in bytes, reported at its end.
+	PeakRSS int64 `json:"peakRSS,omitempty"`
 }
 
 // renderResult is what executing a renderRequest gave: outputs by template path, and problems.
@@ -67,10 +71,13 @@ type renderResult struct {
 	errs    []*Error
 	// running is the template whose execution started last without a result.
 	running string
+	// peakRSS is the render process's peak resident memory, in bytes.
+	peakRSS int64
 }
 
 // add records an event.
 func (r *renderResult) add(ev renderEvent) {
+	r.peakRSS = max(r.peakRSS, ev.PeakRSS)
 	if ev.Start != "" {
 		r.running = ev.Start
 		return

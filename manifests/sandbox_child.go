@@ -69,12 +69,17 @@ func runRenderChild(in io.Reader, out io.Writer, memory int64, cpuSeconds uint64
 	}
 	w := bufio.NewWriter(out)
 	enc := json.NewEncoder(w)
-	executeTemplates(req, func(ev renderEvent) {
+	emit := func(ev renderEvent) {
 		_ = enc.Encode(ev)
 		if ev.Start != "" {
 			_ = w.Flush()
 		}
-	})
+	}
+	if req.Chart != nil {
+		renderChart(*req.Chart, req.Size, emit)
+	} else {
+		executeTemplates(req, emit)
+	}
 	if err := w.Flush(); err != nil {
 		return 3
 	}

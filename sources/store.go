@@ -46,9 +46,12 @@ type Limits struct {
 	MaxTotalBytes int64
 }
 
+// DefaultMaxFileSize is the largest file of a tree a store created with zero Limits reads.
+const DefaultMaxFileSize = 10 << 20
+
 // DefaultLimits are the limits of a store created with zero Limits.
 func DefaultLimits() Limits {
-	return Limits{MaxFiles: 20_000, MaxFileSize: 10 << 20, MaxTotalBytes: 512 << 20}
+	return Limits{MaxFiles: 20_000, MaxFileSize: DefaultMaxFileSize, MaxTotalBytes: 512 << 20}
 }
 
 // StoreOptions configure a Store.

@@ -43,6 +43,10 @@ type PackageManifestSpec struct {
 	// scopes is Package Operator's list of scopes (Cluster, Namespaced); accepted and ignored.
 	// +optional
 	Scopes []string `json:"scopes,omitempty"`
+
+	// chart makes the package a Helm chart's: its rendered objects join the package's own.
+	// +optional
+	Chart *PackageManifestChart `json:"chart,omitempty"`
 }
 
 // PackageManifestPhase names a phase and where it lands.

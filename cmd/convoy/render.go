@@ -19,6 +19,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sources/helmrepo"
 )
 
 // renderOptions are the flags of `convoy render`.
@@ -221,6 +222,7 @@ func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (m
 		Package:   manifests.PackageRef{Name: f.packageName, Namespace: f.packageNamespace},
 		Revision:  f.revision,
 		Component: f.component,
+		Charts:    helmrepo.New(helmrepo.Options{}),
 		Scope:     f.scope,
 	}
 	if f.scope != "" && f.scope != convoyv1alpha1.ScopeNamespaced && f.scope != convoyv1alpha1.ScopeCluster {

@@ -18,6 +18,7 @@ import (
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sources/helmrepo"
 	"github.com/convoy-gitops/convoy/sync/engine"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 )
@@ -70,6 +71,9 @@ type PackageReconciler struct {
 	// HostedEnvironments are the environments of hosted clusters, which packages installed in
 	// a hosted cluster (the Cluster scope) are rendered for; nil renders them with an empty one.
 	HostedEnvironments *HostedEnvironments
+	// Charts fetches the Helm charts packages pull from chart repositories, under the
+	// timeout of the Package's GitSource; nil refuses such packages.
+	Charts *helmrepo.Fetcher
 
 	// scopes remembers the scope each package directory defaults to.
 	scopes scopeMemo
@@ -222,10 +226,12 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 	if err != nil {
 		return err
 	}
-	if data.Scope, err = r.installScope(ctx, s); err != nil {
+	where, err := r.installPlacement(ctx, s)
+	if err != nil {
 		return err
 	}
-	if data.Environment, err = r.renderEnvironment(ctx, s, data.Scope == convoyv1alpha1.ScopeCluster); err != nil {
+	data.Scope = where.scope
+	if data.Environment, err = r.renderEnvironment(ctx, s, where.inHosted()); err != nil {
 		return err
 	}
 	rendered, err := r.render(ctx, s, data)
@@ -251,8 +257,38 @@ func (r *PackageReconciler) render(ctx context.Context, s *scope, data manifests
 	// with this pass when this pass is cancelled (its Package moved to another shard). The store
 	// bounds an on-demand fetch by its own timeout.
 	shared := context.WithoutCancel(ctx)
+	data.Charts = r.chartFetcher(shared, obj)
 	return r.Renders.Load(manifests.Key{Source: key.String(), Commit: s.desiredID, Dir: obj.Spec.Path}, data,
 		func() (fs.FS, error) { return r.open(shared, key, s.desiredID) })
+}
+
+// chartFetcher returns the fetcher of pulled charts for obj, or nil when the reconciler has
+// none. It fetches under the timeout of the Package's GitSource, read (from the cache) only
+// when a chart is fetched: the passes of packages without one read nothing more.
+func (r *PackageReconciler) chartFetcher(ctx context.Context, obj *convoyv1alpha1.Package) manifests.ChartFetcher {
+	if r.Charts == nil {
+		return nil
+	}
+	ns, name := obj.SourceKey()
+	return sourceTimedCharts{ctx: ctx, r: r, source: client.ObjectKey{Namespace: ns, Name: name}}
+}
+
+// sourceTimedCharts fetches pulled charts under the timeout of a GitSource (its default when
+// the GitSource cannot be read).
+type sourceTimedCharts struct {
+	ctx    context.Context
+	r      *PackageReconciler
+	source client.ObjectKey
+}
+
+// FetchChart fetches ref under the GitSource's timeout.
+func (c sourceTimedCharts) FetchChart(ref manifests.ChartRef) ([]byte, error) {
+	var timeout time.Duration
+	gs := &convoyv1alpha1.GitSource{}
+	if err := c.r.Client.Get(c.ctx, c.source, gs); err == nil {
+		timeout = gs.GetTimeout()
+	}
+	return c.r.Charts.WithTimeout(timeout).FetchChart(ref)
 }
 
 // templateData returns what the package is rendered for.

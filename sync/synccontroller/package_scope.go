@@ -16,61 +16,74 @@ import (
 	"github.com/convoy-gitops/convoy/manifests"
 )
 
-// maxScopeMemo bounds the package directories whose default scope is remembered.
+// maxScopeMemo bounds the package directories whose placement is remembered.
 const maxScopeMemo = 4096
 
-// scopeMemo remembers, by source, commit, directory and component, the scope a package
-// defaults to. Safe for concurrent use; the zero value is empty.
+// placement is where a package lands, as its manifest says: the scope it defaults to, and
+// whether it is a chart package wholly in hosted-cluster phases.
+type placement struct {
+	scope       string
+	hostedChart bool
+}
+
+// scopeMemo remembers, by source, commit, directory and component, the placement of a
+// package. Safe for concurrent use; the zero value is empty.
 type scopeMemo struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string]placement
 }
 
-// get returns the remembered scope of key.
-func (m *scopeMemo) get(key string) (string, bool) {
+// get returns the remembered placement of key.
+func (m *scopeMemo) get(key string) (placement, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	scope, ok := m.m[key]
-	return scope, ok
+	p, ok := m.m[key]
+	return p, ok
 }
 
-// put remembers the scope of key, forgetting everything when full.
-func (m *scopeMemo) put(key, scope string) {
+// put remembers the placement of key, forgetting everything when full.
+func (m *scopeMemo) put(key string, p placement) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil || len(m.m) >= maxScopeMemo {
-		m.m = map[string]string{}
+		m.m = map[string]placement{}
 	}
-	m.m[key] = scope
+	m.m[key] = p
 }
 
-// installScope returns the scope the Package installs its package with, as the render asks
-// for it: spec.scope, else Cluster for a package that supports only the Cluster scope, else
-// "" (Namespaced). The environment of the render depends on it, so a Package that asks for
-// none reads its package's manifest first, once per commit of the directory.
-func (r *PackageReconciler) installScope(ctx context.Context, s *scope) (string, error) {
+// installPlacement returns where the Package installs its package, as the render asks for
+// it: the scope is spec.scope, else Cluster for a package that supports only the Cluster
+// scope, else "" (Namespaced). The environment of the render depends on it, so the package's
+// manifest is read first, once per commit of the directory.
+func (r *PackageReconciler) installPlacement(ctx context.Context, s *scope) (placement, error) {
 	obj := s.obj.(*convoyv1alpha1.Package)
-	if obj.Spec.Scope != "" {
-		return obj.Spec.Scope, nil
-	}
 	key := sourceKey(obj).String() + "\x00" + s.desiredID + "\x00" + obj.Spec.Path + "\x00" + obj.Spec.Component
-	if scope, ok := r.scopes.get(key); ok {
-		return scope, nil
+	p, ok := r.scopes.get(key)
+	if !ok {
+		fsys, err := r.open(ctx, sourceKey(obj), s.desiredID)
+		if err != nil {
+			return placement{}, err
+		}
+		info, err := manifests.Inspect(fsys, obj.Spec.Path, obj.Spec.Component)
+		if err != nil {
+			return placement{}, nil //nolint:nilerr // the render reports what is wrong with the manifest
+		}
+		p = placement{hostedChart: info.HostedChart}
+		if info.Scope == convoyv1alpha1.ScopeCluster {
+			p.scope = info.Scope
+		}
+		r.scopes.put(key, p)
 	}
-	fsys, err := r.open(ctx, sourceKey(obj), s.desiredID)
-	if err != nil {
-		return "", err
+	if obj.Spec.Scope != "" {
+		p.scope = obj.Spec.Scope
 	}
-	info, err := manifests.Inspect(fsys, obj.Spec.Path, obj.Spec.Component)
-	if err != nil {
-		return "", nil //nolint:nilerr // the render reports what is wrong with the manifest
-	}
-	scope := ""
-	if info.Scope == convoyv1alpha1.ScopeCluster {
-		scope = info.Scope
-	}
-	r.scopes.put(key, scope)
-	return scope, nil
+	return p, nil
+}
+
+// inHosted reports whether the package lands wholly in the hosted cluster: Cluster-scoped,
+// or a chart in hosted-cluster phases only.
+func (p placement) inHosted() bool {
+	return p.scope == convoyv1alpha1.ScopeCluster || p.hostedChart
 }
 
 // renderEnvironment returns the environment a package is rendered for: the hosted cluster's,
@@ -84,7 +97,7 @@ func (r *PackageReconciler) renderEnvironment(ctx context.Context, s *scope, inH
 		return nil, nil
 	case s.hostedCluster == nil:
 		return nil, pass.Stallf(convoyv1alpha1.HostedClusterNotFoundReason,
-			"the package is installed with the Cluster scope, into the hosted cluster of namespace %s, but the namespace belongs to no hosted cluster (no HostedControlPlane)",
+			"the package is installed into the hosted cluster of namespace %s, but the namespace belongs to no hosted cluster (no HostedControlPlane)",
 			s.obj.GetNamespace())
 	}
 	return r.HostedEnvironments.Get(ctx, s.obj.GetNamespace(), s.kubeconfigRef)

@@ -60,12 +60,12 @@ func TestScopeMemoForgetsEverythingWhenFull(t *testing.T) {
 	_, ok := m.get("a")
 	g.Expect(ok).To(BeFalse())
 	for i := range maxScopeMemo {
-		m.put(string(rune(i)), "Cluster")
+		m.put(string(rune(i)), placement{scope: "Cluster"})
 	}
-	scope, ok := m.get(string(rune(0)))
+	p, ok := m.get(string(rune(0)))
 	g.Expect(ok).To(BeTrue())
-	g.Expect(scope).To(Equal("Cluster"))
-	m.put("one more", "")
+	g.Expect(p.scope).To(Equal("Cluster"))
+	m.put("one more", placement{})
 	_, ok = m.get(string(rune(0)))
 	g.Expect(ok).To(BeFalse())
 }

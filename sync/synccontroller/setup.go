@@ -10,6 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/sources/helmrepo"
 	"github.com/convoy-gitops/convoy/sync/engine"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 )
@@ -109,7 +111,8 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCacheWithOptions(manifests.CacheOptions{
 		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget}),
 		Environment:        &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()},
-		HostedEnvironments: &HostedEnvironments{Clients: clients}}
+		HostedEnvironments: &HostedEnvironments{Clients: clients},
+		Charts:             helmrepo.New(helmrepo.Options{MaxChartSize: maxFileSize(store)})}
 	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
 		Versions: common.applied,
 		Events:   common.applied.ownerEvents()})
@@ -129,4 +132,13 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 		return fmt.Errorf("setting up the ObjectDeployment controller: %w", err)
 	}
 	return nil
+}
+
+// maxFileSize returns the largest file the store fetches from Git (--git-max-file-size), which
+// also bounds a pulled chart; 0 (the fetcher's default) for a store without limits.
+func maxFileSize(store Opener) int64 {
+	if l, ok := store.(interface{ Limits() sources.Limits }); ok {
+		return l.Limits().MaxFileSize
+	}
+	return 0
 }
