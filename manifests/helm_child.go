@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"regexp"
 	"sort"
@@ -21,6 +20,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
+
+	"github.com/convoy-gitops/convoy/internal/procstat"
 )
 
 // chartRequest is a chart to render in the render process (renderRequest.Chart).
@@ -83,22 +84,8 @@ func renderChart(req chartRequest, size int, emit func(renderEvent)) {
 		}
 		emit(renderEvent{File: name, Output: []byte(out)})
 	}
-	emit(renderEvent{PeakRSS: peakRSS()})
-}
-
-// peakRSS returns the process's peak resident memory (VmHWM), or 0 when unknown.
-func peakRSS() int64 {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	peak, _ := procstat.PeakRSS(procstat.Self) // 0 when unknown
+	emit(renderEvent{PeakRSS: peak})
 }
 
 // loadChartRequest loads the chart of req with Helm's loader, an archive expanding to at most

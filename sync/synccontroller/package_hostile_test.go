@@ -2,9 +2,7 @@ package synccontroller
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/procstat"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 	"github.com/convoy-gitops/convoy/test/kubetest"
@@ -79,23 +78,10 @@ func TestPackageStallsOnAHostilePackage(t *testing.T) {
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		t.Logf("%s stalled after %s", name, time.Since(start).Round(time.Millisecond))
 	}
-	g.Expect(peakRSS()).To(BeNumerically("<", 1<<30), "the controller's peak RSS")
-	t.Logf("test process peak RSS %d MiB", peakRSS()>>20)
-}
-
-// peakRSS returns the test process's peak resident set (VmHWM), in bytes.
-func peakRSS() int64 {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	peak, err := procstat.PeakRSS(procstat.Self)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(peak).To(BeNumerically("<", 1<<30), "the controller's peak RSS")
+	t.Logf("test process peak RSS %d MiB", peak>>20)
 }
 
 // TestPackageWithAThousandProblemsStalls commits a package with 1,000 broken objects: the status

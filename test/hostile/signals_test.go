@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/procstat"
 	"github.com/convoy-gitops/convoy/rollout/checks"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/infrastructure/monitoring"
@@ -407,23 +407,8 @@ func (s *signalRun) expectPrometheusBounded(g Gomega) {
 	g.Expect(strings.Split(string(environ), "\x00")).To(ContainElement("GOMEMLIMIT="+prometheusMemoryLimit),
 		"Prometheus runs under the memory limit")
 	for _, pid := range s.mon.PIDs() {
-		peak, err := peakRSSOf(pid)
+		peak, err := procstat.PeakRSS(pid)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(peak).To(BeNumerically("<", prometheusPeakBound), "the peak RSS of process %d of the monitoring", pid)
 	}
-}
-
-// peakRSSOf reads the VmHWM of a process, in bytes.
-func peakRSSOf(pid int) (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kib << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
