@@ -15,14 +15,24 @@ import (
 	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
-// TestRunTiny runs every scenario at a tiny size, so that the benchmark cannot rot: it
-// builds bin/convoy into a temporary folder and needs the API servers of `make tools`.
+// TestRunTiny runs the rollout and the steady state at a tiny size, so that the benchmark's
+// core cannot rot: it builds bin/convoy into a temporary folder and needs the API servers of
+// `make tools`. TestRunTinyEveryScenario (`make e2e`) runs every scenario.
 func TestRunTiny(t *testing.T) {
+	runTiny(t, []string{ScenarioRollout, ScenarioSteady})
+}
+
+// TestRunTinyEveryScenario runs every scenario of the benchmark at a tiny size (`make e2e`).
+func TestRunTinyEveryScenario(t *testing.T) {
+	runTiny(t, AllScenarios)
+}
+
+// runTiny runs the scenarios at a tiny size and checks that each gives its rows.
+func runTiny(t *testing.T, scenarios []string) {
 	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
 	convoy := buildConvoy(t)
 
-	scenarios := AllScenarios
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Config{
 		Scenarios: scenarios, Sizes: []int{3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,
