@@ -82,6 +82,10 @@ manifests: $(CONTROLLER_GEN) deploy-manifests ## Generate CRDs into deploy/crds,
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	go run ./test/infrastructure/simfleet/gencrds
 
+.PHONY: flux-crds
+flux-crds: $(CONTROLLER_GEN) ## Generate Flux's notification CRDs into test/deploy/testdata/flux/stock from the pinned notification-controller api module (the deploy/flux test).
+	go run ./hack/fluxcrds -controller-gen $(CONTROLLER_GEN)
+
 .PHONY: deploy-manifests
 deploy-manifests: $(CONTROLLER_GEN) ## Generate the controller's ClusterRole into deploy/rbac from the RBAC markers.
 	$(CONTROLLER_GEN) rbac:roleName=convoy-controller paths=./... output:rbac:artifacts:config=deploy/rbac
