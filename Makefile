@@ -160,15 +160,18 @@ build: ## Build bin/convoy, stamped with VERSION, REVISION and BUILD_DATE (`conv
 .PHONY: test
 test: ## Build what the tests need, verify, lint and run every test but the longest end-to-end ones (`make e2e`).
 	$(MAKE) -j4 $(BIN)/kube-apiserver $(BIN)/prometheus $(BIN)/etcd $(BIN)/alertmanager $(CONTROLLER_GEN) $(GOLANGCI_LINT)
-	$(MAKE) verify lint
+	$(MAKE) verify lint build
 	@# The two sets run side by side: most of a test's time is spent waiting on API servers.
+	@# The tests that run convoy as a process run bin/convoy, built just before.
+	export CONVOY_TEST_CONVOY=$(BIN)/convoy; \
 	go test -race $(GO_TEST_ARGS) -skip '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) $(RACE_PACKAGES) & race=$$!; \
 	status=0; go test $(GO_TEST_ARGS) -skip '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list ./... | grep -vxF -f <(go list $(RACE_PACKAGES))) || status=$$?; \
 	wait $$race || status=$$?; exit $$status
 
 .PHONY: e2e
-e2e: tools chromium ## Run the longest end-to-end tests (E2E_TESTS: rollouts on the fleet, faults, the browser), which `make test` leaves out.
+e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollouts on the fleet, faults, the browser), which `make test` leaves out.
+	export CONVOY_TEST_CONVOY=$(BIN)/convoy; \
 	go test -race $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list $(E2E_PACKAGES) | grep -xF -f <(go list $(RACE_PACKAGES))) & race=$$!; \
 	status=0; go test $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/convoy-gitops/convoy/test/fleet"
-	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // TestRunTiny runs the rollout and the steady state at a tiny size, so that the benchmark's
@@ -91,15 +89,11 @@ func TestRequestsSplitWritesAndObjects(t *testing.T) {
 	g.Expect(r.OnObjects()).To(Equal(16.0), "applies, reads and dry-runs of the objects")
 }
 
-// buildConvoy builds ./cmd/convoy into a temporary folder and returns the binary's path.
+// buildConvoy returns the convoy binary of the tests (fleet.ConvoyBinary).
 func buildConvoy(t *testing.T) string {
 	t.Helper()
-	g := NewWithT(t)
-	root, err := simfleet.RepositoryRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	convoy := filepath.Join(t.TempDir(), "convoy")
-	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	convoy, err := fleet.ConvoyBinary(t.TempDir())
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return convoy
 }
 
