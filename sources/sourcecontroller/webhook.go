@@ -1,6 +1,7 @@
 package sourcecontroller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,6 +57,10 @@ const DefaultWebhookMaxBodyBytes = 1 << 20
 // arrive, so that slow clients cannot hold connections open.
 const DefaultWebhookReadTimeout = 15 * time.Second
 
+// DefaultWebhookMaxInFlight bounds the calls whose bodies are read at once when MaxInFlight is
+// unset: with the body limit, the memory unauthenticated callers can hold (32 MiB by default).
+const DefaultWebhookMaxInFlight = 32
+
 // Further limits of the webhook server.
 const (
 	webhookWriteTimeout   = 15 * time.Second
@@ -94,9 +99,14 @@ type WebhookReceiver struct {
 	MaxBodyBytes int64
 	// ReadTimeout bounds the reading of a whole request; default DefaultWebhookReadTimeout.
 	ReadTimeout time.Duration
+	// MaxInFlight bounds the calls handled at once; one more is answered 503 with Retry-After
+	// (forges retry). Default DefaultWebhookMaxInFlight.
+	MaxInFlight int
 
 	tokensOnce sync.Once
 	tokens     *webhookTokens
+	slotsOnce  sync.Once
+	slots      chan struct{}
 }
 
 // Start serves webhooks on Addr until ctx is done (manager.Runnable).
@@ -140,6 +150,12 @@ func (w *WebhookReceiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		rw.WriteHeader(http.StatusOK)
 		return
 	}
+	if !w.acquireSlot() {
+		rw.Header().Set("Retry-After", "1")
+		http.Error(rw, "too many webhook calls at once", http.StatusServiceUnavailable)
+		return
+	}
+	defer w.releaseSlot()
 	nn, _ := parseHookPath(req.URL.Path)
 	token := w.tokenSource().token(req.Context(), nn)
 	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, w.maxBody()))
@@ -167,6 +183,22 @@ func (w *WebhookReceiver) maxBody() int64 {
 	}
 	return DefaultWebhookMaxBodyBytes
 }
+
+// acquireSlot takes one of the MaxInFlight slots of calls under way, without waiting: false
+// when all are taken, so that callers trickling bodies cannot make the receiver hold more than
+// MaxInFlight bodies in memory.
+func (w *WebhookReceiver) acquireSlot() bool {
+	w.slotsOnce.Do(func() { w.slots = make(chan struct{}, cmp.Or(w.MaxInFlight, DefaultWebhookMaxInFlight)) })
+	select {
+	case w.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// releaseSlot gives back a slot acquireSlot took.
+func (w *WebhookReceiver) releaseSlot() { <-w.slots }
 
 // tokenSource returns the token cache, made on first use.
 func (w *WebhookReceiver) tokenSource() *webhookTokens {

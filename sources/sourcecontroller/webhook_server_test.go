@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,36 @@ func TestWebhookServerDropsSlowBodies(t *testing.T) {
 	_, err = io.ReadAll(conn)
 	g.Expect(err).NotTo(HaveOccurred(), "the server closed the connection")
 	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
+}
+
+// TestWebhookServerBoundsTheCallsUnderWay holds the one slot of a receiver with a trickled
+// body: another call is answered 503 at once, without being read, and is served once the slot
+// is free again.
+func TestWebhookServerBoundsTheCallsUnderWay(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	addr := ln.Addr().String()
+	g.Expect(ln.Close()).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recv := &WebhookReceiver{Client: k8sClient, SecretReader: k8sClient, Addr: addr, ReadTimeout: 3 * time.Second, MaxInFlight: 1}
+	go func() { _ = recv.Start(ctx) }()
+	var slow net.Conn
+	g.Eventually(func() error { slow, err = net.Dial("tcp", addr); return err }).Should(Succeed())
+	_, err = io.WriteString(slow, "POST /hooks/ns/name HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	call := func() int {
+		resp, err := http.Post("http://"+addr+"/hooks/ns/name", "application/json", strings.NewReader("{}"))
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		return resp.StatusCode
+	}
+	g.Eventually(call).Should(Equal(http.StatusServiceUnavailable), "the trickled call holds the only slot")
+	g.Expect(slow.Close()).To(Succeed())
+	g.Eventually(call).Should(Equal(http.StatusUnauthorized), "the slot is free again: the call is read and refused")
 }
 
 // FuzzWebhookCall feeds arbitrary paths, signature headers and bodies to the parsing and
