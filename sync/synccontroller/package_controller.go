@@ -234,6 +234,9 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 	if data.Environment, err = r.renderEnvironment(ctx, s, where.inHosted()); err != nil {
 		return err
 	}
+	if err := r.chartCapabilities(ctx, s, where, &data); err != nil {
+		return err
+	}
 	rendered, err := r.render(ctx, s, data)
 	if err != nil {
 		s.status.LastAttemptedRevision = s.desiredID
