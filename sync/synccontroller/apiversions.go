@@ -141,10 +141,14 @@ func (r *PackageReconciler) chartCapabilities(ctx context.Context, s *scope, whe
 }
 
 // apiVersions returns the API versions of the hosted cluster of the Package's namespace
-// (inHosted), else of the management cluster.
+// (inHosted), else of the management cluster; nil (Helm's built-in set) when the reconciler
+// has no way to reach that cluster's discovery.
 func (r *PackageReconciler) apiVersions(ctx context.Context, s *scope, inHosted bool) (*manifests.APIVersions, error) {
 	if !inHosted {
 		return r.Environment.APIVersions()
+	}
+	if r.HostedEnvironments == nil || r.HostedEnvironments.Clients == nil {
+		return nil, nil
 	}
 	ns := s.obj.GetNamespace()
 	versions, err := r.HostedEnvironments.apiVersions.get(ns, func() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {

@@ -1,0 +1,96 @@
+package synccontroller
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/convoy-gitops/convoy/test/fleet"
+	"github.com/convoy-gitops/convoy/test/kubetest"
+)
+
+// serviceMonitorCRD is a minimal CustomResourceDefinition of Prometheus Operator's
+// ServiceMonitor.
+const serviceMonitorCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: servicemonitors.monitoring.coreos.com}
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {kind: ServiceMonitor, plural: servicemonitors, listKind: ServiceMonitorList, singular: servicemonitor}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+// monitoredChartFiles is a chart package wholly in the hosted cluster that renders a
+// ServiceMonitor only where the cluster serves the kind, beside a ConfigMap that is always
+// there.
+func monitoredChartFiles(name string) map[string]string {
+	return map[string]string{
+		"pkg/manifest.yaml": `apiVersion: convoy.dev/v1alpha1
+kind: PackageManifest
+metadata: {name: monitored}
+spec:
+  chart: {path: chart, class: hosted-cluster, namespace: kube-system}
+`,
+		"pkg/chart/Chart.yaml": "apiVersion: v2\nname: monitored\nversion: 0.1.0\n",
+		"pkg/chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\n" +
+			"data: {kube: {{ .Capabilities.KubeVersion.Version | quote }}}\n",
+		"pkg/chart/templates/monitor.yaml": `{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: ` + name + `}
+spec: {selector: {matchLabels: {app: ` + name + `}}, endpoints: [{port: metrics}]}
+{{- end }}
+`,
+	}
+}
+
+// TestChartSeesTheHostedClustersAPIVersions: the same chart package, rolled out to two hosted
+// clusters, renders its ServiceMonitor into the one whose API server serves the
+// ServiceMonitor CRD and not into the one that does not; both Packages are Available.
+func TestChartSeesTheHostedClustersAPIVersions(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	teal, err := env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: "teal"})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = teal.StopAPIServer() })
+	crd := &unstructured.Unstructured{}
+	g.Expect(yaml.Unmarshal([]byte(serviceMonitorCRD), &crd.Object)).To(Succeed())
+	g.Expect(blue.Client.Patch(ctx, crd, client.Apply, client.FieldOwner("test"), client.ForceOwnership)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, err := blue.Client.RESTMapper().RESTMapping(monitorKind, "v1")
+		g.Expect(err).NotTo(HaveOccurred())
+	}).Should(Succeed(), "blue serves ServiceMonitors")
+
+	name := "monitored-" + fleet.NameSuffix()
+	inventory := map[string][]string{}
+	for _, hc := range []*fleet.HostedCluster{blue, teal} {
+		ns := hcpNamespace(t, hc)
+		repo := newGitSource(t, ns)
+		commit, err := repo.Commit("main", "monitored", monitoredChartFiles(name))
+		g.Expect(err).NotTo(HaveOccurred())
+		key := newPackage(t, ns, "monitored", "pkg")
+		for _, e := range expectAvailableAt(g, key, commit).Status.Inventory {
+			inventory[hc.Name] = append(inventory[hc.Name], e.ID)
+		}
+		g.Expect(kubetest.Exists(g, hc.Client, kubetest.ConfigMap("kube-system", name, nil))).To(BeTrue())
+	}
+	g.Expect(inventory["blue"]).To(ConsistOf("kube-system_"+name+"__ConfigMap", "kube-system_"+name+"_monitoring.coreos.com_ServiceMonitor"))
+	g.Expect(kubetest.Exists(g, blue.Client, kubetest.Object("monitoring.coreos.com/v1", "ServiceMonitor", "kube-system", name, nil))).To(BeTrue())
+	g.Expect(inventory["teal"]).To(ConsistOf("kube-system_"+name+"__ConfigMap"), "teal does not serve ServiceMonitors: the chart renders none")
+	_, err = teal.Client.RESTMapper().RESTMapping(monitorKind, "v1")
+	g.Expect(err).To(HaveOccurred())
+}
+
+// monitorKind is the ServiceMonitor's group and kind.
+var monitorKind = schema.GroupKind{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}
