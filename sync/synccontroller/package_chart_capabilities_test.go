@@ -94,3 +94,62 @@ func TestChartSeesTheHostedClustersAPIVersions(t *testing.T) {
 
 // monitorKind is the ServiceMonitor's group and kind.
 var monitorKind = schema.GroupKind{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}
+
+// splitMonitoredChartFiles is a chart split across both clusters: a ServiceMonitor and a
+// ConfigMap in a hosted-cluster phase, a ConfigMap in the management phase; each ConfigMap
+// records whether the chart saw ServiceMonitors served.
+func splitMonitoredChartFiles(name string) map[string]string {
+	seen := func(phase, namespace string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-" + phase + "\n  namespace: " + namespace +
+			"\n  annotations: {convoy.dev/phase: " + phase + "}\n" +
+			"data: {monitors: {{ .Capabilities.APIVersions.Has \"monitoring.coreos.com/v1/ServiceMonitor\" | quote }}}\n"
+	}
+	return map[string]string{
+		"split/manifest.yaml": `apiVersion: convoy.dev/v1alpha1
+kind: PackageManifest
+metadata: {name: split}
+spec:
+  phases: [{name: monitors, class: hosted-cluster}, {name: controller}]
+  chart: {path: chart, phases: {default: controller}}
+`,
+		"split/chart/Chart.yaml":             "apiVersion: v2\nname: split\nversion: 0.1.0\n",
+		"split/chart/templates/hosted.yaml":  seen("monitors", "kube-system"),
+		"split/chart/templates/managed.yaml": seen("controller", "{{ .Release.Namespace }}"),
+		"split/chart/templates/monitor.yaml": `{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: ` + name + `, namespace: kube-system, annotations: {convoy.dev/phase: monitors}}
+spec: {selector: {}, endpoints: [{port: metrics}]}
+{{- end }}
+`,
+	}
+}
+
+// TestSplitChartSeesEachClustersAPIVersions: a chart split across the hosted cluster and the
+// management cluster renders its hosted-cluster phase with the hosted cluster's API versions
+// (blue serves ServiceMonitors: the ServiceMonitor is applied there) and its management phase
+// with the management cluster's (which does not serve them).
+func TestSplitChartSeesEachClustersAPIVersions(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{}
+	g.Expect(yaml.Unmarshal([]byte(serviceMonitorCRD), &crd.Object)).To(Succeed())
+	g.Expect(blue.Client.Patch(ctx, crd, client.Apply, client.FieldOwner("test"), client.ForceOwnership)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, err := blue.Client.RESTMapper().RESTMapping(monitorKind, "v1")
+		g.Expect(err).NotTo(HaveOccurred())
+	}).Should(Succeed(), "blue serves ServiceMonitors")
+
+	name := "split-" + fleet.NameSuffix()
+	ns := hcpNamespace(t, blue)
+	repo := newGitSource(t, ns)
+	commit, err := repo.Commit("main", "split", splitMonitoredChartFiles(name))
+	g.Expect(err).NotTo(HaveOccurred())
+	expectAvailableAt(g, newPackage(t, ns, "split", "split"), commit)
+	hostedCM := kubetest.Get(g, blue.Client, kubetest.ConfigMap("kube-system", name+"-monitors", nil))
+	g.Expect(hostedCM.Object["data"]).To(HaveKeyWithValue("monitors", "true"), "the hosted-cluster phase sees the hosted cluster")
+	g.Expect(kubetest.Exists(g, blue.Client, kubetest.Object("monitoring.coreos.com/v1", "ServiceMonitor", "kube-system", name, nil))).To(BeTrue())
+	managedCM := kubetest.Get(g, env.Client, kubetest.ConfigMap(ns, name+"-controller", nil))
+	g.Expect(managedCM.Object["data"]).To(HaveKeyWithValue("monitors", "false"), "the management phase sees the management cluster")
+}
