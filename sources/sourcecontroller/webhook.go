@@ -17,14 +17,27 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
-// Webhook request headers.
+// Webhook request headers: the signatures, in the order they are looked for (the first one a
+// call carries is the one checked), then the event names that tell a ping.
 const (
-	// GitHubSignatureHeader carries "sha256=<hex HMAC-SHA256 of the body>".
+	// GitHubSignatureHeader carries "sha256=<hex HMAC-SHA256 of the body>" (GitHub; Gitea sends
+	// it too).
 	GitHubSignatureHeader = "X-Hub-Signature-256"
+	// GiteaSignatureHeader carries the hex HMAC-SHA256 of the body, without a prefix.
+	GiteaSignatureHeader = "X-Gitea-Signature"
 	// GitLabTokenHeader carries the token itself.
 	GitLabTokenHeader = "X-Gitlab-Token"
+	// BitbucketServerSignatureHeader carries "sha256=<hex HMAC-SHA256 of the body>" (Bitbucket
+	// Server and Data Center; GitHub sends a "sha1=" one under this name too, never checked).
+	BitbucketServerSignatureHeader = "X-Hub-Signature"
 	// SignatureHeader carries a generic "sha256=<hex HMAC-SHA256 of the body>".
 	SignatureHeader = "X-Signature"
+
+	// GitHubEventHeader names a GitHub (and Gitea) event: "ping" when a hook is created.
+	GitHubEventHeader = "X-GitHub-Event"
+	// BitbucketServerEventHeader names a Bitbucket Server event: "diagnostics:ping" for its
+	// "Test connection" button, "repo:refs_changed" for a push.
+	BitbucketServerEventHeader = "X-Event-Key"
 )
 
 // webhookFieldOwner is the field manager of the requestedAt annotation set by webhooks.
@@ -54,7 +67,12 @@ const (
 // POST /hooks/<namespace>/<name> with a valid signature made with the token of
 // spec.webhookSecretRef.
 //
-// The call is authenticated before anything else is done: the token comes from caches (the
+// A ping (GitHub's "ping" event when a hook is created, Bitbucket Server's "diagnostics:ping"
+// from its "Test connection" button) is answered 200 at once, whatever the path and signature:
+// it proves that the forge reaches the receiver, it reads nothing and polls nothing, and every
+// path gets the same answer.
+//
+// Any other call is authenticated before anything else is done: the token comes from caches (the
 // GitSource and the Secret's metadata from the manager's informers, the Secret's data read once
 // per resourceVersion), so an unauthenticated caller makes the receiver read nothing from the
 // API server. An unknown GitSource, one without webhookSecretRef or without a token, and a bad
@@ -115,6 +133,11 @@ func (w *WebhookReceiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	log := ctrl.LoggerFrom(req.Context()).WithName("webhook")
 	if req.Method != http.MethodPost {
 		http.Error(rw, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if isPing(req.Header) {
+		log.V(1).Info("Answered a ping", "path", req.URL.Path)
+		rw.WriteHeader(http.StatusOK)
 		return
 	}
 	nn, _ := parseHookPath(req.URL.Path)
