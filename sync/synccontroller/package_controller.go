@@ -217,8 +217,9 @@ func sourceKey(obj *convoyv1alpha1.Package) sources.Key {
 }
 
 // reconcileRender loads the package directory at s.desiredID through the render cache into
-// s.revision, for the environment of the cluster the package is installed in, and checks the
-// package's constraints against it. Invalid content stalls; a commit the source does not have
+// s.revision, for the environment of the cluster the package is installed in (for a chart
+// package, with the API versions of the cluster each of its phases lands in: chartCapabilities),
+// and checks the package's constraints against it. Invalid content stalls; a commit the source does not have
 // makes the pass wait.
 func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error {
 	obj := s.obj.(*convoyv1alpha1.Package)
