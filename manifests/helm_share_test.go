@@ -113,48 +113,46 @@ func TestAPIVersionsAreASortedSet(t *testing.T) {
 }
 
 // TestChartRenderIsSharedByClustersWithEqualInputs: n Packages of a chart wholly in the hosted
-// clusters, each in its own HCP namespace and HostedCluster, render the chart once when what
-// reaches the chart is equal (values, release, capabilities), and once per cluster when a
-// per-cluster values file gives each its own values. The release namespace of a chart wholly
-// in the hosted cluster is Helm's default, never the HCP namespace.
+// clusters, each in its own HCP namespace and HostedCluster, loaded concurrently, render the
+// chart once when what reaches the chart is equal (values, release, capabilities), once per
+// group of clusters with equal values, and once per cluster when a per-cluster values file
+// gives each its own values. The release namespace of a chart wholly in the hosted cluster is
+// Helm's default, never the HCP namespace; a chart in management phases gets the HCP namespace,
+// so each cluster renders its own.
 func TestChartRenderIsSharedByClustersWithEqualInputs(t *testing.T) {
-	const n = 8
-	perCluster := map[string]string{"values.yaml.gotmpl": "tier: {{ .hostedCluster.name }}\n"}
-	byGroup := map[string]string{"values.yaml.gotmpl": "tier: {{ index .hostedCluster.labels \"shard\" | default \"none\" }}\n"}
+	const n = 4
+	values := func(text string) map[string]string { return map[string]string{"values.yaml.gotmpl": text} }
 	for _, tc := range []struct {
-		name        string
-		class       string
-		files       map[string]string
-		valuesFiles string
-		renders     int64
-		releaseNS   string
+		name      string
+		class     string
+		files     map[string]string
+		renders   int64
+		releaseNS string
 	}{
-		{name: "equal values", class: "hosted-cluster", renders: 1, releaseNS: "default"},
-		{name: "values templated alike for every cluster", class: "hosted-cluster", files: map[string]string{"values.yaml.gotmpl": "tier: {{ .revision }}\n"},
-			valuesFiles: "values.yaml.gotmpl", renders: 1, releaseNS: "default"},
-		{name: "values per group of clusters", class: "hosted-cluster", files: byGroup, valuesFiles: "values.yaml.gotmpl", renders: 7, releaseNS: "default"},
-		{name: "values per cluster", class: "hosted-cluster", files: perCluster, valuesFiles: "values.yaml.gotmpl", renders: n, releaseNS: "default"},
-		{name: "management phases: the HCP namespace reaches the output", class: "", renders: n, releaseNS: "clusters-0"},
+		{name: "equal values", class: "hosted-cluster", files: values("tier: gold\n"), renders: 1, releaseNS: "default"},
+		{name: "values templated alike for every cluster", class: "hosted-cluster", files: values("tier: {{ .revision }}\n"), renders: 1, releaseNS: "default"},
+		{name: "values per group of clusters", class: "hosted-cluster",
+			files: values("tier: {{ if lt (atoi (index .hostedCluster.labels \"id\")) 2 }}gold{{ else }}silver{{ end }}\n"), renders: 2, releaseNS: "default"},
+		{name: "values per cluster", class: "hosted-cluster", files: values("tier: {{ .hostedCluster.name }}\n"), renders: n, releaseNS: "default"},
+		{name: "management phases: the HCP namespace reaches the output", class: "", files: values("tier: gold\n"), renders: n, releaseNS: "clusters-0"},
 	} {
-		forEachMode(t, func(t *testing.T, concurrent bool) {
-			t.Run(tc.name, func(t *testing.T) {
-				g := NewWithT(t)
-				fsys := pkgFS(monitorChart(tc.class, tc.valuesFiles, tc.files))
-				c := NewCacheWithOptions(CacheOptions{Budget: DefaultRenderBudget})
-				datas := make([]TemplateData, n)
-				for i := range datas {
-					datas[i] = followerData(i, nil)
-				}
-				results, errs := loadAll(c, Key{Source: "s", Commit: "c1", Dir: "."}, datas, func() (fs.FS, error) { return fsys, nil }, concurrent)
-				for i := range n {
-					g.Expect(errs[i]).NotTo(HaveOccurred())
-				}
-				st := c.Stats()
-				g.Expect(st.Misses).To(BeEquivalentTo(n), "each Package loads its own package (its values files)")
-				g.Expect(st.ChartRenders).To(Equal(tc.renders), "chart render processes")
-				g.Expect(st.ChartHits).To(Equal(n-tc.renders), "chart renders shared")
-				g.Expect(configMapData(results[0])).To(HaveKeyWithValue("releaseNamespace", tc.releaseNS))
-			})
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			fsys := pkgFS(monitorChart(tc.class, "values.yaml.gotmpl", tc.files))
+			c := NewCacheWithOptions(CacheOptions{Budget: DefaultRenderBudget})
+			datas := make([]TemplateData, n)
+			for i := range datas {
+				datas[i] = followerData(i, nil)
+			}
+			results, errs := loadAll(c, Key{Source: "s", Commit: "c1", Dir: "."}, datas, func() (fs.FS, error) { return fsys, nil }, true)
+			for i := range n {
+				g.Expect(errs[i]).NotTo(HaveOccurred())
+			}
+			st := c.Stats()
+			g.Expect(st.Misses).To(BeEquivalentTo(n), "each Package loads its own package (its values files)")
+			g.Expect(st.ChartRenders).To(Equal(tc.renders), "chart render processes")
+			g.Expect(st.ChartHits).To(Equal(n-tc.renders), "chart renders shared")
+			g.Expect(configMapData(results[0])).To(HaveKeyWithValue("releaseNamespace", tc.releaseNS))
 		})
 	}
 }

@@ -2,11 +2,15 @@ package synccontroller
 
 import (
 	"context"
+	"net/http"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -152,4 +156,43 @@ func TestSplitChartSeesEachClustersAPIVersions(t *testing.T) {
 	g.Expect(kubetest.Exists(g, blue.Client, kubetest.Object("monitoring.coreos.com/v1", "ServiceMonitor", "kube-system", name, nil))).To(BeTrue())
 	managedCM := kubetest.Get(g, env.Client, kubetest.ConfigMap(ns, name+"-controller", nil))
 	g.Expect(managedCM.Object["data"]).To(HaveKeyWithValue("monitors", "false"), "the management phase sees the management cluster")
+}
+
+// countingTransport counts the requests that pass through it.
+type countingTransport struct {
+	next  http.RoundTripper
+	count *atomic.Int32
+}
+
+// RoundTrip counts req and passes it on.
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.count.Add(1)
+	return t.next.RoundTrip(req)
+}
+
+// TestAPIVersionsAreReadOncePerClusterNotPerRender: the management cluster's API versions come
+// from its discovery (convoy's own kinds and ConfigMaps among them), read once and reused by
+// every render until apiVersionsTTL passes.
+func TestAPIVersionsAreReadOncePerClusterNotPerRender(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	var requests atomic.Int32
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, count: &requests} }
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	ce := &ClusterEnvironment{Resources: disc}
+	first, err := ce.APIVersions()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.Has("v1/ConfigMap")).To(BeTrue())
+	g.Expect(first.Has("convoy.dev/v1alpha1/Package")).To(BeTrue())
+	g.Expect(first.Has("monitoring.coreos.com/v1")).To(BeFalse())
+	read := requests.Load()
+	g.Expect(read).To(BeNumerically(">", 0))
+	for range 50 {
+		again, err := ce.APIVersions()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(again.Digest()).To(Equal(first.Digest()))
+	}
+	g.Expect(requests.Load()).To(Equal(read), "50 more renders, no discovery request")
 }
