@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 
@@ -62,6 +64,13 @@ func (m *apiVersionsMemo) get(key string, read discoveryReader) (*manifests.APIV
 	}
 	m.store(key, apiVersionsRead{versions: versions, until: now.Add(ttl)}, now)
 	return versions, nil
+}
+
+// forget drops the cached read of the cluster key: the next get reads its discovery.
+func (m *apiVersionsMemo) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byKey, key)
 }
 
 // store caches a read and forgets those expired long ago (their clusters are gone, or no
@@ -171,4 +180,23 @@ func (c *ClusterEnvironment) APIVersions() (*manifests.APIVersions, error) {
 		return nil, fmt.Errorf("reading the API versions of the management cluster: %w", err)
 	}
 	return versions, nil
+}
+
+// reconcilePackageApply is reconcileApply for a Package. When a chart package's apply finds
+// an API missing from its cluster (no such kind, or the resource is not found: a CRD removed
+// since the cluster's API versions were read), the API versions of its clusters are read again
+// at the next pass instead of after apiVersionsTTL, so that the chart is rendered again for
+// what the cluster serves now. The pass waits as before (DependencyNotReady); a package that
+// keeps waiting costs one discovery read of its cluster per wait.
+func (r *PackageReconciler) reconcilePackageApply(ctx context.Context, s *scope) error {
+	err := r.reconcileApply(ctx, s)
+	if err != nil && s.chart && (apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
+		if r.Environment != nil {
+			r.Environment.apiVersions.forget("")
+		}
+		if r.HostedEnvironments != nil {
+			r.HostedEnvironments.apiVersions.forget(s.obj.GetNamespace())
+		}
+	}
+	return err
 }

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
@@ -195,4 +198,50 @@ func TestAPIVersionsAreReadOncePerClusterNotPerRender(t *testing.T) {
 		g.Expect(again.Digest()).To(Equal(first.Digest()))
 	}
 	g.Expect(requests.Load()).To(Equal(read), "50 more renders, no discovery request")
+}
+
+// TestChartRendersAgainWhenItsAPIGoesAway: a chart that rendered a ServiceMonitor because its
+// hosted cluster served the CRD is rendered again without it once the CRD is deleted: the
+// failed apply makes the next pass read the cluster's API versions again (well before
+// apiVersionsTTL), and the Package is Available without the ServiceMonitor.
+func TestChartRendersAgainWhenItsAPIGoesAway(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{}
+	g.Expect(yaml.Unmarshal([]byte(serviceMonitorCRD), &crd.Object)).To(Succeed())
+	g.Expect(blue.Client.Patch(ctx, crd, client.Apply, client.FieldOwner("test"), client.ForceOwnership)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, err := blue.Client.RESTMapper().RESTMapping(monitorKind, "v1")
+		g.Expect(err).NotTo(HaveOccurred())
+	}).Should(Succeed(), "blue serves ServiceMonitors")
+
+	name := "goes-away-" + fleet.NameSuffix()
+	ns := hcpNamespace(t, blue)
+	repo := newGitSource(t, ns)
+	commit, err := repo.Commit("main", "monitored", monitoredChartFiles(name))
+	g.Expect(err).NotTo(HaveOccurred())
+	key := newPackage(t, ns, "monitored", "pkg", func(p *convoyv1alpha1.Package) {
+		p.Spec.Interval = &metav1.Duration{Duration: 2 * time.Second}
+	})
+	monitorID := "kube-system_" + name + "_monitoring.coreos.com_ServiceMonitor"
+	g.Expect(inventoryIDs(expectAvailableAt(g, key, commit))).To(ContainElement(monitorID))
+
+	start := time.Now()
+	g.Expect(blue.Client.Delete(ctx, crd)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		pkg := getPackage(g, key)
+		g.Expect(inventoryIDs(pkg)).To(ConsistOf("kube-system_" + name + "__ConfigMap"))
+		g.Expect(pkg.Status.Conditions).To(haveCondition(convoyv1alpha1.AvailableCondition, metav1.ConditionTrue, ""))
+	}).WithTimeout(90*time.Second).Should(Succeed(), "rendered again without the ServiceMonitor")
+	g.Expect(time.Since(start)).To(BeNumerically("<", apiVersionsTTL), "before the API versions expire")
+}
+
+// inventoryIDs returns the ids of a Package's inventory.
+func inventoryIDs(pkg *convoyv1alpha1.Package) []string {
+	var out []string
+	for _, e := range pkg.Status.Inventory {
+		out = append(out, e.ID)
+	}
+	return out
 }

@@ -117,7 +117,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
 	return ctrl.Result{}, pass.RunSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileSourceAccess, r.reconcileSource,
-		r.reconcileHostedCluster, r.reconcileRender, r.reconcileTarget, r.reconcileApply)
+		r.reconcileHostedCluster, r.reconcileRender, r.reconcileTarget, r.reconcilePackageApply)
 }
 
 // The access check reads the HostedClusterPackage that owns a Package.
@@ -235,6 +235,7 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 	if data.Environment, err = r.renderEnvironment(ctx, s, where.inHosted()); err != nil {
 		return err
 	}
+	s.chart = where.chart
 	if err := r.chartCapabilities(ctx, s, where, &data); err != nil {
 		return err
 	}
