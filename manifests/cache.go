@@ -60,6 +60,9 @@ type Cache struct {
 	flight   singleflight.Group
 	hits     atomic.Int64
 	misses   atomic.Int64
+	// charts keeps the results of chart render processes (renderChart) apart from the
+	// renders, so that charts that are not shared do not crowd out the Packages' renders.
+	charts *Cache
 	// chartRenders and chartHits count the chart render processes run and those shared.
 	chartRenders atomic.Int64
 	chartHits    atomic.Int64
@@ -100,7 +103,9 @@ type CacheOptions struct {
 	// (DefaultCacheSize when zero or negative).
 	MaxEntries int
 	// MaxBytes bounds the size of the renders held (DefaultCacheBytes when zero or negative); a
-	// render larger than it is returned but not kept.
+	// render larger than it is returned but not kept. The outputs of chart render processes,
+	// shared among the renders of Packages whose charts get equal inputs, are kept apart in a
+	// quarter of MaxEntries and MaxBytes more.
 	MaxBytes int64
 	// Budget bounds each render's templates (DefaultRenderBudget's limits where unset).
 	Budget RenderBudget
@@ -121,7 +126,8 @@ func NewCacheWithOptions(o CacheOptions) *Cache {
 		o.MaxBytes = DefaultCacheBytes
 	}
 	return &Cache{max: o.MaxEntries, maxBytes: o.MaxBytes, budget: o.Budget.withDefaults(),
-		order: list.New(), entries: map[string]*list.Element{}}
+		order: list.New(), entries: map[string]*list.Element{},
+		charts: &Cache{max: max(o.MaxEntries/4, 1), maxBytes: o.MaxBytes / 4, order: list.New(), entries: map[string]*list.Element{}}}
 }
 
 // cacheKeys are the cache keys one Load may use. The whole-data key is hashed only when a
@@ -407,13 +413,13 @@ func (c *Cache) renderChart(req renderRequest, b RenderBudget) (*renderResult, e
 		return nil, err
 	}
 	key := "chart\x00" + digest
-	if e, ok := c.get(key); ok {
+	if e, ok := c.charts.get(key); ok {
 		c.chartHits.Add(1)
 		return e.chart, nil
 	}
 	rendered := false
-	v, err, _ := c.flight.Do(key, func() (any, error) {
-		if e, ok := c.get(key); ok {
+	v, err, _ := c.charts.flight.Do(key, func() (any, error) {
+		if e, ok := c.charts.get(key); ok {
 			return e.chart, nil
 		}
 		rendered = true
@@ -422,7 +428,7 @@ func (c *Cache) renderChart(req renderRequest, b RenderBudget) (*renderResult, e
 		if err != nil {
 			return nil, err
 		}
-		c.put(&cacheEntry{key: key, chart: res, size: res.size()})
+		c.charts.put(&cacheEntry{key: key, chart: res, size: res.size()})
 		return res, nil
 	})
 	if err != nil {

@@ -152,6 +152,7 @@ func TestChartRenderIsSharedByClustersWithEqualInputs(t *testing.T) {
 			g.Expect(st.Misses).To(BeEquivalentTo(n), "each Package loads its own package (its values files)")
 			g.Expect(st.ChartRenders).To(Equal(tc.renders), "chart render processes")
 			g.Expect(st.ChartHits).To(Equal(n-tc.renders), "chart renders shared")
+			g.Expect(st.Entries).To(Equal(n), "the Packages' renders; chart renders are kept apart")
 			g.Expect(configMapData(results[0])).To(HaveKeyWithValue("releaseNamespace", tc.releaseNS))
 		})
 	}
