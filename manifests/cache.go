@@ -60,6 +60,12 @@ type Cache struct {
 	flight   singleflight.Group
 	hits     atomic.Int64
 	misses   atomic.Int64
+	// charts keeps the results of chart render processes (renderChart) apart from the
+	// renders, so that charts that are not shared do not crowd out the Packages' renders.
+	charts *Cache
+	// chartRenders and chartHits count the chart render processes run and those shared.
+	chartRenders atomic.Int64
+	chartHits    atomic.Int64
 }
 
 // cacheEntry is one memoized render, or the mark that a directory at a commit has templates.
@@ -71,6 +77,9 @@ type cacheEntry struct {
 	size int64
 	// marksTemplated is set on the mark, which holds no render.
 	marksTemplated bool
+	// chart holds the result of a chart's render process (Cache.renderChart), shared by the
+	// loads whose charts get the same request.
+	chart *renderResult
 }
 
 // CacheStats counts lookups.
@@ -83,6 +92,9 @@ type CacheStats struct {
 	Entries int
 	// Bytes is the size of the renders held (see DefaultCacheBytes).
 	Bytes int64
+	// ChartRenders is the number of chart render processes run; ChartHits the number of chart
+	// renders answered by one cached or in flight (loads of charts whose inputs were equal).
+	ChartRenders, ChartHits int64
 }
 
 // CacheOptions configure a Cache.
@@ -91,7 +103,9 @@ type CacheOptions struct {
 	// (DefaultCacheSize when zero or negative).
 	MaxEntries int
 	// MaxBytes bounds the size of the renders held (DefaultCacheBytes when zero or negative); a
-	// render larger than it is returned but not kept.
+	// render larger than it is returned but not kept. The outputs of chart render processes,
+	// shared among the renders of Packages whose charts get equal inputs, are kept apart in a
+	// quarter of MaxEntries and MaxBytes more.
 	MaxBytes int64
 	// Budget bounds each render's templates (DefaultRenderBudget's limits where unset).
 	Budget RenderBudget
@@ -112,7 +126,8 @@ func NewCacheWithOptions(o CacheOptions) *Cache {
 		o.MaxBytes = DefaultCacheBytes
 	}
 	return &Cache{max: o.MaxEntries, maxBytes: o.MaxBytes, budget: o.Budget.withDefaults(),
-		order: list.New(), entries: map[string]*list.Element{}}
+		order: list.New(), entries: map[string]*list.Element{},
+		charts: &Cache{max: max(o.MaxEntries/4, 1), maxBytes: o.MaxBytes / 4, order: list.New(), entries: map[string]*list.Element{}}}
 }
 
 // cacheKeys are the cache keys one Load may use. The whole-data key is hashed only when a
@@ -251,6 +266,7 @@ func (c *Cache) render(keys *cacheKeys, key Key, data TemplateData, open func() 
 	if err != nil {
 		return nil, fmt.Errorf("opening %s at %s: %w", key.Source, key.Commit, err)
 	}
+	data.renders = c
 	r, templated, err := load(fsys, key.Dir, data, c.budget)
 	e := &cacheEntry{key: keys.byConfig, rendered: r, err: err, size: entrySize(r, err)}
 	if templated {
@@ -296,7 +312,8 @@ func (c *Cache) Stats() CacheStats {
 	c.mu.Lock()
 	n, size := len(c.entries)-c.markers, c.bytes
 	c.mu.Unlock()
-	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: n, Bytes: size}
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: n, Bytes: size,
+		ChartRenders: c.chartRenders.Load(), ChartHits: c.chartHits.Load()}
 }
 
 // get returns a cached entry and marks it most recently used.
@@ -351,10 +368,15 @@ func entrySize(r *Rendered, err error) int64 {
 	return 0
 }
 
-// Hash returns a digest of the template data (SHA-256 of its canonical JSON, map keys sorted),
-// so that equal data hash equally whatever the order maps were built in.
+// Hash returns a digest of the template data (SHA-256 of its canonical JSON, map keys sorted,
+// with the digests of the environments' API versions), so that equal data hash equally
+// whatever the order maps were built in.
 func (d TemplateData) Hash() (string, error) {
-	return hashJSON(d)
+	return hashJSON(struct {
+		Data              TemplateData `json:"data"`
+		APIVersions       string       `json:"apiVersions,omitempty"`
+		HostedAPIVersions string       `json:"hostedAPIVersions,omitempty"`
+	}{d, d.Environment.apiVersionsDigest(), d.HostedEnvironment.apiVersionsDigest()})
 }
 
 // hashConfig returns a digest of a config like Hash's; nil and empty hash equally, as Load
@@ -374,4 +396,46 @@ func hashJSON(v any) (string, error) {
 	}
 	sum := sha256.Sum256(j)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// renderChart runs a chart's render request in a render process under budget b, once per
+// distinct request while its result is cached: the request is everything that reaches the
+// chart (its files or archive, the values after the per-cluster values files, the release's
+// name and namespace, the Kubernetes version and API versions), so Packages of many clusters
+// whose charts get equal inputs share one render. Each load still decodes and places the
+// shared output itself. A nil Cache renders every time.
+func (c *Cache) renderChart(req renderRequest, b RenderBudget) (*renderResult, error) {
+	if c == nil {
+		return renderIsolated(req, b)
+	}
+	digest, err := hashJSON(req)
+	if err != nil {
+		return nil, err
+	}
+	key := "chart\x00" + digest
+	if e, ok := c.charts.get(key); ok {
+		c.chartHits.Add(1)
+		return e.chart, nil
+	}
+	rendered := false
+	v, err, _ := c.charts.flight.Do(key, func() (any, error) {
+		if e, ok := c.charts.get(key); ok {
+			return e.chart, nil
+		}
+		rendered = true
+		c.chartRenders.Add(1)
+		res, err := renderIsolated(req, b)
+		if err != nil {
+			return nil, err
+		}
+		c.charts.put(&cacheEntry{key: key, chart: res, size: res.size()})
+		return res, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !rendered {
+		c.chartHits.Add(1)
+	}
+	return v.(*renderResult), nil
 }

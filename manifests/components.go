@@ -108,6 +108,12 @@ type PackageInfo struct {
 	// class: it lands wholly in the hosted cluster, so it is rendered for that cluster's
 	// environment (its .Capabilities and .environment).
 	HostedChart bool
+	// Chart is set for a chart package: it is rendered with the API versions of the cluster
+	// it lands in (.Capabilities.APIVersions).
+	Chart bool
+	// SplitChart is set for a chart package with phases of both classes: the objects of its
+	// hosted-cluster phases are rendered for the hosted cluster (TemplateData.HostedEnvironment).
+	SplitChart bool
 }
 
 // Inspect reads the manifest of the package at dir of fsys, or of its component when component
@@ -126,7 +132,8 @@ func Inspect(fsys fs.FS, dir, component string) (PackageInfo, error) {
 	if m == nil {
 		return PackageInfo{}, errs.err()
 	}
-	info := PackageInfo{PKO: m.pko, TestCases: m.testCases, Scope: m.resolveScope("", errs), HostedChart: m.hostedChart()}
+	info := PackageInfo{PKO: m.pko, TestCases: m.testCases, Scope: m.resolveScope("", errs), HostedChart: m.hostedChart(),
+		Chart: m.spec.Chart != nil, SplitChart: m.spec.Chart != nil && m.splitsClasses()}
 	if m.components && component == "" {
 		info.Components = componentNames(pf)
 	}

@@ -26,6 +26,10 @@
 // the same render process and under the same budget as templates, with no cluster access
 // (lookup returns nothing), its values merged from the chart, the manifest, the config and
 // per-cluster values files, its objects placed in phases by annotation or by kind (helm*.go).
+// .Capabilities are those of the cluster each part lands in (Environment.APIVersions, and
+// TemplateData.HostedEnvironment for a chart split across both clusters), and a Cache runs a
+// chart's render process once per distinct request (what reaches the chart), shared by the
+// Packages of every cluster whose charts get equal inputs.
 //
 // Package Operator packages are read as Package Operator reads them: its template context
 // (.package.metadata, .config, .images resolved through manifest.lock.yaml, .environment), its

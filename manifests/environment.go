@@ -19,6 +19,18 @@ type Environment struct {
 	// package is rendered for one. When either is nil, Load derives it from
 	// TemplateData.HostedCluster.
 	HyperShift *HyperShiftEnvironment `json:"hyperShift,omitempty"`
+	// APIVersions are the API versions the cluster serves, read from its discovery: a chart
+	// rendered for the cluster sees them as .Capabilities.APIVersions (nil: Helm's built-in
+	// set). Not part of .environment; render cache keys hold its digest.
+	APIVersions *APIVersions `json:"-"`
+}
+
+// apiVersionsDigest is the digest of env's API versions; "" for a nil env or set.
+func (env *Environment) apiVersionsDigest() string {
+	if env == nil {
+		return ""
+	}
+	return env.APIVersions.Digest()
 }
 
 // KubernetesEnvironment is .environment.kubernetes.

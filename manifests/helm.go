@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
-	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -34,10 +33,6 @@ const (
 	// give one (convoy render without --namespace).
 	defaultReleaseNamespace = "default"
 )
-
-// renderObserver, when set (by a benchmark, never concurrently with loads), is given the result
-// of each chart's render process.
-var renderObserver func(*renderResult)
 
 // chartPackage is the chart of a package being loaded: its manifest entry, cleaned.
 type chartPackage struct {
@@ -146,62 +141,6 @@ type chartRender struct {
 	rendered map[string][]byte
 	budget   RenderBudget
 	errs     *errorList
-}
-
-// render renders the chart in a render process and returns its objects, each with its phase
-// annotation set. It fails only when the render process cannot be started.
-func (c *chartPackage) render(r chartRender) ([]*object, error) {
-	req, ok, err := c.request(r)
-	if err != nil || !ok {
-		return nil, err
-	}
-	res, err := renderIsolated(renderRequest{Chart: req, Size: r.pf.size}, r.budget)
-	if err != nil {
-		return nil, errors.Join(errors.New("rendering the chart"), err)
-	}
-	if renderObserver != nil {
-		renderObserver(res)
-	}
-	if len(res.errs) > 0 {
-		r.errs.errs = append(r.errs.errs, res.errs...)
-		return nil, nil
-	}
-	names := slices.Sorted(maps.Keys(res.outputs))
-	dec := &decoder{errs: r.errs}
-	var objs []*object
-	for _, name := range names {
-		r.pf.grow(len(res.outputs[name]))
-		objs = append(objs, dec.decodeFile(name, helmSeparators(res.outputs[name]))...)
-	}
-	return c.place(r.m, req.ReleaseNamespace, objs, r.errs), nil
-}
-
-// request reads the chart and gathers its values; it reports false when something was refused,
-// and fails when a pulled chart cannot be fetched.
-func (c *chartPackage) request(r chartRender) (*chartRequest, bool, error) {
-	before := len(r.errs.errs)
-	req := &chartRequest{
-		Path:             c.path,
-		ReleaseName:      c.spec.ReleaseName,
-		ReleaseNamespace: c.spec.Namespace,
-		Values:           c.values(r),
-	}
-	if req.ReleaseName == "" {
-		req.ReleaseName = r.m.name
-	}
-	if req.ReleaseNamespace == "" {
-		req.ReleaseNamespace = r.data.Package.Namespace
-	}
-	if req.ReleaseNamespace == "" {
-		req.ReleaseNamespace = defaultReleaseNamespace
-	}
-	if env := environmentFor(r.data); env.Kubernetes.Version != "" {
-		req.KubeVersion = env.Kubernetes.Version
-	}
-	if err := c.readChart(r, req); err != nil {
-		return nil, false, err
-	}
-	return req, len(r.errs.errs) == before, nil
 }
 
 // values merges, in order: the manifest's spec.chart.values (the package's defaults), the

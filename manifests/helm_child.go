@@ -39,6 +39,9 @@ type chartRequest struct {
 	ReleaseNamespace string `json:"releaseNamespace"`
 	// KubeVersion is .Capabilities.KubeVersion; Helm's default when empty.
 	KubeVersion string `json:"kubeVersion,omitempty"`
+	// APIVersions is .Capabilities.APIVersions, the target cluster's (sorted); Helm's built-in
+	// set when empty.
+	APIVersions []string `json:"apiVersions,omitempty"`
 	// Name and Version, when set (a pulled chart), are what the chart's Chart.yaml must say.
 	Name    string `json:"name,omitempty"`
 	Version string `json:"version,omitempty"`
@@ -106,7 +109,7 @@ func loadChartRequest(req chartRequest) (*chart.Chart, error) {
 // renderChartOutputs renders ch for req and returns the outputs, templates' and crds/', keyed by
 // their path in the package.
 func renderChartOutputs(req chartRequest, ch *chart.Chart) (map[string]string, error) {
-	caps, err := chartCapabilities(req.KubeVersion)
+	caps, err := chartCapabilities(req.KubeVersion, req.APIVersions)
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +159,13 @@ func chartOutputPath(chartPath, name string) string {
 	return path.Join(chartPath, rest)
 }
 
-// chartCapabilities is Helm's default .Capabilities with the Kubernetes version of the target
-// cluster, when known.
-func chartCapabilities(kubeVersion string) (*common.Capabilities, error) {
+// chartCapabilities is Helm's default .Capabilities with the Kubernetes version and API
+// versions of the target cluster, when known.
+func chartCapabilities(kubeVersion string, apiVersions []string) (*common.Capabilities, error) {
 	caps := *common.DefaultCapabilities
+	if len(apiVersions) > 0 {
+		caps.APIVersions = common.VersionSet(apiVersions)
+	}
 	if kubeVersion == "" {
 		return &caps, nil
 	}

@@ -33,6 +33,12 @@ type TemplateData struct {
 	// Environment is .environment, the clusters the package is rendered for; nil is an
 	// environment with an unknown Kubernetes version and no OpenShift or proxy.
 	Environment *Environment `json:"environment,omitempty"`
+	// HostedEnvironment is the hosted cluster's environment, for a chart split across both
+	// clusters (hosted-cluster and management phases) rendered for the management cluster's
+	// Environment: the objects of its hosted-cluster phases are rendered with this
+	// environment's .Capabilities (Kubernetes version and API versions). Templates and values
+	// files do not see it. Nil renders every phase with Environment.
+	HostedEnvironment *Environment `json:"hostedEnvironment,omitempty"`
 	// Charts fetches the charts a package pulls from a Helm repository; nil refuses such
 	// packages. A pulled chart is pinned by digest, so the fetcher is not part of the data.
 	Charts ChartFetcher `json:"-"`
@@ -49,6 +55,8 @@ type TemplateData struct {
 	componentOf string
 	// staticOnly reads only the plain YAML files, without config or templates (LoadStatic).
 	staticOnly bool
+	// renders, set by a Cache, shares chart renders among loads whose charts get equal inputs.
+	renders *Cache
 }
 
 // PackageRef names a Package; templates see it as .package.name and .package.namespace, and

@@ -91,6 +91,18 @@ func (r *renderResult) add(ev renderEvent) {
 	r.errs = append(r.errs, ev.Errors...)
 }
 
+// size is what a result counts against a Cache's byte bound: its outputs and problems.
+func (r *renderResult) size() int64 {
+	var n int64
+	for name, out := range r.outputs {
+		n += int64(len(name) + len(out))
+	}
+	for _, e := range r.errs {
+		n += int64(len(e.Error()))
+	}
+	return n
+}
+
 // renderIsolated executes req in a child process of the current binary under budget b. When
 // the child is stopped by a limit, the template it was executing is blamed with a RuleLimit
 // Error. It fails with a plain error, which is not a verdict on the package and is worth a

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -199,6 +200,7 @@ type templateDataFlags struct {
 	environmentFile  string
 	revision         string
 	scope            string
+	apiVersions      []string
 }
 
 // bind registers the flags.
@@ -213,6 +215,8 @@ func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.revision, "revision", "", "Revision (.revision; default: the commit, or \"local\" for a directory).")
 	fl.StringVar(&f.scope, "scope", "", "Scope to install a Package Operator package with (Package spec.scope): Namespaced, or Cluster "+
 		"(a ClusterPackage in the hosted cluster: every phase there, no .package.metadata.namespace); default: Namespaced when the package supports it, else Cluster.")
+	fl.StringArrayVarP(&f.apiVersions, "api-versions", "a", nil, "API version a chart sees in .Capabilities.APIVersions besides Helm's built-in set, as GROUP/VERSION or GROUP/VERSION/KIND "+
+		"(v1/KIND for the core group), as helm template --api-versions; repeat the flag (the controller reads the target cluster's discovery instead).")
 	f.budget.BindFlags(fl)
 }
 
@@ -248,6 +252,9 @@ func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (m
 		}
 		data.Environment = env
 	}
+	if err := f.addAPIVersions(&data); err != nil {
+		return data, err
+	}
 	if f.configFile != "" {
 		config, err := readConfigFile(f.configFile)
 		if err != nil {
@@ -256,6 +263,30 @@ func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (m
 		data.Config = config
 	}
 	return data, nil
+}
+
+// apiVersionRE is what --api-versions accepts: GROUP/VERSION, GROUP/VERSION/KIND, VERSION or
+// VERSION/KIND (the core group).
+var apiVersionRE = regexp.MustCompile(`^([a-z0-9]([a-z0-9.-]*[a-z0-9])?/)?v[0-9]+((alpha|beta)[0-9]+)?(/[A-Za-z][A-Za-z0-9]*)?$`)
+
+// addAPIVersions gives the environment the API versions of --api-versions, over Helm's
+// built-in set.
+func (f *templateDataFlags) addAPIVersions(data *manifests.TemplateData) error {
+	if len(f.apiVersions) == 0 {
+		return nil
+	}
+	for _, v := range f.apiVersions {
+		if !apiVersionRE.MatchString(v) {
+			return fmt.Errorf("--api-versions %q: want GROUP/VERSION or GROUP/VERSION/KIND (v1 or v1/KIND for the core group), for example monitoring.coreos.com/v1/ServiceMonitor", v)
+		}
+	}
+	env := manifests.Environment{}
+	if data.Environment != nil {
+		env = *data.Environment
+	}
+	env.APIVersions = manifests.DefaultAPIVersionsWith(f.apiVersions)
+	data.Environment = &env
+	return nil
 }
 
 // readConfigFile reads a YAML (or JSON) object of config values.

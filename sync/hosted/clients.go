@@ -136,7 +136,7 @@ type secretKey struct{ namespace, name, key string }
 type entry struct {
 	resourceVersion string
 	client          client.Client
-	discovery       discovery.ServerVersionInterface
+	discovery       discovery.DiscoveryInterface
 	http            *http.Client
 	lastUsed        time.Time
 }
@@ -168,6 +168,17 @@ func (c *Clients) ServerVersion(ctx context.Context, namespace string, ref *conv
 		return nil, err
 	}
 	return e.discovery.ServerVersion()
+}
+
+// ServerGroupsAndResources returns the API groups and resources the hosted cluster serves,
+// from its discovery, reached as Client reaches it. A group that failed discovery is left out,
+// with the error naming it; the rest is returned.
+func (c *Clients) ServerGroupsAndResources(ctx context.Context, namespace string, ref *convoyv1alpha1.SecretKeyReference) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	e, err := c.entryFor(ctx, namespace, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.discovery.ServerGroupsAndResources()
 }
 
 // entryFor returns the cached entry of the Secret ref of namespace, built again when the

@@ -81,6 +81,9 @@ type scope struct {
 	kubeconfigRef *convoyv1alpha1.SecretKeyReference
 	// serviceAccount is the object's spec.serviceAccountName; empty for none.
 	serviceAccount string
+	// chart is set by the Package's render step for a chart package, whose render depends on
+	// the API versions its clusters serve.
+	chart bool
 	// hostedCluster is set by reconcileHostedCluster; nil when the namespace has none.
 	hostedCluster *hosted.Cluster
 	// desiredID is the revision the pass works towards, set as soon as it is known (before

@@ -6,8 +6,9 @@
 // component, its HostedCluster and the environment of the cluster it is installed in (the
 // management cluster's, ClusterEnvironment: versions, proxy, HyperShift, as Package Operator
 // reads them; or, for a package of the Cluster scope, which lands wholly in the hosted cluster,
-// the hosted cluster's own, HostedEnvironments), checks the package's constraints against it
-// and runs the engine, then maps the conditions the package's condition-map names onto the
+// the hosted cluster's own, HostedEnvironments; a chart package also gets the API versions
+// that cluster serves, from its discovery, cached per cluster: apiversions.go), checks the
+// package's constraints against it and runs the engine, then maps the conditions the package's condition-map names onto the
 // Package; the
 // ObjectDeploymentReconciler does the same with inline phases, the revision being a hash of
 // the template. Both share the steps of Common (finalizer, paused, hosted cluster, target,

@@ -47,10 +47,14 @@ type ClusterEnvironment struct {
 	Reader client.Reader
 	// Mapper tells whether the cluster serves HostedClusters.
 	Mapper apimeta.RESTMapper
+	// Resources reads the API groups and resources the cluster serves, which charts see as
+	// .Capabilities.APIVersions (apiVersionsTTL); nil leaves Helm's built-in set.
+	Resources discovery.ServerResourcesInterface
 
-	mu   sync.Mutex
-	env  *manifests.Environment
-	read time.Time
+	apiVersions apiVersionsMemo
+	mu          sync.Mutex
+	env         *manifests.Environment
+	read        time.Time
 }
 
 // Get returns the environment, read again when older than environmentTTL. The caller must not
@@ -163,8 +167,11 @@ type HostedEnvironments struct {
 	// Clients reach the hosted clusters.
 	Clients *hosted.Clients
 
-	mu   sync.Mutex
-	byNS map[string]*environmentRead
+	// apiVersions caches, by HCP namespace, the API versions of the hosted clusters that chart
+	// packages are rendered for.
+	apiVersions apiVersionsMemo
+	mu          sync.Mutex
+	byNS        map[string]*environmentRead
 }
 
 // environmentRead is an environment and when it was read.

@@ -117,7 +117,7 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
 	return ctrl.Result{}, pass.RunSteps(ctx, s, r.ensureFinalizer, r.reconcilePaused, r.reconcileSourceAccess, r.reconcileSource,
-		r.reconcileHostedCluster, r.reconcileRender, r.reconcileTarget, r.reconcileApply)
+		r.reconcileHostedCluster, r.reconcileRender, r.reconcileTarget, r.reconcilePackageApply)
 }
 
 // The access check reads the HostedClusterPackage that owns a Package.
@@ -217,8 +217,9 @@ func sourceKey(obj *convoyv1alpha1.Package) sources.Key {
 }
 
 // reconcileRender loads the package directory at s.desiredID through the render cache into
-// s.revision, for the environment of the cluster the package is installed in, and checks the
-// package's constraints against it. Invalid content stalls; a commit the source does not have
+// s.revision, for the environment of the cluster the package is installed in (for a chart
+// package, with the API versions of the cluster each of its phases lands in: chartCapabilities),
+// and checks the package's constraints against it. Invalid content stalls; a commit the source does not have
 // makes the pass wait.
 func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error {
 	obj := s.obj.(*convoyv1alpha1.Package)
@@ -232,6 +233,10 @@ func (r *PackageReconciler) reconcileRender(ctx context.Context, s *scope) error
 	}
 	data.Scope = where.scope
 	if data.Environment, err = r.renderEnvironment(ctx, s, where.inHosted()); err != nil {
+		return err
+	}
+	s.chart = where.chart
+	if err := r.chartCapabilities(ctx, s, where, &data); err != nil {
 		return err
 	}
 	rendered, err := r.render(ctx, s, data)

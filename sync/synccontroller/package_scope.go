@@ -24,6 +24,8 @@ const maxScopeMemo = 4096
 type placement struct {
 	scope       string
 	hostedChart bool
+	// chart and splitChart: a chart package, and one with phases of both classes.
+	chart, splitChart bool
 }
 
 // scopeMemo remembers, by source, commit, directory and component, the placement of a
@@ -68,7 +70,7 @@ func (r *PackageReconciler) installPlacement(ctx context.Context, s *scope) (pla
 		if err != nil {
 			return placement{}, nil //nolint:nilerr // the render reports what is wrong with the manifest
 		}
-		p = placement{hostedChart: info.HostedChart}
+		p = placement{hostedChart: info.HostedChart, chart: info.Chart, splitChart: info.SplitChart}
 		if info.Scope == convoyv1alpha1.ScopeCluster {
 			p.scope = info.Scope
 		}

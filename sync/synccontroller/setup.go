@@ -110,7 +110,7 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	}
 	pkg := &PackageReconciler{Common: common, Store: store, Renders: manifests.NewCacheWithOptions(manifests.CacheOptions{
 		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget}),
-		Environment:        &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()},
+		Environment:        &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Resources: disc},
 		HostedEnvironments: &HostedEnvironments{Clients: clients},
 		Charts:             helmrepo.New(helmrepo.Options{MaxChartSize: maxFileSize(store)})}
 	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
