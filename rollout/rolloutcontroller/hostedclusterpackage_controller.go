@@ -46,7 +46,7 @@ const cacheLagRecheck = time.Second
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/finalizers,verbs=update
 // +kubebuilder:rbac:groups=convoy.dev,resources=packages,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=convoy.dev,resources=gitsources,verbs=get;list;watch
-// +kubebuilder:rbac:groups=convoy.dev,resources=rolloutapprovals,verbs=get;list;watch
+// +kubebuilder:rbac:groups=convoy.dev,resources=rolloutapprovals,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -270,7 +270,8 @@ func (r *HostedClusterPackageReconciler) reconcileApply(ctx context.Context, s *
 }
 
 // reconcileHistory deletes the ControllerRevisions beyond revisionHistoryLimit that are
-// neither the update nor the current revision nor used by a Package.
+// neither the update nor the current revision nor used by a Package, and the RolloutApprovals
+// of the revisions it deletes: they could let nothing through any more.
 func (r *HostedClusterPackageReconciler) reconcileHistory(ctx context.Context, s *scope) error {
 	keep := map[string]bool{s.update.Name: true}
 	if !s.plan.Completed {
@@ -279,13 +280,15 @@ func (r *HostedClusterPackageReconciler) reconcileHistory(ctx context.Context, s
 	for _, name := range s.plan.RevisionsInUse {
 		keep[name] = true
 	}
+	pruned := map[string]bool{}
 	for _, cr := range revisionsToPrune(s.revisions, s.obj.GetRevisionHistoryLimit(), keep) {
 		err := r.Client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("pruning ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
 		}
+		pruned[cr.Name] = true
 	}
-	return nil
+	return r.pruneApprovals(ctx, s.in.Approvals, pruned)
 }
 
 // templateSource returns the GitSource of the template, which must name its namespace.
