@@ -18,6 +18,9 @@ TOOLS_SRC := $(shell find test/tools -name '*.go' -not -path 'test/tools/monitor
 # need different versions of each other's libraries).
 PROMETHEUS_MOD := test/tools/monitoring/prometheus
 ALERTMANAGER_MOD := test/tools/monitoring/alertmanager
+# Gitea, the tests' Git forge (test/infrastructure/forge), pinned by a module that copies Gitea's
+# replace lines.
+GITEA_MOD := test/tools/forge/gitea
 # $(call PROMETHEUS_VERSION_FLAG,<module>) stamps the module's pinned version (go list, in the
 # recipe's folder) into a Prometheus project's command: its --version and build_info say it.
 PROMETHEUS_VERSION_FLAG = -X github.com/prometheus/common/version.Version=$$(go list -m -f '{{.Version}}' $(1))
@@ -96,7 +99,7 @@ verify: generate manifests docs ## Fail when regenerated files (code, CRDs, RBAC
 ##@ Build
 
 .PHONY: tools
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/prometheus $(BIN)/alertmanager ## Build kube-apiserver, etcd, Prometheus and Alertmanager from source (about 14 minutes cold on 2 cores).
+tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/prometheus $(BIN)/alertmanager $(BIN)/gitea ## Build kube-apiserver, etcd, Prometheus, Alertmanager and Gitea from source (about 18 minutes cold on 2 cores).
 
 # Note: no debug information: the binaries are only run, and linking it is a large part of the
 # build.
@@ -116,6 +119,11 @@ $(BIN)/prometheus: $(PROMETHEUS_MOD)/go.mod $(PROMETHEUS_MOD)/go.sum
 $(BIN)/alertmanager: $(ALERTMANAGER_MOD)/go.mod $(ALERTMANAGER_MOD)/go.sum
 	cd $(ALERTMANAGER_MOD) && go build -o $@ \
 		-ldflags="-w $(call PROMETHEUS_VERSION_FLAG,github.com/prometheus/alertmanager)" github.com/prometheus/alertmanager/cmd/alertmanager
+
+# Note: sqlite is Gitea's database in the tests; at run time it reads templates/ and options/
+# from the module's directory (test/infrastructure/forge finds it with go list).
+$(BIN)/gitea: $(GITEA_MOD)/go.mod $(GITEA_MOD)/go.sum
+	cd $(GITEA_MOD) && go build -tags 'sqlite sqlite_unlock_notify' -ldflags=-w -o $@ code.gitea.io/gitea
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -140,7 +148,7 @@ build: ## Build bin/convoy, stamped with VERSION, REVISION and BUILD_DATE (`conv
 
 .PHONY: test
 test: ## Build what the tests need, verify, lint and run every test (RACE_PACKAGES under -race).
-	$(MAKE) -j4 $(BIN)/kube-apiserver $(BIN)/prometheus $(BIN)/etcd $(BIN)/alertmanager $(CONTROLLER_GEN) $(GOLANGCI_LINT)
+	$(MAKE) -j4 $(BIN)/kube-apiserver $(BIN)/prometheus $(BIN)/etcd $(BIN)/alertmanager $(BIN)/gitea $(CONTROLLER_GEN) $(GOLANGCI_LINT)
 	$(MAKE) chromium verify lint
 	@# The two sets run side by side: most of a test's time is spent waiting on API servers.
 	go test -race $(GO_TEST_ARGS) -timeout $(GO_TEST_TIMEOUT) $(RACE_PACKAGES) & race=$$!; \
