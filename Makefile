@@ -156,6 +156,10 @@ test: ## Build what the tests need, verify, lint and run every test (RACE_PACKAG
 		$$(go list ./... | grep -vxF -f <(go list $(RACE_PACKAGES))) || status=$$?; \
 	wait $$race || status=$$?; exit $$status
 
+.PHONY: e2e-forge
+e2e-forge: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/gitea ## Run the pull-request loop against Gitea (test/forgeloop): the story and the blackholed forge, about 3 minutes.
+	CONVOY_E2E_FORGE=1 go test ./test/forgeloop -count=1 -v -timeout 15m
+
 .PHONY: chromium
 chromium: ## Install Chromium with apt-get for the dashboard's browser test when it is missing (root with apt only).
 	@if [ -n "$${CONVOY_CHROMIUM:-}" ] || command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then exit 0; fi; \

@@ -23,9 +23,18 @@ var (
 	srv *forge.Forge
 )
 
-// TestMain starts the fleet and Gitea once for the package (nothing under -short).
+// e2eEnv turns the package's tests on: `make e2e-forge` sets it, `make test` does not (the
+// tests take minutes; test/infrastructure/forge and rollout/commitstatus run against Gitea
+// there).
+const e2eEnv = "CONVOY_E2E_FORGE"
+
+// TestMain starts the fleet and Gitea once for the package (nothing under -short, nor without
+// CONVOY_E2E_FORGE=1).
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if os.Getenv(e2eEnv) != "1" {
+		_ = flag.Set("test.short", "true")
+	}
 	fleet.Main(m, &env, fleet.Options{}, func(ctx context.Context, _ *fleet.Fleet) (func(), error) {
 		f, err := forge.Start(ctx, forge.Options{})
 		if err != nil {
