@@ -3,7 +3,6 @@ package rolloutcontroller
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,7 +51,7 @@ func commitState(s *scope, err error) (commitstatus.State, string) {
 	c := s.plan.Counts
 	progress := commitstatus.Progress(done, len(s.plan.Partitions), int(c.Progressed), int(c.Total))
 	if err == nil {
-		return commitstatus.Success, fmt.Sprintf("Rolled out: %s", progress)
+		return commitstatus.Success, progress
 	}
 	return commitstatus.Pending, progress
 }
