@@ -123,7 +123,8 @@ $(BIN)/alertmanager: $(ALERTMANAGER_MOD)/go.mod $(ALERTMANAGER_MOD)/go.sum
 # Note: sqlite is Gitea's database in the tests; at run time it reads templates/ and options/
 # from the module's directory (test/infrastructure/forge finds it with go list).
 $(BIN)/gitea: $(GITEA_MOD)/go.mod $(GITEA_MOD)/go.sum
-	cd $(GITEA_MOD) && go build -tags 'sqlite sqlite_unlock_notify' -ldflags=-w -o $@ code.gitea.io/gitea
+	cd $(GITEA_MOD) && go build -tags 'sqlite sqlite_unlock_notify' -o $@ \
+		-ldflags="-w -X main.Version=$$(go list -m -f '{{.Version}}' code.gitea.io/gitea | sed 's/^v//')" code.gitea.io/gitea
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

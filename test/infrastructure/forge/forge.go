@@ -145,7 +145,9 @@ func startOnce(ctx context.Context, opts Options) (_ *Forge, err error) {
 	if err := f.waitReady(ctx, opts.StartTimeout); err != nil {
 		return nil, err
 	}
-	f.Client, err = gitea.NewClient(f.URL, gitea.SetToken(f.Token), gitea.SetContext(ctx))
+	// Note: the SDK gates calls on the server's version; a binary built without Gitea's
+	// version stamp says "development", which it cannot compare.
+	f.Client, err = gitea.NewClient(f.URL, gitea.SetToken(f.Token), gitea.SetContext(ctx), gitea.SetGiteaVersion(""))
 	return f, err
 }
 
