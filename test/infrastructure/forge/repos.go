@@ -67,7 +67,11 @@ func (f *Forge) Push(ctx context.Context, in PushInput) (string, error) {
 		return "", fmt.Errorf("branch %s of %s: %w", base, in.Repo.FullName, err)
 	}
 	branch := plumbing.NewBranchReferenceName(in.Branch)
-	if err := wt.Checkout(&gogit.CheckoutOptions{Hash: ref.Hash(), Branch: branch, Create: true, Force: true}); err != nil {
+	checkout := &gogit.CheckoutOptions{Hash: ref.Hash(), Branch: branch, Create: true, Force: true}
+	if _, err := r.Reference(branch, true); err == nil {
+		checkout = &gogit.CheckoutOptions{Branch: branch, Force: true} // the clone's default branch
+	}
+	if err := wt.Checkout(checkout); err != nil {
 		return "", err
 	}
 	if err := writeFiles(wt, in.Files); err != nil {
