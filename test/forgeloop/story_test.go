@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -223,9 +224,10 @@ func statusHistory(t *testing.T, repo *gitea.Repository, commit, hcpkg string) [
 	t.Helper()
 	statuses, err := srv.Statuses(repo, commit)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	sort.Slice(statuses, func(i, j int) bool { return statuses[i].ID < statuses[j].ID })
 	var out []string
-	for i := len(statuses) - 1; i >= 0; i-- {
-		if s := statuses[i]; s.Context == "convoy/"+hcpkg {
+	for _, s := range statuses {
+		if s.Context == "convoy/"+hcpkg {
 			out = append(out, string(s.State)+": "+s.Description)
 		}
 	}
