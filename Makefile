@@ -158,7 +158,7 @@ test: ## Build what the tests need, verify, lint and run every test (RACE_PACKAG
 	wait $$race || status=$$?; exit $$status
 
 .PHONY: e2e-forge
-e2e-forge: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/gitea ## Run the pull-request loop against Gitea (test/forgeloop): the story and the blackholed forge, about 3 minutes.
+e2e-forge: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/gitea ## Run the pull-request loop against Gitea (test/forgeloop): the story and the blackholed forge, about 2 minutes.
 	CONVOY_E2E_FORGE=1 go test ./test/forgeloop -count=1 -v -timeout 15m
 
 .PHONY: chromium

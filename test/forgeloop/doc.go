@@ -16,6 +16,8 @@
 // to Gitea through a proxy that blackholes and one reporting nothing, and checks that the
 // status catches up once the proxy forwards again.
 //
-// The tests take about a minute and a half: `make e2e-forge` runs them, and .ci/run with it;
-// under go test -short they skip.
+// The package takes about 1m40s (92 s of tests, the rest building the test binary; each test
+// also builds ./cmd/convoy, 12 s warm): more than make test affords, so `make e2e-forge` runs
+// it with CONVOY_E2E_FORGE=1, and .ci/run after make test; without it, or under -short, the
+// tests skip.
 package forgeloop
