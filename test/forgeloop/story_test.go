@@ -3,6 +3,7 @@ package forgeloop
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"code.gitea.io/sdk/gitea"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -91,7 +93,34 @@ func TestFromPullRequestToFleet(t *testing.T) {
 		Files: map[string]string{packagePath + "/broken.yaml.gotmpl": "{{ .config.missing.field }\n"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	expectStatus(t, repo, broken, hcpkg, gitea.StatusFailure, "")
-	t.Logf("broken commit %s reported failure; whole story %s", broken[:8], time.Since(began).Round(time.Millisecond))
+	t.Logf("broken commit %s reported failure (%q); whole story %s", broken[:8],
+		statusHistory(t, repo, broken, hcpkg), time.Since(began).Round(time.Millisecond))
+	expectReported(ctx, t, l, hcpkg)
+}
+
+// expectReported checks the controller's side of the reports: the metric counts successful
+// requests to Gitea, the HostedClusterPackage has CommitStatusReported events, and the token
+// appears nowhere in the controller's log.
+func expectReported(ctx context.Context, t *testing.T, l *loop, hcpkg string) {
+	t.Helper()
+	g := NewWithT(t)
+	sent, err := l.ctrl.CounterSum(ctx, `convoy_commit_status_updates_total{outcome="success",provider="gitea"}`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent).To(BeNumerically(">=", 3))
+	events := &eventsv1.EventList{}
+	g.Expect(env.Client.List(ctx, events)).To(Succeed())
+	reported := 0
+	for _, e := range events.Items {
+		if e.Regarding.Name == hcpkg && e.Reason == "CommitStatusReported" {
+			reported++
+		}
+	}
+	g.Expect(reported).To(BeNumerically(">", 0))
+	log, err := os.ReadFile(l.ctrl.LogPath())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(log)).To(ContainSubstring("Reported commit status"))
+	g.Expect(string(log)).NotTo(ContainSubstring(srv.Token))
+	t.Logf("%v successful status requests, %d CommitStatusReported events, no token in the log", sent, reported)
 }
 
 // addFleet adds two HostedClusters per partition, without hosted API servers: the package
