@@ -107,8 +107,8 @@ func giteaModulePath(root string) (string, error) {
 	cmd.Dir = filepath.Join(root, giteaModuleDir)
 	out, err := cmd.CombinedOutput()
 	dir := strings.TrimSpace(string(out))
-	if err != nil || dir == "" {
-		return "", fmt.Errorf("finding the gitea module's directory (go list -m in %s): %v: %s", giteaModuleDir, err, out)
+	if err != nil {
+		return "", fmt.Errorf("finding the gitea module's directory (go list -m in %s): %w: %s", giteaModuleDir, err, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "templates")); err != nil {
 		return "", fmt.Errorf("the gitea module's directory %s has no templates/: %w", dir, err)
