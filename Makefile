@@ -32,7 +32,7 @@ GO_TEST_TIMEOUT ?= 40m
 # the commands and the test harness run without its slowdown.
 RACE_PACKAGES := ./test/infrastructure/controlplane/... ./test/infrastructure/gitserver/... \
 	./test/infrastructure/monitoring/... ./manifests/... ./sources/... ./sync/... ./rollout/rolloutcontroller/... \
-	./rollout/checks/...
+	./rollout/checks/... ./rollout/commitstatus/...
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 DEMO_ARGS ?=
