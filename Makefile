@@ -33,6 +33,22 @@ GO_TEST_TIMEOUT ?= 40m
 RACE_PACKAGES := ./test/infrastructure/controlplane/... ./test/infrastructure/gitserver/... \
 	./test/infrastructure/monitoring/... ./manifests/... ./sources/... ./sync/... ./rollout/rolloutcontroller/... \
 	./rollout/checks/... ./rollout/commitstatus/...
+# The end-to-end tests that take the longest run in `make e2e` (and in CI), not in `make test`;
+# each area keeps a shorter test in `make test` (TestFaultsQuick, TestRunTiny,
+# TestChartRenderParityOfMetricsServer, TestStoreStaysBoundedOver300Commits, the other rollout
+# tests on the fleet). Top-level test names, each defined in a package of E2E_PACKAGES (a test
+# of test/deploy checks it).
+E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesEndToEnd \
+	TestHelmChartRollsOutAcrossPartitions TestFleetSafetyOnABadDay TestControllerStartsWhenTheHostedClusterCRDAppears \
+	TestClusterScopedPKOPackageRollsOutIntoHostedClusters TestRolloutLogTellsTheStory \
+	TestDashboardInBrowserFollowsARolloutAndAFailure TestControllerPostsRolloutEventsInFluxFormat \
+	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyEveryScenario TestFaultsShort \
+	TestStoreStaysBoundedOver1000Commits TestChartRenderParity \
+	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout
+EMPTY :=
+E2E_REGEX := ^($(subst $(EMPTY) $(EMPTY),|,$(strip $(E2E_TESTS))))$$
+# E2E_PACKAGES hold the E2E_TESTS; those also in RACE_PACKAGES run under -race.
+E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 DEMO_ARGS ?=
@@ -69,6 +85,10 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 manifests: $(CONTROLLER_GEN) deploy-manifests ## Generate CRDs into deploy/crds, RBAC into deploy/rbac, and copy HyperShift's CRDs for the test fleet.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	go run ./test/infrastructure/simfleet/gencrds
+
+.PHONY: flux-crds
+flux-crds: $(CONTROLLER_GEN) ## Generate Flux's notification CRDs into test/deploy/testdata/flux/stock from the pinned notification-controller api module (the deploy/flux test).
+	go run ./hack/fluxcrds -controller-gen $(CONTROLLER_GEN)
 
 .PHONY: deploy-manifests
 deploy-manifests: $(CONTROLLER_GEN) ## Generate the controller's ClusterRole into deploy/rbac from the RBAC markers.
@@ -148,18 +168,29 @@ build: ## Build bin/convoy, stamped with VERSION, REVISION and BUILD_DATE (`conv
 ##@ Test and run
 
 .PHONY: test
-test: ## Build what the tests need, verify, lint and run every test (RACE_PACKAGES under -race).
+test: ## Build what the tests need, verify, lint and run every test but the longest end-to-end ones (`make e2e`).
 	$(MAKE) -j4 $(BIN)/kube-apiserver $(BIN)/prometheus $(BIN)/etcd $(BIN)/alertmanager $(BIN)/gitea $(CONTROLLER_GEN) $(GOLANGCI_LINT)
-	$(MAKE) chromium verify lint
+	$(MAKE) verify lint build
 	@# The two sets run side by side: most of a test's time is spent waiting on API servers.
-	go test -race $(GO_TEST_ARGS) -timeout $(GO_TEST_TIMEOUT) $(RACE_PACKAGES) & race=$$!; \
-	status=0; go test $(GO_TEST_ARGS) -timeout $(GO_TEST_TIMEOUT) \
+	@# The tests that run convoy as a process run bin/convoy, built just before.
+	export CONVOY_TEST_CONVOY=$(BIN)/convoy; \
+	go test -race $(GO_TEST_ARGS) -skip '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) $(RACE_PACKAGES) & race=$$!; \
+	status=0; go test $(GO_TEST_ARGS) -skip '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list ./... | grep -vxF -f <(go list $(RACE_PACKAGES))) || status=$$?; \
 	wait $$race || status=$$?; exit $$status
 
+.PHONY: e2e
+e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollouts on the fleet, faults, the browser), which `make test` leaves out.
+	export CONVOY_TEST_CONVOY=$(BIN)/convoy; \
+	go test -race $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
+		$$(go list $(E2E_PACKAGES) | grep -xF -f <(go list $(RACE_PACKAGES))) & race=$$!; \
+	status=0; go test $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
+		$$(go list $(E2E_PACKAGES) | grep -vxF -f <(go list $(RACE_PACKAGES))) || status=$$?; \
+	wait $$race || status=$$?; exit $$status
+
 .PHONY: e2e-forge
-e2e-forge: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/gitea ## Run the pull-request loop against Gitea (test/forgeloop): the story and the blackholed forge, about 2 minutes.
-	CONVOY_E2E_FORGE=1 go test ./test/forgeloop -count=1 -v -timeout 15m
+e2e-forge: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/gitea build ## Run only the pull-request loop against Gitea (test/forgeloop, part of `make e2e`): about 2 minutes.
+	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/forgeloop -count=1 -v -timeout 15m
 
 .PHONY: chromium
 chromium: ## Install Chromium with apt-get for the dashboard's browser test when it is missing (root with apt only).

@@ -36,9 +36,20 @@ const (
 
 // TestChartRenderParity renders each vendored chart with convoy and with the Helm SDK's own
 // install action (helm template: client-only dry run, CRDs included) and compares the object
-// sets: same objects, same content, whatever the order.
+// sets: same objects, same content, whatever the order. It runs in `make e2e`;
+// TestChartRenderParityOfMetricsServer is its short version.
 func TestChartRenderParity(t *testing.T) {
-	for _, name := range parityCharts {
+	expectRenderParity(t, parityCharts...)
+}
+
+// TestChartRenderParityOfMetricsServer is TestChartRenderParity on one chart.
+func TestChartRenderParityOfMetricsServer(t *testing.T) {
+	expectRenderParity(t, "metrics-server")
+}
+
+// expectRenderParity compares convoy's render of each named chart with helm template's.
+func expectRenderParity(t *testing.T, charts ...string) {
+	for _, name := range charts {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			dir := filepath.Join("testdata", "charts", name)

@@ -87,7 +87,20 @@ func TestCollectReportsARepositoryAboveTheBound(t *testing.T) {
 // TestStoreStaysBoundedOver1000Commits follows a branch through 1,000 commits (a poll every
 // 10 commits, as a busy repository polled every minute would give), collecting as the
 // GitSource controller does, and compares the store's size with a store that never collects.
+// It runs in `make e2e`; TestStoreStaysBoundedOver300Commits is its short version.
 func TestStoreStaysBoundedOver1000Commits(t *testing.T) {
+	storeStaysBounded(t, 1000)
+}
+
+// TestStoreStaysBoundedOver300Commits is TestStoreStaysBoundedOver1000Commits over 300
+// commits: 30 polls, past the 20 packs (DefaultCollectPackLimit) at which it collects.
+func TestStoreStaysBoundedOver300Commits(t *testing.T) {
+	storeStaysBounded(t, 300)
+}
+
+// storeStaysBounded follows a branch through commits (a poll every 10), collecting, and
+// compares the store's size with a store that never collects; then force-pushes a new root.
+func storeStaysBounded(t *testing.T, commits int) {
 	g := NewWithT(t)
 	srv, repo := gittest.NewServer(t)
 	key, remote := KeyFor("ns", "src"), Remote{URL: srv.FileURL("repo")}
@@ -95,7 +108,7 @@ func TestStoreStaysBoundedOver1000Commits(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	plain, err := NewStore(t.TempDir(), StoreOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	const commits, perPoll = 1000, 10
+	const perPoll = 10
 	var maxBytes int64
 	var last CollectResult
 	var previous string
@@ -127,8 +140,8 @@ func TestStoreStaysBoundedOver1000Commits(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	afterPush, err := collected.Collect(testCtx(t), key, keepOf(root), true)
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Logf("1,000 commits, 100 polls: never collected %d KiB in %d packs; collected at most %d KiB in at most %d packs, %d KiB in 1 pack after a final collection; %d KiB once a force-push drops the history; %s in all",
-		plainBytes>>10, plainPacks, maxBytes>>10, DefaultCollectPackLimit+1, final.Bytes>>10, afterPush.Bytes>>10, elapsed.Round(time.Millisecond))
+	t.Logf("%d commits, %d polls: never collected %d KiB in %d packs; collected at most %d KiB in at most %d packs, %d KiB in 1 pack after a final collection; %d KiB once a force-push drops the history; %s in all",
+		commits, commits/perPoll, plainBytes>>10, plainPacks, maxBytes>>10, DefaultCollectPackLimit+1, final.Bytes>>10, afterPush.Bytes>>10, elapsed.Round(time.Millisecond))
 	g.Expect(plainPacks).To(Equal(commits / perPoll))
 	g.Expect(last.Packs).To(BeNumerically("<=", DefaultCollectPackLimit+1))
 	g.Expect(final.Bytes).To(BeNumerically("<", plainBytes))

@@ -52,7 +52,8 @@ type GitSourceSpec struct {
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 
 	// webhookSecretRef names a Secret whose key "token" authenticates webhook calls that ask
-	// for an immediate poll (GitHub, GitLab or generic HMAC signatures).
+	// for an immediate poll (GitHub, GitLab, Gitea, Bitbucket Server or generic HMAC
+	// signatures).
 	// +optional
 	WebhookSecretRef *LocalObjectReference `json:"webhookSecretRef,omitempty"`
 

@@ -31,12 +31,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	convoyBin = filepath.Join(dir, "convoy")
-	build := exec.Command("go", "build", "-o", convoyBin, "../convoy")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	code := 1
-	if err := build.Run(); err == nil {
+	if convoyBin, err = fleet.ConvoyBinary(dir); err == nil {
 		code = m.Run()
+	} else {
+		fmt.Fprintln(os.Stderr, err)
 	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)

@@ -43,6 +43,22 @@ func (r *HostedClusterPackageReconciler) listApprovals(ctx context.Context, hcpk
 	return out, nil
 }
 
+// pruneApprovals deletes the approvals of the pruned revisions. An approval of a revision that
+// is not in the history for another reason (one given by hand, or before its revision was
+// seen) is left alone: only a revision this controller deleted is known to be gone for good.
+func (r *HostedClusterPackageReconciler) pruneApprovals(ctx context.Context, approvals []rollout.Approval, pruned map[string]bool) error {
+	for _, a := range approvals {
+		if !pruned[a.Revision] {
+			continue
+		}
+		obj := &convoyv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: a.Name}}
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("pruning RolloutApproval %s of the pruned revision %s: %w", a.Name, a.Revision, err)
+		}
+	}
+	return nil
+}
+
 // reconcileReject marks the update revision rejected when the plan says Reject: one patch of
 // rollout.RejectedAnnotation, whose value is the plan's reason, onto its ControllerRevision
 // (s.updateObj), before the apply step moves Packages back. It sets s.update.Rejected. A

@@ -66,7 +66,8 @@ func TestRevisionsToPrune(t *testing.T) {
 }
 
 // TestRevisionHistoryIsPruned pushes commits to a HostedClusterPackage that selects no
-// HostedCluster, so that each rollout completes at once, and checks the ControllerRevisions.
+// HostedCluster, so that each rollout completes at once, and checks the ControllerRevisions;
+// each revision is approved, and the approvals of pruned revisions go with them.
 func TestRevisionHistoryIsPruned(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
@@ -91,6 +92,7 @@ func TestRevisionHistoryIsPruned(t *testing.T) {
 			g.Expect(st.CurrentRevision).To(Equal(st.UpdateRevision))
 			g.Expect(revisions(g)).To(ContainElement(HaveField("Name", st.UpdateRevision)))
 		}).Should(Succeed())
+		approve(g, name, getHCPkg(g, name).Status.UpdateRevision)
 		c, err := repo.Commit("main", "next", gatePackage(n, true, false))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Eventually(func(g Gomega) {
@@ -112,5 +114,32 @@ func TestRevisionHistoryIsPruned(t *testing.T) {
 		g.Expect(st.CurrentRevision).To(Equal(st.UpdateRevision))
 		g.Expect(revisions(g)).To(HaveLen(2), "the update revision and one older one")
 		g.Expect(revisions(g)).To(ContainElements(HaveField("Revision", int64(3)), HaveField("Revision", int64(4))))
+		var third string
+		for _, cr := range revisions(g) {
+			if cr.Revision == 3 {
+				third = cr.Name
+			}
+		}
+		g.Expect(approvedRevisions(g, name)).To(ConsistOf(third), "the approval of revision 3 only: 1 and 2 were pruned, 4 was never approved")
 	}).Should(Succeed())
+}
+
+// approve creates a RolloutApproval of the partition "all" of hcpkg at revision.
+func approve(g Gomega, hcpkg, revision string) {
+	a := &convoyv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{GenerateName: hcpkg + "-"},
+		Spec: convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: hcpkg, Partition: "all", Revision: revision}}
+	g.Expect(env.Client.Create(context.Background(), a)).To(Succeed())
+}
+
+// approvedRevisions returns the revisions of the RolloutApprovals of hcpkg.
+func approvedRevisions(g Gomega, hcpkg string) []string {
+	list := &convoyv1alpha1.RolloutApprovalList{}
+	g.Expect(env.Client.List(context.Background(), list)).To(Succeed())
+	var out []string
+	for _, a := range list.Items {
+		if a.Spec.HostedClusterPackage == hcpkg {
+			out = append(out, a.Spec.Revision)
+		}
+	}
+	return out
 }

@@ -8,7 +8,9 @@
 // to, and records status.artifact, with one deferred status patch written only when the status
 // changed; a URL the URL policy refuses stalls the source. Each new commit is logged once at
 // the default verbosity, "Fetched new commit" with the keys commit, previousCommit and ref. The WebhookReceiver turns a signed
-// push notification into an immediate poll, authenticating the call from caches before
-// anything else and answering every unauthenticated call the same way. Setup wires both, and
+// push notification (GitHub, GitLab, Gitea, Bitbucket Server or a generic HMAC, classified in
+// one table of signature schemes) into an immediate poll, authenticating the call from caches
+// before anything else and answering every unauthenticated call the same way; a forge's ping
+// is answered without a poll. Setup wires both, and
 // the store they share, on a manager.
 package sourcecontroller

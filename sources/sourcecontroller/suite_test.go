@@ -37,6 +37,9 @@ var (
 	webhookURL string
 	// webhookSecretReads counts the Secrets the webhook receiver reads through the API.
 	webhookSecretReads = &countingReader{}
+	// suiteWebhookMaxBody is the body limit of the suite's webhook receiver: above the forges'
+	// documented push payloads (GitHub's is 7 KiB), far below the default.
+	suiteWebhookMaxBody int64 = 16 << 10
 	// suiteLimits are the store limits of the suite.
 	suiteLimits = sources.Limits{MaxFiles: 1000, MaxFileSize: 64 << 10, MaxTotalBytes: 8 << 20}
 )
@@ -75,7 +78,7 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 		return nil, fmt.Errorf("setting up reconciler: %w", err)
 	}
 	webhookSecretReads.Reader = mgr.GetAPIReader()
-	receiver := httptest.NewServer(&WebhookReceiver{Client: mgr.GetClient(), SecretReader: webhookSecretReads, MaxBodyBytes: 1024})
+	receiver := httptest.NewServer(&WebhookReceiver{Client: mgr.GetClient(), SecretReader: webhookSecretReads, MaxBodyBytes: suiteWebhookMaxBody})
 	webhookURL, k8sClient = receiver.URL, f.Client
 	stop := fleet.RunManager(ctx, mgr, storageDir)
 	if !mgr.GetCache().WaitForCacheSync(ctx) {

@@ -1,6 +1,7 @@
 package sourcecontroller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,14 +18,27 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
-// Webhook request headers.
+// Webhook request headers: the signatures, in the order they are looked for (the first one a
+// call carries is the one checked), then the event names that tell a ping.
 const (
-	// GitHubSignatureHeader carries "sha256=<hex HMAC-SHA256 of the body>".
+	// GitHubSignatureHeader carries "sha256=<hex HMAC-SHA256 of the body>" (GitHub; Gitea sends
+	// it too).
 	GitHubSignatureHeader = "X-Hub-Signature-256"
+	// GiteaSignatureHeader carries the hex HMAC-SHA256 of the body, without a prefix.
+	GiteaSignatureHeader = "X-Gitea-Signature"
 	// GitLabTokenHeader carries the token itself.
 	GitLabTokenHeader = "X-Gitlab-Token"
+	// BitbucketServerSignatureHeader carries "sha256=<hex HMAC-SHA256 of the body>" (Bitbucket
+	// Server and Data Center; GitHub sends a "sha1=" one under this name too, never checked).
+	BitbucketServerSignatureHeader = "X-Hub-Signature"
 	// SignatureHeader carries a generic "sha256=<hex HMAC-SHA256 of the body>".
 	SignatureHeader = "X-Signature"
+
+	// GitHubEventHeader names a GitHub (and Gitea) event: "ping" when a hook is created.
+	GitHubEventHeader = "X-GitHub-Event"
+	// BitbucketServerEventHeader names a Bitbucket Server event: "diagnostics:ping" for its
+	// "Test connection" button, "repo:refs_changed" for a push.
+	BitbucketServerEventHeader = "X-Event-Key"
 )
 
 // webhookFieldOwner is the field manager of the requestedAt annotation set by webhooks.
@@ -43,6 +57,10 @@ const DefaultWebhookMaxBodyBytes = 1 << 20
 // arrive, so that slow clients cannot hold connections open.
 const DefaultWebhookReadTimeout = 15 * time.Second
 
+// DefaultWebhookMaxInFlight bounds the calls whose bodies are read at once when MaxInFlight is
+// unset: with the body limit, the memory unauthenticated callers can hold (32 MiB by default).
+const DefaultWebhookMaxInFlight = 32
+
 // Further limits of the webhook server.
 const (
 	webhookWriteTimeout   = 15 * time.Second
@@ -54,7 +72,12 @@ const (
 // POST /hooks/<namespace>/<name> with a valid signature made with the token of
 // spec.webhookSecretRef.
 //
-// The call is authenticated before anything else is done: the token comes from caches (the
+// A ping (GitHub's "ping" event when a hook is created, Bitbucket Server's "diagnostics:ping"
+// from its "Test connection" button) is answered 200 at once, whatever the path and signature:
+// it proves that the forge reaches the receiver, it reads nothing and polls nothing, and every
+// path gets the same answer.
+//
+// Any other call is authenticated before anything else is done: the token comes from caches (the
 // GitSource and the Secret's metadata from the manager's informers, the Secret's data read once
 // per resourceVersion), so an unauthenticated caller makes the receiver read nothing from the
 // API server. An unknown GitSource, one without webhookSecretRef or without a token, and a bad
@@ -76,9 +99,14 @@ type WebhookReceiver struct {
 	MaxBodyBytes int64
 	// ReadTimeout bounds the reading of a whole request; default DefaultWebhookReadTimeout.
 	ReadTimeout time.Duration
+	// MaxInFlight bounds the calls handled at once; one more is answered 503 with Retry-After
+	// (forges retry). Default DefaultWebhookMaxInFlight.
+	MaxInFlight int
 
 	tokensOnce sync.Once
 	tokens     *webhookTokens
+	slotsOnce  sync.Once
+	slots      chan struct{}
 }
 
 // Start serves webhooks on Addr until ctx is done (manager.Runnable).
@@ -117,6 +145,17 @@ func (w *WebhookReceiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		http.Error(rw, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if isPing(req.Header) {
+		log.V(1).Info("Answered a ping", "path", req.URL.Path)
+		rw.WriteHeader(http.StatusOK)
+		return
+	}
+	if !w.acquireSlot() {
+		rw.Header().Set("Retry-After", "1")
+		http.Error(rw, "too many webhook calls at once", http.StatusServiceUnavailable)
+		return
+	}
+	defer w.releaseSlot()
 	nn, _ := parseHookPath(req.URL.Path)
 	token := w.tokenSource().token(req.Context(), nn)
 	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, w.maxBody()))
@@ -144,6 +183,22 @@ func (w *WebhookReceiver) maxBody() int64 {
 	}
 	return DefaultWebhookMaxBodyBytes
 }
+
+// acquireSlot takes one of the MaxInFlight slots of calls under way, without waiting: false
+// when all are taken, so that callers trickling bodies cannot make the receiver hold more than
+// MaxInFlight bodies in memory.
+func (w *WebhookReceiver) acquireSlot() bool {
+	w.slotsOnce.Do(func() { w.slots = make(chan struct{}, cmp.Or(w.MaxInFlight, DefaultWebhookMaxInFlight)) })
+	select {
+	case w.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// releaseSlot gives back a slot acquireSlot took.
+func (w *WebhookReceiver) releaseSlot() { <-w.slots }
 
 // tokenSource returns the token cache, made on first use.
 func (w *WebhookReceiver) tokenSource() *webhookTokens {

@@ -55,30 +55,58 @@ func authenticated(h http.Header, body, token []byte) bool {
 	return validSignature(h, body, token) && known
 }
 
-// validSignature checks, in order, a GitHub, GitLab or generic signature.
+// signatureScheme is how one kind of Git host signs a call: the header and the check of its
+// value against the body and the token.
+type signatureScheme struct {
+	header string
+	valid  func(value string, body, token []byte) bool
+}
+
+// signatureSchemes are the schemes of the Git hosts, in the order their headers are looked
+// for: the first header a call carries decides, and a wrong value there is not made up for by
+// another header. GitHub's comes before Gitea's because Gitea sends both, with the same HMAC.
+var signatureSchemes = []signatureScheme{
+	{header: GitHubSignatureHeader, valid: validHMAC},
+	{header: GiteaSignatureHeader, valid: validBareHMAC},
+	{header: GitLabTokenHeader, valid: sameToken},
+	{header: BitbucketServerSignatureHeader, valid: validHMAC},
+	{header: SignatureHeader, valid: validHMAC},
+}
+
+// validSignature checks the call with the scheme of the first signature header it carries.
 func validSignature(h http.Header, body, token []byte) bool {
-	switch {
-	case h.Get(GitHubSignatureHeader) != "":
-		return validHMAC(h.Get(GitHubSignatureHeader), body, token)
-	case h.Get(GitLabTokenHeader) != "":
-		return subtle.ConstantTimeCompare([]byte(h.Get(GitLabTokenHeader)), token) == 1
-	case h.Get(SignatureHeader) != "":
-		return validHMAC(h.Get(SignatureHeader), body, token)
+	for _, s := range signatureSchemes {
+		if v := h.Get(s.header); v != "" {
+			return s.valid(v, body, token)
+		}
 	}
 	return false
+}
+
+// isPing tells a forge's test call, which proves that the forge reaches the receiver and asks
+// for nothing: GitHub's ping event and Bitbucket Server's diagnostics:ping.
+func isPing(h http.Header) bool {
+	return h.Get(GitHubEventHeader) == "ping" || h.Get(BitbucketServerEventHeader) == "diagnostics:ping"
 }
 
 // validHMAC checks "sha256=<hex>" against the HMAC-SHA256 of body keyed with token.
 func validHMAC(sig string, body, token []byte) bool {
 	hexSig, ok := strings.CutPrefix(sig, "sha256=")
-	if !ok {
-		return false
-	}
+	return ok && validBareHMAC(hexSig, body, token)
+}
+
+// validBareHMAC checks "<hex>" against the HMAC-SHA256 of body keyed with token.
+func validBareHMAC(hexSig string, body, token []byte) bool {
 	got, err := hex.DecodeString(hexSig)
 	if err != nil {
 		return false
 	}
 	return hmac.Equal(got, Sign(body, token))
+}
+
+// sameToken checks a token sent as it is (GitLab) against token, in constant time.
+func sameToken(sent string, _, token []byte) bool {
+	return subtle.ConstantTimeCompare([]byte(sent), token) == 1
 }
 
 // Sign returns the HMAC-SHA256 of body keyed with token (what a Git host sends, hex-encoded

@@ -2,9 +2,11 @@ package sourcecontroller
 
 import (
 	"context"
+	"encoding/hex"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +40,36 @@ func TestWebhookServerDropsSlowBodies(t *testing.T) {
 	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 }
 
+// TestWebhookServerBoundsTheCallsUnderWay holds the one slot of a receiver with a trickled
+// body: another call is answered 503 at once, without being read, and is served once the slot
+// is free again.
+func TestWebhookServerBoundsTheCallsUnderWay(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	addr := ln.Addr().String()
+	g.Expect(ln.Close()).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recv := &WebhookReceiver{Client: k8sClient, SecretReader: k8sClient, Addr: addr, ReadTimeout: 3 * time.Second, MaxInFlight: 1}
+	go func() { _ = recv.Start(ctx) }()
+	var slow net.Conn
+	g.Eventually(func() error { slow, err = net.Dial("tcp", addr); return err }).Should(Succeed())
+	_, err = io.WriteString(slow, "POST /hooks/ns/name HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	call := func() int {
+		resp, err := http.Post("http://"+addr+"/hooks/ns/name", "application/json", strings.NewReader("{}"))
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		return resp.StatusCode
+	}
+	g.Eventually(call).Should(Equal(http.StatusServiceUnavailable), "the trickled call holds the only slot")
+	g.Expect(slow.Close()).To(Succeed())
+	g.Eventually(call).Should(Equal(http.StatusUnauthorized), "the slot is free again: the call is read and refused")
+}
+
 // FuzzWebhookCall feeds arbitrary paths, signature headers and bodies to the parsing and
 // authentication of webhook calls: nothing panics, only the path of the one known source can
 // authenticate, and only with its token. Run:
@@ -48,6 +80,8 @@ func FuzzWebhookCall(f *testing.F) {
 	body := []byte(`{"ref":"refs/heads/main"}`)
 	f.Add("/hooks/ns/gs", GitHubSignatureHeader, sha256Header(body, "hook-token"), body)
 	f.Add("/hooks/ns/gs", GitLabTokenHeader, "hook-token", body)
+	f.Add("/hooks/ns/gs", GiteaSignatureHeader, hex.EncodeToString(Sign(body, token)), body)
+	f.Add("/hooks/ns/gs", BitbucketServerSignatureHeader, sha256Header(body, "hook-token"), body)
 	f.Add("/hooks/ns/gs/x", SignatureHeader, "sha256=zz", []byte{})
 	f.Add("/hooks//", SignatureHeader, "sha256=", []byte("\x00"))
 	f.Fuzz(func(t *testing.T, path, header, value string, body []byte) {
@@ -64,7 +98,7 @@ func FuzzWebhookCall(f *testing.F) {
 		if tok == nil {
 			t.Fatalf("call to %q authenticated without a token", path)
 		}
-		if h.Get(GitLabTokenHeader) != string(token) && !validHMAC(value, body, token) {
+		if h.Get(GitLabTokenHeader) != string(token) && !validHMAC(value, body, token) && !validBareHMAC(value, body, token) {
 			t.Fatalf("call authenticated without the token: %s: %q", header, value)
 		}
 	})

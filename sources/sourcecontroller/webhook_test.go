@@ -88,7 +88,7 @@ func TestWebhookTriggersPoll(t *testing.T) {
 	})
 	t.Run("body over the limit is refused", func(t *testing.T) {
 		g := NewWithT(t)
-		big := []byte(strings.Repeat("x", 2048))
+		big := []byte(strings.Repeat("x", int(2*suiteWebhookMaxBody)))
 		g.Expect(postHook(t, gs, big, map[string]string{GitHubSignatureHeader: sha256Header(big, "hook-token")})).To(Equal(http.StatusRequestEntityTooLarge))
 	})
 	t.Run("unknown source, source without webhook secret and bad signature get one answer", func(t *testing.T) {

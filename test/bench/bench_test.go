@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,17 +11,26 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/convoy-gitops/convoy/test/fleet"
-	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
-// TestRunTiny runs every scenario at a tiny size, so that the benchmark cannot rot: it
-// builds bin/convoy into a temporary folder and needs the API servers of `make tools`.
+// TestRunTiny runs the rollout and the steady state at a tiny size, so that the benchmark's
+// core cannot rot: it builds bin/convoy into a temporary folder and needs the API servers of
+// `make tools`. TestRunTinyEveryScenario (`make e2e`) runs every scenario.
 func TestRunTiny(t *testing.T) {
+	runTiny(t, []string{ScenarioRollout, ScenarioSteady})
+}
+
+// TestRunTinyEveryScenario runs every scenario of the benchmark at a tiny size (`make e2e`).
+func TestRunTinyEveryScenario(t *testing.T) {
+	runTiny(t, AllScenarios)
+}
+
+// runTiny runs the scenarios at a tiny size and checks that each gives its rows.
+func runTiny(t *testing.T, scenarios []string) {
 	fleet.RequireAPIServers(t)
 	g := NewWithT(t)
 	convoy := buildConvoy(t)
 
-	scenarios := AllScenarios
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Config{
 		Scenarios: scenarios, Sizes: []int{3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,
@@ -81,15 +89,11 @@ func TestRequestsSplitWritesAndObjects(t *testing.T) {
 	g.Expect(r.OnObjects()).To(Equal(16.0), "applies, reads and dry-runs of the objects")
 }
 
-// buildConvoy builds ./cmd/convoy into a temporary folder and returns the binary's path.
+// buildConvoy returns the convoy binary of the tests (fleet.ConvoyBinary).
 func buildConvoy(t *testing.T) string {
 	t.Helper()
-	g := NewWithT(t)
-	root, err := simfleet.RepositoryRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	convoy := filepath.Join(t.TempDir(), "convoy")
-	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	convoy, err := fleet.ConvoyBinary(t.TempDir())
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return convoy
 }
 

@@ -95,6 +95,10 @@ var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultAPISer
 var ShortFaults = []string{FaultKillTwice, FaultFreshStore, FaultAPIServerRestarted, FaultGitDown, FaultForcePush,
 	FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead, FaultLeaderKilled, FaultCRDDeleted}
 
+// QuickFaults is the subset TestFaultsQuick runs with `make test`: a controller killed twice,
+// Git down and the Git store deleted mid-rollout, the faults that most often touch new code.
+var QuickFaults = []string{FaultKillTwice, FaultGitDown, FaultStoreDeleted}
+
 // RunFaults starts one fleet (management server, HostedClusters, Git, the controller as a
 // process), installs the package with a rollingUpgrade of 10%, then for each fault rolls out
 // a new revision while injecting it, sampling the fleet continuously.

@@ -15,11 +15,22 @@ import (
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
-// TestFaultsShort is the short subset of `make faults` that runs with the tests: ShortFaults
-// at 20 HostedClusters (10 more for the hosted faults), each invariant checked (about 2.5
+// TestFaultsQuick is the subset of `make faults` that runs with `make test`: QuickFaults at
+// 20 HostedClusters, each invariant checked. TestFaultsShort (`make e2e`) runs ShortFaults.
+func TestFaultsQuick(t *testing.T) {
+	runFaults(t, QuickFaults)
+}
+
+// TestFaultsShort is the short subset of `make faults` that `make e2e` runs: ShortFaults at
+// 20 HostedClusters (10 more for the hosted faults), each invariant checked (about 2.5
 // minutes on 2 cores). The 1.3× bound of hosted-dead is logged, not required: at this size
 // its rollouts take about a second, within the machine's noise.
 func TestFaultsShort(t *testing.T) {
+	runFaults(t, ShortFaults)
+}
+
+// runFaults runs the faults at 20 HostedClusters and checks every invariant of each.
+func runFaults(t *testing.T, faults []string) {
 	fleet.RequireAPIServers(t)
 	ctrllog.SetLogger(logr.Discard())
 	g := NewWithT(t)
@@ -32,13 +43,13 @@ func TestFaultsShort(t *testing.T) {
 	}
 	// Note: a shorter cap of the dead hosted clusters' backoff bounds the time they take to
 	// recover (up to the default 2 min otherwise).
-	res, err := RunFaults(context.Background(), FaultsConfig{Clusters: 20, Faults: ShortFaults, ConvoyBinary: convoy, Log: log,
+	res, err := RunFaults(context.Background(), FaultsConfig{Clusters: 20, Faults: faults, ConvoyBinary: convoy, Log: log,
 		GitDownFor: 5 * time.Second, SettleTimeout: 90 * time.Second, ControllerArgs: []string{"--hosted-max-unreachable-backoff=10s"}})
 	g.Expect(err).NotTo(HaveOccurred(), buf.String())
 	var table bytes.Buffer
 	PrintFaultsTable(&table, res)
 	t.Log("\n" + table.String())
-	g.Expect(res.Rows).To(HaveLen(len(ShortFaults)))
+	g.Expect(res.Rows).To(HaveLen(len(faults)))
 	for _, row := range res.Rows {
 		g.Expect(row.Error).To(BeEmpty(), row.Fault)
 		g.Expect(row.MaxUnavailable).To(BeNumerically("<=", row.Budget), row.Fault)

@@ -16,8 +16,8 @@
 // to Gitea through a proxy that blackholes and one reporting nothing, and checks that the
 // status catches up once the proxy forwards again.
 //
-// The package takes about 1m40s (92 s of tests, the rest building the test binary; each test
-// also builds ./cmd/convoy, 12 s warm): more than make test affords, so `make e2e-forge` runs
-// it with CONVOY_E2E_FORGE=1, and .ci/run after make test; without it, or under -short, the
-// tests skip.
+// The package takes about 1m40s on the shared 2-core machine (92 s of tests; each test also
+// builds ./cmd/convoy unless $CONVOY_TEST_CONVOY names a binary): more than make test affords,
+// so its two tests are in the Makefile's E2E_TESTS: `make e2e` runs them (and CI with it),
+// `make e2e-forge` runs only them, `make test` skips them.
 package forgeloop

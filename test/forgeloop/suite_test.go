@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,18 +22,9 @@ var (
 	srv *forge.Forge
 )
 
-// e2eEnv turns the package's tests on: `make e2e-forge` sets it, `make test` does not (the
-// tests take minutes; test/infrastructure/forge and rollout/commitstatus run against Gitea
-// there).
-const e2eEnv = "CONVOY_E2E_FORGE"
-
-// TestMain starts the fleet and Gitea once for the package (nothing under -short, nor without
-// CONVOY_E2E_FORGE=1).
+// TestMain starts the fleet and Gitea once for the package (nothing under -short).
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if os.Getenv(e2eEnv) != "1" {
-		_ = flag.Set("test.short", "true")
-	}
 	fleet.Main(m, &env, fleet.Options{}, func(ctx context.Context, _ *fleet.Fleet) (func(), error) {
 		f, err := forge.Start(ctx, forge.Options{})
 		if err != nil {
@@ -54,20 +44,17 @@ type loop struct {
 	convoy string
 }
 
-// startLoop builds ./cmd/convoy and runs `convoy controller` with the webhook receiver on a
+// startLoop builds ./cmd/convoy (or takes $CONVOY_TEST_CONVOY) and runs `convoy controller` with the webhook receiver on a
 // free port, http:// allowed for the forge's token (Gitea listens on 127.0.0.1), and short
 // commit status backoffs.
 func startLoop(t *testing.T) *loop {
 	t.Helper()
 	g := NewWithT(t)
-	root, err := simfleet.RepositoryRoot()
-	g.Expect(err).NotTo(HaveOccurred())
 	dir := t.TempDir()
-	convoy := filepath.Join(dir, "convoy")
 	began := time.Now()
-	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), string(out))
-	t.Logf("built convoy in %s", time.Since(began).Round(time.Millisecond))
+	convoy, err := fleet.ConvoyBinary(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("convoy ready in %s", time.Since(began).Round(time.Millisecond))
 	kubeconfig, err := simfleet.KubeConfigFor(env.Config, "management")
 	g.Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(dir, "kubeconfig")

@@ -3,7 +3,6 @@ package hostile
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -99,15 +98,11 @@ func startRun(t *testing.T) *run {
 	return r
 }
 
-// buildConvoy builds ./cmd/convoy into a temporary folder and returns the binary's path.
+// buildConvoy returns the convoy binary of the tests (fleet.ConvoyBinary).
 func buildConvoy(t *testing.T) string {
 	t.Helper()
-	g := NewWithT(t)
-	root, err := simfleet.RepositoryRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	convoy := filepath.Join(t.TempDir(), "convoy")
-	out, err := exec.Command("go", "build", "-o", convoy, filepath.Join(root, "cmd", "convoy")).CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	convoy, err := fleet.ConvoyBinary(t.TempDir())
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return convoy
 }
 
