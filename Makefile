@@ -18,6 +18,9 @@ TOOLS_SRC := $(shell find test/tools -name '*.go' -not -path 'test/tools/monitor
 # need different versions of each other's libraries).
 PROMETHEUS_MOD := test/tools/monitoring/prometheus
 ALERTMANAGER_MOD := test/tools/monitoring/alertmanager
+# Gitea, the tests' Git forge (test/infrastructure/forge), pinned by a module that copies Gitea's
+# replace lines.
+GITEA_MOD := test/tools/forge/gitea
 # $(call PROMETHEUS_VERSION_FLAG,<module>) stamps the module's pinned version (go list, in the
 # recipe's folder) into a Prometheus project's command: its --version and build_info say it.
 PROMETHEUS_VERSION_FLAG = -X github.com/prometheus/common/version.Version=$$(go list -m -f '{{.Version}}' $(1))
@@ -29,7 +32,7 @@ GO_TEST_TIMEOUT ?= 40m
 # the commands and the test harness run without its slowdown.
 RACE_PACKAGES := ./test/infrastructure/controlplane/... ./test/infrastructure/gitserver/... \
 	./test/infrastructure/monitoring/... ./manifests/... ./sources/... ./sync/... ./rollout/rolloutcontroller/... \
-	./rollout/checks/...
+	./rollout/checks/... ./rollout/commitstatus/...
 # The end-to-end tests that take the longest run in `make e2e` (and in CI), not in `make test`;
 # each area keeps a shorter test in `make test` (TestFaultsQuick, TestRunTiny,
 # TestChartRenderParityOfMetricsServer, TestStoreStaysBoundedOver300Commits, the other rollout
@@ -40,11 +43,12 @@ E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesE
 	TestClusterScopedPKOPackageRollsOutIntoHostedClusters TestRolloutLogTellsTheStory \
 	TestDashboardInBrowserFollowsARolloutAndAFailure TestControllerPostsRolloutEventsInFluxFormat \
 	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyEveryScenario TestFaultsShort \
-	TestStoreStaysBoundedOver1000Commits TestChartRenderParity
+	TestStoreStaysBoundedOver1000Commits TestChartRenderParity \
+	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout
 EMPTY :=
 E2E_REGEX := ^($(subst $(EMPTY) $(EMPTY),|,$(strip $(E2E_TESTS))))$$
 # E2E_PACKAGES hold the E2E_TESTS; those also in RACE_PACKAGES run under -race.
-E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench
+E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 DEMO_ARGS ?=
@@ -115,7 +119,7 @@ verify: generate manifests docs ## Fail when regenerated files (code, CRDs, RBAC
 ##@ Build
 
 .PHONY: tools
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/prometheus $(BIN)/alertmanager ## Build kube-apiserver, etcd, Prometheus and Alertmanager from source (about 14 minutes cold on 2 cores).
+tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/prometheus $(BIN)/alertmanager $(BIN)/gitea ## Build kube-apiserver, etcd, Prometheus, Alertmanager and Gitea from source (about 18 minutes cold on 2 cores).
 
 # Note: no debug information: the binaries are only run, and linking it is a large part of the
 # build.
@@ -135,6 +139,12 @@ $(BIN)/prometheus: $(PROMETHEUS_MOD)/go.mod $(PROMETHEUS_MOD)/go.sum
 $(BIN)/alertmanager: $(ALERTMANAGER_MOD)/go.mod $(ALERTMANAGER_MOD)/go.sum
 	cd $(ALERTMANAGER_MOD) && go build -o $@ \
 		-ldflags="-w $(call PROMETHEUS_VERSION_FLAG,github.com/prometheus/alertmanager)" github.com/prometheus/alertmanager/cmd/alertmanager
+
+# Note: sqlite is Gitea's database in the tests; at run time it reads templates/ and options/
+# from the module's directory (test/infrastructure/forge finds it with go list).
+$(BIN)/gitea: $(GITEA_MOD)/go.mod $(GITEA_MOD)/go.sum
+	cd $(GITEA_MOD) && go build -tags 'sqlite sqlite_unlock_notify' -o $@ \
+		-ldflags="-w -X main.Version=$$(go list -m -f '{{.Version}}' code.gitea.io/gitea | sed 's/^v//')" code.gitea.io/gitea
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -159,7 +169,7 @@ build: ## Build bin/convoy, stamped with VERSION, REVISION and BUILD_DATE (`conv
 
 .PHONY: test
 test: ## Build what the tests need, verify, lint and run every test but the longest end-to-end ones (`make e2e`).
-	$(MAKE) -j4 $(BIN)/kube-apiserver $(BIN)/prometheus $(BIN)/etcd $(BIN)/alertmanager $(CONTROLLER_GEN) $(GOLANGCI_LINT)
+	$(MAKE) -j4 $(BIN)/kube-apiserver $(BIN)/prometheus $(BIN)/etcd $(BIN)/alertmanager $(BIN)/gitea $(CONTROLLER_GEN) $(GOLANGCI_LINT)
 	$(MAKE) verify lint build
 	@# The two sets run side by side: most of a test's time is spent waiting on API servers.
 	@# The tests that run convoy as a process run bin/convoy, built just before.
@@ -177,6 +187,10 @@ e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollou
 	status=0; go test $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list $(E2E_PACKAGES) | grep -vxF -f <(go list $(RACE_PACKAGES))) || status=$$?; \
 	wait $$race || status=$$?; exit $$status
+
+.PHONY: e2e-forge
+e2e-forge: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/gitea build ## Run only the pull-request loop against Gitea (test/forgeloop, part of `make e2e`): about 2 minutes.
+	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/forgeloop -count=1 -v -timeout 15m
 
 .PHONY: chromium
 chromium: ## Install Chromium with apt-get for the dashboard's browser test when it is missing (root with apt only).

@@ -66,6 +66,66 @@ type GitSourceSpec struct {
 	// (cluster-scoped, so made by a cluster administrator), may use it.
 	// +optional
 	AccessFrom *AccessFrom `json:"accessFrom,omitempty"`
+
+	// commitStatus reports each HostedClusterPackage's rollout of a commit of this repository
+	// on that commit, in the forge that hosts it: one status context "convoy/<name>" per
+	// HostedClusterPackage, pending while it progresses, success when it completes, failure
+	// when it stalls or its revision is rejected. Without it, nothing is reported.
+	// +optional
+	CommitStatus *CommitStatus `json:"commitStatus,omitempty"`
+}
+
+// Forges whose commit status API convoy calls.
+const (
+	// CommitStatusGitHub: POST {apiURL}/repos/{owner}/{repo}/statuses/{sha}.
+	CommitStatusGitHub = "github"
+	// CommitStatusGitLab: POST {apiURL}/projects/{id}/statuses/{sha}.
+	CommitStatusGitLab = "gitlab"
+	// CommitStatusGitea: POST {apiURL}/api/v1/repos/{owner}/{repo}/statuses/{sha}.
+	CommitStatusGitea = "gitea"
+)
+
+// CommitStatus says where and how the rollouts of a GitSource's commits are reported.
+//
+// Note: it belongs to the repository (the GitSource), not to each HostedClusterPackage: the
+// forge, the repository and the token are properties of where the commits live, shared by
+// every HostedClusterPackage that rolls them out, and the token Secret then lives beside the
+// GitSource's other credentials rather than in a cluster-scoped object's reach.
+// +kubebuilder:validation:XValidation:rule="self.provider == 'gitlab' || self.repository.matches('^[^/]+/[^/]+$')",message="repository must be owner/name for github and gitea"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'gitea' || has(self.apiURL)",message="apiURL is required for gitea"
+type CommitStatus struct {
+	// provider is the forge: github, gitlab or gitea.
+	// +required
+	// +kubebuilder:validation:Enum=github;gitlab;gitea
+	Provider string `json:"provider"`
+
+	// apiURL is the forge's base URL: for github its REST API (default https://api.github.com;
+	// GitHub Enterprise: https://host/api/v3), for gitlab its API (default
+	// https://gitlab.com/api/v4), for gitea the server's root URL (https://gitea.example.com).
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	APIURL string `json:"apiURL,omitempty"`
+
+	// repository is "owner/name" for github and gitea; for gitlab the project's path
+	// ("group/subgroup/name") or numeric ID.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Repository string `json:"repository"`
+
+	// secretRef names a Secret in the GitSource's namespace whose key "token" is the API
+	// token (GitHub: a token with the statuses permission; GitLab: api scope; Gitea:
+	// write:repository). The token is never logged nor written to a status or event.
+	// +required
+	SecretRef LocalObjectReference `json:"secretRef"`
+
+	// targetURL is the link of each status, for example a dashboard; "{name}" is replaced by
+	// the HostedClusterPackage's name and "{commit}" by the commit. Empty sets no link.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	TargetURL string `json:"targetURL,omitempty"`
 }
 
 // AccessFrom grants namespaces the use of a GitSource.

@@ -59,6 +59,7 @@ type controllerOptions struct {
 	sources                 sourcecontroller.Options
 	sync                    synccontroller.SetupOptions
 	rollout                 rolloutcontroller.SetupOptions
+	commitStatus            commitStatusOptions
 	shards                  shardOptions
 
 	// skipNameValidation lets one process run the controllers more than once (convoy-dev's
@@ -103,6 +104,7 @@ func newControllerCmd() *cobra.Command {
 	fs.IntVar(&opts.rollout.ApplyConcurrency, "rollout-apply-concurrency", rolloutcontroller.DefaultApplyConcurrency, "Packages one HostedClusterPackage pass applies in parallel.")
 	fs.DurationVar(&opts.rollout.CRDPollInterval, "rollout-crd-poll-interval", rolloutcontroller.DefaultCRDPollInterval, "How often to check whether the HostedCluster CRD got installed, when it is not.")
 	fs.StringVar(&opts.eventsAddr, "events-addr", "", "URL to POST events to in Flux's event format, e.g. a notification-controller; empty posts none.")
+	opts.commitStatus.bindFlags(fs)
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)
 	opts.shards.bindFlags(fs)
@@ -226,6 +228,7 @@ func setupControllers(mgr ctrl.Manager, opts controllerOptions) error {
 	// else later in the same process, as soon as the HostedCluster CRD appears (no restart).
 	opts.rollout.Sharding = opts.shards.rollout
 	opts.rollout.Trees = store
+	opts.rollout.CommitStatus = opts.commitStatus.reporter(opts.sources.URLPolicy.AllowInsecureHTTP)
 	if err := rolloutcontroller.Setup(mgr, opts.rollout); err != nil {
 		return fmt.Errorf("setting up the HostedClusterPackage controller: %w", err)
 	}

@@ -56,7 +56,9 @@
 // "commit", "value" (what a check saw) and "reason"; a pass that decides nothing logs nothing.
 //
 // A deferred function records the metrics, logs "Rollout stalled" when the rollout newly
-// stalls, and hands the outcome to the status finalizer of internal/pass: Ready=True once
+// stalls, hands the outcome to the commit status reporter when the GitSource has
+// spec.commitStatus (rollout/commitstatus: pending, success or failure on the update
+// revision's commit, sent beside the rollout, never waited for), and hands the outcome to the status finalizer of internal/pass: Ready=True once
 // the rollout completed, Ready=False with Reconciling=True while it progresses, is paused or is
 // held by a gate (reason Gated, the gate in the message), Stalled=True while failed Packages
 // stop it or a check failed (RolloutBlocked; the message names the check, what it asks and

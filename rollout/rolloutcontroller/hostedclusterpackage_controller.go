@@ -18,6 +18,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/rollout"
+	"github.com/convoy-gitops/convoy/rollout/commitstatus"
 	"github.com/convoy-gitops/convoy/sources"
 )
 
@@ -81,6 +82,9 @@ type HostedClusterPackageReconciler struct {
 	// CheckConcurrency bounds the checks of one HostedClusterPackage evaluated in parallel;
 	// default DefaultCheckConcurrency.
 	CheckConcurrency int
+	// CommitStatus reports each pass's outcome on the commit rolled out, when the GitSource
+	// has spec.commitStatus; nil reports nothing.
+	CommitStatus *commitstatus.Reporter
 
 	// compiled holds the compiled checks of each HostedClusterPackage's generation
 	// (*compiledChecks by name).
@@ -370,5 +374,8 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.conflicts.Delete(name)
 	r.failures.Delete(name)
 	r.compiled.Delete(name)
+	if r.CommitStatus != nil {
+		r.CommitStatus.Forget(name)
+	}
 	r.runs.forget(name)
 }

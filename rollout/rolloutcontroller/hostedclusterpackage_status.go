@@ -52,6 +52,7 @@ func (r *HostedClusterPackageReconciler) summarize(ctx context.Context, s *scope
 		}
 	}
 	logStall(ctx, s, err)
+	r.reportCommitStatus(ctx, s, err)
 	sum := pass.Summary{Err: err, Interval: interval, Reason: convoyv1alpha1.SucceededReason}
 	if s.plan != nil {
 		sum.Message = fmt.Sprintf("Revision %s is rolled out: %d/%d packages progressed.%s",

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout/commitstatus"
 )
 
 // DefaultCRDPollInterval is how often a manager started without HyperShift checks whether the
@@ -35,6 +36,10 @@ type SetupOptions struct {
 	// Trees compares package directories across commits (the GitSource store); nil rolls out
 	// every new commit of the source.
 	Trees TreeHasher
+	// CommitStatus sets commit statuses on the forges of GitSources with spec.commitStatus;
+	// Setup fills in its Secrets reader and Recorder and runs it on the leader. Nil reports
+	// nothing.
+	CommitStatus *commitstatus.Reporter
 }
 
 // ConfigureCache restricts the manager's cache of ControllerRevisions to the rollout's own, so
@@ -89,7 +94,14 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	}
 	r := &HostedClusterPackageReconciler{Client: mgr.GetClient(), ApplyConcurrency: o.ApplyConcurrency,
 		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding, Trees: o.Trees,
-		Secrets: mgr.GetAPIReader()}
+		Secrets: mgr.GetAPIReader(), CommitStatus: o.CommitStatus}
+	if o.CommitStatus != nil {
+		o.CommitStatus.Secrets = mgr.GetAPIReader()
+		o.CommitStatus.Recorder = mgr.GetEventRecorder("convoy-commit-status")
+		if err := mgr.Add(o.CommitStatus); err != nil {
+			return err
+		}
+	}
 	opts := HostedClusterPackageReconcilerOptions{MaxConcurrentReconciles: max(o.Concurrency, 1)}
 	if hostedClustersServed(mgr) {
 		return r.SetupWithManager(mgr, opts)

@@ -1,0 +1,33 @@
+// Package commitstatus reports the rollouts of HostedClusterPackages on the commits they roll
+// out, as commit statuses in the forge that hosts the repository (GitHub, GitLab or Gitea, as
+// a GitSource's spec.commitStatus says): one status context "convoy/<name>" per
+// HostedClusterPackage, pending with "2/3 partitions, 412/1000 clusters" while it
+// progresses, success when it completes, failure when it stalls or is rejected.
+//
+// The Reporter runs beside the rollout, never in its path. The HostedClusterPackage
+// controller hands it the state it wants a context to show (Report, which only writes into a
+// map under a mutex and never waits); a single worker sends the latest wanted state of each
+// context, at most one request per Interval, each within Timeout, and retries a failed send
+// with an exponential backoff up to MaxBackoff. States reported while a send waits coalesce:
+// only the latest is sent, so a forge sees one request per change of partition or outcome,
+// not one per Package. A forge that is down, slow or blackholes its connections therefore
+// delays only the statuses, never a reconcile; once it answers again the latest state of
+// every context is sent.
+//
+// The token is read from the GitSource's Secret (key "token") at each send, through a reader
+// that does not cache Secrets; it goes into the request's header only, never into a log line,
+// an event or a metric. An http:// API URL, which would carry the token in clear, is refused
+// unless AllowInsecureHTTP.
+//
+// Each forge is called at its documented endpoint with net/http (provider.go): one POST each,
+// which the client libraries (google/go-github, gitlab.com/gitlab-org/api/client-go,
+// code.gitea.io/sdk/gitea) would wrap with their own transports, retries or, for the Gitea
+// SDK, a version query at construction, while the Reporter needs one timeout, one backoff and
+// one place that holds the token for all three.
+//
+// Metrics: convoy_commit_status_updates_total{provider,outcome}, outcome one of success,
+// error (the forge refused or did not answer; retried), invalid (the configuration or the
+// Secret is wrong; retried when the next state comes) and dropped (more contexts than
+// MaxContexts). Events on the HostedClusterPackage: CommitStatusReported when a state
+// reaches the forge, CommitStatusFailed (Warning) when a send fails for the first time.
+package commitstatus

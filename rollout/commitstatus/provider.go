@@ -1,0 +1,190 @@
+package commitstatus
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// tokenKey is the key of the token in the Secret.
+const tokenKey = "token"
+
+// Default API URLs.
+const (
+	defaultGitHubAPI = "https://api.github.com"
+	defaultGitLabAPI = "https://gitlab.com/api/v4"
+)
+
+// maxErrorBody bounds what is read of a refusal's body for its message.
+const maxErrorBody = 512
+
+// InvalidError is a configuration the Reporter cannot send with (an unknown provider, an
+// http:// URL carrying the token, a missing Secret or key); it is not retried until the next
+// state.
+type InvalidError struct{ Err error }
+
+// Error implements error.
+func (e *InvalidError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+func invalidf(format string, args ...any) error {
+	return &InvalidError{Err: fmt.Errorf(format, args...)}
+}
+
+// post sends st to its forge.
+func (r *Reporter) post(ctx context.Context, st Status) error {
+	token, err := r.token(ctx, st.Target)
+	if err != nil {
+		return err
+	}
+	req, err := newRequest(ctx, st, r.AllowInsecureHTTP)
+	if err != nil {
+		return err
+	}
+	setToken(req, st.Target.Provider, token)
+	resp, err := r.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), redactErr(err, token))
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode/100 == 2 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	msg := strings.ReplaceAll(strings.TrimSpace(string(body)), token, "[redacted]")
+	return fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Redacted(), resp.Status, msg)
+}
+
+// token reads the token of target's Secret.
+func (r *Reporter) token(ctx context.Context, target Target) (string, error) {
+	secret := &corev1.Secret{}
+	if err := r.Secrets.Get(ctx, target.Secret, secret); err != nil {
+		return "", invalidf("reading Secret %s of spec.commitStatus.secretRef: %w", target.Secret, err)
+	}
+	token := strings.TrimSpace(string(secret.Data[tokenKey]))
+	if token == "" {
+		return "", invalidf("Secret %s of spec.commitStatus.secretRef has no key %q", target.Secret, tokenKey)
+	}
+	return token, nil
+}
+
+// newRequest builds the provider's documented request for st, without its token.
+func newRequest(ctx context.Context, st Status, allowHTTP bool) (*http.Request, error) {
+	base, err := apiBase(st.Target)
+	if err != nil {
+		return nil, err
+	}
+	if base.Scheme == "http" && !allowHTTP {
+		return nil, invalidf("spec.commitStatus.apiURL %s is refused: the token would be sent in clear over http://; use https:// (allowed only with the controller flag --allow-insecure-http)", base.Redacted())
+	}
+	path, body, err := endpoint(st)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	u := base.JoinPath(path...)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "convoy")
+	return req, nil
+}
+
+// apiBase returns the API's base URL: the configured one, else the provider's public one.
+func apiBase(t Target) (*url.URL, error) {
+	raw := strings.TrimSuffix(t.APIURL, "/")
+	switch {
+	case raw != "":
+	case t.Provider == convoyv1alpha1.CommitStatusGitHub:
+		raw = defaultGitHubAPI
+	case t.Provider == convoyv1alpha1.CommitStatusGitLab:
+		raw = defaultGitLabAPI
+	default:
+		return nil, invalidf("spec.commitStatus.apiURL is required for provider %q", t.Provider)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, invalidf("spec.commitStatus.apiURL %q is not an http(s) URL", t.APIURL)
+	}
+	return u, nil
+}
+
+// endpoint returns the path segments under the API base and the JSON body of st's provider:
+//   - GitHub: POST /repos/{owner}/{repo}/statuses/{sha} {state, target_url, description, context}
+//     (state: pending, success, failure, error);
+//   - Gitea: POST /api/v1/repos/{owner}/{repo}/statuses/{sha}, the same body;
+//   - GitLab: POST /projects/{id}/statuses/{sha} {state, name, target_url, description}
+//     (state: pending, running, success, failed, canceled; the id is the URL-encoded path).
+func endpoint(st Status) ([]string, map[string]string, error) {
+	body := map[string]string{"description": st.Description}
+	if link := st.link(st.name()); link != "" {
+		body["target_url"] = link
+	}
+	switch st.Target.Provider {
+	case convoyv1alpha1.CommitStatusGitHub, convoyv1alpha1.CommitStatusGitea:
+		owner, repo, ok := strings.Cut(st.Target.Repository, "/")
+		if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
+			return nil, nil, invalidf("spec.commitStatus.repository %q must be owner/name", st.Target.Repository)
+		}
+		body["state"], body["context"] = string(st.State), st.Context
+		path := []string{"repos", owner, repo, "statuses", st.Commit}
+		if st.Target.Provider == convoyv1alpha1.CommitStatusGitea {
+			path = append([]string{"api", "v1"}, path...)
+		}
+		return path, body, nil
+	case convoyv1alpha1.CommitStatusGitLab:
+		body["state"], body["name"] = gitLabState(st.State), st.Context
+		return []string{"projects", url.PathEscape(st.Target.Repository), "statuses", st.Commit}, body, nil
+	}
+	return nil, nil, invalidf("spec.commitStatus.provider %q is not github, gitlab or gitea", st.Target.Provider)
+}
+
+// gitLabState maps a state to GitLab's: a rollout in progress is "running".
+func gitLabState(s State) string {
+	switch s {
+	case Pending:
+		return "running"
+	case Failure:
+		return "failed"
+	}
+	return string(s)
+}
+
+// setToken authenticates req as the provider documents: GitLab's PRIVATE-TOKEN header,
+// GitHub's and Gitea's Authorization header.
+func setToken(req *http.Request, provider, token string) {
+	switch provider {
+	case convoyv1alpha1.CommitStatusGitLab:
+		req.Header.Set("PRIVATE-TOKEN", token)
+	case convoyv1alpha1.CommitStatusGitea:
+		req.Header.Set("Authorization", "token "+token)
+	default:
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+}
+
+// redactErr removes the token from a transport error's text, should it ever appear.
+func redactErr(err error, token string) error {
+	if token == "" || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), token, "[redacted]"))
+}

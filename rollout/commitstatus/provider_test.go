@@ -1,0 +1,77 @@
+package commitstatus
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestRequestShapes checks each provider's documented endpoint, body and state names.
+func TestRequestShapes(t *testing.T) {
+	cases := []struct {
+		name       string
+		target     Target
+		state      State
+		url        string
+		body       map[string]string
+		authHeader string
+	}{
+		{name: "github", target: Target{Provider: "github", Repository: "fleet/addons", TargetURL: "https://dash.example.com/{name}?c={commit}"},
+			state: Pending, url: "https://api.github.com/repos/fleet/addons/statuses/abc",
+			body: map[string]string{"state": "pending", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters",
+				"target_url": "https://dash.example.com/addon?c=abc"}},
+		{name: "github enterprise", target: Target{Provider: "github", APIURL: "https://ghe.example.com/api/v3/", Repository: "o/r"},
+			state: Failure, url: "https://ghe.example.com/api/v3/repos/o/r/statuses/abc",
+			body: map[string]string{"state": "failure", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+		{name: "gitlab", target: Target{Provider: "gitlab", Repository: "group/sub/addons"},
+			state: Pending, url: "https://gitlab.com/api/v4/projects/group%2Fsub%2Faddons/statuses/abc",
+			body: map[string]string{"state": "running", "name": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+		{name: "gitlab failure", target: Target{Provider: "gitlab", APIURL: "https://git.example.com/api/v4", Repository: "42"},
+			state: Failure, url: "https://git.example.com/api/v4/projects/42/statuses/abc",
+			body: map[string]string{"state": "failed", "name": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+		{name: "gitea", target: Target{Provider: "gitea", APIURL: "https://gitea.example.com", Repository: "o/r"},
+			state: Success, url: "https://gitea.example.com/api/v1/repos/o/r/statuses/abc",
+			body: map[string]string{"state": "success", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			st := NewStatus(tc.target, "addon", "abc", tc.state, Progress(1, 3, 2, 9))
+			req, err := newRequest(context.Background(), st, false)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(req.Method).To(Equal("POST"))
+			g.Expect(req.URL.String()).To(Equal(tc.url))
+			raw, err := io.ReadAll(req.Body)
+			g.Expect(err).NotTo(HaveOccurred())
+			body := map[string]string{}
+			g.Expect(json.Unmarshal(raw, &body)).To(Succeed())
+			g.Expect(body).To(Equal(tc.body))
+		})
+	}
+}
+
+// TestRequestRefusals checks that a configuration that cannot be sent names the field and the
+// rule, and is not retried.
+func TestRequestRefusals(t *testing.T) {
+	g := NewWithT(t)
+	cases := map[string]Target{
+		"token would be sent in clear over http://": {Provider: "gitea", APIURL: "http://gitea.example.com", Repository: "o/r"},
+		"repository \"addons\" must be owner/name":  {Provider: "github", Repository: "addons"},
+		"apiURL is required for provider \"gitea\"": {Provider: "gitea", Repository: "o/r"},
+	}
+	for want, target := range cases {
+		_, err := newRequest(context.Background(), NewStatus(target, "addon", "abc", Pending, ""), false)
+		g.Expect(err).To(MatchError(ContainSubstring(want)))
+		g.Expect(outcomeOf(err)).To(Equal(OutcomeInvalid))
+	}
+}
+
+// TestDescriptionIsCut checks GitHub's 140-character limit.
+func TestDescriptionIsCut(t *testing.T) {
+	g := NewWithT(t)
+	long := NewStatus(Target{}, "a", "c", Failure, string(make([]rune, 500)))
+	g.Expect([]rune(long.Description)).To(HaveLen(maxDescription))
+}

@@ -1,0 +1,306 @@
+package commitstatus
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Defaults of the Reporter.
+const (
+	// DefaultInterval is the least time between two requests to the forges.
+	DefaultInterval = 200 * time.Millisecond
+	// DefaultTimeout bounds one request.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxBackoff bounds the wait before a failed send is tried again.
+	DefaultMaxBackoff = 30 * time.Second
+	// DefaultMaxContexts bounds the contexts the Reporter holds.
+	DefaultMaxContexts = 10000
+	// firstBackoff is the wait after a first failed send.
+	firstBackoff = time.Second
+)
+
+// Event reasons on the HostedClusterPackage.
+const (
+	// ReportedReason: a state reached the forge.
+	ReportedReason = "CommitStatusReported"
+	// FailedReason: a send failed; it is retried.
+	FailedReason = "CommitStatusFailed"
+)
+
+// Reporter sends the latest wanted state of each status context to its forge, beside the
+// rollout: Report never waits, Start runs the worker.
+type Reporter struct {
+	// Secrets reads the token Secrets; use a reader that does not cache Secrets.
+	Secrets client.Reader
+	// Recorder emits events on the HostedClusterPackages; nil emits none.
+	Recorder events.EventRecorder
+	// HTTP sends the requests; default a client with Timeout.
+	HTTP *http.Client
+	// AllowInsecureHTTP allows http:// API URLs, which carry the token in clear.
+	AllowInsecureHTTP bool
+	// Interval, Timeout, MaxBackoff, MaxContexts: see the defaults.
+	Interval    time.Duration
+	Timeout     time.Duration
+	MaxBackoff  time.Duration
+	MaxContexts int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+
+	mu      sync.Mutex
+	entries map[contextKey]*entry
+	wake    chan struct{}
+	once    sync.Once
+}
+
+// contextKey names a status context in one repository.
+type contextKey struct {
+	forge, repository, context string
+}
+
+// entry is what the Reporter knows of one context.
+type entry struct {
+	want Status
+	// regarding is the object events go to.
+	regarding runtime.Object
+	// sent is the last state that reached the forge; failed, the last that did not.
+	sent, failed *Status
+	attempts     int
+	next         time.Time
+	since        time.Time
+}
+
+// Report asks that st be shown on its commit, for the object regarding (the
+// HostedClusterPackage, for events). It returns at once; an unchanged state is a no-op.
+func (r *Reporter) Report(regarding runtime.Object, st Status) {
+	r.init()
+	key := contextKey{forge: st.Target.APIURL + "|" + st.Target.Provider, repository: st.Target.Repository, context: st.Context}
+	r.mu.Lock()
+	e, ok := r.entries[key]
+	switch {
+	case ok && e.want == st:
+		r.mu.Unlock()
+		return
+	case !ok && len(r.entries) >= r.maxContexts():
+		r.mu.Unlock()
+		updates.WithLabelValues(st.Target.Provider, OutcomeDropped).Inc()
+		return
+	case !ok:
+		e = &entry{}
+		r.entries[key] = e
+	}
+	e.want, e.regarding, e.since = st, regarding, r.now()
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Forget drops the contexts of the HostedClusterPackage name (it was deleted).
+func (r *Reporter) Forget(name string) {
+	r.init()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.entries {
+		if k.context == ContextName(name) {
+			delete(r.entries, k)
+		}
+	}
+}
+
+// NeedLeaderElection makes the worker run on the leader only, where the rollout runs.
+func (r *Reporter) NeedLeaderElection() bool { return true }
+
+// Start runs the worker until ctx ends: it sends the due states one at a time, at most one
+// per Interval.
+func (r *Reporter) Start(ctx context.Context) error {
+	r.init()
+	log := ctrl.LoggerFrom(ctx).WithName("commitstatus")
+	ctx = ctrl.LoggerInto(ctx, log)
+	tick := time.NewTicker(r.interval())
+	defer tick.Stop()
+	for {
+		key, st, wait := r.due()
+		if wait == 0 {
+			r.send(ctx, key, st)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+			}
+			continue
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-r.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// idleWait is how long the worker sleeps when nothing is due and nothing is scheduled.
+const idleWait = time.Minute
+
+// due returns the context to send now, the longest-waiting first, or how long to wait until
+// one is due.
+func (r *Reporter) due() (contextKey, Status, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var ready []contextKey
+	wait := idleWait
+	for k, e := range r.entries {
+		if !e.pending() {
+			continue
+		}
+		if d := e.next.Sub(now); d > 0 {
+			wait = min(wait, d)
+			continue
+		}
+		ready = append(ready, k)
+	}
+	if len(ready) == 0 {
+		return contextKey{}, Status{}, wait
+	}
+	sort.Slice(ready, func(i, j int) bool { return r.entries[ready[i]].since.Before(r.entries[ready[j]].since) })
+	return ready[0], r.entries[ready[0]].want, 0
+}
+
+// pending reports whether the wanted state has not reached the forge yet, and was not refused
+// as invalid.
+func (e *entry) pending() bool {
+	if e.sent != nil && *e.sent == e.want {
+		return false
+	}
+	return e.failed == nil || *e.failed != e.want || e.attempts > 0
+}
+
+// send sends st and records the outcome: on success the state is sent; on an invalid
+// configuration it is not retried until the next state; on an error it is retried after a
+// backoff, which a newer state does not shorten (a forge that is down is not hammered).
+func (r *Reporter) send(ctx context.Context, key contextKey, st Status) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout())
+	defer cancel()
+	err := r.post(ctx, st)
+	outcome := outcomeOf(err)
+	updates.WithLabelValues(st.Target.Provider, outcome).Inc()
+	r.mu.Lock()
+	e, ok := r.entries[key]
+	if !ok {
+		r.mu.Unlock()
+		return
+	}
+	first := e.attempts == 0 && (e.failed == nil || *e.failed != st)
+	regarding := e.regarding
+	switch outcome {
+	case OutcomeSuccess:
+		e.sent, e.failed, e.attempts, e.next = &st, nil, 0, time.Time{}
+	case OutcomeInvalid:
+		e.failed, e.attempts = &st, 0
+	default:
+		e.failed = &st
+		e.attempts++
+		e.next = r.now().Add(r.backoff(e.attempts))
+	}
+	r.mu.Unlock()
+	r.announce(ctx, regarding, st, err, first)
+}
+
+// announce logs and emits the outcome of a send: each state that reaches the forge, and the
+// first failure of a state.
+func (r *Reporter) announce(ctx context.Context, regarding runtime.Object, st Status, err error, first bool) {
+	log := ctrl.LoggerFrom(ctx)
+	if err == nil {
+		log.Info("Reported commit status", "context", st.Context, "commit", st.Commit, "state", st.State,
+			"repository", st.Target.Repository)
+		r.event(regarding, corev1.EventTypeNormal, ReportedReason, "Commit %s: %s %s: %s",
+			st.Commit, st.Context, st.State, st.Description)
+		return
+	}
+	if !first {
+		return
+	}
+	log.Info("Commit status not reported", "context", st.Context, "commit", st.Commit, "state", st.State,
+		"repository", st.Target.Repository, "reason", err.Error())
+	r.event(regarding, corev1.EventTypeWarning, FailedReason, "Commit %s: %s %s not reported to %s %s: %v",
+		st.Commit, st.Context, st.State, st.Target.Provider, st.Target.Repository, err)
+}
+
+func (r *Reporter) event(regarding runtime.Object, eventType, reason, format string, args ...any) {
+	if r.Recorder == nil || regarding == nil {
+		return
+	}
+	r.Recorder.Eventf(regarding, nil, eventType, reason, "ReportCommitStatus", format, args...)
+}
+
+// outcomeOf classifies the result of a send for the metric and the retry.
+func outcomeOf(err error) string {
+	var invalid *InvalidError
+	switch {
+	case err == nil:
+		return OutcomeSuccess
+	case errors.As(err, &invalid):
+		return OutcomeInvalid
+	default:
+		return OutcomeError
+	}
+}
+
+func (r *Reporter) init() {
+	r.once.Do(func() {
+		r.entries = map[contextKey]*entry{}
+		r.wake = make(chan struct{}, 1)
+		if r.HTTP == nil {
+			r.HTTP = &http.Client{Timeout: r.timeout()}
+		}
+	})
+}
+
+func (r *Reporter) backoff(attempts int) time.Duration {
+	d := firstBackoff
+	for i := 1; i < attempts && d < r.maxBackoff(); i++ {
+		d *= 2
+	}
+	return min(d, r.maxBackoff())
+}
+
+func (r *Reporter) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reporter) interval() time.Duration { return orDefault(r.Interval, DefaultInterval) }
+func (r *Reporter) timeout() time.Duration  { return orDefault(r.Timeout, DefaultTimeout) }
+func (r *Reporter) maxBackoff() time.Duration {
+	return orDefault(r.MaxBackoff, DefaultMaxBackoff)
+}
+
+func (r *Reporter) maxContexts() int {
+	if r.MaxContexts > 0 {
+		return r.MaxContexts
+	}
+	return DefaultMaxContexts
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
