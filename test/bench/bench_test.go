@@ -37,7 +37,7 @@ func runTiny(t *testing.T, scenarios []string) {
 	res, err := Run(context.Background(), Config{
 		Scenarios: scenarios, Sizes: []int{3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,
 		HostedClusters: 1, FleetAddons: 3, FleetHostedAddons: 1, FleetClusters: 3, FleetHostedSample: 1,
-		GitBenchTime: "1x", Driver: DriverPackages, ConvoyBinary: convoy,
+		GitBenchTime: "1x", Driver: DriverPackages, ConvoyBinary: convoy, WriteCostRounds: 1, WriteCostWrites: 3,
 		WorkDir: t.TempDir(), Log: &log,
 	})
 	g.Expect(err).NotTo(HaveOccurred(), log.String())
@@ -55,6 +55,22 @@ func runTiny(t *testing.T, scenarios []string) {
 		}
 	}
 	g.Expect(metrics).To(ContainElement("pass of a settled Package, controller CPU"), "the steady scenario measures a pass")
+	g.Expect(metrics).To(ContainElement("wall time to all progressed, against the bookkeeping floor"), "the rollout has the bookkeeping floor")
+	install := rowOf(res, "rollout N=3 install", "requests on the objects, per object")
+	g.Expect(install).NotTo(BeNil())
+	// An install creates each object with one request; a few requests of the run are not per
+	// object (2 of 30 at this size), hence the margin.
+	g.Expect(install.Value).To(BeNumerically("<=", 1.1), install.Note)
+}
+
+// rowOf returns the row of scenario and metric, nil when there is none.
+func rowOf(res *Results, scenario, metric string) *Row {
+	for i, row := range res.Rows {
+		if row.Scenario == scenario && row.Metric == metric {
+			return &res.Rows[i]
+		}
+	}
+	return nil
 }
 
 // TestVerbOf pins how the benchmark names its own requests, to take them out of the API
