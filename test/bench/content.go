@@ -172,9 +172,13 @@ func widgetCRD() *unstructured.Unstructured {
 
 // installWidgetCRD creates the Widget CRD and waits until it is established.
 func installWidgetCRD(ctx context.Context, c client.Client) error {
-	crd := widgetCRD()
+	return installCRD(ctx, c, widgetCRD())
+}
+
+// installCRD creates crd and waits until it is established.
+func installCRD(ctx context.Context, c client.Client, crd *unstructured.Unstructured) error {
 	if err := c.Create(ctx, crd); err != nil {
-		return fmt.Errorf("creating the Widget CRD: %w", err)
+		return fmt.Errorf("creating the CRD %s: %w", crd.GetName(), err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
@@ -190,5 +194,5 @@ func installWidgetCRD(ctx context.Context, c client.Client) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("the Widget CRD is not established after a minute")
+	return fmt.Errorf("the CRD %s is not established after a minute", crd.GetName())
 }

@@ -79,7 +79,11 @@ func runStatusCost(ctx context.Context, cfg Config, res *Results) error {
 	if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: statusCostNamespace}}); err != nil {
 		return err
 	}
-	variants := statusVariants()
+	copies, err := schemaVariants(ctx, e.admin)
+	if err != nil {
+		return fmt.Errorf("writecost: %w", err)
+	}
+	variants := append(statusVariants(), copies...)
 	for _, v := range variants {
 		if err := prepareVariant(ctx, e, v, cfg); err != nil {
 			return fmt.Errorf("writecost: preparing %s: %w", v.name, err)
