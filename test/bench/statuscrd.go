@@ -17,10 +17,12 @@ import (
 // Copies of the Package CRD, each changed in one way, say which part of the status schema
 // costs what: the same full status is patched to each (statusVariants).
 
-// statusSchemaEdit changes the status schema of a copy of the Package CRD.
+// statusSchemaEdit changes the schema of a copy of the Package CRD (edit gets the
+// openAPIV3Schema's properties); stringInventory writes the inventory as one string per entry.
 type statusSchemaEdit struct {
-	kind, note string
-	edit       func(status map[string]any)
+	kind, note      string
+	edit            func(props map[string]any)
+	stringInventory bool
 }
 
 // statusSchemaEdits are the copies measured: unchanged (the control), the conditions an atomic
@@ -28,13 +30,13 @@ type statusSchemaEdit struct {
 // patterns, lengths, enums and formats, and a status without a schema.
 var statusSchemaEdits = []statusSchemaEdit{
 	{kind: "PackageCopy", note: "a copy of the Package CRD: the control", edit: func(map[string]any) {}},
-	{kind: "AtomicConditions", note: "conditions an atomic list, not a map keyed by type", edit: func(status map[string]any) {
-		conds := nested(status, "properties", "conditions")
+	{kind: "AtomicConditions", note: "conditions an atomic list, not a map keyed by type", edit: func(props map[string]any) {
+		conds := nested(props, "status", "properties", "conditions")
 		conds["x-kubernetes-list-type"] = "atomic"
 		delete(conds, "x-kubernetes-list-map-keys")
 	}},
-	{kind: "LooseConditions", note: "conditions without patterns, lengths, enums and formats", edit: func(status map[string]any) {
-		for _, field := range nested(status, "properties", "conditions", "items", "properties") {
+	{kind: "LooseConditions", note: "conditions without patterns, lengths, enums and formats", edit: func(props map[string]any) {
+		for _, field := range nested(props, "status", "properties", "conditions", "items", "properties") {
 			if f, ok := field.(map[string]any); ok {
 				for _, k := range []string{"pattern", "maxLength", "enum", "format"} {
 					delete(f, k)
@@ -42,11 +44,21 @@ var statusSchemaEdits = []statusSchemaEdit{
 			}
 		}
 	}},
-	{kind: "UnvalidatedStatus", note: "a status without a schema (x-kubernetes-preserve-unknown-fields)", edit: func(status map[string]any) {
-		clear(status)
-		status["type"] = "object"
-		status["x-kubernetes-preserve-unknown-fields"] = true
+	{kind: "UnvalidatedStatus", note: "a status without a schema (x-kubernetes-preserve-unknown-fields)", edit: func(props map[string]any) {
+		props["status"] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
 	}},
+	{kind: "NoSpecRules", note: "the spec without its CEL rules (interval, path)", edit: func(props map[string]any) {
+		for _, field := range nested(props, "spec", "properties") {
+			if f, ok := field.(map[string]any); ok {
+				delete(f, "x-kubernetes-validations")
+			}
+		}
+	}},
+	{kind: "StringInventory", note: "each inventory entry one string (id, version, cluster, phase)", stringInventory: true,
+		edit: func(props map[string]any) {
+			nested(props, "status", "properties")["inventory"] = map[string]any{"type": "array",
+				"items": map[string]any{"type": "string"}, "x-kubernetes-list-type": "atomic"}
+		}},
 }
 
 // nested returns the map at path under m, nil when there is none.
@@ -81,11 +93,11 @@ func packageCRDCopy(e statusSchemaEdit) (*unstructured.Unstructured, error) {
 	delete(spec, "shortNames")
 	versions, _ := spec["versions"].([]any)
 	for _, v := range versions {
-		status := nested(v.(map[string]any), "schema", "openAPIV3Schema", "properties", "status")
-		if status == nil {
-			return nil, fmt.Errorf("the Package CRD has no status schema")
+		props := nested(v.(map[string]any), "schema", "openAPIV3Schema", "properties")
+		if nested(props, "status") == nil || nested(props, "spec") == nil {
+			return nil, fmt.Errorf("the Package CRD has no spec or status schema")
 		}
-		e.edit(status)
+		e.edit(props)
 	}
 	return crd, nil
 }
@@ -106,7 +118,7 @@ func schemaVariants(ctx context.Context, c client.Client) ([]statusVariant, erro
 				return applyAll(ctx, c, []*unstructured.Unstructured{copyObject(e.kind, i)})
 			},
 			write: func(ctx context.Context, c client.Client, i, rev int) error {
-				return patchCopyStatus(ctx, c, e.kind, i, rev)
+				return patchCopyStatus(ctx, c, e, i, rev)
 			}})
 	}
 	return out, nil
@@ -124,17 +136,31 @@ func copyObject(kind string, i int) *unstructured.Unstructured {
 // convoyVersion is the version of convoy's API, which the copies keep.
 const convoyVersion = "v1alpha1"
 
-// patchCopyStatus merge-patches the full settled status at rev to object i of kind.
-func patchCopyStatus(ctx context.Context, c client.Client, kind string, i, rev int) error {
-	raw, err := json.Marshal(map[string]any{"status": settledStatus(statusCostNamespace, rev, objectsPerPackage,
-		statusParts{conditions: true, phases: true, inventory: true})})
+// patchCopyStatus merge-patches the full settled status at rev to object i of e's kind.
+func patchCopyStatus(ctx context.Context, c client.Client, e statusSchemaEdit, i, rev int) error {
+	status := settledStatus(statusCostNamespace, rev, objectsPerPackage, statusParts{conditions: true, phases: true, inventory: true})
+	if e.stringInventory {
+		status["inventory"] = inventoryStrings(status["inventory"])
+	}
+	raw, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(widgetGroup + "/" + convoyVersion)
-	u.SetKind(kind)
+	u.SetKind(e.kind)
 	u.SetNamespace(statusCostNamespace)
 	u.SetName(variantName("", i))
 	return c.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(bareOwner))
+}
+
+// inventoryStrings writes each inventory entry as one string.
+func inventoryStrings(inventory any) []any {
+	entries, _ := inventory.([]any)
+	out := make([]any, 0, len(entries))
+	for _, raw := range entries {
+		e, _ := raw.(map[string]any)
+		out = append(out, fmt.Sprintf("%v %v %v %v", e["id"], e["v"], e["cluster"], e["phase"]))
+	}
+	return out
 }
