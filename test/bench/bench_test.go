@@ -131,3 +131,21 @@ func TestFleetStepsRefuseWhatCannotRunAlone(t *testing.T) {
 	g.Expect(checkFleetSteps([]string{"install", "one"})).To(MatchError(`fleet: step "one" needs step "alone"`))
 	g.Expect(checkFleetSteps([]string{"instal"})).To(MatchError(ContainSubstring(`no step "instal"`)))
 }
+
+// TestPackageSizes checks -objects: a larger package adds objects of unique names, and a size
+// below the package's ten objects is refused before anything starts.
+func TestPackageSizes(t *testing.T) {
+	g := NewWithT(t)
+	objs := managementObjectsOf("ns", "", 1, 50)
+	g.Expect(objs).To(HaveLen(50))
+	names := map[string]bool{}
+	for _, o := range objs {
+		names[o.GetKind()+"/"+o.GetName()] = true
+	}
+	g.Expect(names).To(HaveLen(50), "every object has its own name")
+	cfg := Config{}
+	g.Expect(cfg.defaultSizes()).To(Succeed())
+	g.Expect(cfg.ObjectsPerPackage).To(Equal([]int{objectsPerPackage}))
+	cfg = Config{ObjectsPerPackage: []int{10, 5}}
+	g.Expect(cfg.defaultSizes()).To(MatchError(ContainSubstring("each must be at least 10")))
+}
