@@ -102,8 +102,9 @@ func (ph *Phase) sourceDigest(i int) (manifests.Digest, bool) {
 // applyStage places the objects of states, then prepares, reads, checks ownership of and
 // applies those that are not quiet. Quiet ones are neither copied nor read (nothing changed
 // them since they were judged available); objects the ledger says this owner applied in
-// another state are applied directly; the others are read first, and those found as this
-// owner left them are not written.
+// another state are applied directly; objects nothing says exist are created without a read
+// (create.go); the others are read first, and those found as this owner left them are not
+// written.
 func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
 	if len(states) == 0 {
 		return nil
@@ -112,12 +113,18 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 		return err
 	}
 	changed, rest := splitDirect(states)
+	fresh, rest := e.splitFresh(c, rest)
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}
 	if err := c.checkOwnership(ph, objectsOf(rest), out.observer); err != nil {
 		return err
 	}
+	existed, err := e.createFresh(ctx, c, ph, fresh, out)
+	if err != nil {
+		return err
+	}
+	rest = append(rest, existed...)
 	out.objects = append(out.objects, objectsOf(states)...)
 	refused, err := e.applyDirect(ctx, c, changed, ssa.ConfiguredAction, out)
 	if err != nil {
@@ -192,7 +199,8 @@ func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredStat
 // order, and counts them under action. Changed objects (action Configured) that the API server
 // refuses (invalid: an immutable field; a conflict or not found: the object was deleted or
 // replaced since this owner applied it) are returned for the caller to read and handle; other
-// errors stop the stage.
+// errors stop the stage. So are created objects (action Created) applied create-only that
+// exist after all.
 //
 // Note: the resource manager would read and dry-run these objects first, only to learn that
 // they are new or changed; a direct apply is one request instead of three. The cost is that an
@@ -205,9 +213,10 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 	for _, s := range states {
 		err := e.applyOne(ctx, c, s, out.observer)
 		switch {
-		case action == ssa.ConfiguredAction && refusedDirectApply(err):
+		case action == ssa.ConfiguredAction && refusedDirectApply(err),
+			s.createOnly && refusedCreate(err):
 			e.memory.forget(c, keyOf(s.obj))
-			s.uid = ""
+			s.uid, s.createOnly = "", false
 			refused = append(refused, s)
 			continue
 		case err != nil:
@@ -228,6 +237,9 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 func (e *Engine) applyOne(ctx context.Context, c *cluster, s desiredState, obs *observer) error {
 	applied := s.obj.DeepCopy()
 	applied.SetUID(s.uid)
+	if s.createOnly {
+		applied.SetResourceVersion(createOnlyVersion)
+	}
 	ssautils.RemoveCABundleFromCRD(applied)
 	done := e.memory.applying(c, s)
 	err := errApplyInterrupted

@@ -58,7 +58,8 @@
 // revision's probes, the inventory entry of an applied object and the two sides of a target
 // (cluster), which every step works on; prepare.go the ownership labels and the scopes of the
 // management cluster's kinds (scopes), which place and prepare ask; apply.go the split of a
-// phase into stages and the applies; observer.go the client the applies go through (the
+// phase into stages and the applies; create.go the create-only apply of objects nothing says
+// exist (an install's), one request each; observer.go the client the applies go through (the
 // observer: one read per object, every answer seen) and the keys of objects (objectKey);
 // prune.go the inventory
 // entries (grouping, merging, naming them and the keys of their objects), which teardown.go

@@ -37,6 +37,9 @@ type desiredState struct {
 	// object applied directly: the apply then fails, instead of writing, if the object was
 	// deleted or replaced since.
 	uid types.UID
+	// createOnly is set for an object nothing says exists: it is applied without a read, and
+	// only if it does not exist (create.go).
+	createOnly bool
 }
 
 // scopes remembers which kinds of the management cluster are namespaced. Asking the REST

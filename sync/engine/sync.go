@@ -141,6 +141,7 @@ func (e *Engine) syncPhases(ctx context.Context, t *Target, rev *Revision, res *
 func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int, res *Result) (bool, error) {
 	ph := &rev.Phases[i]
 	c := t.cluster(ph.Class)
+	c.previous = res.previous
 	out, err := e.applyPhase(ctx, c, ph, res.rules)
 	res.record(c, ph, out)
 	if err != nil {
@@ -297,6 +298,9 @@ type cluster struct {
 	// owner is ownerID(target), made once by Target.cluster: the ledger keeps it in each of the
 	// owner's entries. Read it with ownerID.
 	owner string
+	// previous is the owner's previous inventory, when a pass applies to the cluster: what
+	// it holds is known to exist (create.go).
+	previous []convoyv1alpha1.InventoryEntry
 }
 
 // ownerID returns ownerID(c.target), never "": a cluster built without Target.cluster still

@@ -62,7 +62,7 @@ func (r *rolloutRun) measureWriteCosts(ctx context.Context, floorCPU time.Durati
 		{metric: "CPU per Widget apply", note: "a custom resource of one field, as in the floor",
 			prepare: []func(int) func(int) error{widgetApply}, write: widgetApply},
 	}
-	perObject := ms(floorCPU) / float64(r.n*objectsPerPackage)
+	perObject := ms(floorCPU) / float64(r.n*r.objects)
 	scenario := fmt.Sprintf("API server cost N=%d", r.n)
 	for _, cost := range costs {
 		for _, prepare := range cost.prepare {
@@ -127,11 +127,17 @@ func runConcurrently(ctx context.Context, n, concurrency int, fn func(int) error
 // costPackage is Package i as a HostedClusterPackage applies it, pinned to revision rev; its
 // name starts with prefix.
 func costPackage(prefix string, i, rev int) *unstructured.Unstructured {
+	return bookkeepingPackage(writeCostNamespace, fmt.Sprintf("%saddon-%d", prefix, i), rev)
+}
+
+// bookkeepingPackage is the Package name in namespace as a HostedClusterPackage applies it,
+// pinned to revision rev.
+func bookkeepingPackage(namespace, name string, rev int) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(convoyv1alpha1.GroupVersion.String())
 	u.SetKind("Package")
-	u.SetNamespace(writeCostNamespace)
-	u.SetName(fmt.Sprintf("%saddon-%d", prefix, i))
+	u.SetNamespace(namespace)
+	u.SetName(name)
 	u.SetLabels(map[string]string{convoyv1alpha1.GroupVersion.Group + "/hostedclusterpackage": "addon",
 		convoyv1alpha1.GroupVersion.Group + "/partition": "default"})
 	u.Object["spec"] = map[string]any{
@@ -143,35 +149,51 @@ func costPackage(prefix string, i, rev int) *unstructured.Unstructured {
 
 // patchCostStatus writes the status of a settled Package at revision rev to Package i.
 func patchCostStatus(ctx context.Context, c client.Client, i, rev int) error {
+	return patchBookkeepingStatus(ctx, c, writeCostNamespace, fmt.Sprintf("addon-%d", i), rev, objectsPerPackage)
+}
+
+// patchBookkeepingStatus writes the status of a settled Package at revision rev (4 conditions,
+// 2 phases, an inventory of objects entries) to the Package name in namespace.
+func patchBookkeepingStatus(ctx context.Context, c client.Client, namespace, name string, rev, objects int) error {
+	raw, err := json.Marshal(map[string]any{"status": settledStatus(namespace, rev, objects, statusParts{true, true, true})})
+	if err != nil {
+		return err
+	}
+	pkg := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	return c.Status().Patch(ctx, pkg, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(bareOwner))
+}
+
+// settledStatus is the status of a settled Package at revision rev, of the parts asked: 4
+// conditions, 2 phases, an inventory of objects entries in namespace; the revision fields always.
+func settledStatus(namespace string, rev, objects int, parts statusParts) map[string]any {
 	at := metav1.Now().UTC().Format(time.RFC3339)
 	commit := costRevision(rev)
 	condition := func(typ, status, reason, message string) map[string]any {
 		return map[string]any{"type": typ, "status": status, "reason": reason, "message": message,
 			"lastTransitionTime": at, "observedGeneration": rev}
 	}
-	inventory := make([]any, 0, objectsPerPackage)
-	for j := range objectsPerPackage {
-		inventory = append(inventory, map[string]any{"id": fmt.Sprintf("%s_addon-config-%d__ConfigMap", writeCostNamespace, j),
-			"v": "v1", "cluster": "management", "phase": "deploy"})
-	}
-	status := map[string]any{
-		"observedGeneration": rev, "revision": commit, "lastAttemptedRevision": commit,
-		"conditions": []any{
+	status := map[string]any{"observedGeneration": rev, "revision": commit, "lastAttemptedRevision": commit}
+	if parts.conditions {
+		status["conditions"] = []any{
 			condition("Paused", "False", "NotPaused", "Reconciliation is not paused"),
 			condition("Progressing", "False", "RevisionAvailable", "Revision "+commit+" is available"),
 			condition("Ready", "True", "RevisionAvailable", "Revision "+commit+" is available"),
 			condition("Available", "True", "RevisionAvailable", "All 2 phases of revision "+commit+" are available"),
-		},
-		"phases": []any{map[string]any{"name": "rbac", "objects": 3, "available": true},
-			map[string]any{"name": "deploy", "objects": 7, "available": true}},
-		"inventory": inventory,
+		}
 	}
-	raw, err := json.Marshal(map[string]any{"status": status})
-	if err != nil {
-		return err
+	if parts.phases {
+		status["phases"] = []any{map[string]any{"name": "rbac", "objects": 3, "available": true},
+			map[string]any{"name": "deploy", "objects": objects - 3, "available": true}}
 	}
-	pkg := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: writeCostNamespace, Name: fmt.Sprintf("addon-%d", i)}}
-	return c.Status().Patch(ctx, pkg, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(bareOwner))
+	if parts.inventory {
+		inventory := make([]any, 0, objects)
+		for j := range objects {
+			inventory = append(inventory, map[string]any{"id": fmt.Sprintf("%s_addon-config-%d__ConfigMap", namespace, j),
+				"v": "v1", "cluster": "management", "phase": "deploy"})
+		}
+		status["inventory"] = inventory
+	}
+	return status
 }
 
 // costRevision is a commit-like name of revision rev.

@@ -18,10 +18,12 @@ const (
 	ScenarioGit     = "git"
 	ScenarioHosted  = "hosted"
 	ScenarioFleet   = "fleet"
+	// ScenarioWriteCost measures variants of a Package status patch against a ConfigMap apply.
+	ScenarioWriteCost = "writecost"
 )
 
 // AllScenarios lists every scenario in the order they run.
-var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted, ScenarioFleet}
+var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted, ScenarioFleet, ScenarioWriteCost}
 
 // DefaultScenarios are the scenarios of `make bench` (about 16 minutes on 2 cores): all but the
 // fleet, which takes about an hour and runs on its own (`make bench-fleet`).
@@ -33,8 +35,13 @@ type Config struct {
 	Short bool `json:"short"`
 	// Scenarios to run; default all.
 	Scenarios []string `json:"scenarios"`
-	// Sizes are the fleet sizes of the rollout; default 100 and 1,000 (100 when Short).
+	// Sizes are the fleet sizes of the rollout; default 100 and 1,000 (100 when Short). 5,000
+	// is opt-in.
 	Sizes []int `json:"sizes"`
+	// ObjectsPerPackage are the sizes of the rollout's management package, each run at every
+	// fleet size; default 10 (objectsPerPackage). Other sizes add ConfigMaps, and their rows
+	// say the size in the scenario name and carry no targets.
+	ObjectsPerPackage []int `json:"objectsPerPackage"`
 	// SteadyPackages is the number of available Packages of the steady state; default 1,000.
 	SteadyPackages int `json:"steadyPackages"`
 	// SteadyDuration is the steady-state window; default 5 minutes (1 when Short).
@@ -70,6 +77,10 @@ type Config struct {
 	// FleetHostedSample is how many of them have a hosted API server, which the hosted add-ons
 	// select; default 5 (2 when Short).
 	FleetHostedSample int `json:"fleetHostedSample"`
+	// WriteCostRounds and WriteCostWrites are the writecost scenario's interleaved rounds and
+	// writes per variant per round; default 5 and 200.
+	WriteCostRounds int `json:"writeCostRounds,omitempty"`
+	WriteCostWrites int `json:"writeCostWrites,omitempty"`
 	// Concurrency is the controller's --concurrency and the bare loop's; default 4.
 	Concurrency int `json:"concurrency"`
 	// Driver is DriverAuto, DriverHostedClusterPackage or DriverPackages.
@@ -91,16 +102,37 @@ type Config struct {
 	Log io.Writer `json:"-"`
 }
 
-// withDefaults fills the zero fields.
-func (c Config) withDefaults() (Config, error) {
-	if len(c.Scenarios) == 0 {
-		c.Scenarios = DefaultScenarios
-	}
+// defaultSizes fills the zero sizes of the rollout and the writecost scenario, and checks them.
+func (c *Config) defaultSizes() error {
 	if len(c.Sizes) == 0 {
 		c.Sizes = []int{100, 1000}
 		if c.Short {
 			c.Sizes = []int{100}
 		}
+	}
+	if len(c.ObjectsPerPackage) == 0 {
+		c.ObjectsPerPackage = []int{objectsPerPackage}
+	}
+	if slices.ContainsFunc(c.ObjectsPerPackage, func(n int) bool { return n < objectsPerPackage }) {
+		return fmt.Errorf("objects per Package %v: each must be at least %d, the objects every revision of the package holds",
+			c.ObjectsPerPackage, objectsPerPackage)
+	}
+	if c.WriteCostRounds <= 0 {
+		c.WriteCostRounds = 5
+	}
+	if c.WriteCostWrites <= 0 {
+		c.WriteCostWrites = 200
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = DefaultScenarios
+	}
+	if err := c.defaultSizes(); err != nil {
+		return c, err
 	}
 	if c.SteadyPackages == 0 {
 		c.SteadyPackages = 1000
@@ -196,12 +228,17 @@ func runScenarios(ctx context.Context, cfg Config, res *Results) error {
 	var kept *env
 	if slices.Contains(cfg.Scenarios, ScenarioRollout) {
 		for _, n := range cfg.Sizes {
-			e, err := runRollout(ctx, cfg, res, n)
-			if err != nil {
-				fail(ScenarioRollout, err)
-				continue
+			for _, objects := range cfg.ObjectsPerPackage {
+				e, err := runRollout(ctx, cfg, res, n, objects)
+				switch {
+				case err != nil:
+					fail(ScenarioRollout, err)
+				case objects != objectsPerPackage:
+					_ = e.close() // the steady state runs the default package only
+				default:
+					kept = replaceEnv(kept, e)
+				}
 			}
-			kept = replaceEnv(kept, e)
 		}
 	}
 	if slices.Contains(cfg.Scenarios, ScenarioSteady) {
@@ -223,6 +260,11 @@ func runScenarios(ctx context.Context, cfg Config, res *Results) error {
 	if slices.Contains(cfg.Scenarios, ScenarioFleet) {
 		if err := runFleet(ctx, cfg, res); err != nil {
 			fail(ScenarioFleet, err)
+		}
+	}
+	if slices.Contains(cfg.Scenarios, ScenarioWriteCost) {
+		if err := runStatusCost(ctx, cfg, res); err != nil {
+			fail(ScenarioWriteCost, err)
 		}
 	}
 	return errors.Join(errs...)

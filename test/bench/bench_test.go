@@ -35,7 +35,7 @@ func runTiny(t *testing.T, scenarios []string) {
 	res, err := Run(context.Background(), Config{
 		Scenarios: scenarios, Sizes: []int{3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,
 		HostedClusters: 1, FleetAddons: 3, FleetHostedAddons: 1, FleetClusters: 3, FleetHostedSample: 1,
-		GitBenchTime: "1x", Driver: DriverPackages, ConvoyBinary: convoy,
+		GitBenchTime: "1x", Driver: DriverPackages, ConvoyBinary: convoy, WriteCostRounds: 1, WriteCostWrites: 3,
 		WorkDir: t.TempDir(), Log: &log,
 	})
 	g.Expect(err).NotTo(HaveOccurred(), log.String())
@@ -53,6 +53,22 @@ func runTiny(t *testing.T, scenarios []string) {
 		}
 	}
 	g.Expect(metrics).To(ContainElement("pass of a settled Package, controller CPU"), "the steady scenario measures a pass")
+	g.Expect(metrics).To(ContainElement("wall time to all progressed, against the bookkeeping floor"), "the rollout has the bookkeeping floor")
+	install := rowOf(res, "rollout N=3 install", "requests on the objects, per object")
+	g.Expect(install).NotTo(BeNil())
+	// An install creates each object with one request; a few requests of the run are not per
+	// object (2 of 30 at this size), hence the margin.
+	g.Expect(install.Value).To(BeNumerically("<=", 1.1), install.Note)
+}
+
+// rowOf returns the row of scenario and metric, nil when there is none.
+func rowOf(res *Results, scenario, metric string) *Row {
+	for i, row := range res.Rows {
+		if row.Scenario == scenario && row.Metric == metric {
+			return &res.Rows[i]
+		}
+	}
+	return nil
 }
 
 // TestVerbOf pins how the benchmark names its own requests, to take them out of the API
@@ -108,4 +124,22 @@ func TestFleetStepsRefuseWhatCannotRunAlone(t *testing.T) {
 	g.Expect(checkFleetSteps([]string{"install", "all"})).To(MatchError(`fleet: step "all" needs step "floor"`))
 	g.Expect(checkFleetSteps([]string{"install", "one"})).To(MatchError(`fleet: step "one" needs step "alone"`))
 	g.Expect(checkFleetSteps([]string{"instal"})).To(MatchError(ContainSubstring(`no step "instal"`)))
+}
+
+// TestPackageSizes checks -objects: a larger package adds objects of unique names, and a size
+// below the package's ten objects is refused before anything starts.
+func TestPackageSizes(t *testing.T) {
+	g := NewWithT(t)
+	objs := managementObjectsOf("ns", "", 1, 50)
+	g.Expect(objs).To(HaveLen(50))
+	names := map[string]bool{}
+	for _, o := range objs {
+		names[o.GetKind()+"/"+o.GetName()] = true
+	}
+	g.Expect(names).To(HaveLen(50), "every object has its own name")
+	cfg := Config{}
+	g.Expect(cfg.defaultSizes()).To(Succeed())
+	g.Expect(cfg.ObjectsPerPackage).To(Equal([]int{objectsPerPackage}))
+	cfg = Config{ObjectsPerPackage: []int{10, 5}}
+	g.Expect(cfg.defaultSizes()).To(MatchError(ContainSubstring("each must be at least 10")))
 }

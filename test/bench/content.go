@@ -89,6 +89,17 @@ func managementObjects(namespace, prefix string, rev int) []*unstructured.Unstru
 	return objs
 }
 
+// managementObjectsOf returns the management package at rev with n objects: the ten of
+// managementObjects, then ConfigMaps of the deploy phase up to n.
+func managementObjectsOf(namespace, prefix string, rev, n int) []*unstructured.Unstructured {
+	objs := managementObjects(namespace, prefix, rev)
+	for i := len(objs); i < n; i++ {
+		objs = append(objs, obj("v1", "ConfigMap", namespace, fmt.Sprintf("%saddon-extra-%d", prefix, i), "deploy", rev,
+			map[string]any{"data": map[string]any{"revision": fmt.Sprint(rev), "settings": strings.Repeat("x", 200)}}))
+	}
+	return objs
+}
+
 // widget is the Widget of the management package at rev: a custom resource of one field.
 func widget(namespace, name string, rev int) *unstructured.Unstructured {
 	return obj(widgetGroup+"/v1", "Widget", namespace, name, "deploy", rev, map[string]any{
@@ -114,15 +125,16 @@ func hostedObjectsAt(ns string, rev int) []*unstructured.Unstructured {
 	return objs
 }
 
-// packageFiles returns the files of both packages at rev, as committed to Git; objects are
-// written as JSON documents, which are YAML.
-func packageFiles(rev int) (map[string]string, error) {
+// packageFiles returns the files of both packages at rev, the management package of
+// managementSize objects (managementObjectsOf), as committed to Git; objects are written as
+// JSON documents, which are YAML.
+func packageFiles(rev, managementSize int) (map[string]string, error) {
 	files := map[string]string{
 		managementPath + "/manifest.yaml": managementManifest,
 		hostedPath + "/manifest.yaml":     hostedManifest,
 	}
 	sets := map[string][]*unstructured.Unstructured{
-		managementPath + "/objects.yaml": managementObjects("", "", rev),
+		managementPath + "/objects.yaml": managementObjectsOf("", "", rev, managementSize),
 		hostedPath + "/objects.yaml":     hostedObjectsAt(hostedNamespace, rev),
 	}
 	for path, objs := range sets {
@@ -160,9 +172,13 @@ func widgetCRD() *unstructured.Unstructured {
 
 // installWidgetCRD creates the Widget CRD and waits until it is established.
 func installWidgetCRD(ctx context.Context, c client.Client) error {
-	crd := widgetCRD()
+	return installCRD(ctx, c, widgetCRD())
+}
+
+// installCRD creates crd and waits until it is established.
+func installCRD(ctx context.Context, c client.Client, crd *unstructured.Unstructured) error {
 	if err := c.Create(ctx, crd); err != nil {
-		return fmt.Errorf("creating the Widget CRD: %w", err)
+		return fmt.Errorf("creating the CRD %s: %w", crd.GetName(), err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
@@ -178,5 +194,5 @@ func installWidgetCRD(ctx context.Context, c client.Client) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("the Widget CRD is not established after a minute")
+	return fmt.Errorf("the CRD %s is not established after a minute", crd.GetName())
 }

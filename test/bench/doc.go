@@ -16,7 +16,12 @@
 //   - fleet: 20 add-ons (HostedClusterPackages of 10-object packages in one repository, 2 of
 //     them in hosted-cluster phases on a sample of 5 hosted API servers) over 500
 //     HostedClusters: install, one add-on rolled among idle others (against the same rollout
-//     in an empty fleet), all rolled by one commit (against the bare loop), steady state.
+//     in an empty fleet), all rolled by one commit (against the bare loop), steady state;
+//   - writecost: variants of a Package status patch, in interleaved rounds, as ratios of the
+//     API-server CPU of a ConfigMap apply.
+//
+// Each rollout step is measured against two floors: the bare loop, and the bookkeeping floor,
+// the bare loop plus each Package's pin and status (bookkeeping.go).
 //
 // The program in test/bench/cmd parses flags and calls Run; `make bench` runs it:
 //

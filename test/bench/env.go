@@ -47,6 +47,8 @@ type env struct {
 	// clusters and namespaces are the HostedClusters and their HCP namespaces.
 	clusters   []*simfleet.HostedCluster
 	namespaces map[string]bool
+	// objects is the size of the management package (envInput.Objects).
+	objects int
 	// sample are the HCP namespaces of the HostedClusters of envInput.APIServerSample.
 	sample []string
 	ctrl   *Controller
@@ -70,6 +72,8 @@ type envInput struct {
 	APIServerSample int
 	// PackageInterval, when set, is the spec.interval of the Packages the drivers make.
 	PackageInterval time.Duration
+	// Objects is the size of the management package; default objectsPerPackage.
+	Objects int
 }
 
 // newEnv starts the management server, the HostedClusters, the Git server with revision 1
@@ -79,7 +83,11 @@ func newEnv(ctx context.Context, cfg Config, in envInput) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{cfg: cfg, dir: dir, namespaces: map[string]bool{}, packageInterval: in.PackageInterval}
+	e := &env{cfg: cfg, dir: dir, namespaces: map[string]bool{}, packageInterval: in.PackageInterval,
+		objects: in.Objects}
+	if e.objects == 0 {
+		e.objects = objectsPerPackage
+	}
 	if e.fleet, err = simfleet.Start(ctx, simfleet.Options{ClientQPS: 1000, ClientBurst: 2000}); err != nil {
 		return nil, err
 	}
@@ -129,7 +137,7 @@ func (e *env) startGit(context.Context) error {
 
 // commitNext commits the next revision of the packages and returns its commit.
 func (e *env) commitNext() (string, error) {
-	files, err := packageFiles(e.rev + 1)
+	files, err := packageFiles(e.rev+1, e.objects)
 	if err != nil {
 		return "", err
 	}

@@ -30,7 +30,7 @@ func forcePushUnrelated(ctx context.Context, e *env, tgt *target, row *FaultResu
 	if err := waitUpdated(ctx, e, tgt.get(), 2); err != nil {
 		return time.Time{}, err
 	}
-	files, err := packageFiles(e.rev + 1)
+	files, err := packageFiles(e.rev+1, e.objects)
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -12,7 +12,8 @@ import (
 // packageName names the Packages of the packages driver.
 const packageName = "fleet-addon"
 
-// objectsPerPackage is the size of the management package.
+// objectsPerPackage is the default size of the management package; Config.ObjectsPerPackage
+// adds others.
 const objectsPerPackage = 10
 
 // rolloutTimeout bounds one rollout.
@@ -20,27 +21,35 @@ const rolloutTimeout = 20 * time.Minute
 
 // rolloutRun is one fleet size of the rollout scenario.
 type rolloutRun struct {
-	e      *env
-	res    *Results
-	n      int
-	driver string
+	e   *env
+	res *Results
+	n   int
+	// objects is the size of the management package.
+	objects int
+	driver  string
 	// create and floor are the bare loop's times to create, then update, every object.
 	create, floor time.Duration
 	// floorRq are the API server's requests during the update floor, and floorServerCPU the
 	// CPU time the API server and etcd spent on it.
 	floorRq        Requests
 	floorServerCPU time.Duration
+	// keepCreate and keepFloor are the bookkeeping floor's times to create, then update, every
+	// object with its Package's pin and status (bookkeeping.go); keepRq and keepServerCPU are
+	// the update's requests and API-server CPU.
+	keepCreate, keepFloor time.Duration
+	keepRq                Requests
+	keepServerCPU         time.Duration
 }
 
 // runRollout measures the bare-loop floor, installs the package, then rolls out a new
 // revision with each strategy. It returns the env, still running, for the steady scenario.
-func runRollout(ctx context.Context, cfg Config, res *Results, n int) (*env, error) {
-	logf(cfg, "rollout N=%d: starting the management server and %d HostedClusters", n, n)
-	e, err := newEnv(ctx, cfg, envInput{Clusters: n})
+func runRollout(ctx context.Context, cfg Config, res *Results, n, objects int) (*env, error) {
+	logf(cfg, "rollout N=%d: starting the management server and %d HostedClusters, %d objects per Package", n, n, objects)
+	e, err := newEnv(ctx, cfg, envInput{Clusters: n, Objects: objects})
 	if err != nil {
 		return nil, err
 	}
-	r := &rolloutRun{e: e, res: res, n: n}
+	r := &rolloutRun{e: e, res: res, n: n, objects: e.objects}
 	steps := []func(context.Context) error{r.measureFloor, r.install, r.instant, r.rolling}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -55,7 +64,7 @@ func runRollout(ctx context.Context, cfg Config, res *Results, n int) (*env, err
 func (r *rolloutRun) bareBatches(rev int) [][]*unstructured.Unstructured {
 	var out [][]*unstructured.Unstructured
 	for ns := range r.e.namespaces {
-		out = append(out, managementObjects(ns, "bare-", rev))
+		out = append(out, managementObjectsOf(ns, "bare-", rev, r.objects))
 	}
 	return out
 }
@@ -64,7 +73,7 @@ func (r *rolloutRun) bareBatches(rev int) [][]*unstructured.Unstructured {
 // updates them all (timed as the rollout floor), before the controller starts.
 func (r *rolloutRun) measureFloor(ctx context.Context) error {
 	c := r.e.cfg.Concurrency
-	logf(r.e.cfg, "rollout N=%d: bare SSA loop, %d objects at concurrency %d", r.n, r.n*objectsPerPackage, c)
+	logf(r.e.cfg, "rollout N=%d: bare SSA loop, %d objects at concurrency %d", r.n, r.n*r.objects, c)
 	var err error
 	if r.create, err = bareLoop(ctx, r.e.admin, r.bareBatches(1), c); err != nil {
 		return err
@@ -85,6 +94,9 @@ func (r *rolloutRun) measureFloor(ctx context.Context) error {
 	// The bare loop's requests are the benchmark's own: count them from the server side.
 	r.floorRq = after.server.Sub(before.server)
 	r.floorServerCPU = after.serverCPU - before.serverCPU
+	if err := r.measureBookkeepingFloor(ctx); err != nil {
+		return err
+	}
 	if err := r.measureWriteCosts(ctx, r.floorServerCPU); err != nil {
 		return err
 	}
@@ -98,7 +110,7 @@ func (r *rolloutRun) install(ctx context.Context) error {
 		return err
 	}
 	logf(r.e.cfg, "rollout N=%d: installing with driver %s", r.n, r.driver)
-	return r.measure(ctx, "install", r.create, func(ctx context.Context) error {
+	return r.measure(ctx, "install", floors{r.create, r.keepCreate}, func(ctx context.Context) error {
 		create := r.e.createHostedClusterPackage
 		if r.driver == DriverPackages {
 			create = func(ctx context.Context) error { return r.e.createPackages(ctx, packageName, managementPath) }
@@ -168,7 +180,7 @@ func (r *rolloutRun) rollout(ctx context.Context, name string, rolling bool) err
 	if err != nil {
 		return err
 	}
-	return r.measure(ctx, name, r.floor, func(ctx context.Context) error {
+	return r.measure(ctx, name, floors{r.floor, r.keepFloor}, func(ctx context.Context) error {
 		if err := r.e.requestPoll(ctx); err != nil {
 			return err
 		}
@@ -184,13 +196,17 @@ func (r *rolloutRun) rollout(ctx context.Context, name string, rolling bool) err
 	}, true)
 }
 
-// scenario names the rows of this run.
+// scenario names the rows of this run; a package of other than objectsPerPackage objects
+// says its size.
 func (r *rolloutRun) scenario(name string) string {
+	if r.objects != objectsPerPackage {
+		return fmt.Sprintf("rollout N=%d %d objects %s", r.n, r.objects, name)
+	}
 	return fmt.Sprintf("rollout N=%d %s", r.n, name)
 }
 
 // measure runs fn between two snapshots and adds its rows; targets apply when withTargets.
-func (r *rolloutRun) measure(ctx context.Context, name string, floor time.Duration, fn func(context.Context) error, withTargets bool) error {
+func (r *rolloutRun) measure(ctx context.Context, name string, floor floors, fn func(context.Context) error, withTargets bool) error {
 	rendersBefore, err := r.e.ctrl.Counter(ctx, rendersMetric)
 	if err != nil {
 		return err

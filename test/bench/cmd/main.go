@@ -38,10 +38,11 @@ func main() {
 // parseFlags returns the run's configuration and the JSON output path.
 func parseFlags() (bench.Config, string) {
 	cfg := bench.Config{Log: os.Stderr}
-	var scenarios, sizes, fleetSteps, out string
+	var scenarios, sizes, objects, fleetSteps, out string
 	flag.BoolVar(&cfg.Short, "short", false, "rollout at N=100 only and a 1-minute steady state (under 10 minutes on 2 cores)")
 	flag.StringVar(&scenarios, "scenarios", strings.Join(bench.DefaultScenarios, ","), "comma-separated scenarios to run, of "+strings.Join(bench.AllScenarios, ","))
-	flag.StringVar(&sizes, "sizes", "", "comma-separated fleet sizes of the rollout (default 100,1000; 100 with -short)")
+	flag.StringVar(&sizes, "sizes", "", "comma-separated fleet sizes of the rollout (default 100,1000; 100 with -short; e.g. 100,1000,5000 for the largest row)")
+	flag.StringVar(&objects, "objects", "", "comma-separated sizes of the rollout's package, each run at every -sizes entry (default 10; e.g. 10,50)")
 	flag.IntVar(&cfg.SteadyPackages, "steady-packages", 0, "available Packages of the steady state (default 1000)")
 	flag.DurationVar(&cfg.SteadyDuration, "steady-duration", 0, "steady-state window (default 5m; 1m with -short)")
 	flag.DurationVar(&cfg.SteadyInterval, "steady-interval", 0, "spec.interval of the steady state's Packages, so that its window holds many interval passes and reports their cost (default: unset, the Packages' 10m)")
@@ -53,6 +54,8 @@ func parseFlags() (bench.Config, string) {
 	flag.IntVar(&cfg.FleetHostedAddons, "fleet-hosted-addons", 0, "of which with hosted-cluster phases (default 2; 1 with -short)")
 	flag.IntVar(&cfg.FleetClusters, "fleet-clusters", 0, "HostedClusters of the fleet scenario (default 500; 50 with -short)")
 	flag.IntVar(&cfg.FleetHostedSample, "fleet-hosted-sample", 0, "of which with a hosted API server (default 5; 2 with -short)")
+	flag.IntVar(&cfg.WriteCostRounds, "writecost-rounds", 0, "interleaved rounds of the writecost scenario (default 5)")
+	flag.IntVar(&cfg.WriteCostWrites, "writecost-writes", 0, "writes per variant per round of the writecost scenario (default 200)")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 0, "controller --concurrency and bare-loop workers (default 4)")
 	flag.StringVar(&cfg.Driver, "driver", bench.DriverAuto, "auto, hostedclusterpackage or packages")
 	flag.StringVar(&cfg.GitBenchTime, "git-benchtime", "", "-benchtime of the git scenario (default 20x; 5x with -short)")
@@ -71,6 +74,14 @@ func parseFlags() (bench.Config, string) {
 			os.Exit(2)
 		}
 		cfg.Sizes = append(cfg.Sizes, n)
+	}
+	for _, s := range splitList(objects) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 10 {
+			fmt.Fprintf(os.Stderr, "bad -objects entry %q: a number of objects per Package, at least 10\n", s)
+			os.Exit(2)
+		}
+		cfg.ObjectsPerPackage = append(cfg.ObjectsPerPackage, n)
 	}
 	return cfg, out
 }

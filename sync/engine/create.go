@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	cliobject "github.com/fluxcd/cli-utils/pkg/object"
+	"github.com/fluxcd/pkg/ssa"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// An install creates objects without reading them first. An object is taken for new when
+// nothing says it exists: the owner's previous inventory does not hold it and the synced watch
+// of the management cluster, which holds every object carrying an owner's labels, does not
+// either. Such an object is applied create-only, one request: the apply carries a
+// resourceVersion no object ever has (createOnlyVersion), which the API server ignores when it
+// creates the object and refuses, with a conflict, when the object exists. So an object made
+// out of band, or by an owner whose watch has not caught up, is never written by the apply that
+// guessed wrong; it is read, and its ownership checked, like any object known to exist. When
+// that check refuses it, the objects the stage created are deleted again: a stage that collides
+// leaves nothing behind, as when the collision is known before any write.
+
+// createOnlyVersion is the resourceVersion of a create-only apply. etcd's first write is
+// revision 2, so no object ever has resourceVersion 1.
+const createOnlyVersion = "1"
+
+// splitFresh splits states into those nothing says exist (created create-only, without a
+// read) and the rest (read first).
+func (e *Engine) splitFresh(c *cluster, states []desiredState) (fresh, rest []desiredState) {
+	if len(states) == 0 {
+		return nil, nil
+	}
+	inventoried := c.inventoried()
+	for _, s := range states {
+		if inventoried[cliobject.UnstructuredToObjMetadata(s.obj).String()] || e.memory.inWatch(c, s) {
+			rest = append(rest, s)
+			continue
+		}
+		s.createOnly = true
+		fresh = append(fresh, s)
+	}
+	return fresh, rest
+}
+
+// inventoried returns the IDs of the previous inventory's objects in c.
+func (c *cluster) inventoried() map[string]bool {
+	ids := make(map[string]bool, len(c.previous))
+	for _, e := range c.previous {
+		if e.Cluster == c.name {
+			ids[e.ID] = true
+		}
+	}
+	return ids
+}
+
+// inWatch reports whether the synced watch of the management cluster holds the object of s:
+// it exists and carries an owner's labels.
+func (m *memory) inWatch(c *cluster, s desiredState) bool {
+	if m.versions == nil || c.hosted() || s.shard != c.target.Shard || !m.versions.Synced(s.obj.GroupVersionKind()) {
+		return false
+	}
+	_, held := m.versions.ResourceVersion(s.obj.GroupVersionKind(), s.obj.GetNamespace(), s.obj.GetName())
+	return held
+}
+
+// createFresh applies the fresh states create-only and returns those that exist after all,
+// read and with their ownership checked. When the check refuses one, it deletes the objects it
+// created and returns the refusal.
+func (e *Engine) createFresh(ctx context.Context, c *cluster, ph *Phase, fresh []desiredState, out *phaseOutcome) ([]desiredState, error) {
+	existed, err := e.applyDirect(ctx, c, fresh, ssa.CreatedAction, out)
+	if err != nil {
+		return nil, err
+	}
+	if len(existed) == 0 {
+		return nil, nil
+	}
+	if err := e.readRefused(ctx, c, ph, existed, out); err != nil {
+		return nil, e.undoCreated(ctx, c, created(fresh, existed), out, err)
+	}
+	return existed, nil
+}
+
+// created returns the states of fresh not in existed.
+func created(fresh, existed []desiredState) []desiredState {
+	skip := make(map[objectKey]bool, len(existed))
+	for _, s := range existed {
+		skip[keyOf(s.obj)] = true
+	}
+	var out []desiredState
+	for _, s := range fresh {
+		if !skip[keyOf(s.obj)] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// undoCreated deletes the objects of states, which this stage created, with their UID as a
+// precondition, and returns cause; a failed delete is added to it.
+func (e *Engine) undoCreated(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome, cause error) error {
+	for _, s := range states {
+		e.memory.forget(c, keyOf(s.obj))
+		live := out.observer.live(s.obj)
+		if live == nil {
+			continue
+		}
+		err := c.client.Delete(ctx, live.DeepCopy(), client.Preconditions{UID: ptrTo(live.GetUID())})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w; deleting %s, created by this pass, failed: %w", cause, describe(s.obj), err)
+		}
+		out.changes.Created--
+	}
+	return cause
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// refusedCreate reports the errors of a create-only apply of an object that exists.
+func refusedCreate(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+}
