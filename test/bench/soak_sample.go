@@ -37,6 +37,8 @@ type SoakSample struct {
 	QueueDepth  float64 `json:"queueDepth"`
 	RenderCache float64 `json:"renderCache"`
 	Ledger      float64 `json:"ledger"`
+	// LedgerApplying counts the ledgers' objects with an apply in flight.
+	LedgerApplying float64 `json:"ledgerApplying"`
 	// GitStore is the size of the controller's Git store, in bytes.
 	GitStore int64 `json:"gitStore"`
 	// Objects counts the API server's objects by kind: convoy's four, ControllerRevisions and
@@ -51,7 +53,7 @@ type SoakSample struct {
 
 // soakMetrics are the controller's metric lines the sample sums, by prefix.
 var soakMetrics = []string{"go_goroutines ", "go_memstats_heap_inuse_bytes ", "workqueue_depth{",
-	"convoy_render_cache_entries ", "convoy_sync_ledger_entries{"}
+	"convoy_render_cache_entries ", "convoy_sync_ledger_entries{", "convoy_sync_ledger_applying{"}
 
 // startSampling samples every SampleEvery until the returned function is called.
 func (s *soakRun) startSampling(ctx context.Context) func() {
@@ -117,7 +119,7 @@ func (s *soakRun) sampleProcess(ctx context.Context, smp *SoakSample) error {
 		return err
 	}
 	smp.Goroutines, smp.Heap, smp.QueueDepth = int(sums[0]), int64(sums[1]), sums[2]
-	smp.RenderCache, smp.Ledger = sums[3], sums[4]
+	smp.RenderCache, smp.Ledger, smp.LedgerApplying = sums[3], sums[4], sums[5]
 	return nil
 }
 

@@ -18,9 +18,9 @@ import (
 
 // TestSoakShort is the 2-minute version of `make soak`: 20 HostedClusters (3 with a hosted API
 // server), the five add-ons and the same kinds of events, the leader kill, the Git outage and
-// the force-push included, for 80 s of schedule. Its seed comes from the clock, or from
+// the force-push included, for 60 s of schedule. Its seed comes from the clock, or from
 // CONVOY_SOAK_SEED to replay a failure; it is logged either way. The slopes are logged, not
-// judged: a half of 40 s is mostly warm-up.
+// judged: a half of 30 s is mostly warm-up.
 func TestSoakShort(t *testing.T) {
 	fleet.RequireAPIServers(t)
 	ctrllog.SetLogger(logr.Discard())
@@ -36,8 +36,8 @@ func TestSoakShort(t *testing.T) {
 	if testing.Verbose() {
 		log = io.MultiWriter(&buf, os.Stderr)
 	}
-	res, err := RunSoak(context.Background(), SoakConfig{Clusters: 20, HostedClusters: 3, Duration: 80 * time.Second,
-		Seed: seed, SampleEvery: 5 * time.Second, EventEvery: 4 * time.Second, GitDownFor: 8 * time.Second,
+	res, err := RunSoak(context.Background(), SoakConfig{Clusters: 20, HostedClusters: 3, Duration: 60 * time.Second,
+		Seed: seed, SampleEvery: 5 * time.Second, EventEvery: 3 * time.Second, GitDownFor: 8 * time.Second,
 		BrokenFor: 15 * time.Second, ConvoyBinary: buildConvoy(t), Log: log})
 	var table bytes.Buffer
 	PrintSoakTable(&table, res)
