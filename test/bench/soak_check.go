@@ -63,10 +63,7 @@ func (s *soakRun) judgeSample(smp, last *SoakSample) []string {
 		out = append(out, fmt.Sprintf("%s: %d zombie and %d orphaned render processes two samples in a row", invRender,
 			smp.RenderZombies, smp.RenderOrphans))
 	}
-	if smp.MaxRevisions > soakHistoryLimit+2 {
-		out = append(out, fmt.Sprintf("%s: a HostedClusterPackage has %d ControllerRevisions, history limit %d (+ current and update)",
-			invRevisions, smp.MaxRevisions, soakHistoryLimit))
-	}
+	out = append(out, s.judgeRevisions(smp)...)
 	objects := smp.Objects["Package"] + smp.Objects["HostedClusterPackage"] + smp.Objects["GitSource"] + smp.Objects["ObjectDeployment"]
 	if smp.Objects["Event"] > soakEventsPerObject*max(objects, 1) {
 		out = append(out, fmt.Sprintf("%s: %d Events for %d convoy objects (bound %d per object)", invEvents,
@@ -163,4 +160,26 @@ func (s *soakRun) judgeStall(a *soakAddon, broken string) {
 		Detail: fmt.Sprintf("%s: %d of %d Packages pinned to broken %.8s after %s (budget %d)", a.name(), pinned, total,
 			broken, s.cfg.BrokenFor, budgetOf(total))}
 	s.res.Stalls = append(s.res.Stalls, v)
+}
+
+// judgeRevisions checks each add-on's ControllerRevisions against its history limit: the
+// controller keeps revisionHistoryLimit old ones besides the current and update revisions and
+// those a Package still uses (a Package's commit and config), so the bound is their sum.
+func (s *soakRun) judgeRevisions(smp *SoakSample) []string {
+	var out []string
+	for _, a := range s.addons {
+		inUse := map[string]bool{}
+		for _, p := range s.packagesOf(a) {
+			config := ""
+			if p.Spec.Config != nil {
+				config = string(p.Spec.Config.Raw)
+			}
+			inUse[p.Spec.Revision+"/"+config] = true
+		}
+		if bound := soakHistoryLimit + 2 + len(inUse); smp.Revisions[a.name()] > bound {
+			out = append(out, fmt.Sprintf("%s: %s has %d ControllerRevisions: history limit %d, + current and update, + %d in use by its Packages",
+				invRevisions, a.name(), smp.Revisions[a.name()], soakHistoryLimit, len(inUse)))
+		}
+	}
+	return out
 }

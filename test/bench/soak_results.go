@@ -90,7 +90,16 @@ func slopes(samples []SoakSample) []SoakSlope {
 	if len(samples) < 4 {
 		return nil
 	}
-	half := samples[len(samples)/2:]
+	var measured []SoakSample
+	for _, smp := range samples {
+		if smp.Error == "" {
+			measured = append(measured, smp)
+		}
+	}
+	if len(measured) < 4 {
+		return nil
+	}
+	half := measured[len(measured)/2:]
 	var out []SoakSlope
 	for _, series := range soakSeries {
 		xs, ys := make([]float64, len(half)), make([]float64, len(half))

@@ -45,6 +45,8 @@ type SoakSample struct {
 	// Events; MaxRevisions is the most ControllerRevisions one HostedClusterPackage has.
 	Objects      map[string]int `json:"objects"`
 	MaxRevisions int            `json:"maxRevisions"`
+	// Revisions counts the ControllerRevisions of each HostedClusterPackage.
+	Revisions map[string]int `json:"revisions"`
 	// Violations are the invariants this sample found broken.
 	Violations []string `json:"violations,omitempty"`
 	// Error is why part of the sample could not be taken (the controller was being replaced).
@@ -88,6 +90,9 @@ func (s *soakRun) takeSample(ctx context.Context) {
 	note(s.sampleObjects(ctx, &smp))
 	smp.GitStore = dirSize(s.storeDir())
 	smp.Error = strings.Join(errs, "; ")
+	if ctx.Err() != nil {
+		return // the run ended while the sample was taken: it measured nothing
+	}
 	s.mu.Lock()
 	var last *SoakSample
 	if n := len(s.res.Samples); n > 0 {
@@ -193,11 +198,11 @@ func (s *soakRun) sampleObjects(ctx context.Context, smp *SoakSample) error {
 		return fmt.Errorf("listing ControllerRevisions: %w", err)
 	}
 	smp.Objects["ControllerRevision"] = len(revs.Items)
-	per := map[string]int{}
+	smp.Revisions = map[string]int{}
 	for _, cr := range revs.Items {
 		owner := cr.Labels[convoyv1alpha1.HostedClusterPackageLabel]
-		per[owner]++
-		smp.MaxRevisions = max(smp.MaxRevisions, per[owner])
+		smp.Revisions[owner]++
+		smp.MaxRevisions = max(smp.MaxRevisions, smp.Revisions[owner])
 	}
 	return nil
 }
