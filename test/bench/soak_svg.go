@@ -21,7 +21,7 @@ type soakLine struct {
 }
 
 // soakPanels are the charts of the picture: memory, goroutines and descriptors, render
-// processes and queues, objects.
+// processes, queues and caches, objects.
 var soakPanels = []soakPanel{
 	{"controller memory (MiB)", []soakLine{
 		{"RSS", "#1f77b4", func(s SoakSample) float64 { return float64(s.RSS) / (1 << 20) }},
@@ -29,10 +29,13 @@ var soakPanels = []soakPanel{
 	{"goroutines and open descriptors", []soakLine{
 		{"goroutines", "#2ca02c", func(s SoakSample) float64 { return float64(s.Goroutines) }},
 		{"fds", "#9467bd", func(s SoakSample) float64 { return float64(s.FDs) }}}},
-	{"render processes and work queues", []soakLine{
-		{"render processes", "#d62728", func(s SoakSample) float64 { return float64(s.RenderRunning) }},
-		{"zombie + orphaned", "#000000", func(s SoakSample) float64 { return float64(s.RenderZombies + s.RenderOrphans) }},
-		{"queue depth", "#8c564b", func(s SoakSample) float64 { return s.QueueDepth }}}},
+	{"render processes", []soakLine{
+		{"running", "#d62728", func(s SoakSample) float64 { return float64(s.RenderRunning) }},
+		{"zombie + orphaned", "#000000", func(s SoakSample) float64 { return float64(s.RenderZombies + s.RenderOrphans) }}}},
+	{"work queues and caches", []soakLine{
+		{"queue depth", "#8c564b", func(s SoakSample) float64 { return s.QueueDepth }},
+		{"render cache entries", "#e377c2", func(s SoakSample) float64 { return s.RenderCache }},
+		{"ledger entries / 10", "#17becf", func(s SoakSample) float64 { return s.Ledger / 10 }}}},
 	{"API objects", []soakLine{
 		{"Packages", "#1f77b4", func(s SoakSample) float64 { return float64(s.Objects["Package"]) }},
 		{"Events", "#ff7f0e", func(s SoakSample) float64 { return float64(s.Objects["Event"]) }},
@@ -49,7 +52,7 @@ const (
 	svgGap         = 50
 )
 
-// WriteSoakSVG draws the soak's samples as an SVG picture of four charts over time, with the
+// WriteSoakSVG draws the soak's samples as an SVG picture of five charts over time, with the
 // seed and the events of the schedule as ticks.
 func WriteSoakSVG(w io.Writer, r *SoakResults) error {
 	height := svgMarginTop + len(soakPanels)*(svgPanelHeight+svgGap)
