@@ -109,7 +109,7 @@ func (s *soakRun) takeSample(ctx context.Context) {
 // sampleProcess reads the controller's memory, descriptors and metrics, and counts the
 // render processes.
 func (s *soakRun) sampleProcess(ctx context.Context, smp *SoakSample) error {
-	ctrl := s.e.ctrl
+	ctrl := s.controller()
 	u, err := ctrl.Usage()
 	if err != nil {
 		return err

@@ -237,7 +237,7 @@ func (s *soakRun) killLeader(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.ctrl = leader
+	s.setController(leader)
 	if err := waitLeader(ctx, leader, time.Minute); err != nil {
 		return err
 	}
@@ -253,8 +253,22 @@ func (s *soakRun) killLeader(ctx context.Context) error {
 	if err := leader.Kill(); err != nil {
 		return err
 	}
-	e.ctrl = standby
+	s.setController(standby)
 	return waitLeader(ctx, standby, leaseDuration+retryPeriod+takeoverSlack)
+}
+
+// setController makes c the controller of the run, which the samples measure.
+func (s *soakRun) setController(c *Controller) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.e.ctrl = c
+}
+
+// controller returns the controller of the run.
+func (s *soakRun) controller() *Controller {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.e.ctrl
 }
 
 // gitOutage stalls the Git server for GitDownFor, asking for a poll meanwhile and after.
