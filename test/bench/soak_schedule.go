@@ -17,6 +17,8 @@ import (
 // The schedule's one-off faults, at these fractions of the run: the leader kill comes before
 // the last half, over which the slopes are measured, so that they measure one process.
 const (
+	// soakBrokenAt is a broken commit every run makes, however short: its stall is judged.
+	soakBrokenAt     = 0.05
 	soakLeaderKillAt = 0.2
 	soakGitOutageAt  = 0.3
 	soakForcePushAt  = 0.55
@@ -44,14 +46,19 @@ var soakEvents = []soakEvent{
 }
 
 // run drives the schedule until cfg.Duration is over, sampling all along: random events until
-// soakQuiesceAt with the one-off faults at their times, then the pending actions and the wait
+// soakQuiesceAt with the one-off events at their times, then the pending actions and the wait
 // for the fleet to settle.
 func (s *soakRun) run(ctx context.Context) error {
 	s.start = time.Now()
 	sampling := s.startSampling(ctx)
 	defer sampling()
 	at := func(f float64) time.Time { return s.start.Add(time.Duration(f * float64(s.cfg.Duration))) }
-	oneOffs := []soakAction{{at(soakLeaderKillAt), "leader-killed", s.killLeader},
+	broken := func(ctx context.Context) error {
+		note, err := commitBroken(ctx, s)
+		s.logf("soak: %s", note)
+		return err
+	}
+	oneOffs := []soakAction{{at(soakBrokenAt), "commit-broken", broken}, {at(soakLeaderKillAt), "leader-killed", s.killLeader},
 		{at(soakGitOutageAt), "git-outage", s.gitOutage}, {at(soakForcePushAt), "force-push", s.forcePush}}
 	next := s.start.Add(s.nextGap())
 	for time.Now().Before(at(soakQuiesceAt)) {
