@@ -56,7 +56,7 @@ func (s *soakRun) notAtGoal() string {
 			case p == nil:
 				missing++
 			case !s.atGoal(a, p) && behind == "":
-				behind = fmt.Sprintf("%s/%s: spec.revision %.8s, status.revision %.8s", ns, p.Name, p.Spec.Revision, p.Status.Revision)
+				behind = s.describeBehind(a, p)
 			}
 		}
 		if missing > 0 || behind != "" {
@@ -140,4 +140,22 @@ func inventoryObject(entry convoyv1alpha1.InventoryEntry) *metav1.PartialObjectM
 	m.SetNamespace(parts[0])
 	m.SetName(parts[1])
 	return m
+}
+
+// describeBehind says why p is not at a's goal: its revisions, what the commit it reached
+// holds of a, and its Available and Progressing conditions.
+func (s *soakRun) describeBehind(a *soakAddon, p *convoyv1alpha1.Package) string {
+	s.mu.Lock()
+	held, known := s.contents[p.Status.Revision][a.name()]
+	s.mu.Unlock()
+	cond := func(t string) string {
+		c := apimeta.FindStatusCondition(p.Status.Conditions, t)
+		if c == nil {
+			return t + " unset"
+		}
+		return fmt.Sprintf("%s=%s %s (generation %d of %d): %.160s", t, c.Status, c.Reason, c.ObservedGeneration, p.Generation, c.Message)
+	}
+	return fmt.Sprintf("%s/%s: spec.revision %.8s, status.revision %.8s (holds revision %d, broken %t, known %t); %s; %s",
+		p.Namespace, p.Name, p.Spec.Revision, p.Status.Revision, held.Rev, held.Broken, known,
+		cond(convoyv1alpha1.AvailableCondition), cond(convoyv1alpha1.ProgressingCondition))
 }
