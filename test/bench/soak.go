@@ -108,8 +108,6 @@ type soakRun struct {
 	labels map[string]map[string]string
 	// pending are the schedule's later actions (a fix, an unpause...), by due time.
 	pending []soakAction
-	// stallChecks are the broken commits whose stall was judged.
-	verdicts map[string]*SoakVerdict
 	// previousHead is the head before the last commit, where a force-push goes back to.
 	previousHead string
 	nextCluster  int
@@ -146,7 +144,7 @@ func RunSoak(ctx context.Context, cfg SoakConfig) (*SoakResults, error) {
 	}
 	s := &soakRun{cfg: cfg, res: res, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)),
 		contents: map[string]map[string]soakRev{}, heads: map[string]time.Time{}, partition: map[string]string{},
-		skip: map[string]bool{}, hosted: map[string]bool{}, labels: map[string]map[string]string{}, verdicts: map[string]*SoakVerdict{}}
+		skip: map[string]bool{}, hosted: map[string]bool{}, labels: map[string]map[string]string{}}
 	for _, k := range soakKinds {
 		s.addons = append(s.addons, &soakAddon{kind: k, rev: 1})
 	}
