@@ -51,6 +51,7 @@ E2E_REGEX := ^($(subst $(EMPTY) $(EMPTY),|,$(strip $(E2E_TESTS))))$$
 E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
+SOAK_ARGS ?=
 DEMO_ARGS ?=
 
 export CONVOY_TEST_BINARIES := $(BIN)
@@ -216,6 +217,10 @@ demo: tools build ## Run convoy-dev: a local fleet of hosted clusters and a live
 .PHONY: faults
 faults: tools build ## Run the fault harness (test/bench/cmd/faults): faults injected mid-rollout at 200 HostedClusters; writes faults-results.json (FAULTS_ARGS=-clusters 50 for a quick run).
 	go run ./test/bench/cmd/faults -convoy $(BIN)/convoy -out $(CURDIR)/faults-results.json $(FAULTS_ARGS)
+
+.PHONY: soak
+soak: tools build ## Run the soak (test/bench/cmd/soak): 200 HostedClusters, five add-ons, a seeded schedule for 60 minutes; writes soak-results.json (SOAK_ARGS=-duration 15m -seed N).
+	go run ./test/bench/cmd/soak -convoy $(BIN)/convoy -out $(CURDIR)/soak-results.json $(SOAK_ARGS)
 
 .PHONY: bench
 bench: tools build ## Run test/bench: rollout, steady state, Git, hosted phases (about 16 minutes); writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,6 +128,11 @@ func renderIsolated(req renderRequest, b RenderBudget) (*renderResult, error) {
 		"GOMEMLIMIT="+strconv.FormatInt(b.Memory, 10),
 		"GOMAXPROCS=1", "GOTRACEBACK=none")
 	cmd.Stdin = bytes.NewReader(input)
+	// Note: the render process dies with the thread that starts it (dieWithParent), so the
+	// goroutine keeps that thread until the process is waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dieWithParent(cmd)
 	stderr := &headBuffer{max: maxChildStderr}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()

@@ -35,9 +35,11 @@ type memory struct {
 func newMemory(opts Options) *memory {
 	quietObjects.WithLabelValues(opts.Controller) // the series exists before the first quiet object
 	settledRepeats.WithLabelValues(opts.Controller)
-	return &memory{controller: opts.Controller, concurrency: opts.Concurrency, versions: opts.Versions,
+	m := &memory{controller: opts.Controller, concurrency: opts.Concurrency, versions: opts.Versions,
 		events: opts.Events, ledger: newLedger(defaultLedgerSize),
 		settled: newSettledPasses(defaultSettledOwners)}
+	memories.add(m)
+	return m
 }
 
 // What a pass asks the memory, in the order it asks: Sync asks beginPass (memory_settled.go);

@@ -30,6 +30,10 @@ var (
 		"Package renders performed: one per (source, commit, path, template data) while cached.", nil, nil)
 	renderHitsDesc = prometheus.NewDesc("convoy_render_cache_hits_total",
 		"Package loads answered by the render cache without rendering.", nil, nil)
+	renderEntriesDesc = prometheus.NewDesc("convoy_render_cache_entries",
+		"Renders the render cache holds (bounded by its size in bytes).", nil, nil)
+	renderBytesDesc = prometheus.NewDesc("convoy_render_cache_bytes",
+		"Size of the renders the render cache holds, as it counts it against its bound.", nil, nil)
 )
 
 // add makes c count in the exported totals.
@@ -43,6 +47,8 @@ func (r *renderCacheCollector) add(c *manifests.Cache) {
 func (r *renderCacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- rendersDesc
 	ch <- renderHitsDesc
+	ch <- renderEntriesDesc
+	ch <- renderBytesDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -53,8 +59,12 @@ func (r *renderCacheCollector) Collect(ch chan<- prometheus.Metric) {
 		st := c.Stats()
 		total.Misses += st.Misses
 		total.Hits += st.Hits
+		total.Entries += st.Entries
+		total.Bytes += st.Bytes
 	}
 	r.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(rendersDesc, prometheus.CounterValue, float64(total.Misses))
 	ch <- prometheus.MustNewConstMetric(renderHitsDesc, prometheus.CounterValue, float64(total.Hits))
+	ch <- prometheus.MustNewConstMetric(renderEntriesDesc, prometheus.GaugeValue, float64(total.Entries))
+	ch <- prometheus.MustNewConstMetric(renderBytesDesc, prometheus.GaugeValue, float64(total.Bytes))
 }

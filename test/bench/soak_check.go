@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+)
+
+// Bounds of the per-sample invariants.
+const (
+	// soakEventsPerObject bounds the Events: at most this many per convoy object. convoy records
+	// one Event per distinct note (internal/eventrec); a storm would pass it.
+	soakEventsPerObject = 10
+	// soakStoreBase and soakStorePerCommit bound the Git store: a fixed part plus a part per
+	// commit pushed; the store keeps every fetched commit, nothing else may grow.
+	soakStoreBase      = 16 << 20
+	soakStorePerCommit = 256 << 10
+)
+
+// Names of the invariants, as the verdicts and violations name them.
+const (
+	invBudget    = "budget"
+	invBarrier   = "barrier"
+	invRender    = "render-processes"
+	invRevisions = "controller-revisions"
+	invEvents    = "events-bounded"
+	invGitStore  = "git-store-bounded"
+	invStall     = "broken-commits-stall"
+	invComplete  = "good-commits-complete"
+	invLost      = "no-object-lost"
+	invSlope     = "no-growth"
+)
+
+// packagesOf returns the Packages of add-on a in the watch, by namespace.
+func (s *soakRun) packagesOf(a *soakAddon) map[string]*convoyv1alpha1.Package {
+	w := s.e.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]*convoyv1alpha1.Package{}
+	for key, p := range w.pkgs {
+		if key.Name == a.name() {
+			out[key.Namespace] = p
+		}
+	}
+	return out
+}
+
+// judgeSample checks the per-sample invariants; the caller holds s.mu. A zombie or orphaned
+// render process breaks them only when the last sample saw one too: a render process is
+// waited for, or killed, within a sample period.
+func (s *soakRun) judgeSample(smp, last *SoakSample) []string {
+	var out []string
+	for _, a := range s.addons {
+		pkgs := s.packagesOf(a)
+		out = append(out, s.judgeBudget(a, pkgs)...)
+		out = append(out, s.judgeBarrier(a, pkgs)...)
+	}
+	if last != nil && (smp.RenderZombies > 0 && last.RenderZombies > 0 || smp.RenderOrphans > 0 && last.RenderOrphans > 0) {
+		out = append(out, fmt.Sprintf("%s: %d zombie and %d orphaned render processes two samples in a row", invRender,
+			smp.RenderZombies, smp.RenderOrphans))
+	}
+	out = append(out, s.judgeRevisions(smp)...)
+	objects := smp.Objects["Package"] + smp.Objects["HostedClusterPackage"] + smp.Objects["GitSource"] + smp.Objects["ObjectDeployment"]
+	if smp.Objects["Event"] > soakEventsPerObject*max(objects, 1) {
+		out = append(out, fmt.Sprintf("%s: %d Events for %d convoy objects (bound %d per object)", invEvents,
+			smp.Objects["Event"], objects, soakEventsPerObject))
+	}
+	if bound := int64(soakStoreBase + soakStorePerCommit*s.res.Commits); smp.GitStore > bound {
+		out = append(out, fmt.Sprintf("%s: the Git store holds %d bytes after %d commits (bound %d)", invGitStore,
+			smp.GitStore, s.res.Commits, bound))
+	}
+	return out
+}
+
+// judgedBusy reports whether p counts against its rollout's budget: not Available at its
+// generation, or pinned to a revision it has not reached. A Package that never reached a
+// revision is being installed, which the budget does not bound.
+func judgedBusy(p *convoyv1alpha1.Package) bool {
+	if p.Status.Revision == "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	avail := apimeta.FindStatusCondition(p.Status.Conditions, convoyv1alpha1.AvailableCondition)
+	if avail == nil || avail.Status != metav1.ConditionTrue || avail.ObservedGeneration != p.Generation {
+		return true
+	}
+	return p.Spec.Revision != "" && p.Spec.Revision != p.Status.Revision
+}
+
+// budgetOf is the budget of a rollout over total Packages: 10%, rounded down, at least one.
+func budgetOf(total int) int { return max(1, total/10) }
+
+// judgeBudget checks that at most the budget of a's Packages are busy, those of the clusters
+// the schedule made unavailable, relabelled or deleted left out.
+func (s *soakRun) judgeBudget(a *soakAddon, pkgs map[string]*convoyv1alpha1.Package) []string {
+	busy, total := 0, 0
+	for ns, p := range pkgs {
+		if !s.e.namespaces[ns] {
+			continue
+		}
+		total++
+		if !s.skip[ns] && judgedBusy(p) {
+			busy++
+		}
+	}
+	if busy > budgetOf(total) {
+		return []string{fmt.Sprintf("%s: %s has %d of %d Packages unavailable or updating (budget %d)", invBudget,
+			a.name(), busy, total, budgetOf(total))}
+	}
+	return nil
+}
+
+// judgeBarrier checks that no partition got a revision before every earlier partition reached
+// it: for each revision some Package is pinned to, every judged Package of an earlier
+// partition than the latest partition pinned to it must have reached that revision or one
+// that became the head after it.
+func (s *soakRun) judgeBarrier(a *soakAddon, pkgs map[string]*convoyv1alpha1.Package) []string {
+	latest := map[string]int{}
+	for ns, p := range pkgs {
+		if s.e.namespaces[ns] && !s.skip[ns] && p.Spec.Revision != "" {
+			latest[p.Spec.Revision] = max(latest[p.Spec.Revision], slices.Index(soakPartitions, s.partition[ns]))
+		}
+	}
+	for rev, k := range latest {
+		for ns, p := range pkgs {
+			i := slices.Index(soakPartitions, s.partition[ns])
+			if !s.e.namespaces[ns] || s.skip[ns] || i >= k || p.Status.Revision == "" {
+				continue
+			}
+			if !s.heads[p.Status.Revision].Before(s.heads[rev]) {
+				continue
+			}
+			return []string{fmt.Sprintf("%s: %s pins %.8s in partition %s while %s (partition %s) is at %.8s", invBarrier,
+				a.name(), rev, soakPartitions[k], ns, s.partition[ns], p.Status.Revision)}
+		}
+	}
+	return nil
+}
+
+// judgeStall records the verdict on a broken commit of a about to be fixed: at most the budget
+// of its Packages were ever pinned to it, as the Packages pinned to it now show.
+func (s *soakRun) judgeStall(a *soakAddon, broken string) {
+	pkgs := s.packagesOf(a)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pinned, total := 0, 0
+	for ns, p := range pkgs {
+		if !s.e.namespaces[ns] {
+			continue
+		}
+		total++
+		if p.Spec.Revision == broken {
+			pinned++
+		}
+	}
+	v := SoakVerdict{Name: invStall, Passed: pinned <= budgetOf(total),
+		Detail: fmt.Sprintf("%s: %d of %d Packages pinned to broken %.8s after %s (budget %d)", a.name(), pinned, total,
+			broken, s.cfg.BrokenFor, budgetOf(total))}
+	s.res.Stalls = append(s.res.Stalls, v)
+}
+
+// judgeRevisions checks each add-on's ControllerRevisions against its history limit: the
+// controller keeps revisionHistoryLimit old ones besides the current and update revisions and
+// those a Package still uses (a Package's commit and config), so the bound is their sum.
+func (s *soakRun) judgeRevisions(smp *SoakSample) []string {
+	var out []string
+	for _, a := range s.addons {
+		inUse := map[string]bool{}
+		for _, p := range s.packagesOf(a) {
+			config := ""
+			if p.Spec.Config != nil {
+				config = string(p.Spec.Config.Raw)
+			}
+			inUse[p.Spec.Revision+"/"+config] = true
+		}
+		if bound := soakHistoryLimit + 2 + len(inUse); smp.Revisions[a.name()] > bound {
+			out = append(out, fmt.Sprintf("%s: %s has %d ControllerRevisions: history limit %d, + current and update, + %d in use by its Packages",
+				invRevisions, a.name(), smp.Revisions[a.name()], soakHistoryLimit, len(inUse)))
+		}
+	}
+	return out
+}

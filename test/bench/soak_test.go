@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/convoy-gitops/convoy/test/fleet"
+)
+
+// TestSoakShort is the 2-minute version of `make soak`: 20 HostedClusters (3 with a hosted API
+// server), the five add-ons and the same kinds of events, the leader kill, the Git outage and
+// the force-push included, for 60 s of schedule. Its seed comes from the clock, or from
+// CONVOY_SOAK_SEED to replay a failure; it is logged either way. The slopes are logged, not
+// judged: a half of 30 s is mostly warm-up.
+func TestSoakShort(t *testing.T) {
+	fleet.RequireAPIServers(t)
+	ctrllog.SetLogger(logr.Discard())
+	g := NewWithT(t)
+	var seed uint64
+	if raw := os.Getenv("CONVOY_SOAK_SEED"); raw != "" {
+		var err error
+		seed, err = strconv.ParseUint(raw, 10, 64)
+		g.Expect(err).NotTo(HaveOccurred(), "CONVOY_SOAK_SEED")
+	}
+	var buf bytes.Buffer
+	log := io.Writer(&buf)
+	if testing.Verbose() {
+		log = io.MultiWriter(&buf, os.Stderr)
+	}
+	res, err := RunSoak(context.Background(), SoakConfig{Clusters: 20, HostedClusters: 3, Duration: 60 * time.Second,
+		Seed: seed, SampleEvery: 5 * time.Second, EventEvery: 3 * time.Second, GitDownFor: 8 * time.Second,
+		BrokenFor: 15 * time.Second, ConvoyBinary: buildConvoy(t), Log: log})
+	var table bytes.Buffer
+	PrintSoakTable(&table, res)
+	t.Logf("seed %d\n%s", res.Seed, table.String())
+	g.Expect(err).NotTo(HaveOccurred(), "seed %d\n%s", res.Seed, buf.String())
+	g.Expect(res.Passed()).To(BeTrue(), "seed %d\n%s", res.Seed, buf.String())
+	g.Expect(res.Samples).NotTo(BeEmpty())
+	last := res.Samples[len(res.Samples)-1]
+	g.Expect(last.Goroutines).To(BeNumerically(">", 0), "the controller's go_goroutines")
+	g.Expect(last.Objects["Package"]).To(BeNumerically(">", 0), "the Packages counted")
+}
