@@ -58,6 +58,10 @@ func (r *Reporter) post(ctx context.Context, st Status) error {
 		return fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), redactErr(err, token))
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode/100 == 3 {
+		return fmt.Errorf("%s %s: %s: redirects are not followed (the token would go with them); redirected to host %q",
+			req.Method, req.URL.Redacted(), resp.Status, locationHost(resp))
+	}
 	if resp.StatusCode/100 == 2 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return nil
@@ -66,6 +70,20 @@ func (r *Reporter) post(ctx context.Context, st Status) error {
 	msg := strings.ReplaceAll(strings.TrimSpace(string(body)), token, "[redacted]")
 	return fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Redacted(), resp.Status, msg)
 }
+
+// locationHost returns the host a redirect points to, never its path or query (which might
+// carry a token), or "" when it has none.
+func locationHost(resp *http.Response) string {
+	loc, err := resp.Location()
+	if err != nil {
+		return ""
+	}
+	return loc.Host
+}
+
+// noRedirect makes a client return a redirect as the response instead of following it: a
+// followed redirect would carry the token to another host, or over http://.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // token reads the token of target's Secret.
 func (r *Reporter) token(ctx context.Context, target Target) (string, error) {

@@ -44,7 +44,8 @@ type Reporter struct {
 	Secrets client.Reader
 	// Recorder emits events on the HostedClusterPackages; nil emits none.
 	Recorder events.EventRecorder
-	// HTTP sends the requests; default a client with Timeout.
+	// HTTP sends the requests; default a client with Timeout. Its redirects are never
+	// followed, whatever its CheckRedirect: a redirect is a failed send.
 	HTTP *http.Client
 	// AllowInsecureHTTP allows http:// API URLs, which carry the token in clear.
 	AllowInsecureHTTP bool
@@ -264,9 +265,12 @@ func (r *Reporter) init() {
 	r.once.Do(func() {
 		r.entries = map[contextKey]*entry{}
 		r.wake = make(chan struct{}, 1)
-		if r.HTTP == nil {
-			r.HTTP = &http.Client{Timeout: r.timeout()}
+		client := &http.Client{Timeout: r.timeout()}
+		if r.HTTP != nil {
+			*client = *r.HTTP
 		}
+		client.CheckRedirect = noRedirect
+		r.HTTP = client
 	})
 }
 
