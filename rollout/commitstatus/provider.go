@@ -91,11 +91,26 @@ func (r *Reporter) token(ctx context.Context, target Target) (string, error) {
 	if err := r.Secrets.Get(ctx, target.Secret, secret); err != nil {
 		return "", invalidf("reading Secret %s of spec.commitStatus.secretRef: %w", target.Secret, err)
 	}
+	if err := checkSecretType(target, secret); err != nil {
+		return "", err
+	}
 	token := strings.TrimSpace(string(secret.Data[tokenKey]))
 	if token == "" {
 		return "", invalidf("Secret %s of spec.commitStatus.secretRef has no key %q", target.Secret, tokenKey)
 	}
 	return token, nil
+}
+
+// checkSecretType refuses a Secret that was not made to hold a forge token. Whoever may edit
+// a GitSource chooses both the API URL and the Secret, so a Secret of another type (a
+// service account's token above all, which has a "token" key too) would be sent to any URL.
+func checkSecretType(target Target, secret *corev1.Secret) error {
+	if secret.Type == "" || secret.Type == corev1.SecretTypeOpaque {
+		return nil
+	}
+	return invalidf("GitSource %s/%s: Secret %s of spec.commitStatus.secretRef has type %s; "+
+		"a commit status token must be in a Secret of type Opaque", target.Secret.Namespace, target.Source,
+		target.Secret, secret.Type)
 }
 
 // newRequest builds the provider's documented request for st, without its token.

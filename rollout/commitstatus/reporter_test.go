@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout/commitstatus"
 	"github.com/convoy-gitops/convoy/test/infrastructure/faultnet"
 	"github.com/convoy-gitops/convoy/test/infrastructure/forge"
@@ -48,22 +50,48 @@ func requireGitea(t *testing.T) {
 // only GETs it) and a Reporter through proxy, whose worker runs until the test ends.
 func setup(t *testing.T, name, apiURL string) (*gitea.Repository, string, commitstatus.Target, *commitstatus.Reporter) {
 	t.Helper()
+	return setupSecret(t, name, apiURL, corev1.SecretTypeOpaque, nil)
+}
+
+// setupSecret is setup with a token Secret of secretType and events sent to recorder.
+func setupSecret(t *testing.T, name, apiURL string, secretType corev1.SecretType, recorder events.EventRecorder) (
+	*gitea.Repository, string, commitstatus.Target, *commitstatus.Reporter) {
+	t.Helper()
 	g := NewWithT(t)
 	repo, err := gitea1.CreateRepo(name)
 	g.Expect(err).NotTo(HaveOccurred())
 	commit, err := gitea1.Push(context.Background(), forge.PushInput{Repo: repo, Branch: "main", Message: "Change",
 		Files: map[string]string{"pkg/a.yaml": "a: 1\n"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "forge"},
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "forge"}, Type: secretType,
 		Data: map[string][]byte{"token": []byte(gitea1.Token)}}
 	r := &commitstatus.Reporter{Secrets: fake.NewClientBuilder().WithObjects(secret).Build(), AllowInsecureHTTP: true,
-		Interval: 50 * time.Millisecond, Timeout: time.Second, MaxBackoff: time.Second}
+		Recorder: recorder, Interval: 50 * time.Millisecond, Timeout: time.Second, MaxBackoff: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = r.Start(ctx) }()
-	target := commitstatus.Target{Provider: "gitea", APIURL: apiURL, Repository: repo.FullName,
+	target := commitstatus.Target{Source: "addons", Provider: "gitea", APIURL: apiURL, Repository: repo.FullName,
 		Secret: types.NamespacedName{Namespace: "fleet", Name: "forge"}, TargetURL: "https://dash.example.com/{name}"}
 	return repo, commit, target, r
+}
+
+// TestServiceAccountTokenSecretIsRefused points the token Secret at a (legacy) service
+// account token Secret, whose "token" key would otherwise go to whatever apiURL says: the
+// Reporter refuses it, naming the GitSource, the Secret and the rule, and Gitea gets nothing.
+func TestServiceAccountTokenSecretIsRefused(t *testing.T) {
+	requireGitea(t)
+	g := NewWithT(t)
+	recorder := events.NewFakeRecorder(10)
+	repo, commit, target, r := setupSecret(t, "satoken", gitea1.URL, corev1.SecretTypeServiceAccountToken, recorder)
+	hcp := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "addon"}}
+	r.Report(hcp, commitstatus.NewStatus(target, "addon", commit, commitstatus.Success, "done"))
+	var event string
+	g.Eventually(recorder.Events).WithTimeout(5 * time.Second).Should(Receive(&event))
+	g.Expect(event).To(ContainSubstring("GitSource fleet/addons: Secret fleet/forge of spec.commitStatus.secretRef " +
+		"has type kubernetes.io/service-account-token; a commit status token must be in a Secret of type Opaque"))
+	st, err := gitea1.Statuses(repo, commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st).To(BeEmpty())
 }
 
 // TestCoalescesToTheLatestState reports a burst of progress faster than the rate limit:
