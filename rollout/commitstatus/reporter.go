@@ -63,9 +63,18 @@ type Reporter struct {
 	once    sync.Once
 }
 
-// contextKey names a status context in one repository.
+// contextKey names the one status context of a HostedClusterPackage: when its GitSource points
+// elsewhere, the entry is replaced, so changing apiURL or repository never adds entries.
 type contextKey struct {
-	forge, repository, context string
+	namespace, name string
+}
+
+// keyOf returns the key of the HostedClusterPackage regarding, else of the context's name.
+func keyOf(regarding runtime.Object, st Status) contextKey {
+	if obj, ok := regarding.(client.Object); ok && obj != nil {
+		return contextKey{namespace: obj.GetNamespace(), name: obj.GetName()}
+	}
+	return contextKey{name: st.name()}
 }
 
 // entry is what the Reporter knows of one context.
@@ -75,16 +84,18 @@ type entry struct {
 	regarding runtime.Object
 	// sent is the last state that reached the forge; failed, the last that did not.
 	sent, failed *Status
-	attempts     int
-	next         time.Time
-	since        time.Time
+	// invalid: the last send was refused as a configuration error (retried slowly).
+	invalid  bool
+	attempts int
+	next     time.Time
+	since    time.Time
 }
 
 // Report asks that st be shown on its commit, for the object regarding (the
 // HostedClusterPackage, for events). It returns at once; an unchanged state is a no-op.
 func (r *Reporter) Report(regarding runtime.Object, st Status) {
 	r.init()
-	key := contextKey{forge: st.Target.APIURL + "|" + st.Target.Provider, repository: st.Target.Repository, context: st.Context}
+	key := keyOf(regarding, st)
 	r.mu.Lock()
 	e, ok := r.entries[key]
 	switch {
@@ -95,7 +106,9 @@ func (r *Reporter) Report(regarding runtime.Object, st Status) {
 		r.mu.Unlock()
 		updates.WithLabelValues(st.Target.Provider, OutcomeDropped).Inc()
 		return
-	case !ok:
+	case !ok, e.want.Target != st.Target:
+		// A new context, or its GitSource now points elsewhere (or at another Secret):
+		// start afresh, due at once.
 		e = &entry{}
 		r.entries[key] = e
 	}
@@ -113,7 +126,7 @@ func (r *Reporter) Forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.entries {
-		if k.context == ContextName(name) {
+		if k.name == name {
 			delete(r.entries, k)
 		}
 	}
@@ -181,18 +194,15 @@ func (r *Reporter) due() (contextKey, Status, time.Duration) {
 	return ready[0], r.entries[ready[0]].want, 0
 }
 
-// pending reports whether the wanted state has not reached the forge yet, and was not refused
-// as invalid.
+// pending reports whether the wanted state has not reached the forge yet.
 func (e *entry) pending() bool {
-	if e.sent != nil && *e.sent == e.want {
-		return false
-	}
-	return e.failed == nil || *e.failed != e.want || e.attempts > 0
+	return e.sent == nil || *e.sent != e.want
 }
 
 // send sends st and records the outcome: on success the state is sent; on an invalid
-// configuration it is not retried until the next state; on an error it is retried after a
-// backoff, which a newer state does not shorten (a forge that is down is not hammered).
+// configuration it is retried slowly, every MaxBackoff (at once when the GitSource points
+// elsewhere); on an error it is retried after a backoff, or the forge's Retry-After, which a
+// newer state does not shorten (a forge that is down is not hammered).
 func (r *Reporter) send(ctx context.Context, key contextKey, st Status) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
@@ -205,17 +215,18 @@ func (r *Reporter) send(ctx context.Context, key contextKey, st Status) {
 		r.mu.Unlock()
 		return
 	}
-	first := e.attempts == 0 && (e.failed == nil || *e.failed != st)
+	first := e.failed == nil || *e.failed != st || e.invalid != (outcome == OutcomeInvalid)
 	regarding := e.regarding
 	switch outcome {
 	case OutcomeSuccess:
-		e.sent, e.failed, e.attempts, e.next = &st, nil, 0, time.Time{}
+		e.sent, e.failed, e.invalid, e.attempts, e.next = &st, nil, false, 0, time.Time{}
 	case OutcomeInvalid:
-		e.failed, e.attempts = &st, 0
+		e.failed, e.invalid, e.attempts = &st, true, 0
+		e.next = r.now().Add(r.maxBackoff())
 	default:
-		e.failed = &st
+		e.failed, e.invalid = &st, false
 		e.attempts++
-		e.next = r.now().Add(r.backoff(e.attempts))
+		e.next = r.now().Add(max(r.backoff(e.attempts), retryAfterOf(err)))
 	}
 	r.mu.Unlock()
 	r.announce(ctx, regarding, st, err, first)

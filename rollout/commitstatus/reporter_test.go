@@ -1,8 +1,10 @@
 package commitstatus_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -14,7 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout/commitstatus"
@@ -50,12 +54,34 @@ func requireGitea(t *testing.T) {
 // only GETs it) and a Reporter through proxy, whose worker runs until the test ends.
 func setup(t *testing.T, name, apiURL string) (*gitea.Repository, string, commitstatus.Target, *commitstatus.Reporter) {
 	t.Helper()
-	return setupSecret(t, name, apiURL, corev1.SecretTypeOpaque, nil)
+	h := setupWith(t, name, apiURL, options{secretType: corev1.SecretTypeOpaque})
+	return h.repo, h.commit, h.target, h.reporter
 }
 
-// setupSecret is setup with a token Secret of secretType and events sent to recorder.
-func setupSecret(t *testing.T, name, apiURL string, secretType corev1.SecretType, recorder events.EventRecorder) (
-	*gitea.Repository, string, commitstatus.Target, *commitstatus.Reporter) {
+// options vary setupWith's Secret and Reporter.
+type options struct {
+	secretType corev1.SecretType
+	// token replaces Gitea's token; noSecret creates no Secret.
+	token      string
+	noSecret   bool
+	recorder   events.EventRecorder
+	maxBackoff time.Duration
+	// maxContexts is the Reporter's MaxContexts.
+	maxContexts int
+}
+
+// harness is what setupWith made.
+type harness struct {
+	repo     *gitea.Repository
+	commit   string
+	target   commitstatus.Target
+	reporter *commitstatus.Reporter
+	secrets  client.Client
+	secret   *corev1.Secret
+}
+
+// setupWith is setup with the options o.
+func setupWith(t *testing.T, name, apiURL string, o options) harness {
 	t.Helper()
 	g := NewWithT(t)
 	repo, err := gitea1.CreateRepo(name)
@@ -63,16 +89,23 @@ func setupSecret(t *testing.T, name, apiURL string, secretType corev1.SecretType
 	commit, err := gitea1.Push(context.Background(), forge.PushInput{Repo: repo, Branch: "main", Message: "Change",
 		Files: map[string]string{"pkg/a.yaml": "a: 1\n"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "forge"}, Type: secretType,
-		Data: map[string][]byte{"token": []byte(gitea1.Token)}}
-	r := &commitstatus.Reporter{Secrets: fake.NewClientBuilder().WithObjects(secret).Build(), AllowInsecureHTTP: true,
-		Recorder: recorder, Interval: 50 * time.Millisecond, Timeout: time.Second, MaxBackoff: time.Second}
+	token := cmp.Or(o.token, gitea1.Token)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "forge"}, Type: o.secretType,
+		Data: map[string][]byte{"token": []byte(token)}}
+	builder := fake.NewClientBuilder()
+	if !o.noSecret {
+		builder = builder.WithObjects(secret.DeepCopy())
+	}
+	secrets := builder.Build()
+	r := &commitstatus.Reporter{Secrets: secrets, AllowInsecureHTTP: true, Recorder: o.recorder,
+		Interval: 50 * time.Millisecond, Timeout: time.Second, MaxBackoff: cmp.Or(o.maxBackoff, time.Second),
+		MaxContexts: o.maxContexts}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = r.Start(ctx) }()
 	target := commitstatus.Target{Source: "addons", Provider: "gitea", APIURL: apiURL, Repository: repo.FullName,
 		Secret: types.NamespacedName{Namespace: "fleet", Name: "forge"}, TargetURL: "https://dash.example.com/{name}"}
-	return repo, commit, target, r
+	return harness{repo: repo, commit: commit, target: target, reporter: r, secrets: secrets, secret: secret}
 }
 
 // TestServiceAccountTokenSecretIsRefused points the token Secret at a (legacy) service
@@ -82,7 +115,8 @@ func TestServiceAccountTokenSecretIsRefused(t *testing.T) {
 	requireGitea(t)
 	g := NewWithT(t)
 	recorder := events.NewFakeRecorder(10)
-	repo, commit, target, r := setupSecret(t, "satoken", gitea1.URL, corev1.SecretTypeServiceAccountToken, recorder)
+	h := setupWith(t, "satoken", gitea1.URL, options{secretType: corev1.SecretTypeServiceAccountToken, recorder: recorder})
+	repo, commit, target, r := h.repo, h.commit, h.target, h.reporter
 	hcp := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "addon"}}
 	r.Report(hcp, commitstatus.NewStatus(target, "addon", commit, commitstatus.Success, "done"))
 	var event string
@@ -160,4 +194,90 @@ func newest(st []*gitea.Status) *gitea.Status {
 		}
 	}
 	return last
+}
+
+// TestMissingSecretIsRetried reports the final state while its Secret does not exist yet (a
+// Secret read that fails, as one API server hiccup would): the state is retried with backoff,
+// not held as invalid, and reaches Gitea once the Secret is there.
+func TestMissingSecretIsRetried(t *testing.T) {
+	requireGitea(t)
+	g := NewWithT(t)
+	h := setupWith(t, "nosecret", gitea1.URL, options{noSecret: true, maxBackoff: time.Minute})
+	h.reporter.Report(nil, commitstatus.NewStatus(h.target, "addon", h.commit, commitstatus.Success, "done"))
+	time.Sleep(1500 * time.Millisecond)
+	g.Expect(h.secrets.Create(context.Background(), h.secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		st, err := gitea1.Statuses(h.repo, h.commit)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st).NotTo(BeEmpty())
+		g.Expect(newest(st).State).To(Equal(gitea.StatusSuccess))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// TestRefusedTokenIsRetriedSlowly sends with a token Gitea does not know: its 401 is invalid,
+// sent again only after MaxBackoff, not every backoff; a GitSource that points at another
+// Secret is tried at once.
+func TestRefusedTokenIsRetriedSlowly(t *testing.T) {
+	requireGitea(t)
+	g := NewWithT(t)
+	h := setupWith(t, "badtoken", gitea1.URL, options{token: "not-a-token", maxBackoff: time.Minute})
+	before := updatesOf(g, "invalid")
+	h.reporter.Report(nil, commitstatus.NewStatus(h.target, "addon", h.commit, commitstatus.Success, "done"))
+	g.Eventually(func() float64 { return updatesOf(g, "invalid") }).WithTimeout(5 * time.Second).Should(Equal(before + 1))
+	g.Consistently(func() float64 { return updatesOf(g, "invalid") }).WithTimeout(4 * time.Second).Should(Equal(before + 1))
+	good := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "forge-good"},
+		Data: map[string][]byte{"token": []byte(gitea1.Token)}}
+	g.Expect(h.secrets.Create(context.Background(), good)).To(Succeed())
+	h.target.Secret.Name = good.Name
+	h.reporter.Report(nil, commitstatus.NewStatus(h.target, "addon", h.commit, commitstatus.Success, "done"))
+	g.Eventually(func(g Gomega) {
+		st, err := gitea1.Statuses(h.repo, h.commit)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st).NotTo(BeEmpty())
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+}
+
+// updatesOf reads convoy_commit_status_updates_total{provider="gitea",outcome} from the registry.
+func updatesOf(g Gomega, outcome string) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "convoy_commit_status_updates_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["provider"] == "gitea" && labels["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// TestRetargetingReplacesTheEntry points one HostedClusterPackage's GitSource at ten
+// repositories in turn with room for one context: each change replaces the package's entry
+// instead of adding one, so the last repository gets its status and nothing is dropped.
+func TestRetargetingReplacesTheEntry(t *testing.T) {
+	requireGitea(t)
+	g := NewWithT(t)
+	h := setupWith(t, "retarget", gitea1.URL, options{maxContexts: 1})
+	hcp := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "addon"}}
+	before := updatesOf(g, "dropped")
+	for i := range 10 {
+		target := h.target
+		target.Repository = fmt.Sprintf("%s-%d", h.target.Repository, i)
+		h.reporter.Report(hcp, commitstatus.NewStatus(target, "addon", h.commit, commitstatus.Pending, "moving"))
+	}
+	h.reporter.Report(hcp, commitstatus.NewStatus(h.target, "addon", h.commit, commitstatus.Success, "done"))
+	g.Eventually(func(g Gomega) {
+		st, err := gitea1.Statuses(h.repo, h.commit)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st).NotTo(BeEmpty())
+		g.Expect(newest(st).State).To(Equal(gitea.StatusSuccess))
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+	g.Expect(updatesOf(g, "dropped")).To(Equal(before))
 }
