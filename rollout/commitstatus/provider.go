@@ -191,7 +191,7 @@ func newRequest(ctx context.Context, st Status, allowHTTP bool) (*http.Request, 
 		return nil, err
 	}
 	if base.Scheme == "http" && !allowHTTP {
-		return nil, invalidf("spec.commitStatus.apiURL %s is refused: the token would be sent in clear over http://; use https:// (allowed only with the controller flag --allow-insecure-http)", base.Redacted())
+		return nil, invalidf("spec.commitStatus.apiURL %s is refused: the token would be sent in clear over http://; use https:// (allowed only with the controller flag --commit-status-allow-insecure-http)", base.Redacted())
 	}
 	path, body, err := endpoint(st)
 	if err != nil {

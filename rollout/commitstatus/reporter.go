@@ -47,7 +47,8 @@ type Reporter struct {
 	// HTTP sends the requests; default a client with Timeout. Its redirects are never
 	// followed, whatever its CheckRedirect: a redirect is a failed send.
 	HTTP *http.Client
-	// AllowInsecureHTTP allows http:// API URLs, which carry the token in clear.
+	// AllowInsecureHTTP allows http:// API URLs, which carry the token in clear
+	// (--commit-status-allow-insecure-http).
 	AllowInsecureHTTP bool
 	// Interval, Timeout, MaxBackoff, MaxContexts: see the defaults.
 	Interval    time.Duration
