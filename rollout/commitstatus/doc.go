@@ -7,8 +7,10 @@
 // The Reporter runs beside the rollout, never in its path. The HostedClusterPackage
 // controller hands it the state it wants a context to show (Report, which only writes into a
 // map under a mutex and never waits); a single worker sends the latest wanted state of each
-// context, at most one request per Interval, each within Timeout, and retries a failed send
-// with an exponential backoff up to MaxBackoff. States reported while a send waits coalesce:
+// context, at most one request per Interval, each within Timeout (its connection within 3 s),
+// and retries a failed send with an exponential backoff up to MaxBackoff. API hosts take
+// turns (round robin), and a host that does not answer is backed off as a whole, so it costs
+// one attempt per backoff period, not one per context. States reported while a send waits coalesce:
 // only the latest is sent, so a forge sees one request per change of partition or outcome,
 // not one per Package. A forge that is down, slow or blackholes its connections therefore
 // delays only the statuses, never a reconcile; once it answers again the latest state of

@@ -61,7 +61,7 @@ func (r *Reporter) post(ctx context.Context, st Status) error {
 	setToken(req, st.Target.Provider, token)
 	resp, err := r.HTTP.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), redactErr(err, token))
+		return &unansweredError{Err: fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), redactErr(err, token))}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode/100 == 3 {
@@ -89,6 +89,28 @@ func classifyAnswer(resp *http.Response, err error) error {
 		return &InvalidError{Err: err}
 	}
 	return err
+}
+
+// unansweredError is a request its host did not answer (refused, timed out, reset): the host
+// is backed off as a whole.
+type unansweredError struct{ Err error }
+
+func (e *unansweredError) Error() string { return e.Err.Error() }
+func (e *unansweredError) Unwrap() error { return e.Err }
+
+// isUnanswered reports whether err is a request its host did not answer.
+func isUnanswered(err error) bool {
+	var u *unansweredError
+	return errors.As(err, &u)
+}
+
+// hostOf returns the API host of t, "" when its URL is invalid.
+func hostOf(t Target) string {
+	u, err := apiBase(t)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // maxRetryAfter bounds the wait a forge's Retry-After can ask for.

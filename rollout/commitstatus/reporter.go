@@ -3,8 +3,10 @@ package commitstatus
 import (
 	"context"
 	"errors"
+	"maps"
+	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,8 +62,18 @@ type Reporter struct {
 
 	mu      sync.Mutex
 	entries map[contextKey]*entry
-	wake    chan struct{}
-	once    sync.Once
+	// hosts holds the backoff of each API host that did not answer; lastHost is the host sent
+	// to last, for the round robin.
+	hosts    map[string]*hostState
+	lastHost string
+	wake     chan struct{}
+	once     sync.Once
+}
+
+// hostState is the backoff of an API host whose last request got no answer.
+type hostState struct {
+	failures int
+	next     time.Time
 }
 
 // contextKey names the one status context of a HostedClusterPackage: when its GitSource points
@@ -170,29 +182,65 @@ func (r *Reporter) Start(ctx context.Context) error {
 // idleWait is how long the worker sleeps when nothing is due and nothing is scheduled.
 const idleWait = time.Minute
 
-// due returns the context to send now, the longest-waiting first, or how long to wait until
-// one is due.
+// due returns the context to send now, or how long to wait until one is due. Hosts take turns
+// (round robin, in name order, after the host sent to last), so a host that never answers
+// delays the others by at most one request; within a host the longest-waiting context goes
+// first; a host in backoff sends nothing.
 func (r *Reporter) due() (contextKey, Status, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	var ready []contextKey
+	ready := map[string]contextKey{}
 	wait := idleWait
 	for k, e := range r.entries {
 		if !e.pending() {
 			continue
 		}
-		if d := e.next.Sub(now); d > 0 {
+		host := hostOf(e.want.Target)
+		next := e.next
+		if h := r.hosts[host]; h != nil && h.next.After(next) {
+			next = h.next
+		}
+		if d := next.Sub(now); d > 0 {
 			wait = min(wait, d)
 			continue
 		}
-		ready = append(ready, k)
+		if first, ok := ready[host]; !ok || e.since.Before(r.entries[first].since) {
+			ready[host] = k
+		}
 	}
 	if len(ready) == 0 {
 		return contextKey{}, Status{}, wait
 	}
-	sort.Slice(ready, func(i, j int) bool { return r.entries[ready[i]].since.Before(r.entries[ready[j]].since) })
-	return ready[0], r.entries[ready[0]].want, 0
+	host := nextHost(slices.Sorted(maps.Keys(ready)), r.lastHost)
+	r.lastHost = host
+	return ready[host], r.entries[ready[host]].want, 0
+}
+
+// nextHost returns the first of the sorted hosts after last, else the first.
+func nextHost(hosts []string, last string) string {
+	for _, h := range hosts {
+		if h > last {
+			return h
+		}
+	}
+	return hosts[0]
+}
+
+// noteHost records whether host answered: a host that did not is backed off, so that it
+// costs one attempt per backoff period, not one per context.
+func (r *Reporter) noteHost(host string, answered bool) {
+	if answered {
+		delete(r.hosts, host)
+		return
+	}
+	h := r.hosts[host]
+	if h == nil {
+		h = &hostState{}
+		r.hosts[host] = h
+	}
+	h.failures++
+	h.next = r.now().Add(r.backoff(h.failures))
 }
 
 // pending reports whether the wanted state has not reached the forge yet.
@@ -211,6 +259,7 @@ func (r *Reporter) send(ctx context.Context, key contextKey, st Status) {
 	outcome := outcomeOf(err)
 	updates.WithLabelValues(st.Target.Provider, outcome).Inc()
 	r.mu.Lock()
+	r.noteHost(hostOf(st.Target), !isUnanswered(err))
 	e, ok := r.entries[key]
 	if !ok {
 		r.mu.Unlock()
@@ -276,14 +325,25 @@ func outcomeOf(err error) string {
 func (r *Reporter) init() {
 	r.once.Do(func() {
 		r.entries = map[contextKey]*entry{}
+		r.hosts = map[string]*hostState{}
 		r.wake = make(chan struct{}, 1)
-		client := &http.Client{Timeout: r.timeout()}
+		client := &http.Client{Timeout: r.timeout(), Transport: newTransport()}
 		if r.HTTP != nil {
 			*client = *r.HTTP
 		}
 		client.CheckRedirect = noRedirect
 		r.HTTP = client
 	})
+}
+
+// dialTimeout bounds the connection to a forge: a blackholed host fails fast.
+const dialTimeout = 3 * time.Second
+
+// newTransport returns the default transport with a short dial timeout.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	return t
 }
 
 func (r *Reporter) backoff(attempts int) time.Duration {

@@ -281,3 +281,35 @@ func TestRetargetingReplacesTheEntry(t *testing.T) {
 	}).WithTimeout(5 * time.Second).Should(Succeed())
 	g.Expect(updatesOf(g, "dropped")).To(Equal(before))
 }
+
+// TestBlackholedHostDoesNotStarveOthers reports five contexts to a host that blackholes, then
+// one to Gitea: hosts take turns, so Gitea's status arrives after at most one timeout, and
+// the blackholed host, backed off as a whole, costs one attempt per backoff period rather
+// than one per context.
+func TestBlackholedHostDoesNotStarveOthers(t *testing.T) {
+	requireGitea(t)
+	g := NewWithT(t)
+	proxy, err := faultnet.NewProxy(strings.TrimPrefix(gitea1.URL, "http://"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proxy.Close)
+	proxy.SetMode(faultnet.Blackhole)
+	h := setupWith(t, "fairness", gitea1.URL, options{maxBackoff: time.Minute})
+	dead := h.target
+	dead.APIURL = "http://" + proxy.Addr()
+	before := updatesOf(g, "error")
+	began := time.Now()
+	for i := range 5 {
+		hcp := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dead-%d", i)}}
+		h.reporter.Report(hcp, commitstatus.NewStatus(dead, hcp.Name, h.commit, commitstatus.Pending, "moving"))
+	}
+	hcp := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "alive"}}
+	h.reporter.Report(hcp, commitstatus.NewStatus(h.target, "alive", h.commit, commitstatus.Success, "done"))
+	g.Eventually(func(g Gomega) {
+		st, err := gitea1.Statuses(h.repo, h.commit)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st).NotTo(BeEmpty())
+	}).WithTimeout(2500 * time.Millisecond).WithPolling(50 * time.Millisecond).Should(Succeed())
+	t.Logf("Gitea's status arrived after %s beside a blackholed host", time.Since(began))
+	time.Sleep(time.Until(began.Add(4500 * time.Millisecond)))
+	g.Expect(updatesOf(g, "error") - before).To(BeNumerically("<=", 2))
+}
