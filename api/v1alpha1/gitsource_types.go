@@ -114,9 +114,10 @@ type CommitStatus struct {
 	// +kubebuilder:validation:MaxLength=512
 	Repository string `json:"repository"`
 
-	// secretRef names a Secret in the GitSource's namespace whose key "token" is the API
-	// token (GitHub: a token with the statuses permission; GitLab: api scope; Gitea:
-	// write:repository). The token is never logged nor written to a status or event.
+	// secretRef names a Secret of type Opaque in the GitSource's namespace whose key "token"
+	// is the API token (GitHub: a token with the statuses permission; GitLab: api scope; Gitea:
+	// write:repository); a Secret of another type, a service account token's above all, is
+	// refused. The token is never logged nor written to a status or event.
 	// +required
 	SecretRef LocalObjectReference `json:"secretRef"`
 

@@ -228,7 +228,7 @@ func setupControllers(mgr ctrl.Manager, opts controllerOptions) error {
 	// else later in the same process, as soon as the HostedCluster CRD appears (no restart).
 	opts.rollout.Sharding = opts.shards.rollout
 	opts.rollout.Trees = store
-	opts.rollout.CommitStatus = opts.commitStatus.reporter(opts.sources.URLPolicy.AllowInsecureHTTP)
+	opts.rollout.CommitStatus = opts.commitStatus.reporter()
 	if err := rolloutcontroller.Setup(mgr, opts.rollout); err != nil {
 		return fmt.Errorf("setting up the HostedClusterPackage controller: %w", err)
 	}

@@ -11,6 +11,9 @@ import (
 // commitStatusOptions tune the commit status Reporter (GitSource spec.commitStatus).
 type commitStatusOptions struct {
 	interval, timeout, maxBackoff time.Duration
+	// allowInsecureHTTP lets tokens go over http://, apart from --allow-insecure-http of Git:
+	// allowing a forge without TLS for Git must not let every GitSource's status POSTs do so.
+	allowInsecureHTTP bool
 }
 
 func (o *commitStatusOptions) bindFlags(fs *pflag.FlagSet) {
@@ -20,10 +23,12 @@ func (o *commitStatusOptions) bindFlags(fs *pflag.FlagSet) {
 		"Timeout of one commit status request.")
 	fs.DurationVar(&o.maxBackoff, "commit-status-max-backoff", commitstatus.DefaultMaxBackoff,
 		"Longest wait before a failed commit status request is retried.")
+	fs.BoolVar(&o.allowInsecureHTTP, "commit-status-allow-insecure-http", false,
+		"Allow spec.commitStatus.apiURL over http://, which sends the forge token in clear (Git's --allow-insecure-http does not).")
 }
 
-// reporter returns the Reporter; allowHTTP (--allow-insecure-http) lets tokens go over http://.
-func (o commitStatusOptions) reporter(allowHTTP bool) *commitstatus.Reporter {
+// reporter returns the Reporter.
+func (o commitStatusOptions) reporter() *commitstatus.Reporter {
 	return &commitstatus.Reporter{Interval: o.interval, Timeout: o.timeout, MaxBackoff: o.maxBackoff,
-		AllowInsecureHTTP: allowHTTP}
+		AllowInsecureHTTP: o.allowInsecureHTTP}
 }

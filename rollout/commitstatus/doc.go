@@ -7,8 +7,10 @@
 // The Reporter runs beside the rollout, never in its path. The HostedClusterPackage
 // controller hands it the state it wants a context to show (Report, which only writes into a
 // map under a mutex and never waits); a single worker sends the latest wanted state of each
-// context, at most one request per Interval, each within Timeout, and retries a failed send
-// with an exponential backoff up to MaxBackoff. States reported while a send waits coalesce:
+// context, at most one request per Interval, each within Timeout (its connection within 3 s),
+// and retries a failed send with an exponential backoff up to MaxBackoff. API hosts take
+// turns (round robin), and a host that does not answer is backed off as a whole, so it costs
+// one attempt per backoff period, not one per context. States reported while a send waits coalesce:
 // only the latest is sent, so a forge sees one request per change of partition or outcome,
 // not one per Package. A forge that is down, slow or blackholes its connections therefore
 // delays only the statuses, never a reconcile; once it answers again the latest state of
@@ -17,7 +19,17 @@
 // The token is read from the GitSource's Secret (key "token") at each send, through a reader
 // that does not cache Secrets; it goes into the request's header only, never into a log line,
 // an event or a metric. An http:// API URL, which would carry the token in clear, is refused
-// unless AllowInsecureHTTP.
+// unless AllowInsecureHTTP (--commit-status-allow-insecure-http, apart from Git's flag). Only
+// Opaque Secrets are read: a service account token Secret also has a "token" key, and whoever
+// edits a GitSource chooses both the Secret and the URL. Redirects are never followed (they
+// would carry the token elsewhere); a redirect is a refused send naming only the Location's
+// host.
+//
+// Classification (outcomeOf): a missing Secret, a failed read, a transport error, a 408, 429 or
+// 5xx is an error, retried with backoff (a 429's or 503's Retry-After honoured); a forbidden
+// read, a missing key, a non-Opaque Secret, a redirect or another 4xx is invalid, retried only
+// every MaxBackoff, and at once when the GitSource points at another forge, repository or
+// Secret. Entries are keyed by HostedClusterPackage and replaced when their target changes.
 //
 // Each forge is called at its documented endpoint with net/http (provider.go): one POST each,
 // which the client libraries (google/go-github, gitlab.com/gitlab-org/api/client-go,

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -28,8 +33,9 @@ const (
 const maxErrorBody = 512
 
 // InvalidError is a configuration the Reporter cannot send with (an unknown provider, an
-// http:// URL carrying the token, a missing Secret or key); it is not retried until the next
-// state.
+// http:// URL carrying the token, a Secret it may not read or without the key, a forge's 4xx
+// other than 408 and 429, a redirect); it is retried only every MaxBackoff, and at once when
+// the GitSource points elsewhere.
 type InvalidError struct{ Err error }
 
 // Error implements error.
@@ -55,29 +61,149 @@ func (r *Reporter) post(ctx context.Context, st Status) error {
 	setToken(req, st.Target.Provider, token)
 	resp, err := r.HTTP.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), redactErr(err, token))
+		return &unansweredError{Err: fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), redactErr(err, token))}
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode/100 == 3 {
+		return invalidf("%s %s: %s: redirects are not followed (the token would go with them); redirected to host %q",
+			req.Method, req.URL.Redacted(), resp.Status, locationHost(resp))
+	}
 	if resp.StatusCode/100 == 2 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	msg := strings.ReplaceAll(strings.TrimSpace(string(body)), token, "[redacted]")
-	return fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Redacted(), resp.Status, msg)
+	err = fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Redacted(), resp.Status, msg)
+	return classifyAnswer(resp, err)
 }
+
+// classifyAnswer classifies a refusal: a 4xx other than 408 and 429 will not change by
+// itself (bad token, no such repository) and is invalid; a 429 or 503 carries its Retry-After.
+func classifyAnswer(resp *http.Response, err error) error {
+	code := resp.StatusCode
+	switch {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		return &retryAfterError{Err: err, After: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	case code/100 == 4 && code != http.StatusRequestTimeout:
+		return &InvalidError{Err: err}
+	}
+	return err
+}
+
+// unansweredError is a request its host did not answer (refused, timed out, reset): the host
+// is backed off as a whole.
+type unansweredError struct{ Err error }
+
+func (e *unansweredError) Error() string { return e.Err.Error() }
+func (e *unansweredError) Unwrap() error { return e.Err }
+
+// isUnanswered reports whether err is a request its host did not answer.
+func isUnanswered(err error) bool {
+	var u *unansweredError
+	return errors.As(err, &u)
+}
+
+// hostOf returns the API host of t, "" when its URL is invalid.
+func hostOf(t Target) string {
+	u, err := apiBase(t)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// maxRetryAfter bounds the wait a forge's Retry-After can ask for.
+const maxRetryAfter = time.Hour
+
+// retryAfterError is a refusal that says when to try again.
+type retryAfterError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.Err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.Err }
+
+// retryAfterOf returns the wait err's forge asked for, 0 when it asked none.
+func retryAfterOf(err error) time.Duration {
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		return ra.After
+	}
+	return 0
+}
+
+// parseRetryAfter reads a Retry-After header, in seconds or an HTTP date, bounded by
+// maxRetryAfter; 0 when absent or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.Atoi(v); err == nil {
+		d = time.Duration(secs) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = at.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
+}
+
+// locationHost returns the host a redirect points to, never its path or query (which might
+// carry a token), or "" when it has none.
+func locationHost(resp *http.Response) string {
+	loc, err := resp.Location()
+	if err != nil {
+		return ""
+	}
+	return loc.Host
+}
+
+// noRedirect makes a client return a redirect as the response instead of following it: a
+// followed redirect would carry the token to another host, or over http://.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // token reads the token of target's Secret.
 func (r *Reporter) token(ctx context.Context, target Target) (string, error) {
 	secret := &corev1.Secret{}
 	if err := r.Secrets.Get(ctx, target.Secret, secret); err != nil {
-		return "", invalidf("reading Secret %s of spec.commitStatus.secretRef: %w", target.Secret, err)
+		return "", secretReadError(target, err)
+	}
+	if err := checkSecretType(target, secret); err != nil {
+		return "", err
 	}
 	token := strings.TrimSpace(string(secret.Data[tokenKey]))
 	if token == "" {
 		return "", invalidf("Secret %s of spec.commitStatus.secretRef has no key %q", target.Secret, tokenKey)
 	}
 	return token, nil
+}
+
+// secretReadError classifies a failed read of the token Secret: a missing Secret may be
+// created any moment and an API server's hiccup passes, so both are retried with backoff (a
+// final state must not be lost to one failed read); a refused read (forbidden, bad name) is
+// invalid.
+func secretReadError(target Target, err error) error {
+	err = fmt.Errorf("GitSource %s/%s: reading Secret %s of spec.commitStatus.secretRef: %w",
+		target.Secret.Namespace, target.Source, target.Secret, err)
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsInvalid(err) {
+		return &InvalidError{Err: err}
+	}
+	return err
+}
+
+// checkSecretType refuses a Secret that was not made to hold a forge token. Whoever may edit
+// a GitSource chooses both the API URL and the Secret, so a Secret of another type (a
+// service account's token above all, which has a "token" key too) would be sent to any URL.
+func checkSecretType(target Target, secret *corev1.Secret) error {
+	if secret.Type == "" || secret.Type == corev1.SecretTypeOpaque {
+		return nil
+	}
+	return invalidf("GitSource %s/%s: Secret %s of spec.commitStatus.secretRef has type %s; "+
+		"a commit status token must be in a Secret of type Opaque", target.Secret.Namespace, target.Source,
+		target.Secret, secret.Type)
 }
 
 // newRequest builds the provider's documented request for st, without its token.
@@ -87,7 +213,7 @@ func newRequest(ctx context.Context, st Status, allowHTTP bool) (*http.Request, 
 		return nil, err
 	}
 	if base.Scheme == "http" && !allowHTTP {
-		return nil, invalidf("spec.commitStatus.apiURL %s is refused: the token would be sent in clear over http://; use https:// (allowed only with the controller flag --allow-insecure-http)", base.Redacted())
+		return nil, invalidf("spec.commitStatus.apiURL %s is refused: the token would be sent in clear over http://; use https:// (allowed only with the controller flag --commit-status-allow-insecure-http)", base.Redacted())
 	}
 	path, body, err := endpoint(st)
 	if err != nil {
@@ -141,8 +267,9 @@ func endpoint(st Status) ([]string, map[string]string, error) {
 	switch st.Target.Provider {
 	case convoyv1alpha1.CommitStatusGitHub, convoyv1alpha1.CommitStatusGitea:
 		owner, repo, ok := strings.Cut(st.Target.Repository, "/")
-		if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
-			return nil, nil, invalidf("spec.commitStatus.repository %q must be owner/name", st.Target.Repository)
+		if !ok || !validSegment(owner) || !validSegment(repo) {
+			return nil, nil, invalidf("spec.commitStatus.repository %q must be owner/name, each of [A-Za-z0-9_.-]+ and neither . nor ..",
+				st.Target.Repository)
 		}
 		body["state"], body["context"] = string(st.State), st.Context
 		path := []string{"repos", owner, repo, "statuses", st.Commit}
@@ -151,10 +278,32 @@ func endpoint(st Status) ([]string, map[string]string, error) {
 		}
 		return path, body, nil
 	case convoyv1alpha1.CommitStatusGitLab:
+		if !validProject(st.Target.Repository) {
+			return nil, nil, invalidf("spec.commitStatus.repository %q must be a project id or a group/project path, "+
+				"each segment of [A-Za-z0-9_.-]+ and neither . nor ..", st.Target.Repository)
+		}
 		body["state"], body["name"] = gitLabState(st.State), st.Context
 		return []string{"projects", url.PathEscape(st.Target.Repository), "statuses", st.Commit}, body, nil
 	}
 	return nil, nil, invalidf("spec.commitStatus.provider %q is not github, gitlab or gitea", st.Target.Provider)
+}
+
+// segmentPattern is what an owner, repository, group or project name may be on any forge.
+var segmentPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// validSegment reports whether s is one path segment that cannot walk the API's path.
+func validSegment(s string) bool {
+	return s != "." && s != ".." && segmentPattern.MatchString(s)
+}
+
+// validProject reports whether s is a GitLab project id or path: segments separated by "/".
+func validProject(s string) bool {
+	for seg := range strings.SplitSeq(s, "/") {
+		if !validSegment(seg) {
+			return false
+		}
+	}
+	return true
 }
 
 // gitLabState maps a state to GitLab's: a rollout in progress is "running".

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -61,6 +63,12 @@ func TestRequestRefusals(t *testing.T) {
 		"token would be sent in clear over http://": {Provider: "gitea", APIURL: "http://gitea.example.com", Repository: "o/r"},
 		"repository \"addons\" must be owner/name":  {Provider: "github", Repository: "addons"},
 		"apiURL is required for provider \"gitea\"": {Provider: "gitea", Repository: "o/r"},
+		"repository \"o/..\" must be owner/name, each of [A-Za-z0-9_.-]+": {Provider: "gitea", APIURL: "https://g.example.com",
+			Repository: "o/.."},
+		"repository \"../admin\" must be owner/name":              {Provider: "github", Repository: "../admin"},
+		"repository \"o/r?x=1\" must be owner/name":               {Provider: "github", Repository: "o/r?x=1"},
+		"repository \"group/../other\" must be a project id or a": {Provider: "gitlab", Repository: "group/../other"},
+		"repository \"group//p\" must be a project id or a":       {Provider: "gitlab", Repository: "group//p"},
 	}
 	for want, target := range cases {
 		_, err := newRequest(context.Background(), NewStatus(target, "addon", "abc", Pending, ""), false)
@@ -74,4 +82,16 @@ func TestDescriptionIsCut(t *testing.T) {
 	g := NewWithT(t)
 	long := NewStatus(Target{}, "a", "c", Failure, string(make([]rune, 500)))
 	g.Expect([]rune(long.Description)).To(HaveLen(maxDescription))
+}
+
+// TestRetryAfter checks the two forms of Retry-After and its bounds.
+func TestRetryAfter(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	g.Expect(parseRetryAfter("", now)).To(BeZero())
+	g.Expect(parseRetryAfter("soon", now)).To(BeZero())
+	g.Expect(parseRetryAfter("7", now)).To(Equal(7 * time.Second))
+	g.Expect(parseRetryAfter("-3", now)).To(BeZero())
+	g.Expect(parseRetryAfter("999999", now)).To(Equal(maxRetryAfter))
+	g.Expect(parseRetryAfter(now.Add(90*time.Second).Format(http.TimeFormat), now)).To(Equal(90 * time.Second))
 }

@@ -3,8 +3,10 @@ package commitstatus
 import (
 	"context"
 	"errors"
+	"maps"
+	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,9 +46,11 @@ type Reporter struct {
 	Secrets client.Reader
 	// Recorder emits events on the HostedClusterPackages; nil emits none.
 	Recorder events.EventRecorder
-	// HTTP sends the requests; default a client with Timeout.
+	// HTTP sends the requests; default a client with Timeout. Its redirects are never
+	// followed, whatever its CheckRedirect: a redirect is a failed send.
 	HTTP *http.Client
-	// AllowInsecureHTTP allows http:// API URLs, which carry the token in clear.
+	// AllowInsecureHTTP allows http:// API URLs, which carry the token in clear
+	// (--commit-status-allow-insecure-http).
 	AllowInsecureHTTP bool
 	// Interval, Timeout, MaxBackoff, MaxContexts: see the defaults.
 	Interval    time.Duration
@@ -58,13 +62,32 @@ type Reporter struct {
 
 	mu      sync.Mutex
 	entries map[contextKey]*entry
-	wake    chan struct{}
-	once    sync.Once
+	// hosts holds the backoff of each API host that did not answer; lastHost is the host sent
+	// to last, for the round robin.
+	hosts    map[string]*hostState
+	lastHost string
+	wake     chan struct{}
+	once     sync.Once
 }
 
-// contextKey names a status context in one repository.
+// hostState is the backoff of an API host whose last request got no answer.
+type hostState struct {
+	failures int
+	next     time.Time
+}
+
+// contextKey names the one status context of a HostedClusterPackage: when its GitSource points
+// elsewhere, the entry is replaced, so changing apiURL or repository never adds entries.
 type contextKey struct {
-	forge, repository, context string
+	namespace, name string
+}
+
+// keyOf returns the key of the HostedClusterPackage regarding, else of the context's name.
+func keyOf(regarding runtime.Object, st Status) contextKey {
+	if obj, ok := regarding.(client.Object); ok && obj != nil {
+		return contextKey{namespace: obj.GetNamespace(), name: obj.GetName()}
+	}
+	return contextKey{name: st.name()}
 }
 
 // entry is what the Reporter knows of one context.
@@ -74,16 +97,18 @@ type entry struct {
 	regarding runtime.Object
 	// sent is the last state that reached the forge; failed, the last that did not.
 	sent, failed *Status
-	attempts     int
-	next         time.Time
-	since        time.Time
+	// invalid: the last send was refused as a configuration error (retried slowly).
+	invalid  bool
+	attempts int
+	next     time.Time
+	since    time.Time
 }
 
 // Report asks that st be shown on its commit, for the object regarding (the
 // HostedClusterPackage, for events). It returns at once; an unchanged state is a no-op.
 func (r *Reporter) Report(regarding runtime.Object, st Status) {
 	r.init()
-	key := contextKey{forge: st.Target.APIURL + "|" + st.Target.Provider, repository: st.Target.Repository, context: st.Context}
+	key := keyOf(regarding, st)
 	r.mu.Lock()
 	e, ok := r.entries[key]
 	switch {
@@ -94,7 +119,9 @@ func (r *Reporter) Report(regarding runtime.Object, st Status) {
 		r.mu.Unlock()
 		updates.WithLabelValues(st.Target.Provider, OutcomeDropped).Inc()
 		return
-	case !ok:
+	case !ok, e.want.Target != st.Target:
+		// A new context, or its GitSource now points elsewhere (or at another Secret):
+		// start afresh, due at once.
 		e = &entry{}
 		r.entries[key] = e
 	}
@@ -112,7 +139,7 @@ func (r *Reporter) Forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.entries {
-		if k.context == ContextName(name) {
+		if k.name == name {
 			delete(r.entries, k)
 		}
 	}
@@ -155,43 +182,76 @@ func (r *Reporter) Start(ctx context.Context) error {
 // idleWait is how long the worker sleeps when nothing is due and nothing is scheduled.
 const idleWait = time.Minute
 
-// due returns the context to send now, the longest-waiting first, or how long to wait until
-// one is due.
+// due returns the context to send now, or how long to wait until one is due. Hosts take turns
+// (round robin, in name order, after the host sent to last), so a host that never answers
+// delays the others by at most one request; within a host the longest-waiting context goes
+// first; a host in backoff sends nothing.
 func (r *Reporter) due() (contextKey, Status, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	var ready []contextKey
+	ready := map[string]contextKey{}
 	wait := idleWait
 	for k, e := range r.entries {
 		if !e.pending() {
 			continue
 		}
-		if d := e.next.Sub(now); d > 0 {
+		host := hostOf(e.want.Target)
+		next := e.next
+		if h := r.hosts[host]; h != nil && h.next.After(next) {
+			next = h.next
+		}
+		if d := next.Sub(now); d > 0 {
 			wait = min(wait, d)
 			continue
 		}
-		ready = append(ready, k)
+		if first, ok := ready[host]; !ok || e.since.Before(r.entries[first].since) {
+			ready[host] = k
+		}
 	}
 	if len(ready) == 0 {
 		return contextKey{}, Status{}, wait
 	}
-	sort.Slice(ready, func(i, j int) bool { return r.entries[ready[i]].since.Before(r.entries[ready[j]].since) })
-	return ready[0], r.entries[ready[0]].want, 0
+	host := nextHost(slices.Sorted(maps.Keys(ready)), r.lastHost)
+	r.lastHost = host
+	return ready[host], r.entries[ready[host]].want, 0
 }
 
-// pending reports whether the wanted state has not reached the forge yet, and was not refused
-// as invalid.
-func (e *entry) pending() bool {
-	if e.sent != nil && *e.sent == e.want {
-		return false
+// nextHost returns the first of the sorted hosts after last, else the first.
+func nextHost(hosts []string, last string) string {
+	for _, h := range hosts {
+		if h > last {
+			return h
+		}
 	}
-	return e.failed == nil || *e.failed != e.want || e.attempts > 0
+	return hosts[0]
+}
+
+// noteHost records whether host answered: a host that did not is backed off, so that it
+// costs one attempt per backoff period, not one per context.
+func (r *Reporter) noteHost(host string, answered bool) {
+	if answered {
+		delete(r.hosts, host)
+		return
+	}
+	h := r.hosts[host]
+	if h == nil {
+		h = &hostState{}
+		r.hosts[host] = h
+	}
+	h.failures++
+	h.next = r.now().Add(r.backoff(h.failures))
+}
+
+// pending reports whether the wanted state has not reached the forge yet.
+func (e *entry) pending() bool {
+	return e.sent == nil || *e.sent != e.want
 }
 
 // send sends st and records the outcome: on success the state is sent; on an invalid
-// configuration it is not retried until the next state; on an error it is retried after a
-// backoff, which a newer state does not shorten (a forge that is down is not hammered).
+// configuration it is retried slowly, every MaxBackoff (at once when the GitSource points
+// elsewhere); on an error it is retried after a backoff, or the forge's Retry-After, which a
+// newer state does not shorten (a forge that is down is not hammered).
 func (r *Reporter) send(ctx context.Context, key contextKey, st Status) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
@@ -199,22 +259,24 @@ func (r *Reporter) send(ctx context.Context, key contextKey, st Status) {
 	outcome := outcomeOf(err)
 	updates.WithLabelValues(st.Target.Provider, outcome).Inc()
 	r.mu.Lock()
+	r.noteHost(hostOf(st.Target), !isUnanswered(err))
 	e, ok := r.entries[key]
 	if !ok {
 		r.mu.Unlock()
 		return
 	}
-	first := e.attempts == 0 && (e.failed == nil || *e.failed != st)
+	first := e.failed == nil || *e.failed != st || e.invalid != (outcome == OutcomeInvalid)
 	regarding := e.regarding
 	switch outcome {
 	case OutcomeSuccess:
-		e.sent, e.failed, e.attempts, e.next = &st, nil, 0, time.Time{}
+		e.sent, e.failed, e.invalid, e.attempts, e.next = &st, nil, false, 0, time.Time{}
 	case OutcomeInvalid:
-		e.failed, e.attempts = &st, 0
+		e.failed, e.invalid, e.attempts = &st, true, 0
+		e.next = r.now().Add(r.maxBackoff())
 	default:
-		e.failed = &st
+		e.failed, e.invalid = &st, false
 		e.attempts++
-		e.next = r.now().Add(r.backoff(e.attempts))
+		e.next = r.now().Add(max(r.backoff(e.attempts), retryAfterOf(err)))
 	}
 	r.mu.Unlock()
 	r.announce(ctx, regarding, st, err, first)
@@ -263,11 +325,25 @@ func outcomeOf(err error) string {
 func (r *Reporter) init() {
 	r.once.Do(func() {
 		r.entries = map[contextKey]*entry{}
+		r.hosts = map[string]*hostState{}
 		r.wake = make(chan struct{}, 1)
-		if r.HTTP == nil {
-			r.HTTP = &http.Client{Timeout: r.timeout()}
+		client := &http.Client{Timeout: r.timeout(), Transport: newTransport()}
+		if r.HTTP != nil {
+			*client = *r.HTTP
 		}
+		client.CheckRedirect = noRedirect
+		r.HTTP = client
 	})
+}
+
+// dialTimeout bounds the connection to a forge: a blackholed host fails fast.
+const dialTimeout = 3 * time.Second
+
+// newTransport returns the default transport with a short dial timeout.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	return t
 }
 
 func (r *Reporter) backoff(attempts int) time.Duration {

@@ -37,6 +37,8 @@ const maxDescription = 140
 
 // Target is where statuses go: a GitSource's spec.commitStatus, with its Secret's namespace.
 type Target struct {
+	// Source is the GitSource's name (in the Secret's namespace), for messages.
+	Source     string
 	Provider   string
 	APIURL     string
 	Repository string
@@ -52,7 +54,7 @@ func TargetOf(gs *convoyv1alpha1.GitSource) *Target {
 	if cs == nil {
 		return nil
 	}
-	return &Target{Provider: cs.Provider, APIURL: cs.APIURL, Repository: cs.Repository,
+	return &Target{Source: gs.Name, Provider: cs.Provider, APIURL: cs.APIURL, Repository: cs.Repository,
 		Secret: types.NamespacedName{Namespace: gs.Namespace, Name: cs.SecretRef.Name}, TargetURL: cs.TargetURL}
 }
 

@@ -3,6 +3,7 @@ package rolloutcontroller
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,14 +40,18 @@ func (r *HostedClusterPackageReconciler) reportCommitStatus(ctx context.Context,
 // commitState is the state and description of the pass's outcome.
 func commitState(s *scope, err error) (commitstatus.State, string) {
 	var stalled *pass.Stalling
-	if errors.As(err, &stalled) {
-		return commitstatus.Failure, err.Error()
-	}
-	done := 0
+	done, current := 0, ""
 	for _, p := range s.plan.Partitions {
-		if p.State == convoyv1alpha1.PartitionDone {
+		switch {
+		case p.State == convoyv1alpha1.PartitionDone:
 			done++
+		case current == "":
+			current = p.Name
 		}
+	}
+	if errors.As(err, &stalled) {
+		// A fixed summary: the error's text (cluster names, apply errors) stays in the cluster.
+		return commitstatus.Failure, fmt.Sprintf("Stalled (%s) in partition %s", stalled.Reason, current)
 	}
 	c := s.plan.Counts
 	progress := commitstatus.Progress(done, len(s.plan.Partitions), int(c.Progressed), int(c.Total))

@@ -13,7 +13,7 @@ import (
 )
 
 // TestCommitStateFollowsThePassOutcome checks the state and description a pass hands to the
-// commit status reporter: failure with the message when it stalls, success when it completed,
+// commit status reporter: failure with a fixed summary (reason, partition) when it stalls, success when it completed,
 // pending with partitions and clusters otherwise.
 func TestCommitStateFollowsThePassOutcome(t *testing.T) {
 	plan := &rollout.Plan{
@@ -33,7 +33,7 @@ func TestCommitStateFollowsThePassOutcome(t *testing.T) {
 		{"transient error", pass.Retryf("ListFailed", "listing Packages"), commitstatus.Pending,
 			"2/3 partitions, 412/1000 clusters"},
 		{"stalled", pass.StallAfterf(convoyv1alpha1.RolloutBlockedReason, time.Minute, "Rollout is blocked: 1 package(s) failed"),
-			commitstatus.Failure, "Rollout is blocked: 1 package(s) failed"},
+			commitstatus.Failure, "Stalled (RolloutBlocked) in partition late"},
 		{"completed", nil, commitstatus.Success, "2/3 partitions, 412/1000 clusters"},
 	}
 	for _, tc := range cases {

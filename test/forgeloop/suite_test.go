@@ -64,7 +64,7 @@ func startLoop(t *testing.T) *loop {
 	addr := "127.0.0.1:" + itoa(ports[0])
 	c, err := bench.StartController(context.Background(), bench.ControllerInput{
 		Binary: convoy, Kubeconfig: path, Dir: dir, Concurrency: 4,
-		Args: []string{"--webhook-addr=" + addr, "--allow-insecure-http",
+		Args: []string{"--webhook-addr=" + addr, "--allow-insecure-http", "--commit-status-allow-insecure-http",
 			"--commit-status-interval=50ms", "--commit-status-timeout=2s", "--commit-status-max-backoff=2s"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.Stop() })
