@@ -19,23 +19,12 @@ import (
 func TestWebhookServerDropsSlowBodies(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	addr := ln.Addr().String()
-	g.Expect(ln.Close()).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recv := &WebhookReceiver{Client: k8sClient, SecretReader: k8sClient, Addr: addr, ReadTimeout: time.Second}
-	go func() { _ = recv.Start(ctx) }()
-	var conn net.Conn
-	g.Eventually(func() error { conn, err = net.Dial("tcp", addr); return err }).Should(Succeed())
+	_, conn := startTrickled(t, &WebhookReceiver{Client: k8sClient, SecretReader: k8sClient, ReadTimeout: time.Second})
 	defer conn.Close()
 
 	start := time.Now()
-	_, err = io.WriteString(conn, "POST /hooks/ns/name HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx")
-	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(conn.SetReadDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
-	_, err = io.ReadAll(conn)
+	_, err := io.ReadAll(conn)
 	g.Expect(err).NotTo(HaveOccurred(), "the server closed the connection")
 	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 }
@@ -46,18 +35,8 @@ func TestWebhookServerDropsSlowBodies(t *testing.T) {
 func TestWebhookServerBoundsTheCallsUnderWay(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	addr := ln.Addr().String()
-	g.Expect(ln.Close()).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recv := &WebhookReceiver{Client: k8sClient, SecretReader: k8sClient, Addr: addr, ReadTimeout: 3 * time.Second, MaxInFlight: 1}
-	go func() { _ = recv.Start(ctx) }()
-	var slow net.Conn
-	g.Eventually(func() error { slow, err = net.Dial("tcp", addr); return err }).Should(Succeed())
-	_, err = io.WriteString(slow, "POST /hooks/ns/name HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx")
-	g.Expect(err).NotTo(HaveOccurred())
+	addr, slow := startTrickled(t, &WebhookReceiver{Client: k8sClient, SecretReader: k8sClient,
+		ReadTimeout: 3 * time.Second, MaxInFlight: 1})
 
 	call := func() int {
 		resp, err := http.Post("http://"+addr+"/hooks/ns/name", "application/json", strings.NewReader("{}"))
@@ -68,6 +47,25 @@ func TestWebhookServerBoundsTheCallsUnderWay(t *testing.T) {
 	g.Eventually(call).Should(Equal(http.StatusServiceUnavailable), "the trickled call holds the only slot")
 	g.Expect(slow.Close()).To(Succeed())
 	g.Eventually(call).Should(Equal(http.StatusUnauthorized), "the slot is free again: the call is read and refused")
+}
+
+// startTrickled starts recv on a free port until the test ends, and opens a connection that
+// sent the headers of a call and the first byte of its 1,000-byte body. It returns the address
+// and the connection.
+func startTrickled(t *testing.T, recv *WebhookReceiver) (string, net.Conn) {
+	g := NewWithT(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	recv.Addr = ln.Addr().String()
+	g.Expect(ln.Close()).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = recv.Start(ctx) }()
+	var conn net.Conn
+	g.Eventually(func() error { conn, err = net.Dial("tcp", recv.Addr); return err }).Should(Succeed())
+	_, err = io.WriteString(conn, "POST /hooks/ns/name HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx")
+	g.Expect(err).NotTo(HaveOccurred())
+	return recv.Addr, conn
 }
 
 // FuzzWebhookCall feeds arbitrary paths, signature headers and bodies to the parsing and
