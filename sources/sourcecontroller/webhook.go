@@ -188,7 +188,7 @@ func (w *WebhookReceiver) maxBody() int64 {
 // when all are taken, so that callers trickling bodies cannot make the receiver hold more than
 // MaxInFlight bodies in memory.
 func (w *WebhookReceiver) acquireSlot() bool {
-	w.slotsOnce.Do(func() { w.slots = make(chan struct{}, cmp.Or(w.MaxInFlight, DefaultWebhookMaxInFlight)) })
+	w.initSlots()
 	select {
 	case w.slots <- struct{}{}:
 		return true
@@ -199,6 +199,17 @@ func (w *WebhookReceiver) acquireSlot() bool {
 
 // releaseSlot gives back a slot acquireSlot took.
 func (w *WebhookReceiver) releaseSlot() { <-w.slots }
+
+// callsInFlight returns how many calls hold a slot.
+func (w *WebhookReceiver) callsInFlight() int {
+	w.initSlots()
+	return len(w.slots)
+}
+
+// initSlots makes the slots of MaxInFlight calls on first use.
+func (w *WebhookReceiver) initSlots() {
+	w.slotsOnce.Do(func() { w.slots = make(chan struct{}, cmp.Or(w.MaxInFlight, DefaultWebhookMaxInFlight)) })
+}
 
 // tokenSource returns the token cache, made on first use.
 func (w *WebhookReceiver) tokenSource() *webhookTokens {

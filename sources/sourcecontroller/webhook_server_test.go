@@ -35,8 +35,9 @@ func TestWebhookServerDropsSlowBodies(t *testing.T) {
 func TestWebhookServerBoundsTheCallsUnderWay(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
-	addr, slow := startTrickled(t, &WebhookReceiver{Client: k8sClient, SecretReader: k8sClient,
-		ReadTimeout: 3 * time.Second, MaxInFlight: 1})
+	recv := &WebhookReceiver{Client: k8sClient, SecretReader: k8sClient, ReadTimeout: 15 * time.Second, MaxInFlight: 1}
+	addr, slow := startTrickled(t, recv)
+	g.Eventually(recv.callsInFlight).Should(Equal(1), "the trickled call is being read")
 
 	call := func() int {
 		resp, err := http.Post("http://"+addr+"/hooks/ns/name", "application/json", strings.NewReader("{}"))
@@ -44,7 +45,7 @@ func TestWebhookServerBoundsTheCallsUnderWay(t *testing.T) {
 		defer resp.Body.Close()
 		return resp.StatusCode
 	}
-	g.Eventually(call).Should(Equal(http.StatusServiceUnavailable), "the trickled call holds the only slot")
+	g.Expect(call()).To(Equal(http.StatusServiceUnavailable), "the trickled call holds the only slot")
 	g.Expect(slow.Close()).To(Succeed())
 	g.Eventually(call).Should(Equal(http.StatusUnauthorized), "the slot is free again: the call is read and refused")
 }
