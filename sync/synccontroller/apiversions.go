@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,15 +26,23 @@ const (
 	partialAPIVersionsTTL = 10 * time.Second
 )
 
+// maxAPIVersions bounds the API versions of one cluster that reach a chart. A hosted
+// cluster's tenant decides its CRDs, and the set travels into every chart render request of
+// that cluster and into its render cache key; a cluster serving more (a real cluster serves a
+// few thousand) gets a clear error instead of a render.
+const maxAPIVersions = 20000
+
 // discoveryReader reads the API groups and resources of one cluster.
 type discoveryReader func() ([]*metav1.APIGroup, []*metav1.APIResourceList, error)
 
 // apiVersionsMemo caches the API versions of clusters, by a key naming the cluster ("" for
-// the management cluster, the HCP namespace for a hosted cluster). Safe for concurrent use;
-// the zero value is empty.
+// the management cluster, the HCP namespace for a hosted cluster). Safe for concurrent use:
+// the Packages of one cluster that miss the cache together share one discovery read. The zero
+// value is empty.
 type apiVersionsMemo struct {
 	mu    sync.Mutex
 	byKey map[string]apiVersionsRead
+	reads singleflight.Group
 }
 
 // apiVersionsRead is a cluster's API versions and until when they are reused.
@@ -45,19 +54,31 @@ type apiVersionsRead struct {
 // get returns the API versions of the cluster key, read with read when none are cached or the
 // cached ones expired.
 func (m *apiVersionsMemo) get(key string, read discoveryReader) (*manifests.APIVersions, error) {
-	now := time.Now()
 	m.mu.Lock()
 	cached, ok := m.byKey[key]
 	m.mu.Unlock()
-	if ok && now.Before(cached.until) {
+	if ok && time.Now().Before(cached.until) {
 		return cached.versions, nil
 	}
+	versions, err, _ := m.reads.Do(key, func() (any, error) { return m.read(key, read) })
+	if err != nil {
+		return nil, err
+	}
+	return versions.(*manifests.APIVersions), nil
+}
+
+// read reads the cluster key's discovery and caches what it serves.
+func (m *apiVersionsMemo) read(key string, read discoveryReader) (*manifests.APIVersions, error) {
+	now := time.Now()
 	groups, resources, err := read()
 	partial := discovery.IsGroupDiscoveryFailedError(err)
 	if err != nil && !partial {
 		return nil, err
 	}
-	versions := apiVersionsOf(groups, resources)
+	versions, err := apiVersionsOf(groups, resources)
+	if err != nil {
+		return nil, err
+	}
 	ttl := apiVersionsTTL
 	if partial {
 		ttl = partialAPIVersionsTTL
@@ -92,8 +113,8 @@ func (m *apiVersionsMemo) store(key string, r apiVersionsRead, now time.Time) {
 // apiVersionsOf is what a chart sees of a cluster's discovery in .Capabilities.APIVersions, as
 // `helm install` builds it: every group/version served, and every group/version/Kind of its
 // resources (subresources left out: their kinds are those of other resources, or not kinds
-// one creates).
-func apiVersionsOf(groups []*metav1.APIGroup, resources []*metav1.APIResourceList) *manifests.APIVersions {
+// one creates). More than maxAPIVersions is an error.
+func apiVersionsOf(groups []*metav1.APIGroup, resources []*metav1.APIResourceList) (*manifests.APIVersions, error) {
 	var out []string
 	for _, g := range groups {
 		for _, v := range g.Versions {
@@ -107,7 +128,10 @@ func apiVersionsOf(groups []*metav1.APIGroup, resources []*metav1.APIResourceLis
 			}
 		}
 	}
-	return manifests.NewAPIVersions(out)
+	if len(out) > maxAPIVersions {
+		return nil, fmt.Errorf("the cluster serves %d API versions and kinds, more than the %d a chart is given", len(out), maxAPIVersions)
+	}
+	return manifests.NewAPIVersions(out), nil
 }
 
 // withAPIVersions returns a copy of env with versions; nil when env is nil (no environment
