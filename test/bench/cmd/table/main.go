@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -23,7 +22,8 @@ SPEC: "rollout n=1000" (objects=50 for another package size), 'scenario "rollout
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New(usage))
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
@@ -34,7 +34,8 @@ func main() {
 	case "rewrite":
 		err = rewrite(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown subcommand %q\n%s", os.Args[1], usage)
+		fmt.Fprintln(os.Stderr, usage)
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
 	if err != nil {
 		fail(err)
