@@ -17,8 +17,9 @@ var setName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
 // AddRuns copies the runs of one set into dir as <date>-<commit>-<name>-<i>.json (without
 // "-<i>" for a single run), giving commit to the runs that do not name theirs, and returns the
 // files as one name with a brace group, relative to dir's parent (runs/…), as a marker names
-// them. Every run must be of one commit, and no file is overwritten.
-func AddRuns(dir, name, commit string, files []string) (string, error) {
+// them. Every run must be of one commit, the runs must make the table of spec, and no file is
+// overwritten.
+func AddRuns(dir, name, commit string, spec Spec, files []string) (string, error) {
 	if !setName.MatchString(name) {
 		return "", fmt.Errorf("run set name %q: lower-case letters, digits, dots and dashes, e.g. rollout-1000", name)
 	}
@@ -27,6 +28,9 @@ func AddRuns(dir, name, commit string, files []string) (string, error) {
 	}
 	runs, err := stampedRuns(commit, files)
 	if err != nil {
+		return "", err
+	}
+	if _, err := Render(spec, &RunSet{Names: files, Runs: runs}); err != nil {
 		return "", err
 	}
 	base := fmt.Sprintf("%s-%s-%s", runs[0].Started.UTC().Format("2006-01-02"), runs[0].Commit, name)

@@ -64,11 +64,9 @@ func differs(page string, f Fence, want string) error {
 			continue
 		}
 		line := f.Line + 1 + i
-		if col := metColumn(wantLines); col >= 0 && strings.HasPrefix(w, "|") && strings.HasPrefix(g, "|") {
-			if gm, wm := cellAt(g, col), cellAt(w, col); gm != wm {
-				return fmt.Errorf("%s:%d: the row says met %q where its runs (%s) say %q: a verdict comes from the runs' JSON, not by hand",
-					page, line, gm, strings.Join(f.Runs, " "), wm)
-			}
+		if gm, wm := verdicts(wantLines, g, w); gm != wm {
+			return fmt.Errorf("%s:%d: the row says met %q where its runs (%s) say %q: a verdict comes from the runs' JSON, not by hand",
+				page, line, gm, strings.Join(f.Runs, " "), wm)
 		}
 		return fmt.Errorf("%s:%d: the table differs from its runs (%s): the page has\n\t%s\nthe runs give\n\t%s\nrun `make bench-tables` to regenerate it, and change figures only through the runs' JSON",
 			page, line, strings.Join(f.Runs, " "), g, w)
@@ -82,6 +80,46 @@ func lineAt(lines []string, i int) string {
 		return lines[i]
 	}
 	return ""
+}
+
+// verdicts returns the met cells of a published row and the generated one, in a Markdown
+// table or in a run's text table (its MET column, up to NOTE); "" and "" when the rows have
+// none.
+func verdicts(generated []string, got, want string) (string, string) {
+	if col := metColumn(generated); col >= 0 && strings.HasPrefix(want, "|") && strings.HasPrefix(got, "|") {
+		return cellAt(got, col), cellAt(want, col)
+	}
+	for _, header := range generated {
+		start, end := headerColumn(header, "MET"), headerColumn(header, "NOTE")
+		if !strings.HasPrefix(header, "SCENARIO ") || start < 0 {
+			continue
+		}
+		if end < start {
+			end = len(header)
+		}
+		return textColumn(got, start, end), textColumn(want, start, end)
+	}
+	return "", ""
+}
+
+// headerColumn returns where the column named name starts in a text table's header, or -1.
+func headerColumn(header, name string) int {
+	for i, f := range strings.Fields(header) {
+		if f == name && i > 0 {
+			return strings.Index(header+" ", " "+name+" ") + 1
+		}
+	}
+	return -1
+}
+
+// textColumn returns the runes from start to end of an aligned text row, trimmed (the header
+// is ASCII, so its byte offsets are the columns' rune offsets).
+func textColumn(row string, start, end int) string {
+	r := []rune(row)
+	if start >= len(r) {
+		return ""
+	}
+	return strings.TrimSpace(string(r[start:min(end, len(r))]))
 }
 
 // metColumn returns the index of the "met" column of the first table in lines, or -1.

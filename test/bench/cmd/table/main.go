@@ -90,7 +90,7 @@ func addRuns(args []string) error {
 	if err != nil {
 		return err
 	}
-	pattern, err := benchtable.AddRuns(*dir, *name, *commit, fs.Args())
+	pattern, err := benchtable.AddRuns(*dir, *name, *commit, spec, fs.Args())
 	if err != nil {
 		return err
 	}
