@@ -16,6 +16,7 @@ import (
 // a bare loop of bare seconds, with the bench's own verdict on its 1.4× target.
 func rolloutRun(started time.Time, wall, bare float64) *bench.Results {
 	f := func(v float64) *float64 { return &v }
+	yes := true
 	res := &bench.Results{Started: started, Duration: "4m29s", Load: []string{"0.47 1.78 4.31", "2.78 2.89 4.18"},
 		CPUs: 2, Commit: "f7dd674"}
 	for _, step := range []string{"install", "instant"} {
@@ -30,6 +31,7 @@ func rolloutRun(started time.Time, wall, bare float64) *bench.Results {
 			bench.Row{Scenario: s, Metric: metricObjects, Value: 1.0006, Unit: "req", Baseline: f(1.0004)},
 			bench.Row{Scenario: s, Metric: metricWallFloor, Value: wall, Unit: "s", Baseline: f(bare * 1.25)},
 			bench.Row{Scenario: s, Metric: metricCPUFloor, Value: 4.635, Unit: "ms", Baseline: f(4.246)},
+			bench.Row{Scenario: s, Metric: "package renders", Value: 1, Target: "1", Met: &yes},
 		)
 	}
 	return res
@@ -77,6 +79,7 @@ func TestScenarioTableJudgesTheTargetByTheMajorityOfRuns(t *testing.T) {
 	// 1.50×, 2.00× and 1.35× against ≤ 1.4×: one run of three met it, and the median did not.
 	g.Expect(body).To(ContainSubstring("| wall time to all progressed | 30.00 s / 20.00 s (bare SSA loop) | 1.50× (1.50×, 2.00×, 1.35×) | ≤ 1.4× | NO (1 of 3) |\n"))
 	g.Expect(body).To(ContainSubstring("| controller CPU | 11.19 s | - | - | - |\n"))
+	g.Expect(body).To(ContainSubstring("| package renders | 1 | - | 1 | yes |\n"))
 
 	yes, no := true, false
 	rows := func(met ...*bool) []bench.Row {

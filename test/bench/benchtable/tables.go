@@ -126,9 +126,9 @@ func scenarioRow(set *RunSet, scenario, metric string) (string, error) {
 	}
 	f := figuresOf(rows)
 	unit := rows[0].Unit
-	figure, ratio := bench.FormatValue(median(f.values), unit), "-"
+	figure, ratio := formatValue(median(f.values), unit), "-"
 	if len(f.baselines) > 0 {
-		figure += " / " + bench.FormatValue(median(f.baselines), unit)
+		figure += " / " + formatValue(median(f.baselines), unit)
 		if rows[0].BaselineName != "" {
 			figure += " (" + rows[0].BaselineName + ")"
 		}
@@ -139,6 +139,12 @@ func scenarioRow(set *RunSet, scenario, metric string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("| %s | %s | %s | %s | %s |", metric, figure, ratio, dash(target), dash(met)), nil
+}
+
+// formatValue prints v with its unit as a run's table does, without the blank a value without
+// a unit gets there.
+func formatValue(v float64, unit string) string {
+	return strings.TrimSpace(bench.FormatValue(v, unit))
 }
 
 // dash prints an empty cell as "-".
