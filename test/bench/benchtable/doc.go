@@ -6,9 +6,10 @@
 //	…
 //	<!-- end bench-table -->
 //
-// Rewrite regenerates every such table in place (`make bench-tables`), Check fails when a
-// published one differs from what its runs give (a figure or a verdict edited by hand), and
-// Unbacked finds target verdicts published outside any fence, which no run backs.
+// RewriteFile regenerates every such table of a page in place (`make bench-tables`), CheckFile
+// fails when a published one differs from what its runs give (a figure or a verdict edited by
+// hand) and, through Unbacked, when a target verdict is published outside any fence, where no
+// run backs it. AddRuns copies a new set of runs into docs/evidence/runs, with their commit.
 //
 // A table of several runs gives each figure as the median of the runs, with each run's ratio
 // in brackets; a target is met when more than half of the runs met it, which for an odd number
