@@ -234,6 +234,10 @@ bench: tools build ## Run test/bench: rollout, steady state, Git, hosted phases 
 bench-fleet: tools build ## Run test/bench's fleet scenario: 20 add-ons over 500 HostedClusters (about an hour); writes bench-fleet-results.json.
 	go run ./test/bench/cmd -convoy $(BIN)/convoy -scenarios fleet -out $(CURDIR)/bench-fleet-results.json $(BENCH_ARGS)
 
+.PHONY: bench-tables
+bench-tables: ## Rewrite the bench tables of README.md and docs/evidence fenced by bench-table markers from their runs' JSON (docs/evidence/runs).
+	go run ./test/bench/cmd/table rewrite
+
 ##@ Release
 
 .PHONY: image

@@ -209,7 +209,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			return nil, err
 		}
 	}
-	res := &Results{Started: time.Now(), CPUs: runtime.NumCPU(), Config: cfg, Load: []string{loadAverage()}}
+	res := &Results{Started: time.Now(), CPUs: runtime.NumCPU(), Config: cfg, Load: []string{loadAverage()},
+		Commit: convoyCommit(ctx, cfg.ConvoyBinary)}
 	defer func() {
 		res.Duration = time.Since(res.Started).Round(time.Second).String()
 		res.Load = append(res.Load, loadAverage())

@@ -44,6 +44,7 @@ func runTiny(t *testing.T, scenarios []string) {
 	PrintTable(&table, res)
 	t.Log("\n" + table.String())
 	g.Expect(res.Rows).NotTo(BeEmpty())
+	g.Expect(res.Commit).NotTo(BeEmpty(), "the run names the commit of the binary it measured")
 	g.Expect(WriteJSON(filepath.Join(t.TempDir(), "bench-results.json"), res)).To(Succeed())
 	var metrics []string
 	for _, row := range res.Rows {

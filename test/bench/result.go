@@ -44,6 +44,9 @@ func (r Row) Ratio() float64 {
 type Results struct {
 	// Started is when the run began.
 	Started time.Time `json:"started"`
+	// Commit is the Git revision of the convoy binary the run measured, as `convoy version`
+	// says it (abbreviated, "-dirty" when built from a modified tree); empty when it did not say.
+	Commit string `json:"commit,omitempty"`
 	// Duration of the whole run.
 	Duration string `json:"duration"`
 	// Load is /proc/loadavg at the start and at the end of the run.
@@ -97,6 +100,9 @@ func PrintTable(w io.Writer, res *Results) {
 		fmt.Fprintln(w, "note:", n)
 	}
 }
+
+// FormatValue prints v with its unit, as the table of a run does.
+func FormatValue(v float64, unit string) string { return format(v, unit) }
 
 // format prints v with its unit.
 func format(v float64, unit string) string {
