@@ -110,7 +110,7 @@ func (r *rolloutRun) install(ctx context.Context) error {
 		return err
 	}
 	logf(r.e.cfg, "rollout N=%d: installing with driver %s", r.n, r.driver)
-	return r.measure(ctx, "install", floors{r.create, r.keepCreate}, func(ctx context.Context) error {
+	return r.measure(ctx, installStep, floors{r.create, r.keepCreate}, func(ctx context.Context) error {
 		create := r.e.createHostedClusterPackage
 		if r.driver == DriverPackages {
 			create = func(ctx context.Context) error { return r.e.createPackages(ctx, packageName, managementPath) }
