@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+// tinyFleetRun is a fleet run of addons add-ons (the last hosted) over namespaces, without
+// servers: what the floors' plans and the rows are computed from.
+func tinyFleetRun(addons int, namespaces ...string) *fleetRun {
+	e := &env{namespaces: map[string]bool{}, sample: namespaces[:1]}
+	for _, ns := range namespaces {
+		e.namespaces[ns] = true
+	}
+	return &fleetRun{e: e, res: &Results{}, addons: newFleetAddons(addons, 1)}
+}
+
+// TestFleetFloorsTakeThePackagesInOneOrder checks that the bookkeeping floor writes, for each
+// batch of the bare loop and in its order, one Package of the same namespace with the same
+// objects under their own names, and leaves out the hosted add-ons.
+func TestFleetFloorsTakeThePackagesInOneOrder(t *testing.T) {
+	g := NewWithT(t)
+	f := tinyFleetRun(3, "ns-c", "ns-a", "ns-b")
+	bare, kept := f.bareBatches(1), f.keptPackages()
+	g.Expect(kept).To(HaveLen(6), "3 namespaces × the 2 management add-ons")
+	g.Expect(bare).To(HaveLen(len(kept)))
+	names := map[string]bool{}
+	for i, p := range kept {
+		names[p.namespace+"/"+p.name] = true
+		g.Expect(p.namespace).To(Equal(bare[i][0].GetNamespace()), "Package %d", i)
+		objs := managementObjectsOf(p.namespace, p.prefix, 1, p.objects)
+		g.Expect(objs).To(HaveLen(len(bare[i])))
+		for j, o := range objs {
+			g.Expect(o.GetName()).To(Equal(bookkeepingPrefix+strings.TrimPrefix(bare[i][j].GetName(), "bare-")), "Package %d object %d", i, j)
+		}
+	}
+	g.Expect(names).To(HaveLen(len(kept)), "every Package has its own name")
+	g.Expect(kept[0]).To(Equal(keptPackage{namespace: "ns-a", name: "keep-addon-00", prefix: "keep-a00-", objects: objectsPerPackage}))
+	g.Expect(kept[1].name).To(Equal("keep-addon-01"))
+	g.Expect(kept[2].namespace).To(Equal("ns-b"))
+}
+
+// TestFleetBookkeepingRowsJudgeTheWallTime checks the rows against the bookkeeping floor: none
+// without the floor, per management object, and the 1.3× target on the wall time.
+func TestFleetBookkeepingRowsJudgeTheWallTime(t *testing.T) {
+	g := NewWithT(t)
+	f := tinyFleetRun(3, "ns-a", "ns-b")
+	w := window{wall: 13 * time.Second, serverCPU: 400 * time.Millisecond, requests: Requests{"APPLY": 40, "APPLY/packages": 6}}
+	f.addBookkeepingRows("install", w, floorPass{})
+	g.Expect(f.res.Rows).To(BeEmpty(), "no floor, no rows")
+
+	pass := floorPass{wall: 10 * time.Second, serverCPU: 200 * time.Millisecond, requests: Requests{"APPLY": 40, "APPLY/packages": 4}}
+	f.addBookkeepingRows("install", w, pass)
+	g.Expect(f.res.Rows).To(HaveLen(3))
+	wall, perObj, cpu := f.res.Rows[0], f.res.Rows[1], f.res.Rows[2]
+	g.Expect(wall.Target).To(Equal("≤ 1.3×"))
+	g.Expect(*wall.Met).To(BeTrue(), "13 s against 10 s")
+	g.Expect(wall.Note).To(Equal("5 Packages; the floor has the 4 of the management add-ons"))
+	g.Expect(perObj.Value).To(BeNumerically("~", 46.0/40))
+	g.Expect(*perObj.Baseline).To(BeNumerically("~", 44.0/40))
+	g.Expect(cpu.Value).To(BeNumerically("~", 10.0))
+	g.Expect(*cpu.Baseline).To(BeNumerically("~", 5.0))
+
+	f.res.Rows = nil
+	w.wall = 13100 * time.Millisecond
+	f.addBookkeepingRows("install", w, pass)
+	g.Expect(*f.res.Rows[0].Met).To(BeFalse(), "13.1 s against 10 s")
+}
