@@ -1,11 +1,17 @@
 package bench
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
 // tinyFleetRun is a fleet run of addons add-ons (the last hosted) over namespaces, without
@@ -68,4 +74,37 @@ func TestFleetBookkeepingRowsJudgeTheWallTime(t *testing.T) {
 	w.wall = 13100 * time.Millisecond
 	f.addBookkeepingRows("install", w, pass)
 	g.Expect(*f.res.Rows[0].Met).To(BeFalse(), "13.1 s against 10 s")
+}
+
+// TestFleetBookkeepingFloorLeavesNoPackage runs the fleet's floors on a real API server with 3
+// HostedClusters and 3 add-ons (one hosted): each pass of the bookkeeping floor writes every
+// management add-on's pin, objects and status once, and the floor's Packages are gone before the
+// controller would start, while its objects stay at the update's revision.
+func TestFleetBookkeepingFloorLeavesNoPackage(t *testing.T) {
+	fleet.RequireAPIServers(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e, err := newEnv(ctx, Config{Concurrency: 4, WorkDir: t.TempDir()}, envInput{Clusters: 3})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = e.close() }()
+	f := &fleetRun{e: e, res: &Results{}, addons: newFleetAddons(3, 1)}
+	g.Expect(f.measureFloor(ctx)).To(Succeed())
+
+	for name, pass := range map[string]floorPass{"create": f.keep.create, "update": f.keep.update} {
+		g.Expect(pass.wall).To(BeNumerically(">", 0), name)
+		g.Expect(pass.serverCPU).To(BeNumerically(">", 0), name)
+		g.Expect(pass.requests).To(HaveKeyWithValue("APPLY", 60.0), "%s: 3 namespaces × 2 management add-ons × 10 objects", name)
+		g.Expect(pass.requests).To(HaveKeyWithValue("APPLY/packages", 6.0), name)
+		g.Expect(pass.requests).To(HaveKeyWithValue("PATCH/packages/status", 6.0), name)
+	}
+	var pkgs convoyv1alpha1.PackageList
+	g.Expect(e.admin.List(ctx, &pkgs)).To(Succeed())
+	g.Expect(pkgs.Items).To(BeEmpty(), "the floor deletes its Packages")
+	for ns := range e.namespaces {
+		var cm corev1.ConfigMap
+		g.Expect(e.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keep-a01-addon-config-4"}, &cm)).To(Succeed())
+		g.Expect(cm.Labels).To(HaveKeyWithValue(revisionLabel, "2"))
+		g.Expect(e.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keep-a02-addon-config-4"}, &cm)).NotTo(Succeed(),
+			"add-on 2 is hosted: the floors leave it out")
+	}
 }
