@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,6 +61,14 @@ func runTiny(t *testing.T, scenarios []string) {
 	// An install creates each object with one request; a few requests of the run are not per
 	// object (2 of 30 at this size), hence the margin.
 	g.Expect(install.Value).To(BeNumerically("<=", 1.1), install.Note)
+	if slices.Contains(scenarios, ScenarioFleet) {
+		for _, step := range []string{"install", "all rolled by one commit"} {
+			row := rowOf(res, "fleet 3 add-ons × 3 "+step, "wall time to all progressed, against the bookkeeping floor")
+			g.Expect(row).NotTo(BeNil(), "the fleet's %s has the bookkeeping floor", step)
+			g.Expect(*row.Baseline).To(BeNumerically(">", 0), step)
+			g.Expect(row.Met).NotTo(BeNil(), step)
+		}
+	}
 }
 
 // rowOf returns the row of scenario and metric, nil when there is none.

@@ -21,7 +21,9 @@
 //     API-server CPU of a ConfigMap apply.
 //
 // Each rollout step is measured against two floors: the bare loop, and the bookkeeping floor,
-// the bare loop plus each Package's pin and status (bookkeeping.go).
+// the bare loop plus each Package's pin and status (bookkeeping.go). So are the fleet's install
+// and its rollout of every add-on by one commit, over the Packages of the management add-ons
+// (fleet_floor.go).
 //
 // The program in test/bench/cmd parses flags and calls Run; `make bench` runs it:
 //

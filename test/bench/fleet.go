@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -25,6 +24,8 @@ type fleetRun struct {
 	// object of every add-on; floorRq are the API server's requests during the update.
 	create, floor time.Duration
 	floorRq       Requests
+	// keep is the bookkeeping floor of the management add-ons (fleet_floor.go).
+	keep bookkeepingFloor
 	// alone is the rollout of add-on 0 in a fleet with no other add-on: the baseline of the
 	// same rollout among the others.
 	alone fleetWindow
@@ -115,42 +116,6 @@ func (f *fleetRun) management() []*fleetAddon {
 // managementObjects is the number of management objects of all add-ons over the fleet.
 func (f *fleetRun) managementObjects() int {
 	return len(f.management()) * len(f.e.namespaces) * objectsPerPackage
-}
-
-// bareBatches returns the bare copies of every management add-on at rev, one batch per
-// (namespace, add-on).
-func (f *fleetRun) bareBatches(rev int) [][]*unstructured.Unstructured {
-	var out [][]*unstructured.Unstructured
-	for ns := range f.e.namespaces {
-		for _, a := range f.management() {
-			out = append(out, managementObjects(ns, "bare-"+a.prefix(), rev))
-		}
-	}
-	return out
-}
-
-// measureFloor times the bare loop creating, then updating, the management objects of every
-// add-on, before the controller starts.
-func (f *fleetRun) measureFloor(ctx context.Context) error {
-	c := f.e.cfg.Concurrency
-	logf(f.e.cfg, "fleet: bare SSA loop, %d objects at concurrency %d", f.managementObjects(), c)
-	var err error
-	if f.create, err = bareLoop(ctx, f.e.admin, f.bareBatches(1), c); err != nil {
-		return err
-	}
-	before, err := f.e.take(ctx)
-	if err != nil {
-		return err
-	}
-	if f.floor, err = bareLoop(ctx, f.e.admin, f.bareBatches(2), c); err != nil {
-		return err
-	}
-	after, err := f.e.take(ctx)
-	if err != nil {
-		return err
-	}
-	f.floorRq = after.server.Sub(before.server)
-	return nil
 }
 
 // rollAlone installs add-on 0 alone, then measures the rollout of its next revision.

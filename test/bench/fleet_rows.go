@@ -13,6 +13,9 @@ const (
 	// targetAllAddonsRatio bounds the rollout of every add-on by one commit against the bare
 	// loop updating the same objects.
 	targetAllAddonsRatio = 1.4
+	// targetFleetBookkeepingRatio bounds the install and the rollout of every add-on by one
+	// commit against the bookkeeping floor of the same step (issue 42).
+	targetFleetBookkeepingRatio = 1.3
 	// targetFleetRequestsPerObj bounds the API requests per object of that rollout.
 	targetFleetRequestsPerObj = 1.15
 	// targetFleetRSSMiB bounds the controller's peak RSS over the whole scenario.
@@ -54,6 +57,21 @@ func (f *fleetRun) addInstallRows(w window) {
 		Note: "per management object; " + w.requests.String()})
 	f.res.add(Row{Scenario: scenario, Metric: "controller CPU", Value: w.cpu.Seconds(), Unit: "s",
 		Note: fmt.Sprintf("%.0f%% of one core", 100*w.cpu.Seconds()/w.wall.Seconds())})
+	f.addBookkeepingRows(scenario, w, f.keep.create)
+}
+
+// addBookkeepingRows adds the rows of measured window w against pass of the bookkeeping
+// floor, per management object, with the issue's target on the wall time; none when the floor
+// step did not run.
+func (f *fleetRun) addBookkeepingRows(scenario string, w window, pass floorPass) {
+	if pass.wall == 0 {
+		return
+	}
+	kept := len(f.management()) * len(f.e.namespaces)
+	note := fmt.Sprintf("%d Packages; the floor has the %d of the management add-ons", f.packages(), kept)
+	for _, row := range bookkeepingRows(scenario, w, pass, float64(f.managementObjects()), targetFleetBookkeepingRatio, note) {
+		f.res.add(row)
+	}
 }
 
 // addRollOneRows reports add-on 0 rolled while the others are idle, next to the same rollout
@@ -103,6 +121,7 @@ func (f *fleetRun) addRollAllRows(w fleetWindow) {
 	for _, row := range []Row{wall, perObj, renders, first, timeline, done, cpu} {
 		f.res.add(row)
 	}
+	f.addBookkeepingRows(scenario, w.window, f.keep.update)
 }
 
 // addSteadyRows reports steady window sw and, withRSS, the peak RSS of the whole scenario. The writes
