@@ -259,6 +259,8 @@ func apiBase(t Target) (*url.URL, error) {
 //   - Gitea: POST /api/v1/repos/{owner}/{repo}/statuses/{sha}, the same body;
 //   - GitLab: POST /projects/{id}/statuses/{sha} {state, name, target_url, description}
 //     (state: pending, running, success, failed, canceled; the id is the URL-encoded path).
+//
+// See forgeState and gitLabState for how convoy's states map to each forge's.
 func endpoint(st Status) ([]string, map[string]string, error) {
 	body := map[string]string{"description": st.Description}
 	if link := st.link(st.name()); link != "" {
@@ -271,7 +273,7 @@ func endpoint(st Status) ([]string, map[string]string, error) {
 			return nil, nil, invalidf("spec.commitStatus.repository %q must be owner/name, each of [A-Za-z0-9_.-]+ and neither . nor ..",
 				st.Target.Repository)
 		}
-		body["state"], body["context"] = string(st.State), st.Context
+		body["state"], body["context"] = forgeState(st.Target.Provider, st.State), st.Context
 		path := []string{"repos", owner, repo, "statuses", st.Commit}
 		if st.Target.Provider == convoyv1alpha1.CommitStatusGitea {
 			path = append([]string{"api", "v1"}, path...)
@@ -306,15 +308,31 @@ func validProject(s string) bool {
 	return true
 }
 
-// gitLabState maps a state to GitLab's: a rollout in progress is "running".
+// gitLabState maps a state to GitLab's: a rollout in progress is "running", a superseded one
+// "canceled".
 func gitLabState(s State) string {
 	switch s {
 	case Pending:
 		return "running"
 	case Failure:
 		return "failed"
+	case Superseded:
+		return "canceled"
 	}
 	return string(s)
+}
+
+// forgeState maps a state to GitHub's (pending, success, failure, error) or Gitea's (those
+// and warning, skipped). Neither has a cancelled state: a superseded rollout is GitHub's
+// "error" (the rollout did not end, rather than failed) and Gitea's "warning".
+func forgeState(provider string, s State) string {
+	switch {
+	case s != Superseded:
+		return string(s)
+	case provider == convoyv1alpha1.CommitStatusGitea:
+		return "warning"
+	}
+	return "error"
 }
 
 // setToken authenticates req as the provider documents: GitLab's PRIVATE-TOKEN header,

@@ -51,8 +51,14 @@ func (s *story) rollout(ctx context.Context, t *testing.T, value string) (string
 	commit, err := srv.Push(ctx, forge.PushInput{Repo: s.repo, Branch: "main", Message: "Set replicas to " + value,
 		Files: addonFiles(value)})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	pushed := time.Since(began)
+	expectArtifact(ctx, t, s.ns, commit, rolloutBound)
+	fetched := time.Since(began)
 	expectRolledOut(ctx, t, s.hcpkg, commit)
-	return commit, time.Since(began)
+	took := time.Since(began)
+	t.Logf("%s: pushed after %s, fetched after %s, rolled out after %s", s.ns, pushed.Round(time.Millisecond),
+		fetched.Round(time.Millisecond), took.Round(time.Millisecond))
+	return commit, took
 }
 
 // expectRolledOut waits until the six Packages of hcpkg are available at commit and the
