@@ -37,6 +37,15 @@ func TestRequestShapes(t *testing.T) {
 		{name: "gitea", target: Target{Provider: "gitea", APIURL: "https://gitea.example.com", Repository: "o/r"},
 			state: Success, url: "https://gitea.example.com/api/v1/repos/o/r/statuses/abc",
 			body: map[string]string{"state": "success", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+		{name: "github superseded", target: Target{Provider: "github", Repository: "o/r"},
+			state: Superseded, url: "https://api.github.com/repos/o/r/statuses/abc",
+			body: map[string]string{"state": "error", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+		{name: "gitlab superseded", target: Target{Provider: "gitlab", Repository: "42"},
+			state: Superseded, url: "https://gitlab.com/api/v4/projects/42/statuses/abc",
+			body: map[string]string{"state": "canceled", "name": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+		{name: "gitea superseded", target: Target{Provider: "gitea", APIURL: "https://gitea.example.com", Repository: "o/r"},
+			state: Superseded, url: "https://gitea.example.com/api/v1/repos/o/r/statuses/abc",
+			body: map[string]string{"state": "warning", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
