@@ -31,11 +31,24 @@
 // every MaxBackoff, and at once when the GitSource points at another forge, repository or
 // Secret. Entries are keyed by HostedClusterPackage and replaced when their target changes.
 //
-// Each forge is called at its documented endpoint with net/http (provider.go): one POST each,
-// which the client libraries (google/go-github, gitlab.com/gitlab-org/api/client-go,
-// code.gitea.io/sdk/gitea) would wrap with their own transports, retries or, for the Gitea
-// SDK, a version query at construction, while the Reporter needs one timeout, one backoff and
-// one place that holds the token for all three.
+// A HostedClusterPackage that moves to a new commit before the old one's rollout ended leaves
+// the old commit an entry of its own (settleLocked): its final state if that had not reached
+// the forge, else Superseded (GitLab "canceled"; GitHub and Gitea document no cancelled state:
+// GitHub "error", Gitea "warning"), sent like the others and dropped once sent. A change of a
+// token Secret (RetrySecret, fed by the metadata-only Secret informer the GitSource controller
+// already runs) makes that Secret's failed states due at once.
+//
+// Each forge is called at its documented endpoint with net/http (provider.go): one POST each.
+// The client libraries were weighed: gitlab.com/gitlab-org/api/client-go pulls in
+// protovalidate, graphql, keyring and dbus; code.gitea.io/sdk/gitea queries the server's
+// version at construction unless SetGiteaVersion("") and reads answers unbounded;
+// github.com/google/go-github v84.0.0 (newest on the module proxy, builds with Go 1.26) is
+// small (two modules, go-querystring beside it; +1.7 MB of binary) and safe with our client
+// (it copies the http.Client, so CheckRedirect stays noRedirect and a 3xx is its
+// RedirectionError; no retries or timeouts of its own; typed rate-limit errors with the reset
+// time and Retry-After), but it reads an error's body whole, so it needs a bounding transport.
+// Adopting it for GitHub is open; until then the Reporter keeps one timeout, one backoff, one
+// bounded reader and one place that holds the token for all three.
 //
 // Metrics: convoy_commit_status_updates_total{provider,outcome}, outcome one of success,
 // error (the forge refused or did not answer; retried), invalid (the configuration or the
