@@ -48,12 +48,35 @@ func invalidf(format string, args ...any) error {
 	return &InvalidError{Err: fmt.Errorf(format, args...)}
 }
 
-// post sends st to its forge.
+// userAgent is the User-Agent of every request.
+const userAgent = "convoy"
+
+// post sends st to its forge: GitHub through go-github, Gitea through its SDK, GitLab with
+// net/http; the token never appears in the error.
 func (r *Reporter) post(ctx context.Context, st Status) error {
 	token, err := r.token(ctx, st.Target)
 	if err != nil {
 		return err
 	}
+	if !usesLibrary(st.Target.Provider) {
+		return r.postHTTP(ctx, st, token)
+	}
+	base, err := checkedBase(st.Target, r.AllowInsecureHTTP)
+	if err != nil {
+		return err
+	}
+	_, body, err := endpoint(st)
+	if err != nil {
+		return err
+	}
+	if st.Target.Provider == convoyv1alpha1.CommitStatusGitHub {
+		return r.postGitHub(ctx, base, st, body, token)
+	}
+	return r.postGitea(ctx, base, st, body, token)
+}
+
+// postHTTP sends st with net/http, at the endpoint the provider documents.
+func (r *Reporter) postHTTP(ctx context.Context, st Status, token string) error {
 	req, err := newRequest(ctx, st, r.AllowInsecureHTTP)
 	if err != nil {
 		return err
@@ -208,12 +231,9 @@ func checkSecretType(target Target, secret *corev1.Secret) error {
 
 // newRequest builds the provider's documented request for st, without its token.
 func newRequest(ctx context.Context, st Status, allowHTTP bool) (*http.Request, error) {
-	base, err := apiBase(st.Target)
+	base, err := checkedBase(st.Target, allowHTTP)
 	if err != nil {
 		return nil, err
-	}
-	if base.Scheme == "http" && !allowHTTP {
-		return nil, invalidf("spec.commitStatus.apiURL %s is refused: the token would be sent in clear over http://; use https:// (allowed only with the controller flag --commit-status-allow-insecure-http)", base.Redacted())
 	}
 	path, body, err := endpoint(st)
 	if err != nil {
@@ -230,8 +250,20 @@ func newRequest(ctx context.Context, st Status, allowHTTP bool) (*http.Request, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "convoy")
+	req.Header.Set("User-Agent", userAgent)
 	return req, nil
+}
+
+// checkedBase returns t's API base URL, refusing http:// unless allowHTTP.
+func checkedBase(t Target, allowHTTP bool) (*url.URL, error) {
+	base, err := apiBase(t)
+	if err != nil {
+		return nil, err
+	}
+	if base.Scheme == "http" && !allowHTTP {
+		return nil, invalidf("spec.commitStatus.apiURL %s is refused: the token would be sent in clear over http://; use https:// (allowed only with the controller flag --commit-status-allow-insecure-http)", base.Redacted())
+	}
+	return base, nil
 }
 
 // apiBase returns the API's base URL: the configured one, else the provider's public one.
@@ -350,7 +382,7 @@ func setToken(req *http.Request, provider, token string) {
 
 // redactErr removes the token from a transport error's text, should it ever appear.
 func redactErr(err error, token string) error {
-	if token == "" || !strings.Contains(err.Error(), token) {
+	if err == nil || token == "" || !strings.Contains(err.Error(), token) {
 		return err
 	}
 	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), token, "[redacted]"))

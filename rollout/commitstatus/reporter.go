@@ -393,6 +393,11 @@ func (r *Reporter) init() {
 			*client = *r.HTTP
 		}
 		client.CheckRedirect = noRedirect
+		next := client.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		client.Transport = boundedTransport{next: next}
 		r.HTTP = client
 	})
 }
