@@ -38,17 +38,18 @@
 // token Secret (RetrySecret, fed by the metadata-only Secret informer the GitSource controller
 // already runs) makes that Secret's failed states due at once.
 //
-// Each forge is called at its documented endpoint with net/http (provider.go): one POST each.
-// The client libraries were weighed: gitlab.com/gitlab-org/api/client-go pulls in
-// protovalidate, graphql, keyring and dbus; code.gitea.io/sdk/gitea queries the server's
-// version at construction unless SetGiteaVersion("") and reads answers unbounded;
-// github.com/google/go-github v84.0.0 (newest on the module proxy, builds with Go 1.26) is
-// small (two modules, go-querystring beside it; +1.7 MB of binary) and safe with our client
-// (it copies the http.Client, so CheckRedirect stays noRedirect and a 3xx is its
-// RedirectionError; no retries or timeouts of its own; typed rate-limit errors with the reset
-// time and Retry-After), but it reads an error's body whole, so it needs a bounding transport.
-// Adopting it for GitHub is open; until then the Reporter keeps one timeout, one backoff, one
-// bounded reader and one place that holds the token for all three.
+// Client libraries (clients.go), weighed for issue 45: GitHub goes through
+// github.com/google/go-github v84.0.0 (the newest the module proxy serves; builds with Go
+// 1.26): two modules (go-querystring beside it), +7.0 MB of controller binary (5.5%). It copies
+// the http.Client it is given, so CheckRedirect stays noRedirect and a 3xx is its
+// RedirectionError; its token transport sends to apiURL only; it has no retries or timeouts of
+// its own; its rate-limit errors carry the primary limit's reset and the secondary limit's
+// Retry-After, which become the wait (a 403 of an exhausted limit is not held as invalid).
+// Gitea goes through code.gitea.io/sdk/gitea (already required by the tests; +1.8 MB) with its
+// version query turned off (SetGiteaVersion("")), so the real-Gitea tests prove the library
+// path. Both read answers whole: every answer is bounded by boundedTransport. GitLab stays on
+// net/http at its documented endpoint (provider.go): gitlab.com/gitlab-org/api/client-go pulls
+// in protovalidate, graphql, keyring and dbus for one POST.
 //
 // Metrics: convoy_commit_status_updates_total{provider,outcome}, outcome one of success,
 // error (the forge refused or did not answer; retried), invalid (the configuration or the

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-github/v84/github"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,4 +143,27 @@ func TestRetryAfter(t *testing.T) {
 	g.Expect(parseRetryAfter("-3", now)).To(BeZero())
 	g.Expect(parseRetryAfter("999999", now)).To(Equal(maxRetryAfter))
 	g.Expect(parseRetryAfter(now.Add(90*time.Second).Format(http.TimeFormat), now)).To(Equal(90 * time.Second))
+}
+
+// TestGitHubRateLimitsAreWaitedOut classifies go-github's rate-limit errors: a 403 of an
+// exhausted primary limit waits until its reset and a secondary limit its Retry-After, both
+// retried as errors, where any other 403 is held as invalid.
+func TestGitHubRateLimitsAreWaitedOut(t *testing.T) {
+	g := NewWithT(t)
+	req, err := http.NewRequest(http.MethodPost, "https://api.github.com/repos/o/r/statuses/abc", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp := &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: http.Header{}, Request: req}
+	primary := &github.RateLimitError{Response: resp, Message: "API rate limit exceeded",
+		Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(10 * time.Minute)}}}
+	waited := classifyLibrary(gitHubRetryAfter(primary), resp, "POST statuses", "tok")
+	g.Expect(outcomeOf(waited)).To(Equal(OutcomeError))
+	g.Expect(retryAfterOf(waited)).To(BeNumerically("~", 10*time.Minute, 5*time.Second))
+	secondary := &github.AbuseRateLimitError{Response: resp, Message: "secondary rate limit",
+		RetryAfter: github.Ptr(30 * time.Second)}
+	waited = classifyLibrary(gitHubRetryAfter(secondary), resp, "POST statuses", "tok")
+	g.Expect(retryAfterOf(waited)).To(Equal(30 * time.Second))
+	refused := classifyLibrary(gitHubRetryAfter(&github.ErrorResponse{Response: resp, Message: "Resource not accessible"}),
+		resp, "POST statuses", "tok")
+	g.Expect(outcomeOf(refused)).To(Equal(OutcomeInvalid))
+	g.Expect(refused).To(MatchError(ContainSubstring("403 Forbidden: POST")))
 }
