@@ -48,12 +48,35 @@ func invalidf(format string, args ...any) error {
 	return &InvalidError{Err: fmt.Errorf(format, args...)}
 }
 
-// post sends st to its forge.
+// userAgent is the User-Agent of every request.
+const userAgent = "convoy"
+
+// post sends st to its forge: GitHub through go-github, Gitea through its SDK, GitLab with
+// net/http; the token never appears in the error.
 func (r *Reporter) post(ctx context.Context, st Status) error {
 	token, err := r.token(ctx, st.Target)
 	if err != nil {
 		return err
 	}
+	if !usesLibrary(st.Target.Provider) {
+		return r.postHTTP(ctx, st, token)
+	}
+	base, err := checkedBase(st.Target, r.AllowInsecureHTTP)
+	if err != nil {
+		return err
+	}
+	_, body, err := endpoint(st)
+	if err != nil {
+		return err
+	}
+	if st.Target.Provider == convoyv1alpha1.CommitStatusGitHub {
+		return r.postGitHub(ctx, base, st, body, token)
+	}
+	return r.postGitea(ctx, base, st, body, token)
+}
+
+// postHTTP sends st with net/http, at the endpoint the provider documents.
+func (r *Reporter) postHTTP(ctx context.Context, st Status, token string) error {
 	req, err := newRequest(ctx, st, r.AllowInsecureHTTP)
 	if err != nil {
 		return err
@@ -208,12 +231,9 @@ func checkSecretType(target Target, secret *corev1.Secret) error {
 
 // newRequest builds the provider's documented request for st, without its token.
 func newRequest(ctx context.Context, st Status, allowHTTP bool) (*http.Request, error) {
-	base, err := apiBase(st.Target)
+	base, err := checkedBase(st.Target, allowHTTP)
 	if err != nil {
 		return nil, err
-	}
-	if base.Scheme == "http" && !allowHTTP {
-		return nil, invalidf("spec.commitStatus.apiURL %s is refused: the token would be sent in clear over http://; use https:// (allowed only with the controller flag --commit-status-allow-insecure-http)", base.Redacted())
 	}
 	path, body, err := endpoint(st)
 	if err != nil {
@@ -230,8 +250,20 @@ func newRequest(ctx context.Context, st Status, allowHTTP bool) (*http.Request, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "convoy")
+	req.Header.Set("User-Agent", userAgent)
 	return req, nil
+}
+
+// checkedBase returns t's API base URL, refusing http:// unless allowHTTP.
+func checkedBase(t Target, allowHTTP bool) (*url.URL, error) {
+	base, err := apiBase(t)
+	if err != nil {
+		return nil, err
+	}
+	if base.Scheme == "http" && !allowHTTP {
+		return nil, invalidf("spec.commitStatus.apiURL %s is refused: the token would be sent in clear over http://; use https:// (allowed only with the controller flag --commit-status-allow-insecure-http)", base.Redacted())
+	}
+	return base, nil
 }
 
 // apiBase returns the API's base URL: the configured one, else the provider's public one.
@@ -259,6 +291,8 @@ func apiBase(t Target) (*url.URL, error) {
 //   - Gitea: POST /api/v1/repos/{owner}/{repo}/statuses/{sha}, the same body;
 //   - GitLab: POST /projects/{id}/statuses/{sha} {state, name, target_url, description}
 //     (state: pending, running, success, failed, canceled; the id is the URL-encoded path).
+//
+// See forgeState and gitLabState for how convoy's states map to each forge's.
 func endpoint(st Status) ([]string, map[string]string, error) {
 	body := map[string]string{"description": st.Description}
 	if link := st.link(st.name()); link != "" {
@@ -271,7 +305,7 @@ func endpoint(st Status) ([]string, map[string]string, error) {
 			return nil, nil, invalidf("spec.commitStatus.repository %q must be owner/name, each of [A-Za-z0-9_.-]+ and neither . nor ..",
 				st.Target.Repository)
 		}
-		body["state"], body["context"] = string(st.State), st.Context
+		body["state"], body["context"] = forgeState(st.Target.Provider, st.State), st.Context
 		path := []string{"repos", owner, repo, "statuses", st.Commit}
 		if st.Target.Provider == convoyv1alpha1.CommitStatusGitea {
 			path = append([]string{"api", "v1"}, path...)
@@ -306,15 +340,31 @@ func validProject(s string) bool {
 	return true
 }
 
-// gitLabState maps a state to GitLab's: a rollout in progress is "running".
+// gitLabState maps a state to GitLab's: a rollout in progress is "running", a superseded one
+// "canceled".
 func gitLabState(s State) string {
 	switch s {
 	case Pending:
 		return "running"
 	case Failure:
 		return "failed"
+	case Superseded:
+		return "canceled"
 	}
 	return string(s)
+}
+
+// forgeState maps a state to GitHub's (pending, success, failure, error) or Gitea's (those
+// and warning, skipped). Neither has a cancelled state: a superseded rollout is GitHub's
+// "error" (the rollout did not end, rather than failed) and Gitea's "warning".
+func forgeState(provider string, s State) string {
+	switch {
+	case s != Superseded:
+		return string(s)
+	case provider == convoyv1alpha1.CommitStatusGitea:
+		return "warning"
+	}
+	return "error"
 }
 
 // setToken authenticates req as the provider documents: GitLab's PRIVATE-TOKEN header,
@@ -332,7 +382,7 @@ func setToken(req *http.Request, provider, token string) {
 
 // redactErr removes the token from a transport error's text, should it ever appear.
 func redactErr(err error, token string) error {
-	if token == "" || !strings.Contains(err.Error(), token) {
+	if err == nil || token == "" || !strings.Contains(err.Error(), token) {
 		return err
 	}
 	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), token, "[redacted]"))

@@ -3,12 +3,18 @@ package commitstatus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/google/go-github/v84/github"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // TestRequestShapes checks each provider's documented endpoint, body and state names.
@@ -36,23 +42,65 @@ func TestRequestShapes(t *testing.T) {
 			body: map[string]string{"state": "failed", "name": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
 		{name: "gitea", target: Target{Provider: "gitea", APIURL: "https://gitea.example.com", Repository: "o/r"},
 			state: Success, url: "https://gitea.example.com/api/v1/repos/o/r/statuses/abc",
-			body: map[string]string{"state": "success", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+			body: map[string]string{"state": "success", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters",
+				"target_url": ""}}, // the SDK always sends target_url
+		{name: "github superseded", target: Target{Provider: "github", Repository: "o/r"},
+			state: Superseded, url: "https://api.github.com/repos/o/r/statuses/abc",
+			body: map[string]string{"state": "error", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+		{name: "gitlab superseded", target: Target{Provider: "gitlab", Repository: "42"},
+			state: Superseded, url: "https://gitlab.com/api/v4/projects/42/statuses/abc",
+			body: map[string]string{"state": "canceled", "name": "convoy/addon", "description": "1/3 partitions, 2/9 clusters"}},
+		{name: "gitea superseded", target: Target{Provider: "gitea", APIURL: "https://gitea.example.com", Repository: "o/r"},
+			state: Superseded, url: "https://gitea.example.com/api/v1/repos/o/r/statuses/abc",
+			body: map[string]string{"state": "warning", "context": "convoy/addon", "description": "1/3 partitions, 2/9 clusters",
+				"target_url": ""}},
 	}
+	auth := map[string][2]string{"github": {"Authorization", "Bearer tok"}, "gitea": {"Authorization", "token tok"},
+		"gitlab": {"Private-Token", "tok"}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			st := NewStatus(tc.target, "addon", "abc", tc.state, Progress(1, 3, 2, 9))
-			req, err := newRequest(context.Background(), st, false)
-			g.Expect(err).NotTo(HaveOccurred())
+			req, raw, err := capture(st)
+			g.Expect(err).To(HaveOccurred(), "the capturing transport answers nothing")
+			g.Expect(req).NotTo(BeNil())
 			g.Expect(req.Method).To(Equal("POST"))
 			g.Expect(req.URL.String()).To(Equal(tc.url))
-			raw, err := io.ReadAll(req.Body)
-			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(req.Header.Get(auth[tc.target.Provider][0])).To(Equal(auth[tc.target.Provider][1]))
+			g.Expect(req.Header.Get("User-Agent")).To(Equal("convoy"))
 			body := map[string]string{}
 			g.Expect(json.Unmarshal(raw, &body)).To(Succeed())
 			g.Expect(body).To(Equal(tc.body))
 		})
 	}
+}
+
+// capture sends st through the Reporter's post (the client libraries for GitHub and Gitea,
+// net/http for GitLab) over a transport that records the request and answers nothing; it
+// returns the request (nil when none left), its body and post's error.
+func capture(st Status) (*http.Request, []byte, error) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "forge"},
+		Data: map[string][]byte{"token": []byte("tok")}}
+	rec := &recorder{}
+	r := &Reporter{Secrets: fake.NewClientBuilder().WithObjects(secret).Build(), HTTP: &http.Client{Transport: rec}}
+	r.init()
+	st.Target.Secret = types.NamespacedName{Namespace: "fleet", Name: "forge"}
+	err := r.post(context.Background(), st)
+	return rec.req, rec.body, err
+}
+
+// recorder is a transport that keeps the request it is given and answers none.
+type recorder struct {
+	req  *http.Request
+	body []byte
+}
+
+func (c *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.req = req
+	if req.Body != nil {
+		c.body, _ = io.ReadAll(req.Body)
+	}
+	return nil, errors.New("not sent: captured")
 }
 
 // TestRequestRefusals checks that a configuration that cannot be sent names the field and the
@@ -71,9 +119,10 @@ func TestRequestRefusals(t *testing.T) {
 		"repository \"group//p\" must be a project id or a":       {Provider: "gitlab", Repository: "group//p"},
 	}
 	for want, target := range cases {
-		_, err := newRequest(context.Background(), NewStatus(target, "addon", "abc", Pending, ""), false)
+		req, _, err := capture(NewStatus(target, "addon", "abc", Pending, ""))
 		g.Expect(err).To(MatchError(ContainSubstring(want)))
 		g.Expect(outcomeOf(err)).To(Equal(OutcomeInvalid))
+		g.Expect(req).To(BeNil(), "nothing is sent")
 	}
 }
 
@@ -94,4 +143,27 @@ func TestRetryAfter(t *testing.T) {
 	g.Expect(parseRetryAfter("-3", now)).To(BeZero())
 	g.Expect(parseRetryAfter("999999", now)).To(Equal(maxRetryAfter))
 	g.Expect(parseRetryAfter(now.Add(90*time.Second).Format(http.TimeFormat), now)).To(Equal(90 * time.Second))
+}
+
+// TestGitHubRateLimitsAreWaitedOut classifies go-github's rate-limit errors: a 403 of an
+// exhausted primary limit waits until its reset and a secondary limit its Retry-After, both
+// retried as errors, where any other 403 is held as invalid.
+func TestGitHubRateLimitsAreWaitedOut(t *testing.T) {
+	g := NewWithT(t)
+	req, err := http.NewRequest(http.MethodPost, "https://api.github.com/repos/o/r/statuses/abc", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp := &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: http.Header{}, Request: req}
+	primary := &github.RateLimitError{Response: resp, Message: "API rate limit exceeded",
+		Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(10 * time.Minute)}}}
+	waited := classifyLibrary(gitHubRetryAfter(primary), resp, "POST statuses", "tok")
+	g.Expect(outcomeOf(waited)).To(Equal(OutcomeError))
+	g.Expect(retryAfterOf(waited)).To(BeNumerically("~", 10*time.Minute, 5*time.Second))
+	secondary := &github.AbuseRateLimitError{Response: resp, Message: "secondary rate limit",
+		RetryAfter: github.Ptr(30 * time.Second)}
+	waited = classifyLibrary(gitHubRetryAfter(secondary), resp, "POST statuses", "tok")
+	g.Expect(retryAfterOf(waited)).To(Equal(30 * time.Second))
+	refused := classifyLibrary(gitHubRetryAfter(&github.ErrorResponse{Response: resp, Message: "Resource not accessible"}),
+		resp, "POST statuses", "tok")
+	g.Expect(outcomeOf(refused)).To(Equal(OutcomeInvalid))
+	g.Expect(refused).To(MatchError(ContainSubstring("403 Forbidden: POST")))
 }

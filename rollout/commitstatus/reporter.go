@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,9 +78,12 @@ type hostState struct {
 }
 
 // contextKey names the one status context of a HostedClusterPackage: when its GitSource points
-// elsewhere, the entry is replaced, so changing apiURL or repository never adds entries.
+// elsewhere, the entry is replaced, so changing apiURL or repository never adds entries. A
+// commit the package left before its rollout ended keeps an entry of its own (commit set)
+// until its last state reached the forge.
 type contextKey struct {
 	namespace, name string
+	commit          string
 }
 
 // keyOf returns the key of the HostedClusterPackage regarding, else of the context's name.
@@ -111,6 +115,11 @@ func (r *Reporter) Report(regarding runtime.Object, st Status) {
 	key := keyOf(regarding, st)
 	r.mu.Lock()
 	e, ok := r.entries[key]
+	if ok && e.want.Commit != st.Commit {
+		r.settleLocked(key, e, st.Commit)
+	}
+	// Back at a commit it had left: the live entry speaks for it again.
+	delete(r.entries, key.leftAt(st.Commit))
 	switch {
 	case ok && e.want == st:
 		r.mu.Unlock()
@@ -127,6 +136,55 @@ func (r *Reporter) Report(regarding runtime.Object, st Status) {
 	}
 	e.want, e.regarding, e.since = st, regarding, r.now()
 	r.mu.Unlock()
+	r.poke()
+}
+
+// leftAt is the key of the entry of commit, a commit the package left.
+func (k contextKey) leftAt(commit string) contextKey {
+	return contextKey{namespace: k.namespace, name: k.name, commit: commit}
+}
+
+// settleLocked gives the commit the live entry e leaves (for next) a last state of its own:
+// its final state, if it had one that did not reach the forge yet, else "superseded by
+// next", so that the commit does not keep "pending" forever. The entry is sent like the
+// others, rate-limited and coalesced, and removed once sent. Callers hold r.mu.
+func (r *Reporter) settleLocked(key contextKey, e *entry, next string) {
+	last := e.want
+	switch {
+	case !last.final():
+		last = last.supersededBy(next)
+	case e.sent != nil && *e.sent == last:
+		return
+	}
+	left := key.leftAt(last.Commit)
+	if old, ok := r.entries[left]; ok && old.want == last {
+		return
+	} else if !ok && len(r.entries) >= r.maxContexts() {
+		updates.WithLabelValues(last.Target.Provider, OutcomeDropped).Inc()
+		return
+	}
+	r.entries[left] = &entry{want: last, regarding: e.regarding, since: r.now()}
+}
+
+// RetrySecret makes the failed states whose token is in secret due at once: the Secret
+// changed, so a refused token need not wait for the slow retry (MaxBackoff).
+func (r *Reporter) RetrySecret(secret types.NamespacedName) {
+	r.init()
+	r.mu.Lock()
+	woken := false
+	for _, e := range r.entries {
+		if e.failed != nil && e.pending() && e.want.Target.Secret == secret {
+			e.next, woken = time.Time{}, true
+		}
+	}
+	r.mu.Unlock()
+	if woken {
+		r.poke()
+	}
+}
+
+// poke wakes the worker, if it sleeps.
+func (r *Reporter) poke() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -267,10 +325,13 @@ func (r *Reporter) send(ctx context.Context, key contextKey, st Status) {
 	}
 	first := e.failed == nil || *e.failed != st || e.invalid != (outcome == OutcomeInvalid)
 	regarding := e.regarding
-	switch outcome {
-	case OutcomeSuccess:
+	switch {
+	case outcome == OutcomeSuccess && key.commit != "" && e.want == st:
+		// A left commit's last state is on the forge: nothing more to send for it.
+		delete(r.entries, key)
+	case outcome == OutcomeSuccess:
 		e.sent, e.failed, e.invalid, e.attempts, e.next = &st, nil, false, 0, time.Time{}
-	case OutcomeInvalid:
+	case outcome == OutcomeInvalid:
 		e.failed, e.invalid, e.attempts = &st, true, 0
 		e.next = r.now().Add(r.maxBackoff())
 	default:
@@ -332,6 +393,11 @@ func (r *Reporter) init() {
 			*client = *r.HTTP
 		}
 		client.CheckRedirect = noRedirect
+		next := client.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		client.Transport = boundedTransport{next: next}
 		r.HTTP = client
 	})
 }

@@ -313,3 +313,40 @@ func TestBlackholedHostDoesNotStarveOthers(t *testing.T) {
 	time.Sleep(time.Until(began.Add(4500 * time.Millisecond)))
 	g.Expect(updatesOf(g, "error") - before).To(BeNumerically("<=", 2))
 }
+
+// TestLeftCommitGetsItsLastStatus moves one HostedClusterPackage across three commits: the
+// first, left while pending, ends as Gitea's "warning" naming the commit that superseded it;
+// the second, left right after its success was reported, ends as success (its final state is
+// still sent); the third stays pending. Each is read back from Gitea.
+func TestLeftCommitGetsItsLastStatus(t *testing.T) {
+	requireGitea(t)
+	g := NewWithT(t)
+	h := setupWith(t, "superseded", gitea1.URL, options{})
+	second, err := gitea1.Push(context.Background(), forge.PushInput{Repo: h.repo, Branch: "main", Message: "Second",
+		Files: map[string]string{"pkg/a.yaml": "a: 2\n"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	third, err := gitea1.Push(context.Background(), forge.PushInput{Repo: h.repo, Branch: "main", Message: "Third",
+		Files: map[string]string{"pkg/a.yaml": "a: 3\n"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	hcp := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "addon"}}
+	r := h.reporter
+	r.Report(hcp, commitstatus.NewStatus(h.target, "addon", h.commit, commitstatus.Pending, commitstatus.Progress(1, 3, 2, 6)))
+	expectNewest(g, h.repo, h.commit, gitea.StatusPending, "1/3 partitions, 2/6 clusters")
+	r.Report(hcp, commitstatus.NewStatus(h.target, "addon", second, commitstatus.Pending, commitstatus.Progress(0, 3, 0, 6)))
+	r.Report(hcp, commitstatus.NewStatus(h.target, "addon", second, commitstatus.Success, commitstatus.Progress(3, 3, 6, 6)))
+	r.Report(hcp, commitstatus.NewStatus(h.target, "addon", third, commitstatus.Pending, commitstatus.Progress(0, 3, 0, 6)))
+	expectNewest(g, h.repo, h.commit, gitea.StatusWarning, "Superseded by "+second[:7]+" at 1/3 partitions, 2/6 clusters")
+	expectNewest(g, h.repo, second, gitea.StatusSuccess, "3/3 partitions, 6/6 clusters")
+	expectNewest(g, h.repo, third, gitea.StatusPending, "0/3 partitions, 0/6 clusters")
+}
+
+// expectNewest waits until the newest status Gitea holds on commit has state and description.
+func expectNewest(g Gomega, repo *gitea.Repository, commit string, state gitea.StatusState, description string) {
+	g.Eventually(func(g Gomega) {
+		st, err := gitea1.Statuses(repo, commit)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st).NotTo(BeEmpty())
+		g.Expect(newest(st).State).To(Equal(state))
+		g.Expect(newest(st).Description).To(Equal(description))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}

@@ -22,6 +22,9 @@ const (
 	Success State = "success"
 	// Failure: the rollout stalled or its revision was rejected.
 	Failure State = "failure"
+	// Superseded: the HostedClusterPackage moved to a newer commit before this commit's
+	// rollout ended; each provider maps it to its nearest documented final state.
+	Superseded State = "superseded"
 )
 
 // Outcomes of a send, the outcome label of convoy_commit_status_updates_total.
@@ -82,6 +85,20 @@ func ContextName(name string) string { return "convoy/" + name }
 func Progress(partitionsDone, partitions, progressed, total int) string {
 	return fmt.Sprintf("%d/%d partitions, %d/%d clusters", partitionsDone, partitions, progressed, total)
 }
+
+// shortCommit is how many characters of a commit a superseded status names.
+const shortCommit = 7
+
+// supersededBy returns the final status of s's commit when the rollout moved to commit next
+// before it ended: "Superseded by <short next> at <s's progress>".
+func (s Status) supersededBy(next string) Status {
+	s.State = Superseded
+	s.Description = cutDescription("Superseded by " + next[:min(len(next), shortCommit)] + " at " + s.Description)
+	return s
+}
+
+// final reports whether s is a state the rollout of its commit ends with.
+func (s Status) final() bool { return s.State != Pending }
 
 // link returns the status's link: the template with its placeholders replaced.
 func (s Status) link(name string) string {

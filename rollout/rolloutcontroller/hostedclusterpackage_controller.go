@@ -53,7 +53,7 @@ const cacheLagRecheck = time.Second
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 
 // HostedClusterPackageReconciler rolls the revisions of a HostedClusterPackage out to the
 // Packages of its HostedClusters, as planned by rollout.Compute.

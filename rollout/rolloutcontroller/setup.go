@@ -101,6 +101,9 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 		if err := mgr.Add(o.CommitStatus); err != nil {
 			return err
 		}
+		if err := watchTokenSecrets(mgr, o.CommitStatus); err != nil {
+			return err
+		}
 	}
 	opts := HostedClusterPackageReconcilerOptions{MaxConcurrentReconciles: max(o.Concurrency, 1)}
 	if hostedClustersServed(mgr) {

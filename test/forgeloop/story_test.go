@@ -223,6 +223,19 @@ func expectArtifact(ctx context.Context, t *testing.T, ns, commit string, within
 // Gitea, has state (and description, when not empty).
 func expectStatus(t *testing.T, repo *gitea.Repository, commit, hcpkg string, state gitea.StatusState, description string) {
 	t.Helper()
+	expectStatusMatching(t, repo, commit, hcpkg, state, description, 90*time.Second)
+}
+
+// expectStatusWithin waits up to within until the latest status of convoy/<hcpkg> on commit
+// has state.
+func expectStatusWithin(t *testing.T, repo *gitea.Repository, commit, hcpkg string, state gitea.StatusState, within time.Duration) {
+	t.Helper()
+	expectStatusMatching(t, repo, commit, hcpkg, state, "", within)
+}
+
+func expectStatusMatching(t *testing.T, repo *gitea.Repository, commit, hcpkg string, state gitea.StatusState,
+	description string, within time.Duration) {
+	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		latest := latestStatus(g, repo, commit, hcpkg)
 		g.Expect(latest).NotTo(BeNil())
@@ -231,7 +244,7 @@ func expectStatus(t *testing.T, repo *gitea.Repository, commit, hcpkg string, st
 			g.Expect(latest.Description).To(Equal(description))
 		}
 		g.Expect(latest.TargetURL).To(Equal("http://dashboard.example.com/rollouts/" + hcpkg))
-	}).WithTimeout(90 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(within).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
 // latestStatus returns the newest status of context convoy/<hcpkg> on commit, or nil.

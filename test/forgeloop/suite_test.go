@@ -46,8 +46,8 @@ type loop struct {
 
 // startLoop builds ./cmd/convoy (or takes $CONVOY_TEST_CONVOY) and runs `convoy controller` with the webhook receiver on a
 // free port, http:// allowed for the forge's token (Gitea listens on 127.0.0.1), and short
-// commit status backoffs.
-func startLoop(t *testing.T) *loop {
+// commit status backoffs; args come last, so they override those flags.
+func startLoop(t *testing.T, args ...string) *loop {
 	t.Helper()
 	g := NewWithT(t)
 	dir := t.TempDir()
@@ -64,8 +64,8 @@ func startLoop(t *testing.T) *loop {
 	addr := "127.0.0.1:" + itoa(ports[0])
 	c, err := bench.StartController(context.Background(), bench.ControllerInput{
 		Binary: convoy, Kubeconfig: path, Dir: dir, Concurrency: 4,
-		Args: []string{"--webhook-addr=" + addr, "--allow-insecure-http", "--commit-status-allow-insecure-http",
-			"--commit-status-interval=50ms", "--commit-status-timeout=2s", "--commit-status-max-backoff=2s"}})
+		Args: append([]string{"--webhook-addr=" + addr, "--allow-insecure-http", "--commit-status-allow-insecure-http",
+			"--commit-status-interval=50ms", "--commit-status-timeout=2s", "--commit-status-max-backoff=2s"}, args...)})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.Stop() })
 	return &loop{ctrl: c, webhook: "http://" + addr, convoy: convoy}
