@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,9 +48,10 @@ func TestSoakShort(t *testing.T) {
 	if testing.Verbose() {
 		log = io.MultiWriter(&buf, os.Stderr)
 	}
+	work := keptWorkDir(t)
 	res, err := RunSoak(context.Background(), SoakConfig{Clusters: 20, HostedClusters: 3, Duration: 60 * time.Second,
 		Seed: seed, SampleEvery: 5 * time.Second, EventEvery: 3 * time.Second, GitDownFor: 8 * time.Second,
-		BrokenFor: 15 * time.Second, ConvoyBinary: buildConvoy(t), Log: log})
+		BrokenFor: 15 * time.Second, ConvoyBinary: buildConvoy(t), Log: log, WorkDir: work, ControllerVerbosity: 1})
 	var table bytes.Buffer
 	PrintSoakTable(&table, res)
 	t.Logf("seed %d\n%s", res.Seed, table.String())
@@ -58,4 +61,23 @@ func TestSoakShort(t *testing.T) {
 	last := res.Samples[len(res.Samples)-1]
 	g.Expect(last.Goroutines).To(BeNumerically(">", 0), "the controller's go_goroutines")
 	g.Expect(last.Objects["Package"]).To(BeNumerically(">", 0), "the Packages counted")
+}
+
+// keptWorkDir returns a work folder for a run that is removed when the test passes and kept
+// when it fails, with the controllers' logs in it listed.
+func keptWorkDir(t *testing.T) string {
+	t.Helper()
+	work, err := os.MkdirTemp("", "convoy-soak-short-")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(work)
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(work, "env-*", "controller*.log"))
+		standby, _ := filepath.Glob(filepath.Join(work, "env-*", "standby", "controller*.log"))
+		t.Logf("the run's work folder is kept: %s; the controllers' logs (-v=1): %s", work,
+			strings.Join(append(logs, standby...), " "))
+	})
+	return work
 }
