@@ -47,7 +47,7 @@ type SoakConfig struct {
 	// WorkDir is the run's work folder (controller logs, Git storage); empty makes a temporary
 	// one. The run does not remove a WorkDir it was given.
 	WorkDir string `json:"-"`
-	// ControllerVerbosity is the controllers' -v: 1 logs what the GitSource and rollout
+	// ControllerVerbosity is the controllers' --v: 1 logs what the GitSource and rollout
 	// controllers decided, which a failure needs to be explained.
 	ControllerVerbosity int `json:"controllerVerbosity,omitempty"`
 	// Log receives progress lines; nil is quiet.
@@ -185,7 +185,7 @@ func (s *soakRun) setUp(ctx context.Context, work string) error {
 		return err
 	}
 	if s.cfg.ControllerVerbosity > 0 {
-		s.e.ctrlArgs = append(s.e.ctrlArgs, fmt.Sprintf("-v=%d", s.cfg.ControllerVerbosity))
+		s.e.ctrlArgs = append(s.e.ctrlArgs, fmt.Sprintf("--v=%d", s.cfg.ControllerVerbosity))
 	}
 	if err := s.addClusters(ctx, s.cfg.Clusters, s.cfg.HostedClusters); err != nil {
 		return err

@@ -46,22 +46,25 @@ var soakEvents = []soakEvent{
 	{"pause", 1, pauseAddon},
 }
 
-// soakPlanned is a random event of the schedule, drawn up front from the seed: when it is due
-// after the start, and the source of its own random choices (which add-on, which greeting). A
-// replay of a seed draws the same events at the same times, whatever the other events lasted.
+// soakPlanned is a random event of the schedule, drawn up front from the seed: how long after
+// the previous event it comes, and the source of its own random choices (which add-on, which
+// greeting). A replay of a seed draws the same events in the same order with the same
+// choices, whatever the leader kill and the Git outage lasted; the gap runs from when the
+// previous event ran, so that a one-off that took long is not followed by a burst.
 type soakPlanned struct {
-	at      time.Duration
+	gap     time.Duration
 	ev      soakEvent
 	choices *rand.Rand
 }
 
 // run drives the schedule until cfg.Duration is over, sampling all along: the random events
-// drawn up front until soakQuiesceAt with the one-off events at their times, then the pending
-// actions and the wait for the fleet to settle.
+// drawn up front, one a gap after the other, until soakQuiesceAt, with the one-off events at
+// their times; then the pending actions and the wait for the fleet to settle.
 func (s *soakRun) run(ctx context.Context) error {
 	oneOff := rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64()))
 	planned := s.drawSchedule()
 	s.start = time.Now()
+	next := s.start.Add(planned[0].gap)
 	sampling := s.startSampling(ctx)
 	defer sampling()
 	at := func(f float64) time.Time { return s.start.Add(time.Duration(f * float64(s.cfg.Duration))) }
@@ -80,11 +83,14 @@ func (s *soakRun) run(ctx context.Context) error {
 		if err := s.runDue(ctx, &s.pending); err != nil {
 			return err
 		}
-		for len(planned) > 0 && time.Since(s.start) >= planned[0].at {
+		if len(planned) > 0 && time.Now().After(next) {
 			if err := s.runPlanned(ctx, planned[0]); err != nil {
 				return err
 			}
 			planned = planned[1:]
+			if len(planned) > 0 {
+				next = time.Now().Add(planned[0].gap)
+			}
 		}
 		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
 			return err
@@ -93,8 +99,9 @@ func (s *soakRun) run(ctx context.Context) error {
 	return s.quiesce(ctx, at(1))
 }
 
-// drawSchedule draws the random events until soakQuiesceAt from the seed: the gaps between
-// them uniform between half and one and a half times EventEvery, each event by weight.
+// drawSchedule draws the random events from the seed: the gaps between them uniform between
+// half and one and a half times EventEvery, each event by weight, as many as fit before
+// soakQuiesceAt if no event took any time (the run stops at soakQuiesceAt, whatever is left).
 func (s *soakRun) drawSchedule() []soakPlanned {
 	total := 0
 	for _, ev := range soakEvents {
@@ -102,11 +109,13 @@ func (s *soakRun) drawSchedule() []soakPlanned {
 	}
 	end := time.Duration(soakQuiesceAt * float64(s.cfg.Duration))
 	var out []soakPlanned
-	for at := s.nextGap(); at < end; at += s.nextGap() {
+	for at := time.Duration(0); at < end; {
+		gap := s.nextGap()
+		at += gap
 		n := s.rng.IntN(total)
 		for _, ev := range soakEvents {
 			if n -= ev.weight; n < 0 {
-				out = append(out, soakPlanned{at: at, ev: ev, choices: rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64()))})
+				out = append(out, soakPlanned{gap: gap, ev: ev, choices: rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64()))})
 				break
 			}
 		}
