@@ -18,6 +18,8 @@ import (
 func TestPackagesAtAGoneCommitHoldNoSlot(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld().fleet(1, "early").fleet(2, "normal").progressedAll(revision(1))
+	// normal-2 never reached the gone commit: its spec moved there, its objects did not.
+	w.packages[namespaceOf("normal-2")].Status.Revision = "previous"
 	for _, name := range []string{"normal-1", "normal-2"} {
 		p := w.packages[namespaceOf(name)]
 		setCondition(p, convoyv1alpha1.ProgressingCondition, metav1.ConditionTrue, t0.Add(-time.Minute),
@@ -34,6 +36,6 @@ func TestPackagesAtAGoneCommitHoldNoSlot(t *testing.T) {
 		"maxUnavailable 1: one slot, not held by the Packages at the gone commit")
 
 	p := w.packages[namespaceOf("normal-1")]
-	p.Status.Revision = "previous"
-	g.Expect(commitGone(p)).To(BeFalse(), "only a Package that progressed at the commit its spec pins")
+	setCondition(p, convoyv1alpha1.AvailableCondition, metav1.ConditionFalse, t0, "")
+	g.Expect(commitGone(p)).To(BeFalse(), "only an available Package")
 }
