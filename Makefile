@@ -223,8 +223,8 @@ soak: tools build ## Run the soak (test/bench/cmd/soak): 200 HostedClusters, fiv
 	go run ./test/bench/cmd/soak -convoy $(BIN)/convoy -out $(CURDIR)/soak-results.json $(SOAK_ARGS)
 
 .PHONY: soak-short
-soak-short: tools build ## Run the 2-minute soak (TestSoakShort) with a seed from the clock (CONVOY_SOAK_SEED=N replays one).
-	CONVOY_TEST_SOAK=1 CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/bench -run '^TestSoakShort$$' -count=1 -v -timeout 15m
+soak-short: tools build ## Run the 2-minute soak (TestSoakShort, also in make test) alone, with a seed from the clock (CONVOY_SOAK_SEED=N replays one).
+	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/bench -run '^TestSoakShort$$' -count=1 -v -timeout 15m
 
 .PHONY: bench
 bench: tools build ## Run test/bench: rollout, steady state, Git, hosted phases (about 16 minutes); writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).

@@ -44,6 +44,12 @@ type SoakConfig struct {
 	ConvoyBinary string `json:"-"`
 	// KeepWorkDir keeps the controller logs and Git storage after the run.
 	KeepWorkDir bool `json:"-"`
+	// WorkDir is the run's work folder (controller logs, Git storage); empty makes a temporary
+	// one. The run does not remove a WorkDir it was given.
+	WorkDir string `json:"-"`
+	// ControllerVerbosity is the controllers' --v: 1 logs what the GitSource and rollout
+	// controllers decided, which a failure needs to be explained.
+	ControllerVerbosity int `json:"controllerVerbosity,omitempty"`
 	// Log receives progress lines; nil is quiet.
 	Log io.Writer `json:"-"`
 }
@@ -82,12 +88,15 @@ const soakHistoryLimit = 3
 // soakRun is the state of one soak: the fleet, the add-ons and what the schedule did, which
 // the invariants are checked against.
 type soakRun struct {
-	cfg    SoakConfig
-	e      *env
-	rng    *rand.Rand
-	addons []*soakAddon
-	res    *SoakResults
-	start  time.Time
+	cfg SoakConfig
+	e   *env
+	// rng draws the schedule up front (drawSchedule); choices are the random choices of the
+	// event running.
+	rng     *rand.Rand
+	choices *rand.Rand
+	addons  []*soakAddon
+	res     *SoakResults
+	start   time.Time
 	// exe is the controller's binary, copied into the work folder.
 	exe string
 
@@ -135,12 +144,15 @@ func RunSoak(ctx context.Context, cfg SoakConfig) (*SoakResults, error) {
 	cfg = cfg.withDefaults()
 	res := &SoakResults{Seed: cfg.Seed, Config: cfg, Started: time.Now(), CPUs: runtime.NumCPU()}
 	defer func() { res.Duration = time.Since(res.Started).Round(time.Second).String() }()
-	work, err := os.MkdirTemp("", "convoy-soak-")
-	if err != nil {
-		return res, err
-	}
-	if !cfg.KeepWorkDir {
-		defer os.RemoveAll(work)
+	work := cfg.WorkDir
+	if work == "" {
+		var err error
+		if work, err = os.MkdirTemp("", "convoy-soak-"); err != nil {
+			return res, err
+		}
+		if !cfg.KeepWorkDir {
+			defer os.RemoveAll(work)
+		}
 	}
 	s := &soakRun{cfg: cfg, res: res, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)),
 		contents: map[string]map[string]soakRev{}, heads: map[string]time.Time{}, partition: map[string]string{},
@@ -152,7 +164,7 @@ func RunSoak(ctx context.Context, cfg SoakConfig) (*SoakResults, error) {
 		return res, err
 	}
 	defer func() { _ = s.e.close() }()
-	err = s.run(ctx)
+	err := s.run(ctx)
 	res.Verdicts = s.finalVerdicts(ctx, err)
 	return res, err
 }
@@ -164,13 +176,16 @@ func (s *soakRun) setUp(ctx context.Context, work string) error {
 	if err := copyExecutable(s.cfg.ConvoyBinary, s.exe); err != nil {
 		return err
 	}
-	bcfg := Config{ConvoyBinary: s.exe, WorkDir: work, KeepWorkDir: s.cfg.KeepWorkDir, Log: s.cfg.Log,
+	bcfg := Config{ConvoyBinary: s.exe, WorkDir: work, KeepWorkDir: s.cfg.KeepWorkDir || s.cfg.WorkDir != "", Log: s.cfg.Log,
 		Concurrency: s.cfg.Concurrency}
 	s.logf("soak: seed %d; starting the management server and %d HostedClusters (%d with an API server)",
 		s.cfg.Seed, s.cfg.Clusters, s.cfg.HostedClusters)
 	var err error
 	if s.e, err = newEnv(ctx, bcfg, envInput{}); err != nil {
 		return err
+	}
+	if s.cfg.ControllerVerbosity > 0 {
+		s.e.ctrlArgs = append(s.e.ctrlArgs, fmt.Sprintf("--v=%d", s.cfg.ControllerVerbosity))
 	}
 	if err := s.addClusters(ctx, s.cfg.Clusters, s.cfg.HostedClusters); err != nil {
 		return err

@@ -24,7 +24,7 @@ func (s *soakRun) pickCluster() *simfleet.HostedCluster {
 	if len(out) == 0 {
 		return nil
 	}
-	return out[s.rng.IntN(len(out))]
+	return out[s.choices.IntN(len(out))]
 }
 
 // createCluster adds one HostedCluster, in the next partition in turn.
@@ -64,7 +64,7 @@ func relabelCluster(ctx context.Context, s *soakRun) (string, error) {
 	s.mu.Lock()
 	labels := maps.Clone(s.labels[hc.HCPNamespace])
 	from := labels[soakPartitionKey]
-	to := soakPartitions[(slices.Index(soakPartitions, from)+1+s.rng.IntN(2))%len(soakPartitions)]
+	to := soakPartitions[(slices.Index(soakPartitions, from)+1+s.choices.IntN(2))%len(soakPartitions)]
 	labels[soakPartitionKey] = to
 	s.labels[hc.HCPNamespace] = labels
 	s.partition[hc.HCPNamespace] = to

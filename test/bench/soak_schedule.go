@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,22 +46,36 @@ var soakEvents = []soakEvent{
 	{"pause", 1, pauseAddon},
 }
 
-// run drives the schedule until cfg.Duration is over, sampling all along: random events until
-// soakQuiesceAt with the one-off events at their times, then the pending actions and the wait
-// for the fleet to settle.
+// soakPlanned is a random event of the schedule, drawn up front from the seed: how long after
+// the previous event it comes, and the source of its own random choices (which add-on, which
+// greeting). A replay of a seed draws the same events in the same order with the same
+// choices, whatever the leader kill and the Git outage lasted; the gap runs from when the
+// previous event ran, so that a one-off that took long is not followed by a burst.
+type soakPlanned struct {
+	gap     time.Duration
+	ev      soakEvent
+	choices *rand.Rand
+}
+
+// run drives the schedule until cfg.Duration is over, sampling all along: the random events
+// drawn up front, one a gap after the other, until soakQuiesceAt, with the one-off events at
+// their times; then the pending actions and the wait for the fleet to settle.
 func (s *soakRun) run(ctx context.Context) error {
+	oneOff := rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64()))
+	planned := s.drawSchedule()
 	s.start = time.Now()
+	next := s.start.Add(planned[0].gap)
 	sampling := s.startSampling(ctx)
 	defer sampling()
 	at := func(f float64) time.Time { return s.start.Add(time.Duration(f * float64(s.cfg.Duration))) }
 	broken := func(ctx context.Context) error {
+		s.choices = oneOff
 		note, err := commitBroken(ctx, s)
 		s.logf("soak: %s", note)
 		return err
 	}
 	oneOffs := []soakAction{{at(soakBrokenAt), "commit-broken", broken}, {at(soakLeaderKillAt), "leader-killed", s.killLeader},
 		{at(soakGitOutageAt), "git-outage", s.gitOutage}, {at(soakForcePushAt), "force-push", s.forcePush}}
-	next := s.start.Add(s.nextGap())
 	for time.Now().Before(at(soakQuiesceAt)) {
 		if err := s.runDue(ctx, &oneOffs); err != nil {
 			return err
@@ -68,11 +83,14 @@ func (s *soakRun) run(ctx context.Context) error {
 		if err := s.runDue(ctx, &s.pending); err != nil {
 			return err
 		}
-		if time.Now().After(next) {
-			if err := s.randomEvent(ctx); err != nil {
+		if len(planned) > 0 && time.Now().After(next) {
+			if err := s.runPlanned(ctx, planned[0]); err != nil {
 				return err
 			}
-			next = time.Now().Add(s.nextGap())
+			planned = planned[1:]
+			if len(planned) > 0 {
+				next = time.Now().Add(planned[0].gap)
+			}
 		}
 		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
 			return err
@@ -81,28 +99,43 @@ func (s *soakRun) run(ctx context.Context) error {
 	return s.quiesce(ctx, at(1))
 }
 
+// drawSchedule draws the random events from the seed: the gaps between them uniform between
+// half and one and a half times EventEvery, each event by weight, as many as fit before
+// soakQuiesceAt if no event took any time (the run stops at soakQuiesceAt, whatever is left).
+func (s *soakRun) drawSchedule() []soakPlanned {
+	total := 0
+	for _, ev := range soakEvents {
+		total += ev.weight
+	}
+	end := time.Duration(soakQuiesceAt * float64(s.cfg.Duration))
+	var out []soakPlanned
+	for at := time.Duration(0); at < end; {
+		gap := s.nextGap()
+		at += gap
+		n := s.rng.IntN(total)
+		for _, ev := range soakEvents {
+			if n -= ev.weight; n < 0 {
+				out = append(out, soakPlanned{gap: gap, ev: ev, choices: rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64()))})
+				break
+			}
+		}
+	}
+	return out
+}
+
 // nextGap draws the time to the next event: uniform between half and one and a half times
 // EventEvery.
 func (s *soakRun) nextGap() time.Duration {
 	return s.cfg.EventEvery/2 + time.Duration(s.rng.Int64N(int64(s.cfg.EventEvery)))
 }
 
-// randomEvent draws an event by weight and runs it.
-func (s *soakRun) randomEvent(ctx context.Context) error {
-	total := 0
-	for _, ev := range soakEvents {
-		total += ev.weight
-	}
-	n := s.rng.IntN(total)
-	for _, ev := range soakEvents {
-		if n -= ev.weight; n < 0 {
-			note, err := ev.do(ctx, s)
-			s.record(ev.name, note)
-			if err != nil {
-				return fmt.Errorf("soak: %s: %w", ev.name, err)
-			}
-			return nil
-		}
+// runPlanned runs a planned event with its own random choices.
+func (s *soakRun) runPlanned(ctx context.Context, p soakPlanned) error {
+	s.choices = p.choices
+	note, err := p.ev.do(ctx, s)
+	s.record(p.ev.name, note)
+	if err != nil {
+		return fmt.Errorf("soak: %s: %w", p.ev.name, err)
 	}
 	return nil
 }
@@ -165,7 +198,7 @@ func (s *soakRun) pick(ok func(*soakAddon) bool) *soakAddon {
 	if len(out) == 0 {
 		return nil
 	}
-	return out[s.rng.IntN(len(out))]
+	return out[s.choices.IntN(len(out))]
 }
 
 // commitGood commits the next good revision of a random add-on that is not broken.
@@ -212,14 +245,14 @@ func editTemplate(ctx context.Context, s *soakRun) (string, error) {
 	if err := s.e.admin.Get(ctx, client.ObjectKey{Name: "soak-" + soakTemplates}, hcp); err != nil {
 		return "", err
 	}
-	greeting := fmt.Sprintf("hello-%d", s.rng.IntN(1000))
+	greeting := fmt.Sprintf("hello-%d", s.choices.IntN(1000))
 	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"config":{"greeting":%q}}}}}`, greeting)
 	return "greeting " + greeting, s.e.admin.Patch(ctx, hcp, client.RawPatch("application/merge-patch+json", []byte(patch)))
 }
 
 // pauseAddon pauses a random add-on's HostedClusterPackage and unpauses it a minute later.
 func pauseAddon(ctx context.Context, s *soakRun) (string, error) {
-	a := s.addons[s.rng.IntN(len(s.addons))]
+	a := s.addons[s.choices.IntN(len(s.addons))]
 	set := func(ctx context.Context, paused bool) error {
 		hcp := &convoyv1alpha1.HostedClusterPackage{}
 		hcp.Name = a.name()

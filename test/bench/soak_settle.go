@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -45,8 +46,9 @@ func (s *soakRun) atGoal(a *soakAddon, p *convoyv1alpha1.Package) bool {
 		apimeta.IsStatusConditionFalse(p.Status.Conditions, convoyv1alpha1.ProgressingCondition)
 }
 
-// notAtGoal describes the first Package of an add-on not at its goal, or returns "".
-func (s *soakRun) notAtGoal() string {
+// notAtGoal describes the first Package of an add-on not at its goal and returns that add-on,
+// or returns "" and nil.
+func (s *soakRun) notAtGoal() (string, *soakAddon) {
 	for _, a := range s.addons {
 		pkgs := s.packagesOf(a)
 		missing, behind := 0, ""
@@ -60,27 +62,55 @@ func (s *soakRun) notAtGoal() string {
 			}
 		}
 		if missing > 0 || behind != "" {
-			return fmt.Sprintf("%s at revision %d: %d Packages missing; %s", a.name(), a.rev, missing, behind)
+			return fmt.Sprintf("%s at revision %d: %d Packages missing; %s", a.name(), a.rev, missing, behind), a
 		}
 	}
-	return ""
+	return "", nil
 }
 
-// waitSettled waits until every add-on's Packages are at their goal.
+// waitSettled waits until every add-on's Packages are at their goal. Past timeout, its error
+// holds the statuses of the GitSource and of the HostedClusterPackage that did not settle.
 func (s *soakRun) waitSettled(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		left := s.notAtGoal()
+		left, a := s.notAtGoal()
 		if left == "" {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the fleet did not settle within %s: %s", timeout, left)
+			return fmt.Errorf("the fleet did not settle within %s: %s\n%s", timeout, left, s.describeStatuses(ctx, a))
 		}
 		if err := sleepCtx(ctx, time.Second); err != nil {
 			return err
 		}
 	}
+}
+
+// describeStatuses returns the statuses of the GitSource and of add-on a's
+// HostedClusterPackage as JSON, and the head of the branch the soak expects.
+func (s *soakRun) describeStatuses(ctx context.Context, a *soakAddon) string {
+	s.mu.Lock()
+	head := s.head
+	s.mu.Unlock()
+	out := fmt.Sprintf("the soak's head: %s", head)
+	gs := &convoyv1alpha1.GitSource{}
+	hcp := &convoyv1alpha1.HostedClusterPackage{}
+	objs := []struct {
+		what string
+		key  client.ObjectKey
+		obj  client.Object
+		st   func() any
+	}{{"GitSource", client.ObjectKey{Namespace: benchNamespace, Name: gitSourceName}, gs, func() any { return gs.Status }},
+		{"HostedClusterPackage", client.ObjectKey{Name: a.name()}, hcp, func() any { return hcp.Status }}}
+	for _, o := range objs {
+		if err := s.e.admin.Get(ctx, o.key, o.obj); err != nil {
+			out += fmt.Sprintf("\n%s %s: %v", o.what, o.key, err)
+			continue
+		}
+		raw, _ := json.MarshalIndent(o.st(), "", "  ")
+		out += fmt.Sprintf("\n%s %s status: %s", o.what, o.key, raw)
+	}
+	return out
 }
 
 // countLostObjects returns how many management objects in the inventories of the add-ons'
