@@ -122,6 +122,8 @@ type soakRun struct {
 	nextCluster  int
 	// store is the Git store of the controller of the run, once it moved (killLeader).
 	store string
+	// budgets are judgeBudget's memory, by add-on.
+	budgets map[string]*budgetWatch
 }
 
 // soakRev is an add-on's revision in a commit.

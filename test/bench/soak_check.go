@@ -95,22 +95,69 @@ func budgetOf(total int) int { return max(1, total/10) }
 
 // judgeBudget checks that at most the budget of a's Packages are busy, those of the clusters
 // the schedule made unavailable, relabelled or deleted left out.
+//
+// Note: a cluster deleted from the fleet lowers the budget (10 % of fewer clusters) under
+// changes the controller started within the budget before; those may finish, as a Deployment's
+// maxUnavailable lets them when it scales down, but no other may start. So a sample over the
+// budget breaks it when it holds more than the budget before the shrink, or a Package that was
+// not busy in the sample that saw the budget shrink.
 func (s *soakRun) judgeBudget(a *soakAddon, pkgs map[string]*convoyv1alpha1.Package) []string {
-	busy, total := 0, 0
+	busy, total := map[string]bool{}, 0
 	for ns, p := range pkgs {
 		if !s.e.namespaces[ns] {
 			continue
 		}
 		total++
 		if !s.skip[ns] && judgedBusy(p) {
-			busy++
+			busy[ns] = true
 		}
 	}
-	if busy > budgetOf(total) {
+	budget := budgetOf(total)
+	if s.budgets == nil {
+		s.budgets = map[string]*budgetWatch{}
+	}
+	w := s.budgets[a.name()].observe(budget, busy)
+	s.budgets[a.name()] = w
+	if len(busy) > budget && !w.grandfathered(busy) {
 		return []string{fmt.Sprintf("%s: %s has %d of %d Packages unavailable or updating (budget %d)", invBudget,
-			a.name(), busy, total, budgetOf(total))}
+			a.name(), len(busy), total, budget)}
 	}
 	return nil
+}
+
+// budgetWatch is what judgeBudget remembers of an add-on between samples: the last budget,
+// and while the Packages busy exceed it after it shrank, those Packages and the budget before.
+type budgetWatch struct {
+	budget int
+	held   map[string]bool
+	before int
+}
+
+// observe returns the watch after a sample with budget and busy; w may be nil (the first).
+func (w *budgetWatch) observe(budget int, busy map[string]bool) *budgetWatch {
+	next := &budgetWatch{budget: budget}
+	switch {
+	case w == nil || len(busy) <= budget:
+	case budget < w.budget:
+		next.held, next.before = busy, w.budget
+	default:
+		next.held, next.before = w.held, w.before
+	}
+	return next
+}
+
+// grandfathered reports whether busy is within the budget before the last shrink and every
+// Package of it was busy when the shrink was seen.
+func (w *budgetWatch) grandfathered(busy map[string]bool) bool {
+	if len(w.held) == 0 || len(busy) > w.before {
+		return false
+	}
+	for ns := range busy {
+		if !w.held[ns] {
+			return false
+		}
+	}
+	return true
 }
 
 // judgeBarrier checks that no partition got a revision before every earlier partition reached

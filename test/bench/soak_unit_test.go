@@ -45,3 +45,31 @@ func TestSoakPictureDrawsEverySeries(t *testing.T) {
 	}
 	g.Expect(strings.Count(b.String(), "<polyline")).To(Equal(lines))
 }
+
+func TestSoakBudgetLetsChangesFinishWhenTheFleetShrinks(t *testing.T) {
+	g := NewWithT(t)
+	set := func(ns ...string) map[string]bool {
+		out := map[string]bool{}
+		for _, n := range ns {
+			out[n] = true
+		}
+		return out
+	}
+	var w *budgetWatch
+	w = w.observe(2, set("a", "b"))
+	g.Expect(w.grandfathered(set("a", "b"))).To(BeFalse(), "within the budget: nothing to excuse")
+	w = w.observe(1, set("a", "b")) // a cluster deleted: 20 → 19 clusters, budget 2 → 1
+	g.Expect(w.grandfathered(set("a", "b"))).To(BeTrue(), "changes started before the shrink may finish")
+	w = w.observe(1, set("a", "b"))
+	g.Expect(w.grandfathered(set("a", "b"))).To(BeTrue(), "still finishing")
+	w = w.observe(1, set("a", "c"))
+	g.Expect(w.grandfathered(set("a", "c"))).To(BeFalse(), "c started over the shrunk budget")
+	w = w.observe(1, set("a"))
+	w = w.observe(1, set("a", "d"))
+	g.Expect(w.grandfathered(set("a", "d"))).To(BeFalse(), "back within the budget, nothing stays excused")
+
+	var v *budgetWatch
+	v = v.observe(2, set("a"))
+	v = v.observe(1, set("a", "b", "c"))
+	g.Expect(v.grandfathered(set("a", "b", "c"))).To(BeFalse(), "more than the budget before the shrink")
+}
