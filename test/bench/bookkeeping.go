@@ -23,9 +23,11 @@ import (
 // bookkeepingPrefix starts the names of the bookkeeping floor's objects and Packages.
 const bookkeepingPrefix = "keep-"
 
-// floors are the baselines of one measured step: the bare loop and the bookkeeping floor.
+// floors are the baselines of one measured step: the bare loop and the bookkeeping floor, with
+// what the machine did during the bookkeeping floor (keep).
 type floors struct {
 	bare, bookkeeping time.Duration
+	keep              window
 }
 
 // bookkeepingLoop applies, for each namespace, the Package pinned at rev, then the package's
@@ -56,7 +58,10 @@ func (r *rolloutRun) measureBookkeepingFloor(ctx context.Context) error {
 	namespaces := slices.Sorted(maps.Keys(r.e.namespaces))
 	c := r.e.cfg.Concurrency
 	logf(r.e.cfg, "rollout N=%d: bookkeeping floor, %d objects and %d Packages at concurrency %d", r.n, r.n*r.objects, r.n, c)
-	var err error
+	createBefore, err := r.e.take(ctx)
+	if err != nil {
+		return err
+	}
 	if r.keepCreate, err = bookkeepingLoop(ctx, r.e.admin, namespaces, 1, r.objects, c); err != nil {
 		return err
 	}
@@ -64,6 +69,7 @@ func (r *rolloutRun) measureBookkeepingFloor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.keepCreateWindow = since(createBefore, before)
 	if r.keepFloor, err = bookkeepingLoop(ctx, r.e.admin, namespaces, 2, r.objects, c); err != nil {
 		return err
 	}
@@ -71,6 +77,7 @@ func (r *rolloutRun) measureBookkeepingFloor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.keepWindow = since(before, after)
 	r.keepRq = after.server.Sub(before.server)
 	r.keepServerCPU = after.serverCPU - before.serverCPU
 	return r.e.forEachNamespace(ctx, func(ns string) error {

@@ -39,6 +39,9 @@ type rolloutRun struct {
 	keepCreate, keepFloor time.Duration
 	keepRq                Requests
 	keepServerCPU         time.Duration
+	// keepCreateWindow and keepWindow are what the machine did during the bookkeeping floor's
+	// create and update.
+	keepCreateWindow, keepWindow window
 }
 
 // runRollout measures the bare-loop floor, installs the package, then rolls out a new
@@ -110,7 +113,7 @@ func (r *rolloutRun) install(ctx context.Context) error {
 		return err
 	}
 	logf(r.e.cfg, "rollout N=%d: installing with driver %s", r.n, r.driver)
-	return r.measure(ctx, "install", r.e.commit, floors{r.create, r.keepCreate}, func(ctx context.Context) error {
+	return r.measure(ctx, "install", r.e.commit, floors{r.create, r.keepCreate, r.keepCreateWindow}, func(ctx context.Context) error {
 		create := r.e.createHostedClusterPackage
 		if r.driver == DriverPackages {
 			create = func(ctx context.Context) error { return r.e.createPackages(ctx, packageName, managementPath) }
@@ -180,7 +183,7 @@ func (r *rolloutRun) rollout(ctx context.Context, name string, rolling bool) err
 	if err != nil {
 		return err
 	}
-	return r.measure(ctx, name, commit, floors{r.floor, r.keepFloor}, func(ctx context.Context) error {
+	return r.measure(ctx, name, commit, floors{r.floor, r.keepFloor, r.keepWindow}, func(ctx context.Context) error {
 		if err := r.e.requestPoll(ctx); err != nil {
 			return err
 		}
@@ -244,7 +247,7 @@ func (r *rolloutRun) measure(ctx context.Context, name, commit string, floor flo
 	}
 	w.renders = rendersAfter - rendersBefore
 	r.addRows(name, w, floor, withTargets)
-	r.addWaitRows(r.scenario(name), account(w, floor.bookkeeping, r.e.cfg.Concurrency, r.n, trace, countersAfter.sub(countersBefore)))
+	r.addWaitRows(r.scenario(name), account(w, floor, r.e.cfg.Concurrency, r.n, trace, countersAfter.sub(countersBefore)))
 	return nil
 }
 

@@ -58,14 +58,53 @@ type waitAccount struct {
 	// firstPin, lastPin, p95Done and lastDone come from the trace, timed from the step's start.
 	firstPin, lastPin, p50Done, p95Done, lastDone time.Duration
 	controllerCPU                                 time.Duration
+	// step and keep are what the machine did during the step and during its bookkeeping floor.
+	step, keep window
 }
 
 // account builds the accounting of a step from its trace and counters.
-func account(w window, floor time.Duration, workers, packages int, t *rolloutTrace, c waitCounters) waitAccount {
-	a := waitAccount{wall: w.wall, floor: floor, workers: workers, packages: packages, counters: c, controllerCPU: w.cpu}
+func account(w window, floor floors, workers, packages int, t *rolloutTrace, c waitCounters) waitAccount {
+	a := waitAccount{wall: w.wall, floor: floor.bookkeeping, workers: workers, packages: packages, counters: c,
+		controllerCPU: w.cpu, step: w, keep: floor.keep}
 	a.firstPin, a.lastPin = t.pinnedAt(0), t.pinnedAt(1)
 	a.p50Done, a.p95Done, a.lastDone = t.doneAt(0.5), t.doneAt(0.95), t.doneAt(1)
 	return a
+}
+
+// ownCPU is the CPU time of the processes doing the work of a window: the API server and etcd,
+// the controller, and the benchmark (the floors' client, the Package watch).
+func (w window) ownCPU() time.Duration { return w.serverCPU + w.cpu + w.benchCPU }
+
+// othersCPU is the machine's busy time that none of the window's own processes spent: the
+// other work of a shared machine.
+func (w window) othersCPU() time.Duration { return max(0, w.machine.busy-w.ownCPU()) }
+
+// idleCPU is the machine's idle time in the window.
+func (w window) idleCPU() time.Duration { return w.machine.total - w.machine.busy }
+
+// floorRate is the CPU the floor's processes used per second of its wall time: the cores the
+// work got.
+func (a waitAccount) floorRate() float64 {
+	if a.keep.wall <= 0 {
+		return 0
+	}
+	return a.keep.ownCPU().Seconds() / a.keep.wall.Seconds()
+}
+
+// extraCPUTime is the CPU the step's processes spent beyond the floor's, as the wall time it
+// takes at the floor's rate: what convoy's own work costs when the machine is the bottleneck.
+func (a waitAccount) extraCPUTime() time.Duration {
+	rate := a.floorRate()
+	if rate == 0 {
+		return 0
+	}
+	return time.Duration((a.step.ownCPU() - a.keep.ownCPU()).Seconds() / rate * float64(time.Second))
+}
+
+// rateShortfall is the rest of the gap: the step's processes got fewer cores than the floor's
+// did, because the machine's other work took them or because they waited with cores idle.
+func (a waitAccount) rateShortfall() time.Duration {
+	return a.wall - a.floor - a.extraCPUTime()
 }
 
 // busy is the Package workers' work time as wall time of all of them at once.
@@ -113,6 +152,7 @@ func (r *rolloutRun) addWaitRows(scenario string, a waitAccount) {
 	sec("tail: 95% to all progressed", a.lastDone-a.p95Done,
 		fmt.Sprintf("median %.2f s, 95%% %.2f s, last %.2f s", a.p50Done.Seconds(), a.p95Done.Seconds(), a.lastDone.Seconds()))
 	sec("last progressed to the end of the step", a.wall-a.lastDone, "the benchmark's detection and snapshot")
+	r.addCPURows(scenario, a)
 	r.res.add(Row{Scenario: scenario, Metric: "waits: HostedClusterPackage passes", Value: a.counters.rolloutPasses, Unit: "",
 		Note: fmt.Sprintf("%.2f s of work in all", a.counters.rolloutWork)})
 	r.res.add(Row{Scenario: scenario, Metric: "waits: controller CPU, share of the wall time", Value: 100 * a.controllerCPU.Seconds() / a.wall.Seconds(),
@@ -125,4 +165,25 @@ func (a waitAccount) queuedPerPass() time.Duration {
 		return 0
 	}
 	return time.Duration(a.counters.packageQueued / a.counters.packagePasses * float64(time.Second))
+}
+
+// addCPURows adds the CPU side of the accounting: the gap split into convoy's CPU beyond the
+// floor's (at the floor's rate of use) and the cores the step got fewer than the floor, with
+// what the machine did in both.
+func (r *rolloutRun) addCPURows(scenario string, a waitAccount) {
+	cores := func(w window, d time.Duration) string {
+		if w.wall <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", d.Seconds()/w.wall.Seconds())
+	}
+	r.res.add(Row{Scenario: scenario, Metric: "waits: CPU beyond the floor's, as wall time at the floor's rate",
+		Value: a.extraCPUTime().Seconds(), Unit: "s", Note: fmt.Sprintf(
+			"API server and etcd %.1f s, controller %.1f s, benchmark %.1f s against the floor's %.1f s, 0, %.1f s; the floor used %.2f cores",
+			a.step.serverCPU.Seconds(), a.step.cpu.Seconds(), a.step.benchCPU.Seconds(),
+			a.keep.serverCPU.Seconds(), a.keep.benchCPU.Seconds(), a.floorRate())})
+	r.res.add(Row{Scenario: scenario, Metric: "waits: fewer cores than the floor got, as wall time", Value: a.rateShortfall().Seconds(),
+		Unit: "s", Note: fmt.Sprintf("cores used by the step's own processes %s (floor %s), by other work %s (floor %s), idle %s (floor %s)",
+			cores(a.step, a.step.ownCPU()), cores(a.keep, a.keep.ownCPU()), cores(a.step, a.step.othersCPU()),
+			cores(a.keep, a.keep.othersCPU()), cores(a.step, a.step.idleCPU()), cores(a.keep, a.keep.idleCPU()))})
 }
