@@ -37,11 +37,17 @@ type compiledChecks struct {
 // plan step plans with them, and starts the due checks not under way (startChecks): it compiles
 // the spec's checks (once per generation; an error stalls with InvalidSpec before any I/O) and
 // asks rollout.DueChecks which are due. An evaluation whose template does not render stalls
-// with InvalidSpec, naming the check and its partition.
+// with InvalidSpec, naming the check and its partition. A HostedClusterPackage without checks
+// asks nothing: DueChecks plans the whole fleet to find the partitions whose checks run, which
+// took as much of a rollout's CPU as the plan itself.
 func (r *HostedClusterPackageReconciler) reconcileChecks(ctx context.Context, s *scope) error {
 	compiled, err := r.compiledChecksOf(s.obj)
 	if err != nil {
 		return err
+	}
+	if !hasChecks(s.obj) {
+		r.runs.sweep(s.obj.Name, nil) // checks removed from the spec: drop their runs
+		return nil
 	}
 	due, err := rollout.DueChecks(s.in)
 	if err != nil {
@@ -67,6 +73,23 @@ func (r *HostedClusterPackageReconciler) reconcileChecks(ctx context.Context, s 
 	r.runs.sweep(s.obj.Name, keys)
 	r.startChecks(ctx, s, compiled, idle)
 	return nil
+}
+
+// hasChecks reports whether any partition of obj may run checks: spec.checks or a partition
+// policy's own.
+func hasChecks(obj *convoyv1alpha1.HostedClusterPackage) bool {
+	if len(obj.Spec.Checks) > 0 {
+		return true
+	}
+	if obj.Spec.Partition == nil {
+		return false
+	}
+	for i := range obj.Spec.Partition.Policies {
+		if len(obj.Spec.Partition.Policies[i].Checks) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // compiledChecksOf returns the compiled checks of obj's generation, compiling them when the

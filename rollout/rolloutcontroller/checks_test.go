@@ -200,3 +200,28 @@ func TestRecordChecksCountsTheUpdateRevisionsChecks(t *testing.T) {
 	g.Expect(checksGauge.DeletePartialMatch(prometheus.Labels{hcpkgLabel: name})).To(BeZero(), "forgotten")
 	g.Expect(checkEvaluations.DeletePartialMatch(prometheus.Labels{hcpkgLabel: name})).To(BeZero(), "forgotten")
 }
+
+// TestAHostedClusterPackageWithoutChecksAsksForNone: checks come from spec.checks or a
+// partition policy's own; without any, the checks step plans nothing (rollout.DueChecks plans
+// the whole fleet) and drops the finished runs of checks since removed from the spec.
+func TestAHostedClusterPackageWithoutChecksAsksForNone(t *testing.T) {
+	g := NewWithT(t)
+	obj := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "addon", UID: "u1", Generation: 1}}
+	g.Expect(hasChecks(obj)).To(BeFalse())
+	obj.Spec.Partition = &convoyv1alpha1.PartitionSpec{Policies: []convoyv1alpha1.PartitionPolicy{{Name: "early", SkipChecks: true}}}
+	g.Expect(hasChecks(obj)).To(BeFalse(), "a policy that skips checks adds none")
+	obj.Spec.Partition.Policies = append(obj.Spec.Partition.Policies, convoyv1alpha1.PartitionPolicy{Name: "late",
+		Checks: []convoyv1alpha1.RolloutCheck{promCheck("ok", "values.all(v, v < 1.0)")}})
+	g.Expect(hasChecks(obj)).To(BeTrue(), "a policy's own checks")
+	obj.Spec.Partition = nil
+	obj.Spec.Checks = []convoyv1alpha1.RolloutCheck{promCheck("ok", "values.all(v, v < 1.0)")}
+	g.Expect(hasChecks(obj)).To(BeTrue(), "spec.checks")
+
+	obj.Spec.Checks, obj.Generation = nil, 2
+	r := &HostedClusterPackageReconciler{}
+	done := checkRunKey{name: "addon", uid: "u1", partition: "late", revision: "addon-1", check: "ok"}
+	r.runs.runs = map[checkRunKey]*checkRun{done: {done: true}}
+	s := &scope{obj: obj} // no planner input: the step must not plan
+	g.Expect(r.reconcileChecks(context.Background(), s)).To(Succeed())
+	g.Expect(r.runs.runs).To(BeEmpty(), "the finished run of a removed check is dropped")
+}
