@@ -97,8 +97,7 @@ type HostedClusterPackageReconciler struct {
 	shards  shardList
 	expect  *expectations
 	metrics *rolloutMetrics
-	// passes holds when the last pass of each HostedClusterPackage started and how long the
-	// last one that ended took (passTimes by name).
+	// passes holds when the last pass of each HostedClusterPackage started (time.Time by name).
 	passes sync.Map
 	// conflicts holds the HostedClusters a foreign Package blocks, by HostedClusterPackage name
 	// (map[string]bool), so that each conflict is announced once.
@@ -142,8 +141,7 @@ type scope struct {
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
-	started := r.startPass(req.Name)
-	defer r.endPass(req.Name, started)
+	r.passes.Store(req.Name, time.Now())
 	obj := &convoyv1alpha1.HostedClusterPackage{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {

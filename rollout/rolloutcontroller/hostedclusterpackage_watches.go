@@ -115,55 +115,8 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 //
 // Note: during a rollout at a thousand clusters, Packages change status many times a second;
 // a pass per event would re-plan the whole fleet and patch the status each time. The first
-// event after a quiet spell starts a pass at once; a rollout wave waits at most
-// maxPackageEventBatching.
+// event after a quiet spell starts a pass at once; a rollout wave waits at most this long.
 const packageEventBatching = 250 * time.Millisecond
-
-// packageEventSpacing is how many times its own duration a pass that Package events start
-// waits after the last one started, within packageEventBatching and maxPackageEventBatching.
-//
-// Note: a pass lists, plans and reports every Package of the HostedClusterPackage, so its cost
-// grows with the fleet; at a fixed spacing the passes of a fleet of a thousand took a fifth
-// of the controller's CPU during a rollout, and patched the status four times a second, each
-// patch sent to every watcher. Spacing them by their own duration keeps the passes that
-// Package events start to a fifth of one worker's time, whatever the fleet's size.
-const packageEventSpacing = 4
-
-// maxPackageEventBatching bounds the wait that packageEventSpacing sets, so that a rollout
-// wave waits at most this long for the pass that starts the next Packages.
-const maxPackageEventBatching = time.Second
-
-// passTimes are when the last pass of a HostedClusterPackage started and how long the last
-// pass that ended took: while a pass runs, the one before it.
-type passTimes struct {
-	started time.Time
-	took    time.Duration
-}
-
-// startPass records that a pass of the HostedClusterPackage name starts now, and returns now.
-func (r *HostedClusterPackageReconciler) startPass(name string) time.Time {
-	now := time.Now()
-	var took time.Duration
-	if last, ok := r.passes.Load(name); ok {
-		took = last.(passTimes).took
-	}
-	r.passes.Store(name, passTimes{started: now, took: took})
-	return now
-}
-
-// endPass records how long the pass of the HostedClusterPackage name that started at started
-// took, unless the pass forgot the HostedClusterPackage (it is gone). A controller never runs
-// two passes of one object at once, so nothing else moves the entry in between.
-func (r *HostedClusterPackageReconciler) endPass(name string, started time.Time) {
-	if last, ok := r.passes.Load(name); ok && last.(passTimes).started.Equal(started) {
-		r.passes.Store(name, passTimes{started: started, took: time.Since(started)})
-	}
-}
-
-// next returns when a pass that Package events start may begin after this one.
-func (p passTimes) next() time.Time {
-	return p.started.Add(min(maxPackageEventBatching, max(packageEventBatching, packageEventSpacing*p.took)))
-}
 
 // batched makes h enqueue its requests no sooner than delay says.
 func batched(h handler.EventHandler, delay func(reconcile.Request) time.Duration) handler.EventHandler {
@@ -196,13 +149,13 @@ func (q delayedQueue) Add(req reconcile.Request) {
 }
 
 // packageEventDelay is how long a Package event waits before it starts a pass of req: until
-// the time passTimes.next says after the last pass.
+// packageEventBatching after the last pass started.
 func (r *HostedClusterPackageReconciler) packageEventDelay(req reconcile.Request) time.Duration {
 	last, ok := r.passes.Load(req.Name)
 	if !ok {
 		return 0
 	}
-	return time.Until(last.(passTimes).next())
+	return time.Until(last.(time.Time).Add(packageEventBatching))
 }
 
 // indexOwner returns the HostedClusterPackage controlling a Package.

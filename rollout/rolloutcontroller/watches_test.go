@@ -2,13 +2,10 @@ package rolloutcontroller
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout"
@@ -55,39 +52,4 @@ func TestPackageChangedIgnoresARequestForAPass(t *testing.T) {
 			NewWithT(t).Expect(got).To(Equal(tc.want))
 		})
 	}
-}
-
-// TestPackageEventsSpacePassesByTheirDuration: the passes that Package events start are spaced
-// by four times the last pass's duration, at least packageEventBatching and at most
-// maxPackageEventBatching after the last pass started; a pass still running spaces the next by
-// the one before it, and a pass that forgot its HostedClusterPackage leaves nothing behind.
-func TestPackageEventsSpacePassesByTheirDuration(t *testing.T) {
-	g := NewWithT(t)
-	start := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		took, want time.Duration
-	}{
-		{took: 0, want: packageEventBatching},
-		{took: 20 * time.Millisecond, want: packageEventBatching},
-		{took: 150 * time.Millisecond, want: 600 * time.Millisecond},
-		{took: 400 * time.Millisecond, want: maxPackageEventBatching},
-		{took: 10 * time.Second, want: maxPackageEventBatching},
-	} {
-		g.Expect(passTimes{started: start, took: tc.took}.next()).To(Equal(start.Add(tc.want)), "a pass of %s", tc.took)
-	}
-
-	r := &HostedClusterPackageReconciler{}
-	r.passes.Store("addon", passTimes{started: start, took: 150 * time.Millisecond})
-	started := r.startPass("addon")
-	g.Expect(r.packageEventDelay(reconcile.Request{NamespacedName: types.NamespacedName{Name: "addon"}})).To(
-		BeNumerically("~", 600*time.Millisecond, 100*time.Millisecond), "spaced by the pass before while one runs")
-	r.endPass("addon", started)
-	last, _ := r.passes.Load("addon")
-	g.Expect(last.(passTimes).took).To(BeNumerically("<", 150*time.Millisecond))
-
-	started = r.startPass("gone")
-	r.passes.Delete("gone") // what forget does
-	r.endPass("gone", started)
-	_, ok := r.passes.Load("gone")
-	g.Expect(ok).To(BeFalse())
 }
