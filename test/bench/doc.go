@@ -21,7 +21,10 @@
 //     API-server CPU of a ConfigMap apply.
 //
 // Each rollout step is measured against two floors: the bare loop, and the bookkeeping floor,
-// the bare loop plus each Package's pin and status (bookkeeping.go).
+// the bare loop plus each Package's pin and status (bookkeeping.go). Its gap to the bookkeeping
+// floor is accounted for in "waits:" rows (waits.go): the trace of the Package watch
+// (trace.go), the controller's reconcile counts and work-queue durations, and the CPU of the
+// machine and of each process (machine.go).
 //
 // The program in test/bench/cmd parses flags and calls Run; `make bench` runs it:
 //
