@@ -56,6 +56,8 @@ func runTiny(t *testing.T, scenarios []string) {
 	}
 	g.Expect(metrics).To(ContainElement("pass of a settled Package, controller CPU"), "the steady scenario measures a pass")
 	g.Expect(metrics).To(ContainElement("wall time to all progressed, against the bookkeeping floor"), "the rollout has the bookkeeping floor")
+	g.Expect(metrics).To(ContainElement("waits: gap to the bookkeeping floor"), "the rollout accounts for its waits")
+	g.Expect(metrics).To(ContainElement("waits: CPU beyond the floor's, as wall time at the floor's rate"), "the rollout accounts for its CPU")
 	install := rowOf(res, "rollout N=3 install", "requests on the objects, per object")
 	g.Expect(install).NotTo(BeNil())
 	// An install creates each object with one request; a few requests of the run are not per

@@ -26,9 +26,11 @@ const bookkeepingPrefix = "keep-"
 // bookkeepingDeleteConcurrency is how many of the bookkeeping floor's Packages are deleted at once.
 const bookkeepingDeleteConcurrency = 8
 
-// floors are the baselines of one measured step: the bare loop and the bookkeeping floor.
+// floors are the baselines of one measured step: the bare loop and the bookkeeping floor, with
+// what the machine did during the bookkeeping floor (keep).
 type floors struct {
 	bare, bookkeeping time.Duration
+	keep              window
 }
 
 // keptPackage is one Package of the bookkeeping floor: its namespace and name, and the name
@@ -44,6 +46,8 @@ type floorPass struct {
 	wall      time.Duration
 	requests  Requests
 	serverCPU time.Duration
+	// window is what the machine did during the pass.
+	window window
 }
 
 // bookkeepingFloor is the bookkeeping floor of a scenario: the pass that creates the objects
@@ -104,7 +108,8 @@ func (e *env) measureFloorPass(ctx context.Context, packages []keptPackage, rev 
 		return floorPass{}, err
 	}
 	// The loop's requests are the benchmark's own: count them from the server side.
-	return floorPass{wall: wall, requests: after.server.Sub(before.server), serverCPU: after.serverCPU - before.serverCPU}, nil
+	return floorPass{wall: wall, requests: after.server.Sub(before.server), serverCPU: after.serverCPU - before.serverCPU,
+		window: since(before, after)}, nil
 }
 
 // deleteKeptPackages deletes the Packages of the bookkeeping floor; their objects stay, as the
@@ -140,5 +145,6 @@ func (r *rolloutRun) measureBookkeepingFloor(ctx context.Context) error {
 	}
 	r.keepCreate, r.keepFloor = keep.create.wall, keep.update.wall
 	r.keepRq, r.keepServerCPU = keep.update.requests, keep.update.serverCPU
+	r.keepCreateWindow, r.keepWindow = keep.create.window, keep.update.window
 	return nil
 }

@@ -258,6 +258,9 @@ type snapshot struct {
 	server    Requests
 	own       Requests
 	gitStats  gitserver.Stats
+	// benchCPU is the benchmark process's CPU time, machine the machine's.
+	benchCPU time.Duration
+	machine  machineCPU
 }
 
 // take measures now.
@@ -268,6 +271,12 @@ func (e *env) take(ctx context.Context) (snapshot, error) {
 		return s, err
 	}
 	if s.serverCPU, err = e.serverCPU(); err != nil {
+		return s, err
+	}
+	if s.benchCPU, err = ownCPU(); err != nil {
+		return s, err
+	}
+	if s.machine, err = readMachineCPU(); err != nil {
 		return s, err
 	}
 	if e.ctrl != nil {
@@ -289,6 +298,9 @@ type window struct {
 	git      gitserver.Stats
 	// renders counts the controller's package renders; only rollouts measure it.
 	renders float64
+	// benchCPU is the benchmark process's CPU time, machine the machine's.
+	benchCPU time.Duration
+	machine  machineCPU
 }
 
 // since returns what happened between before and after.
@@ -300,6 +312,8 @@ func since(before, after snapshot) window {
 		peakRSS:   after.usage.PeakRSS,
 		requests:  after.server.Sub(before.server).Sub(after.own.Sub(before.own)),
 		git:       after.gitStats.Sub(before.gitStats),
+		benchCPU:  after.benchCPU - before.benchCPU,
+		machine:   after.machine.sub(before.machine),
 	}
 }
 

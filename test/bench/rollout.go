@@ -39,6 +39,9 @@ type rolloutRun struct {
 	keepCreate, keepFloor time.Duration
 	keepRq                Requests
 	keepServerCPU         time.Duration
+	// keepCreateWindow and keepWindow are what the machine did during the bookkeeping floor's
+	// create and update.
+	keepCreateWindow, keepWindow window
 }
 
 // runRollout measures the bare-loop floor, installs the package, then rolls out a new
@@ -110,7 +113,7 @@ func (r *rolloutRun) install(ctx context.Context) error {
 		return err
 	}
 	logf(r.e.cfg, "rollout N=%d: installing with driver %s", r.n, r.driver)
-	return r.measure(ctx, installStep, floors{r.create, r.keepCreate}, func(ctx context.Context) error {
+	return r.measure(ctx, installStep, r.e.commit, floors{r.create, r.keepCreate, r.keepCreateWindow}, func(ctx context.Context) error {
 		create := r.e.createHostedClusterPackage
 		if r.driver == DriverPackages {
 			create = func(ctx context.Context) error { return r.e.createPackages(ctx, packageName, managementPath) }
@@ -180,7 +183,7 @@ func (r *rolloutRun) rollout(ctx context.Context, name string, rolling bool) err
 	if err != nil {
 		return err
 	}
-	return r.measure(ctx, name, floors{r.floor, r.keepFloor}, func(ctx context.Context) error {
+	return r.measure(ctx, name, commit, floors{r.floor, r.keepFloor, r.keepWindow}, func(ctx context.Context) error {
 		if err := r.e.requestPoll(ctx); err != nil {
 			return err
 		}
@@ -205,9 +208,14 @@ func (r *rolloutRun) scenario(name string) string {
 	return fmt.Sprintf("rollout N=%d %s", r.n, name)
 }
 
-// measure runs fn between two snapshots and adds its rows; targets apply when withTargets.
-func (r *rolloutRun) measure(ctx context.Context, name string, floor floors, fn func(context.Context) error, withTargets bool) error {
+// measure runs fn, which rolls out commit, between two snapshots and adds its rows and the
+// accounting of its waits (waits.go); targets apply when withTargets.
+func (r *rolloutRun) measure(ctx context.Context, name, commit string, floor floors, fn func(context.Context) error, withTargets bool) error {
 	rendersBefore, err := r.e.ctrl.Counter(ctx, rendersMetric)
+	if err != nil {
+		return err
+	}
+	countersBefore, err := r.e.readWaitCounters(ctx)
 	if err != nil {
 		return err
 	}
@@ -215,8 +223,12 @@ func (r *rolloutRun) measure(ctx context.Context, name string, floor floors, fn 
 	if err != nil {
 		return err
 	}
+	trace := newRolloutTrace(commit, before.at)
+	r.e.watch.setTrace(trace)
 	profile := r.startProfile(ctx, name)
-	if err := fn(ctx); err != nil {
+	err = fn(ctx)
+	r.e.watch.setTrace(nil)
+	if err != nil {
 		return err
 	}
 	after, err := r.e.take(ctx)
@@ -229,8 +241,13 @@ func (r *rolloutRun) measure(ctx context.Context, name string, floor floors, fn 
 	if err != nil {
 		return err
 	}
+	countersAfter, err := r.e.readWaitCounters(ctx)
+	if err != nil {
+		return err
+	}
 	w.renders = rendersAfter - rendersBefore
 	r.addRows(name, w, floor, withTargets)
+	r.addWaitRows(r.scenario(name), account(w, floor, r.e.cfg.Concurrency, r.n, trace, countersAfter.sub(countersBefore)))
 	return nil
 }
 

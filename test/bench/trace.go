@@ -68,3 +68,32 @@ func (w *packageWatch) setTrace(t *rolloutTrace) {
 	defer w.mu.Unlock()
 	w.trace = t
 }
+
+// pinnedAt returns the q-quantile (0 the first, 1 the last) of the pinned times; zero when
+// none was seen.
+func (t *rolloutTrace) pinnedAt(q float64) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return quantile(t.pinned, q)
+}
+
+// doneAt returns the q-quantile of the progressed times; zero when none was seen.
+func (t *rolloutTrace) doneAt(q float64) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return quantile(t.done, q)
+}
+
+// quantile returns the q-quantile of m's values (nearest rank), zero for an empty m.
+func quantile(m map[types.NamespacedName]time.Duration, q float64) time.Duration {
+	if len(m) == 0 {
+		return 0
+	}
+	ds := make([]time.Duration, 0, len(m))
+	for _, d := range m {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	i := min(len(ds)-1, max(0, int(q*float64(len(ds)-1)+0.5)))
+	return ds[i]
+}
