@@ -105,7 +105,9 @@ type soakRun struct {
 	// when it last became the head of the branch.
 	contents map[string]map[string]soakRev
 	heads    map[string]time.Time
-	head     string
+	// firstHeads maps each commit to when it first became the head.
+	firstHeads map[string]time.Time
+	head       string
 	// partition is each live HCP namespace's partition; skip are the namespaces the budget and
 	// barrier do not judge (unavailable, relabelled or deleted HostedClusters).
 	partition map[string]string
@@ -157,7 +159,7 @@ func RunSoak(ctx context.Context, cfg SoakConfig) (*SoakResults, error) {
 		}
 	}
 	s := &soakRun{cfg: cfg, res: res, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)),
-		contents: map[string]map[string]soakRev{}, heads: map[string]time.Time{}, partition: map[string]string{},
+		contents: map[string]map[string]soakRev{}, heads: map[string]time.Time{}, firstHeads: map[string]time.Time{}, partition: map[string]string{},
 		skip: map[string]bool{}, hosted: map[string]bool{}, labels: map[string]map[string]string{}}
 	for _, k := range soakKinds {
 		s.addons = append(s.addons, &soakAddon{kind: k, rev: 1})
@@ -295,6 +297,9 @@ func (s *soakRun) setHead(commit string) {
 	}
 	s.previousHead, s.head = s.head, commit
 	s.heads[commit] = time.Now()
+	if _, ok := s.firstHeads[commit]; !ok {
+		s.firstHeads[commit] = s.heads[commit]
+	}
 	s.res.Commits++
 }
 

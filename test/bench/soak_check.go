@@ -163,7 +163,8 @@ func (w *budgetWatch) grandfathered(busy map[string]bool) bool {
 // judgeBarrier checks that no partition got a revision before every earlier partition reached
 // it: for each revision some Package is pinned to, every judged Package of an earlier
 // partition than the latest partition pinned to it must have reached that revision or one
-// that became the head after it.
+// that became the head after it first did (a force-push makes an older commit the head again;
+// Packages pinned to it before stay pinned).
 func (s *soakRun) judgeBarrier(a *soakAddon, pkgs map[string]*convoyv1alpha1.Package) []string {
 	latest := map[string]int{}
 	for ns, p := range pkgs {
@@ -177,7 +178,7 @@ func (s *soakRun) judgeBarrier(a *soakAddon, pkgs map[string]*convoyv1alpha1.Pac
 			if !s.e.namespaces[ns] || s.skip[ns] || i >= k || p.Status.Revision == "" {
 				continue
 			}
-			if !s.heads[p.Status.Revision].Before(s.heads[rev]) {
+			if !s.heads[p.Status.Revision].Before(s.firstHeads[rev]) {
 				continue
 			}
 			return []string{fmt.Sprintf("%s: %s pins %.8s in partition %s while %s (partition %s) is at %.8s", invBarrier,
@@ -188,8 +189,10 @@ func (s *soakRun) judgeBarrier(a *soakAddon, pkgs map[string]*convoyv1alpha1.Pac
 }
 
 // judgeStall records the verdict on a broken commit of a about to be fixed: at most the budget
-// of its Packages were ever pinned to it, as the Packages pinned to it now show.
-func (s *soakRun) judgeStall(a *soakAddon, broken string) {
+// of its Packages were ever pinned to it, as the Packages pinned to it now show. The budget is
+// that of the larger fleet, at the break (totalAtBreak) or now: a cluster deleted since lowers
+// the budget under Packages pinned within the budget before (see judgeBudget).
+func (s *soakRun) judgeStall(a *soakAddon, broken string, totalAtBreak int) {
 	pkgs := s.packagesOf(a)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,10 +206,25 @@ func (s *soakRun) judgeStall(a *soakAddon, broken string) {
 			pinned++
 		}
 	}
-	v := SoakVerdict{Name: invStall, Passed: pinned <= budgetOf(total),
+	budget := budgetOf(max(total, totalAtBreak))
+	v := SoakVerdict{Name: invStall, Passed: pinned <= budget,
 		Detail: fmt.Sprintf("%s: %d of %d Packages pinned to broken %.8s after %s (budget %d)", a.name(), pinned, total,
-			broken, s.cfg.BrokenFor, budgetOf(total))}
+			broken, s.cfg.BrokenFor, budget)}
 	s.res.Stalls = append(s.res.Stalls, v)
+}
+
+// judgedTotal counts the Packages of a in the judged fleet.
+func (s *soakRun) judgedTotal(a *soakAddon) int {
+	pkgs := s.packagesOf(a)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := 0
+	for ns := range pkgs {
+		if s.e.namespaces[ns] {
+			total++
+		}
+	}
+	return total
 }
 
 // judgeRevisions checks each add-on's ControllerRevisions against its history limit: the

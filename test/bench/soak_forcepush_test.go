@@ -34,7 +34,7 @@ func TestSoakForcePushThenRecommit(t *testing.T) {
 		BrokenFor: 15 * time.Second, ConvoyBinary: buildConvoy(t), Log: log, WorkDir: keptWorkDir(t),
 		ControllerVerbosity: 1}.withDefaults()
 	s := &soakRun{cfg: cfg, res: &SoakResults{Seed: cfg.Seed}, rng: rand.New(rand.NewPCG(1, 2)),
-		choices: rand.New(rand.NewPCG(3, 4)), contents: map[string]map[string]soakRev{}, heads: map[string]time.Time{},
+		choices: rand.New(rand.NewPCG(3, 4)), contents: map[string]map[string]soakRev{}, heads: map[string]time.Time{}, firstHeads: map[string]time.Time{},
 		partition: map[string]string{}, skip: map[string]bool{}, hosted: map[string]bool{}, labels: map[string]map[string]string{}}
 	for _, k := range soakKinds {
 		s.addons = append(s.addons, &soakAddon{kind: k, rev: 1})

@@ -220,17 +220,19 @@ func commitBroken(ctx context.Context, s *soakRun) (string, error) {
 	}
 	a.rev++
 	a.broken = true
+	total := s.judgedTotal(a)
 	if err := s.commit(ctx, fmt.Sprintf("%s: revision %d, broken", a.name(), a.rev), a); err != nil {
 		return "", err
 	}
 	broken := s.head
-	s.later(s.cfg.BrokenFor, "fix-"+a.name(), func(ctx context.Context) error { return s.fix(ctx, a, broken) })
+	s.later(s.cfg.BrokenFor, "fix-"+a.name(), func(ctx context.Context) error { return s.fix(ctx, a, broken, total) })
 	return fmt.Sprintf("%s revision %d (broken, %.8s)", a.name(), a.rev, broken), nil
 }
 
-// fix judges that the broken commit of a stalled, then commits a's next, good, revision.
-func (s *soakRun) fix(ctx context.Context, a *soakAddon, broken string) error {
-	s.judgeStall(a, broken)
+// fix judges that the broken commit of a stalled, then commits a's next, good, revision;
+// totalAtBreak is the judged fleet's size when it broke.
+func (s *soakRun) fix(ctx context.Context, a *soakAddon, broken string, totalAtBreak int) error {
+	s.judgeStall(a, broken, totalAtBreak)
 	if !a.broken {
 		return nil // a force-push dropped the broken revision already
 	}
@@ -344,7 +346,8 @@ func (s *soakRun) forcePush(ctx context.Context) error {
 	s.setHead(back)
 	for _, a := range s.addons {
 		if a.broken {
-			s.later(s.cfg.BrokenFor, "fix-"+a.name(), func(ctx context.Context) error { return s.fix(ctx, a, back) })
+			total := s.judgedTotal(a)
+			s.later(s.cfg.BrokenFor, "fix-"+a.name(), func(ctx context.Context) error { return s.fix(ctx, a, back, total) })
 		}
 	}
 	return s.e.requestPoll(ctx)
