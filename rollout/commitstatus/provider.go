@@ -282,6 +282,13 @@ func apiBase(t Target) (*url.URL, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, invalidf("spec.commitStatus.apiURL %q is not an http(s) URL", t.APIURL)
 	}
+	// Note: the client libraries build the request URL from this base, and go-github prints
+	// it whole, user:password included, in the error of a refused request (which reaches
+	// events and logs); a query or fragment would swallow Gitea's path.
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return nil, invalidf("spec.commitStatus.apiURL %s is refused: it must have no user:password, "+
+			"query or fragment (the token goes in spec.commitStatus.secretRef)", (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String())
+	}
 	return u, nil
 }
 

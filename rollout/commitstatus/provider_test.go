@@ -117,12 +117,19 @@ func TestRequestRefusals(t *testing.T) {
 		"repository \"o/r?x=1\" must be owner/name":               {Provider: "github", Repository: "o/r?x=1"},
 		"repository \"group/../other\" must be a project id or a": {Provider: "gitlab", Repository: "group/../other"},
 		"repository \"group//p\" must be a project id or a":       {Provider: "gitlab", Repository: "group//p"},
+		"apiURL https://ghe.example.com/api/v3 is refused: it must have no user:password": {Provider: "github",
+			APIURL: "https://x-access:hunter2@ghe.example.com/api/v3", Repository: "o/r"},
+		"apiURL https://g.example.com is refused: it must have no user:password, query": {Provider: "gitea",
+			APIURL: "https://g.example.com?x=/", Repository: "o/r"},
+		"apiURL https://g.example.com is refused: it must have no user:password, query or fragment": {Provider: "gitea",
+			APIURL: "https://g.example.com#x", Repository: "o/r"},
 	}
 	for want, target := range cases {
 		req, _, err := capture(NewStatus(target, "addon", "abc", Pending, ""))
 		g.Expect(err).To(MatchError(ContainSubstring(want)))
 		g.Expect(outcomeOf(err)).To(Equal(OutcomeInvalid))
 		g.Expect(req).To(BeNil(), "nothing is sent")
+		g.Expect(err.Error()).NotTo(ContainSubstring("hunter2"), "the password in apiURL is never printed")
 	}
 }
 

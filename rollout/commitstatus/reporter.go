@@ -106,6 +106,9 @@ type entry struct {
 	attempts int
 	next     time.Time
 	since    time.Time
+	// holdUntil is the end of the forge's Retry-After (or rate-limit reset) of the last send:
+	// nothing, not even a changed Secret, sends before it.
+	holdUntil time.Time
 }
 
 // Report asks that st be shown on its commit, for the object regarding (the
@@ -167,13 +170,14 @@ func (r *Reporter) settleLocked(key contextKey, e *entry, next string) {
 }
 
 // RetrySecret makes the failed states whose token is in secret due at once: the Secret
-// changed, so a refused token need not wait for the slow retry (MaxBackoff).
+// changed, so a refused token need not wait for the slow retry (MaxBackoff). A forge's
+// Retry-After still holds: a Secret that changes often must not make the Reporter ignore it.
 func (r *Reporter) RetrySecret(secret types.NamespacedName) {
 	r.init()
 	r.mu.Lock()
-	woken := false
+	woken, now := false, r.now()
 	for _, e := range r.entries {
-		if e.failed != nil && e.pending() && e.want.Target.Secret == secret {
+		if e.failed != nil && e.pending() && e.want.Target.Secret == secret && !now.Before(e.holdUntil) {
 			e.next, woken = time.Time{}, true
 		}
 	}
@@ -330,14 +334,15 @@ func (r *Reporter) send(ctx context.Context, key contextKey, st Status) {
 		// A left commit's last state is on the forge: nothing more to send for it.
 		delete(r.entries, key)
 	case outcome == OutcomeSuccess:
-		e.sent, e.failed, e.invalid, e.attempts, e.next = &st, nil, false, 0, time.Time{}
+		e.sent, e.failed, e.invalid, e.attempts, e.next, e.holdUntil = &st, nil, false, 0, time.Time{}, time.Time{}
 	case outcome == OutcomeInvalid:
-		e.failed, e.invalid, e.attempts = &st, true, 0
+		e.failed, e.invalid, e.attempts, e.holdUntil = &st, true, 0, time.Time{}
 		e.next = r.now().Add(r.maxBackoff())
 	default:
 		e.failed, e.invalid = &st, false
 		e.attempts++
 		e.next = r.now().Add(max(r.backoff(e.attempts), retryAfterOf(err)))
+		e.holdUntil = r.now().Add(retryAfterOf(err))
 	}
 	r.mu.Unlock()
 	r.announce(ctx, regarding, st, err, first)

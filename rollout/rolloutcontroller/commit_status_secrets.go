@@ -34,8 +34,15 @@ func watchTokenSecrets(mgr ctrl.Manager, reporter *commitstatus.Reporter) error 
 			}
 		}
 		handle, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    retry,
-			UpdateFunc: func(_, obj any) { retry(obj) },
+			AddFunc: retry,
+			UpdateFunc: func(old, obj any) {
+				// Note: the informer's periodic resync replays every Secret unchanged.
+				o, oldOK := old.(metav1.Object)
+				n, newOK := obj.(metav1.Object)
+				if !oldOK || !newOK || o.GetResourceVersion() != n.GetResourceVersion() {
+					retry(obj)
+				}
+			},
 		})
 		if err != nil {
 			return fmt.Errorf("watching the metadata of Secrets for commit status tokens: %w", err)

@@ -32,8 +32,13 @@ const (
 // few thousand) gets a clear error instead of a render.
 const maxAPIVersions = 20000
 
+// sharedReadTimeout bounds a discovery read shared by the Packages of one cluster: it runs
+// apart from the context of the caller that started it, so that this caller ending (its
+// pass cancelled) fails none of the others.
+const sharedReadTimeout = time.Minute
+
 // discoveryReader reads the API groups and resources of one cluster.
-type discoveryReader func() ([]*metav1.APIGroup, []*metav1.APIResourceList, error)
+type discoveryReader func(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error)
 
 // apiVersionsMemo caches the API versions of clusters, by a key naming the cluster ("" for
 // the management cluster, the HCP namespace for a hosted cluster). Safe for concurrent use:
@@ -52,25 +57,36 @@ type apiVersionsRead struct {
 }
 
 // get returns the API versions of the cluster key, read with read when none are cached or the
-// cached ones expired.
-func (m *apiVersionsMemo) get(key string, read discoveryReader) (*manifests.APIVersions, error) {
+// cached ones expired. The read is shared with the callers that miss the cache meanwhile; each
+// waits for it until its own ctx ends.
+func (m *apiVersionsMemo) get(ctx context.Context, key string, read discoveryReader) (*manifests.APIVersions, error) {
 	m.mu.Lock()
 	cached, ok := m.byKey[key]
 	m.mu.Unlock()
 	if ok && time.Now().Before(cached.until) {
 		return cached.versions, nil
 	}
-	versions, err, _ := m.reads.Do(key, func() (any, error) { return m.read(key, read) })
-	if err != nil {
-		return nil, err
+	shared := context.WithoutCancel(ctx)
+	answer := m.reads.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(shared, sharedReadTimeout)
+		defer cancel()
+		return m.read(ctx, key, read)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case res := <-answer:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*manifests.APIVersions), nil
 	}
-	return versions.(*manifests.APIVersions), nil
 }
 
 // read reads the cluster key's discovery and caches what it serves.
-func (m *apiVersionsMemo) read(key string, read discoveryReader) (*manifests.APIVersions, error) {
+func (m *apiVersionsMemo) read(ctx context.Context, key string, read discoveryReader) (*manifests.APIVersions, error) {
 	now := time.Now()
-	groups, resources, err := read()
+	groups, resources, err := read(ctx)
 	partial := discovery.IsGroupDiscoveryFailedError(err)
 	if err != nil && !partial {
 		return nil, err
@@ -178,13 +194,13 @@ func (r *PackageReconciler) chartCapabilities(ctx context.Context, s *scope, whe
 // has no way to reach that cluster's discovery.
 func (r *PackageReconciler) apiVersions(ctx context.Context, s *scope, inHosted bool) (*manifests.APIVersions, error) {
 	if !inHosted {
-		return r.Environment.APIVersions()
+		return r.Environment.APIVersions(ctx)
 	}
 	if r.HostedEnvironments == nil || r.HostedEnvironments.Clients == nil {
 		return nil, nil
 	}
 	ns := s.obj.GetNamespace()
-	versions, err := r.HostedEnvironments.apiVersions.get(ns, func() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	versions, err := r.HostedEnvironments.apiVersions.get(ctx, ns, func(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
 		return r.HostedEnvironments.Clients.ServerGroupsAndResources(ctx, ns, s.kubeconfigRef)
 	})
 	if err != nil {
@@ -195,11 +211,13 @@ func (r *PackageReconciler) apiVersions(ctx context.Context, s *scope, inHosted 
 
 // APIVersions returns the API versions the management cluster serves, nil when c reads no
 // resources (Helm's built-in set is used).
-func (c *ClusterEnvironment) APIVersions() (*manifests.APIVersions, error) {
+func (c *ClusterEnvironment) APIVersions(ctx context.Context) (*manifests.APIVersions, error) {
 	if c == nil || c.Resources == nil {
 		return nil, nil
 	}
-	versions, err := c.apiVersions.get("", c.Resources.ServerGroupsAndResources)
+	versions, err := c.apiVersions.get(ctx, "", func(context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+		return c.Resources.ServerGroupsAndResources()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the API versions of the management cluster: %w", err)
 	}

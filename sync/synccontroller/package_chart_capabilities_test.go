@@ -185,7 +185,7 @@ func TestAPIVersionsAreReadOncePerClusterNotPerRender(t *testing.T) {
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	ce := &ClusterEnvironment{Resources: disc}
-	first, err := ce.APIVersions()
+	first, err := ce.APIVersions(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(first.Has("v1/ConfigMap")).To(BeTrue())
 	g.Expect(first.Has("convoy.dev/v1alpha1/Package")).To(BeTrue())
@@ -193,7 +193,7 @@ func TestAPIVersionsAreReadOncePerClusterNotPerRender(t *testing.T) {
 	read := requests.Load()
 	g.Expect(read).To(BeNumerically(">", 0))
 	for range 50 {
-		again, err := ce.APIVersions()
+		again, err := ce.APIVersions(context.Background())
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(again.Digest()).To(Equal(first.Digest()))
 	}
