@@ -33,7 +33,8 @@ func maxUnavailable(s convoyv1alpha1.HostedClusterPackageStrategy, eligible int)
 // changes. Then, in this order, the changes that keep or take a budget slot: failed Packages of
 // this rollout moving on, unavailable Packages of reached partitions updated, Packages of
 // deselected HostedClusters deleted, and the rest of the reached partitions created or updated
-// in rollout order.
+// in rollout order; Packages stuck at a gone commit of this rollout in partitions not reached
+// yet go back to the current revision within their own slot.
 func (p *planner) chooseChanges(plan *Plan) {
 	p.createAtCompletedRevision(plan)
 	p.releaseGone(plan)
@@ -50,6 +51,7 @@ func (p *planner) chooseChanges(plan *Plan) {
 	}
 	p.replaceFailed(plan)
 	p.updateAlreadyUnavailable(plan)
+	p.returnFromGoneCommits(plan)
 	p.deleteDeselected(plan)
 	p.advanceWithinBudget(plan)
 	p.relabel(plan)
@@ -92,6 +94,25 @@ func (p *planner) updateAlreadyUnavailable(plan *Plan) {
 	for _, t := range p.targets {
 		if p.updatable(t) && p.reached(t.partition) && p.holdsBudget(t) {
 			plan.Updates = append(plan.Updates, p.change(t, &p.in.UpdateRevision, AlreadyUnavailableReason))
+		}
+	}
+}
+
+// returnFromGoneCommits moves back to the current revision, in partitions the update revision
+// has not reached, the Packages pinned to a superseded revision of this rollout whose commit is
+// gone (commitGone): they cannot progress there, and each holds a budget slot until it does.
+// Going back changes nothing their clusters have not had, it is barrier-safe (every partition
+// completed the current revision), and the slot stays held until they progressed there; a
+// commit coming back finds them pinned elsewhere. In reached partitions
+// updateAlreadyUnavailable moves them on instead.
+func (p *planner) returnFromGoneCommits(plan *Plan) {
+	cur := p.in.CurrentRevision
+	if cur == nil {
+		return
+	}
+	for _, t := range p.targets {
+		if p.updatable(t) && !p.reached(t.partition) && p.partOfRollout(t.state.revision) && commitGone(t.pkg) {
+			plan.Updates = append(plan.Updates, p.change(t, cur, CommitGoneReason))
 		}
 	}
 }

@@ -75,14 +75,23 @@ func ConstraintsNotMet(pkg *convoyv1alpha1.Package) bool {
 
 // commitGone reports an available Package that waits because the commit its spec pins is
 // gone: neither the store nor the remote has it, as when a force-push dropped it before a new
-// replica's store fetched it (Progressing=True, CommitNotFound). Its objects stay as applied,
-// at that commit or the one before, and only a new revision can move it. Counted as
-// progressing, every such Package held a budget slot it could never give back, and the rollout
-// of the next commit stalled (the soak's one failure, seed 1795816713665098014).
+// replica's store fetched it (Progressing=True, CommitNotFound).
 func commitGone(pkg *convoyv1alpha1.Package) bool {
 	c := conditionAt(pkg, convoyv1alpha1.ProgressingCondition)
 	return isStatus(c, metav1.ConditionTrue) && c.Reason == convoyv1alpha1.CommitNotFoundReason &&
 		isStatus(conditionAt(pkg, convoyv1alpha1.AvailableCondition), metav1.ConditionTrue)
+}
+
+// settledAtGoneCommit reports a Package at the completed current revision that progressed at
+// its commit (status.revision) and waits only because that commit is gone now: whatever
+// comes back, it has applied it, so it counts as progressed and holds no budget slot. Counted
+// as progressing, every such Package held a slot it could never give back, and the next
+// rollout stalled (the soak's failure, seed 1795816713665098014).
+//
+// Note: a Package pinned to a gone commit it has not applied keeps its slot: were the commit
+// to come back, it would apply it. The rollout moves it (returnFromGoneCommits).
+func (p *planner) settledAtGoneCommit(pkg *convoyv1alpha1.Package, rev *Revision) bool {
+	return rev != nil && p.completed(rev) && pkg.Status.Revision == pkg.Spec.Revision && commitGone(pkg)
 }
 
 // assess reads pkg at Input.Now; a nil pkg is missing.
@@ -96,9 +105,7 @@ func (p *planner) assess(pkg *convoyv1alpha1.Package) packageState {
 	available := conditionAt(pkg, convoyv1alpha1.AvailableCondition)
 	progressing := conditionAt(pkg, convoyv1alpha1.ProgressingCondition)
 	s.available = isStatus(available, metav1.ConditionTrue) || ConstraintsNotMet(pkg)
-	// Note: a Package at an older revision whose commit is gone holds no slot: the rollout
-	// replaces it within the budget. One at the update revision does not count as progressed.
-	s.progressed = Progressed(pkg) || (!s.updated && commitGone(pkg))
+	s.progressed = Progressed(pkg) || p.settledAtGoneCommit(pkg, s.revision)
 	s.paused = pkg.Spec.Paused || isStatus(conditionAt(pkg, convoyv1alpha1.PausedCondition), metav1.ConditionTrue)
 	s.pausedByHand = pkg.Spec.Paused && (s.revision == nil || !s.revision.Template.Paused)
 	updatedAt := specUpdatedAt(pkg, p.in.Now)

@@ -145,6 +145,11 @@ const (
 
 	// RelabelReason: the Package keeps its revision; its metadata follows the template's.
 	RelabelReason ChangeReason = "Relabel"
+
+	// CommitGoneReason: the Package was pinned to a superseded revision whose commit is gone,
+	// in a partition the update revision has not reached; it goes back to the current
+	// revision, within the budget slot it holds.
+	CommitGoneReason ChangeReason = "CommitGone"
 )
 
 // FailedPackage is the Package of one entry of Plan.Failed.

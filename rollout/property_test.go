@@ -304,6 +304,10 @@ func (pc *propertyCheck) checkBarriers(plan *Plan, f facts) {
 			pc.g.Expect(s.now.Sub(s.specAt[ns])).To(BeNumerically(">=", 10*time.Minute))
 			pc.g.Expect(s.progressedAt).NotTo(HaveKey(ns))
 			pc.g.Expect(pc.newerThanCurrent(s.revisionOf(ns))).To(BeTrue(), s.log.String())
+		case c.Reason == CommitGoneReason:
+			// Back to the current revision, only where the update revision has not reached.
+			pc.g.Expect(c.Revision.Name).To(Equal(s.current.Name))
+			pc.g.Expect(f.partition[name] > f.firstNotDone).To(BeTrue(), s.log.String())
 		case c.Reason == NewTargetReason && s.current != nil && c.Revision.Name == s.current.Name:
 			notReached := f.partition[name] > f.firstNotDone
 			pc.g.Expect(s.hcpkg.Spec.Paused || notReached || s.current.Name == s.update.Name).To(BeTrue())

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"time"
 
@@ -129,10 +131,27 @@ func fetchCommit(ctx context.Context, repo *git.Repository, remote Remote, tgt t
 	// GitLab, git with uploadpack.allowReachableSHA1InWant); the ref keeps it from ever being
 	// pruned by a later `git gc` run by hand.
 	spec := config.RefSpec(commit + ":refs/convoy/commits/" + commit)
-	if err := fetch(ctx, repo, remote, spec); err != nil || !hasCommit(repo, commit) {
+	if err := fetch(ctx, repo, remote, spec); err != nil && unreachable(ctx, err) {
+		return err
+	}
+	if !hasCommit(repo, commit) {
 		return fmt.Errorf("commit %s: %w", commit, errCommitNotOnRemote)
 	}
 	return nil
+}
+
+// unreachable reports whether a fetch failed for want of an answer: its deadline or a
+// cancellation, the network, an HTTP status or the credentials; not for a server that
+// answered it does not have what was asked. Only the latter makes a commit missing: a missing
+// commit is not looked for again for a while, and a rollout moves a Package that waits for one.
+func unreachable(ctx context.Context, err error) bool {
+	var netErr net.Error
+	var urlErr *url.Error
+	var unexpected *plumbing.UnexpectedError
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.As(err, &netErr) || errors.As(err, &urlErr) || errors.As(err, &unexpected) ||
+		errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) ||
+		errors.Is(err, transport.ErrRepositoryNotFound)
 }
 
 // fetch runs one fetch; "already up to date" is not an error.
