@@ -2,12 +2,9 @@ package rolloutcontroller
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/test/fleet"
@@ -28,15 +25,7 @@ func TestNewCommitAfterAForcePushIsRolledOut(t *testing.T) {
 	first, err := repo.Commit("main", "one", gatePackage(1, true, false))
 	g.Expect(err).NotTo(HaveOccurred())
 	newHostedClusterPackage(t, name, ns)
-	updateCommit := func(g Gomega) string {
-		st := getHCPkg(g, name).Status
-		g.Expect(st.UpdateRevision).NotTo(BeEmpty())
-		cr := &appsv1.ControllerRevision{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.UpdateRevision}, cr)).To(Succeed())
-		var data revisionData
-		g.Expect(json.Unmarshal(cr.Data.Raw, &data)).To(Succeed())
-		return data.Commit
-	}
+	updateCommit := func(g Gomega) string { return updateRevisionCommit(g, ns, name) }
 	artifact := func(g Gomega) string {
 		art, err := sources.GetArtifact(ctx, env.Client, sources.KeyFor(ns, sourceName))
 		g.Expect(err).NotTo(HaveOccurred())

@@ -28,15 +28,7 @@ func TestCommitThatLeavesThePackageAloneStartsNoRollout(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	newHostedClusterPackage(t, name, ns)
 
-	updateCommit := func(g Gomega) string {
-		st := getHCPkg(g, name).Status
-		g.Expect(st.UpdateRevision).NotTo(BeEmpty())
-		cr := &appsv1.ControllerRevision{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.UpdateRevision}, cr)).To(Succeed())
-		var data revisionData
-		g.Expect(json.Unmarshal(cr.Data.Raw, &data)).To(Succeed())
-		return data.Commit
-	}
+	updateCommit := func(g Gomega) string { return updateRevisionCommit(g, ns, name) }
 	g.Eventually(updateCommit).Should(Equal(first))
 
 	other, err := repo.Commit("main", "another add-on", map[string]string{"other/manifest.yaml": "changed: true\n"})
@@ -52,4 +44,16 @@ func TestCommitThatLeavesThePackageAloneStartsNoRollout(t *testing.T) {
 	next, err := repo.Commit("main", "two", gatePackage(2, true, false))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(updateCommit).Should(Equal(next))
+}
+
+// updateRevisionCommit returns the commit of the update revision of the HostedClusterPackage
+// name, whose ControllerRevisions live in ns.
+func updateRevisionCommit(g Gomega, ns, name string) string {
+	st := getHCPkg(g, name).Status
+	g.Expect(st.UpdateRevision).NotTo(BeEmpty())
+	cr := &appsv1.ControllerRevision{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: st.UpdateRevision}, cr)).To(Succeed())
+	var data revisionData
+	g.Expect(json.Unmarshal(cr.Data.Raw, &data)).To(Succeed())
+	return data.Commit
 }
