@@ -31,7 +31,13 @@ type stamp struct {
 
 // packageFor returns the apply configuration that pins the Package of change to its revision:
 // the revision's template and commit, the HostedClusterPackage's template metadata, its label,
-// its controller reference and st.
+// its controller reference, convoy's finalizer and st.
+//
+// The finalizer is in every apply, not only the one that creates the Package: the Package
+// controller would otherwise add it with a write of its own, a third write per Package on an
+// install where the pin and the status are the floor. Kept in every apply, it is never dropped
+// by a later one (server-side apply removes what a manager stops applying), and the API server
+// refuses to add it back to a Package being deleted, so the teardown's removal stands.
 func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Change, st stamp) (*unstructured.Unstructured, error) {
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&convoyv1alpha1.PackageSpec{
 		PackageTemplateSpec: change.Revision.Template, Revision: change.Revision.Commit})
@@ -64,6 +70,7 @@ func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Chang
 	u.SetLabels(labels)
 	u.SetAnnotations(annotations)
 	u.SetOwnerReferences([]metav1.OwnerReference{ownerReference(hcpkg)})
+	u.SetFinalizers([]string{convoyv1alpha1.Finalizer})
 	return u, nil
 }
 

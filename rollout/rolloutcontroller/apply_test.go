@@ -32,4 +32,5 @@ func TestPackageForCarriesTheTemplateServiceAccount(t *testing.T) {
 	g.Expect(owner.Kind).To(Equal("HostedClusterPackage"))
 	g.Expect(owner.Name).To(Equal(u.GetName()))
 	g.Expect(owner.UID).To(Equal(hcpkg.UID))
+	g.Expect(u.GetFinalizers()).To(ConsistOf(convoyv1alpha1.Finalizer), "created with the finalizer: no write of its own")
 }

@@ -43,6 +43,7 @@ func TestRolloutAcrossTheFleet(t *testing.T) {
 
 	// The first rollout has no current revision: it creates Packages partition by partition.
 	rev1 := f.expectComplete(g, c1, 6)
+	f.expectCreatedWithTheirFinalizer(g)
 
 	// A gated commit moves one Package at a time, in partition order.
 	c2 := f.commit(2, true, true)
@@ -155,6 +156,24 @@ func (f *rolloutFleet) expectComplete(g *WithT, commit string, total int32) stri
 		g.Expect(metav1.GetControllerOf(p)).To(HaveField("Name", f.name))
 	}
 	return st.UpdateRevision
+}
+
+// expectCreatedWithTheirFinalizer checks that every Package of the fleet carries convoy's
+// finalizer from the HostedClusterPackage's apply and that nothing else wrote the Package
+// itself: its install cost the pin and a status patch, no finalizer write of the Package
+// controller's.
+func (f *rolloutFleet) expectCreatedWithTheirFinalizer(g *WithT) {
+	f.t.Helper()
+	for hc, p := range packagesOf(g, f.name) {
+		g.Expect(p.Finalizers).To(ConsistOf(convoyv1alpha1.Finalizer), "Package of %s", hc)
+		for _, m := range p.ManagedFields {
+			if m.Subresource == "" {
+				g.Expect(m.Manager).To(Equal(FieldOwner), "Package of %s: written by %s (%s)", hc, m.Manager, m.Operation)
+				g.Expect(m.Operation).To(Equal(metav1.ManagedFieldsOperationApply))
+				g.Expect(string(m.FieldsV1.Raw)).To(ContainSubstring(`"f:finalizers"`))
+			}
+		}
+	}
 }
 
 // expectPartitionMetrics checks the progressed gauge of each partition.

@@ -126,8 +126,10 @@ func (s *scope) summary(err error, interval time.Duration, desired string) pass.
 	return sum
 }
 
-// ensureFinalizer adds convoy's finalizer. The pass goes on: the update event of a finalizer
-// does not change the generation, so no other pass would follow.
+// ensureFinalizer adds convoy's finalizer where it is missing: a HostedClusterPackage creates its
+// Packages with it, so only a Package made by hand (and an ObjectDeployment) costs this write.
+// The pass goes on: the update event of a finalizer does not change the generation, so no other
+// pass would follow.
 func (c *Common) ensureFinalizer(ctx context.Context, s *scope) error {
 	if controllerutil.ContainsFinalizer(s.obj, convoyv1alpha1.Finalizer) {
 		return nil
