@@ -233,7 +233,7 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 }
 
 // applyOne applies the object of s as it is, the ledger noting the apply in flight until it
-// ends, even by a panic.
+// ends, even by a panic. The copy it applies becomes the observer's live state of the object.
 func (e *Engine) applyOne(ctx context.Context, c *cluster, s desiredState, obs *observer) error {
 	applied := s.obj.DeepCopy()
 	applied.SetUID(s.uid)
@@ -244,7 +244,7 @@ func (e *Engine) applyOne(ctx context.Context, c *cluster, s desiredState, obs *
 	done := e.memory.applying(c, s)
 	err := errApplyInterrupted
 	defer func() { done(applied, err) }()
-	err = obs.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager))
+	err = obs.applyOwned(ctx, applied, client.ForceOwnership, client.FieldOwner(FieldManager))
 	return err
 }
 
