@@ -105,19 +105,18 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 			if pkg := s.packages[change.Package]; pkg != nil {
 				u.SetUID(pkg.UID) // a precondition: never take over a Package recreated by someone else
 			}
-			err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-				client.FieldOwner(FieldOwner), client.ForceOwnership)
+			answer, err := r.applyPackage(ctx, u)
 			if err != nil {
 				return fmt.Errorf("applying Package %s: %w", change.Package, err)
 			}
 			if st.shard == "" && shardLabelOf(s.packages[change.Package]) != "" {
-				if err := r.removeShardLabel(ctx, u); err != nil {
+				if err := r.removeShardLabel(ctx, answer); err != nil {
 					return err
 				}
 			}
 			logApplied(ctx, change, s.packages[change.Package])
 			mu.Lock()
-			applied[change.Package] = u.GetGeneration()
+			applied[change.Package] = answer.GetGeneration()
 			mu.Unlock()
 			return nil
 		})
@@ -125,6 +124,24 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	err := eg.Wait()
 	r.expect.set(s.obj.Name, applied)
 	return err
+}
+
+// applyPackage applies u and returns the metadata of the Package the API server answers: the
+// answer is asked for as metadata (PartialObjectMetadata, in protobuf), which costs the API
+// server and the controller a fraction of the whole Package, its status included, and the
+// generation and resourceVersion are all a pass needs of it.
+func (r *HostedClusterPackageReconciler) applyPackage(ctx context.Context, u *unstructured.Unstructured) (*metav1.PartialObjectMetadata, error) {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	answer := &metav1.PartialObjectMetadata{}
+	answer.SetGroupVersionKind(u.GroupVersionKind())
+	answer.SetNamespace(u.GetNamespace())
+	answer.SetName(u.GetName())
+	err = r.Client.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, data),
+		client.FieldOwner(FieldOwner), client.ForceOwnership)
+	return answer, err
 }
 
 // logApplied logs a Package created, or pinned to another revision (before is the Package as the
@@ -148,7 +165,7 @@ func logApplied(ctx context.Context, change rollout.Change, before *convoyv1alph
 // version the apply answered: an apply that leaves the label out removes it only when no other
 // field manager set it too (a hand edit, an older template), and the Package would then be
 // relabelled at every pass.
-func (r *HostedClusterPackageReconciler) removeShardLabel(ctx context.Context, u *unstructured.Unstructured) error {
+func (r *HostedClusterPackageReconciler) removeShardLabel(ctx context.Context, u client.Object) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q,"labels":{%q:null}}}`, u.GetResourceVersion(), convoyv1alpha1.ShardLabel)
 	if err := r.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("removing the shard label of Package %s/%s: %w", u.GetNamespace(), u.GetName(), err)
