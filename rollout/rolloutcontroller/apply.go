@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout"
@@ -27,17 +28,27 @@ type stamp struct {
 	specUpdatedAt, metadataHash string
 	// shard is the convoy.dev/shard label (Sharding); empty leaves the template's labels alone.
 	shard string
+	// finalizer puts convoy's finalizer in the apply (withFinalizer).
+	finalizer bool
+}
+
+// withFinalizer reports whether the apply of a Package carries convoy's finalizer: when the
+// Package goes to the unsharded replica, which runs this controller and so reconciles it, and
+// whenever the Package already has it.
+//
+// The Package controller would otherwise add it with a write of its own, a third write per
+// Package on an install where the pin and the status are the floor. Once applied, it stays in
+// every apply: server-side apply removes what a manager stops applying. A Package created on a
+// shard gets it from the shard's replica, as before, so that a shard without a live replica
+// never holds a Package that no pass touched (its deletion would wait for that replica). The API
+// server refuses to add it back to a Package being deleted, so the teardown's removal stands.
+func withFinalizer(shard string, pkg *convoyv1alpha1.Package) bool {
+	return shard == "" || (pkg != nil && controllerutil.ContainsFinalizer(pkg, convoyv1alpha1.Finalizer))
 }
 
 // packageFor returns the apply configuration that pins the Package of change to its revision:
 // the revision's template and commit, the HostedClusterPackage's template metadata, its label,
-// its controller reference, convoy's finalizer and st.
-//
-// The finalizer is in every apply, not only the one that creates the Package: the Package
-// controller would otherwise add it with a write of its own, a third write per Package on an
-// install where the pin and the status are the floor. Kept in every apply, it is never dropped
-// by a later one (server-side apply removes what a manager stops applying), and the API server
-// refuses to add it back to a Package being deleted, so the teardown's removal stands.
+// its controller reference, st and, where st.finalizer says so, convoy's finalizer.
 func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Change, st stamp) (*unstructured.Unstructured, error) {
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&convoyv1alpha1.PackageSpec{
 		PackageTemplateSpec: change.Revision.Template, Revision: change.Revision.Commit})
@@ -70,7 +81,9 @@ func packageFor(hcpkg *convoyv1alpha1.HostedClusterPackage, change rollout.Chang
 	u.SetLabels(labels)
 	u.SetAnnotations(annotations)
 	u.SetOwnerReferences([]metav1.OwnerReference{ownerReference(hcpkg)})
-	u.SetFinalizers([]string{convoyv1alpha1.Finalizer})
+	if st.finalizer {
+		u.SetFinalizers([]string{convoyv1alpha1.Finalizer})
+	}
 	return u, nil
 }
 
@@ -95,6 +108,7 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 		eg.Go(func() error {
 			st := stamp{specUpdatedAt: now, metadataHash: s.plan.TemplateMetadataHash,
 				shard: shardOf(s.sharding, change, s.packages[change.Package])}
+			st.finalizer = withFinalizer(st.shard, s.packages[change.Package])
 			if change.Reason == rollout.RelabelReason {
 				st.specUpdatedAt = s.packages[change.Package].Annotations[rollout.SpecUpdatedAtAnnotation]
 			}

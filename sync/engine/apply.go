@@ -20,6 +20,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // ownerGroup is the prefix of the ownership labels, as fluxcd/pkg/ssa names it.
@@ -47,8 +48,8 @@ type phaseOutcome struct {
 
 // applyPhase applies the objects of ph to c: CustomResourceDefinitions and Namespaces first,
 // then, once the CRDs are established, the rest.
-func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase, rules [sha256.Size]byte) (*phaseOutcome, error) {
-	out := &phaseOutcome{observer: newObserver(c.client), rules: rules}
+func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase, probes []probe.Rule, rules [sha256.Size]byte) (*phaseOutcome, error) {
+	out := &phaseOutcome{observer: newObserver(c.client, probes), rules: rules}
 	defs, rest := splitStages(ph)
 	if len(defs) > 0 {
 		if err := e.applyStage(ctx, c, ph, defs, out); err != nil {
@@ -233,7 +234,7 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 }
 
 // applyOne applies the object of s as it is, the ledger noting the apply in flight until it
-// ends, even by a panic. The copy it applies becomes the observer's live state of the object.
+// ends, even by a panic. The observer keeps the live state the answer gives (applyOwned).
 func (e *Engine) applyOne(ctx context.Context, c *cluster, s desiredState, obs *observer) error {
 	applied := s.obj.DeepCopy()
 	applied.SetUID(s.uid)
@@ -242,9 +243,10 @@ func (e *Engine) applyOne(ctx context.Context, c *cluster, s desiredState, obs *
 	}
 	ssautils.RemoveCABundleFromCRD(applied)
 	done := e.memory.applying(c, s)
+	var live *unstructured.Unstructured
 	err := errApplyInterrupted
-	defer func() { done(applied, err) }()
-	err = obs.applyOwned(ctx, applied, client.ForceOwnership, client.FieldOwner(FieldManager))
+	defer func() { done(live, err) }()
+	live, err = obs.applyOwned(ctx, applied, client.ForceOwnership, client.FieldOwner(FieldManager))
 	return err
 }
 

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
 // observer is the client the SSA resource manager works through during one phase. It lets the
@@ -22,6 +24,8 @@ import (
 //     established), is kept as the object's live state.
 type observer struct {
 	client.Client
+	// probes are the revision's probes: an object one selects is judged by its body.
+	probes []probe.Rule
 
 	mu      sync.Mutex
 	pending map[objectKey]*unstructured.Unstructured // nil value: not found
@@ -30,9 +34,10 @@ type observer struct {
 	quiet   map[objectKey]bool                       // not read: unchanged since judged available (memory_quiet.go)
 }
 
-func newObserver(c client.Client) *observer {
+func newObserver(c client.Client, probes []probe.Rule) *observer {
 	return &observer{
 		Client:  c,
+		probes:  probes,
 		pending: map[objectKey]*unstructured.Unstructured{},
 		seen:    map[objectKey]*unstructured.Unstructured{},
 		applied: map[objectKey]*unstructured.Unstructured{},
@@ -128,23 +133,32 @@ func (o *observer) Patch(ctx context.Context, obj client.Object, patch client.Pa
 	return nil
 }
 
-// applyOwned applies obj, which the caller hands over: the API server's answer replaces it and
-// is kept as the object's live state without a copy and without its managedFields, which
-// nothing that reads a live state here looks at (ownership is judged by labels, availability by
-// probes of the object's status and spec). The caller must not change obj afterwards.
+// applyOwned applies obj, which the caller hands over, and returns the live state it keeps of
+// the object: the metadata of the answer for an object judged by it (observer_answer.go), else
+// the answer itself, which replaces obj without a copy. Either is kept without managedFields,
+// which nothing that reads a live state here looks at (ownership is judged by labels,
+// availability by kstatus or the probes, from the status and spec). The caller must not change
+// obj afterwards.
 //
 // Note: an answer is mostly its managedFields for the small objects a package is made of;
 // keeping them doubled the garbage of every apply, which the controller's CPU pays for in
 // collections at a thousand Packages.
-func (o *observer) applyOwned(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) error {
-	if err := o.Client.Patch(ctx, obj, client.Apply, opts...); err != nil {
-		return err
+func (o *observer) applyOwned(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) (*unstructured.Unstructured, error) {
+	live := obj
+	var err error
+	if judgedByMetadata(obj, o.probes) {
+		live, err = o.applyForMetadata(ctx, obj, opts...)
+	} else {
+		err = o.Client.Patch(ctx, obj, client.Apply, opts...)
 	}
-	obj.SetManagedFields(nil)
+	if err != nil {
+		return nil, err
+	}
+	live.SetManagedFields(nil)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.applied[keyOf(obj)] = obj
-	return nil
+	o.applied[keyOf(live)] = live
+	return live, nil
 }
 
 func isDryRun(opts []client.PatchOption) bool {

@@ -142,7 +142,7 @@ func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int,
 	ph := &rev.Phases[i]
 	c := t.cluster(ph.Class)
 	c.previous = res.previous
-	out, err := e.applyPhase(ctx, c, ph, res.rules)
+	out, err := e.applyPhase(ctx, c, ph, rev.Probes, res.rules)
 	res.record(c, ph, out)
 	if err != nil {
 		res.Phases[i].Message = err.Error()
