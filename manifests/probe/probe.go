@@ -199,8 +199,36 @@ func (p Path) Lookup(obj map[string]any) (any, bool) {
 
 // Digest identifies rules: verdicts reached under one set of rules hold under rules of the same
 // digest. It is zero, which no verdict is recorded under, when the rules do not encode.
+//
+// It encodes what a rule says, not its compiled form: a label selector as its canonical string
+// (a labels.Selector encodes each requirement as {}, so rules differing only in a label value
+// would share a digest) and a CEL check as its source and message.
 func Digest(rules []Rule) [sha256.Size]byte {
-	raw, err := json.Marshal(rules)
+	type celSource struct{ Rule, Message string }
+	type check struct {
+		Condition   *convoyv1alpha1.ConditionProbe `json:",omitempty"`
+		FieldsEqual *FieldsEqual                   `json:",omitempty"`
+		CEL         *celSource                     `json:",omitempty"`
+	}
+	type rule struct {
+		GroupKind schema.GroupKind
+		Selector  string
+		Checks    []check
+	}
+	said := make([]rule, len(rules))
+	for i, r := range rules {
+		said[i] = rule{GroupKind: r.GroupKind, Checks: make([]check, len(r.Checks))}
+		if r.Selector != nil {
+			said[i].Selector = r.Selector.String()
+		}
+		for j, c := range r.Checks {
+			said[i].Checks[j] = check{Condition: c.Condition, FieldsEqual: c.FieldsEqual}
+			if c.CEL != nil {
+				said[i].Checks[j].CEL = &celSource{Rule: c.CEL.Rule, Message: c.CEL.Message}
+			}
+		}
+	}
+	raw, err := json.Marshal(said)
 	if err != nil {
 		return [sha256.Size]byte{}
 	}

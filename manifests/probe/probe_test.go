@@ -109,3 +109,30 @@ func TestCELEvalErrors(t *testing.T) {
 	_, err = c.Eval(map[string]any{})
 	g.Expect(err).To(MatchError(ContainSubstring("no such key")))
 }
+
+// TestDigestTellsRulesApart: a verdict recorded under one set of rules is reused under rules of
+// the same digest, so rules that differ only in a label value, a CEL rule or a condition must
+// not share one; the same rules compiled twice must.
+func TestDigestTellsRulesApart(t *testing.T) {
+	g := NewWithT(t)
+	compile := func(tier, rule, condition string) []Rule {
+		rules, errs := Compile([]convoyv1alpha1.ObjectSetProbe{{
+			Selector: convoyv1alpha1.ProbeSelector{
+				Kind:     convoyv1alpha1.GroupKindSelector{Kind: "ConfigMap"},
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": tier}},
+			},
+			Probes: []convoyv1alpha1.Probe{
+				{Condition: &convoyv1alpha1.ConditionProbe{Type: condition}},
+				{CEL: &convoyv1alpha1.CELProbe{Rule: rule, Message: "no"}},
+			},
+		}}, field.NewPath("probes"))
+		g.Expect(errs).To(BeEmpty())
+		return rules
+	}
+	base := Digest(compile("a", "true", "Ready"))
+	g.Expect(base).NotTo(BeZero())
+	g.Expect(Digest(compile("a", "true", "Ready"))).To(Equal(base), "the same rules")
+	g.Expect(Digest(compile("b", "true", "Ready"))).NotTo(Equal(base), "another label value")
+	g.Expect(Digest(compile("a", "false", "Ready"))).NotTo(Equal(base), "another CEL rule")
+	g.Expect(Digest(compile("a", "true", "Available"))).NotTo(Equal(base), "another condition")
+}

@@ -50,7 +50,9 @@ func judgedByMetadata(obj *unstructured.Unstructured, probes []probe.Rule) bool 
 }
 
 // applyForMetadata applies obj and returns its live state as the metadata of the answer, without
-// its managedFields, under obj's apiVersion and kind.
+// its managedFields, under obj's apiVersion and kind. Where a probe selects the live object
+// after all (a label obj does not set, left by another writer), it reads the whole object: the
+// judge reads the live labels, and a probe must never judge a body it was not given.
 func (o *observer) applyForMetadata(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) (*unstructured.Unstructured, error) {
 	data, err := obj.MarshalJSON()
 	if err != nil {
@@ -70,5 +72,10 @@ func (o *observer) applyForMetadata(ctx context.Context, obj *unstructured.Unstr
 	}
 	live := &unstructured.Unstructured{Object: map[string]any{"metadata": meta}}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
-	return live, nil
+	if judgedByMetadata(live, o.probes) {
+		return live, nil
+	}
+	whole := &unstructured.Unstructured{}
+	whole.SetGroupVersionKind(obj.GroupVersionKind())
+	return whole, o.Client.Get(ctx, client.ObjectKeyFromObject(obj), whole)
 }

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,6 +63,17 @@ func TestAnApplyKeepsTheBodyOnlyWhereTheJudgeReadsIt(t *testing.T) {
 	ok, msg := probe.Evaluate(rules, live)
 	g.Expect(ok).To(BeFalse())
 	g.Expect(msg).To(ContainSubstring("not ready"))
+
+	// A label another writer left on the live object makes a probe select it: its body is read.
+	labelled := kubetest.ConfigMap(ns, "labelled", map[string]string{"ready": "no"})
+	g.Expect(env.Client.Create(ctx, labelled.DeepCopy())).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, labelled.DeepCopy(), client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"probed":"true"}}}`)))).To(Succeed())
+	live = apply(kubetest.ConfigMap(ns, "labelled", map[string]string{"ready": "no"}))
+	g.Expect(live.GetLabels()).To(HaveKeyWithValue("probed", "true"))
+	g.Expect(live.Object).To(HaveKeyWithValue("data", HaveKeyWithValue("ready", "no")))
+	ok, _ = probe.Evaluate(rules, live)
+	g.Expect(ok).To(BeFalse(), "judged by its body")
 
 	svc := kubetest.Object("v1", "Service", ns, "web", map[string]any{"spec": map[string]any{
 		"ports": []any{map[string]any{"port": int64(80)}}}})
