@@ -15,6 +15,9 @@ const (
 	metricCPUFloor      = "API server CPU per object, against the bookkeeping floor"
 	metricControllerCPU = "controller CPU"
 	metricPeakRSS       = "controller peak RSS"
+	// metricStepCPU is the CPU of the step's processes against the floor's: the wall-time ratio
+	// of a machine that gives both all its cores (waits.go). Runs before it say "-".
+	metricStepCPU = "waits: CPU of the step's processes, against the bookkeeping floor's"
 )
 
 // rolloutTable prints a rollout's steps at one fleet size (spec "rollout n=1000", and
@@ -38,8 +41,8 @@ func rolloutTable(spec Spec, set *RunSet) (string, error) {
 		return "", fmt.Errorf("%s has no scenario %q…: no rollout at N=%d with %d objects per Package", set.Names[0], prefix, n, objects)
 	}
 	var b strings.Builder
-	b.WriteString("| " + title + ") | against the bare loop | against the bookkeeping floor | requests / object (on the objects) | API-server CPU / object vs floor | controller CPU, peak RSS |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
+	b.WriteString("| " + title + ") | against the bare loop | against the bookkeeping floor | CPU of the step / the floor's | requests / object (on the objects) | API-server CPU / object vs floor | controller CPU, peak RSS |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, scenario := range steps {
 		line, err := rolloutRow(set, scenario, strings.TrimPrefix(scenario, prefix))
 		if err != nil {
@@ -91,10 +94,24 @@ func rolloutRow(set *RunSet, scenario, step string) (string, error) {
 				[]string{metricWall, metricWallFloor, metricCPUFloor}[i], scenario)
 		}
 	}
-	return fmt.Sprintf("| %s | %s | %s | %.3f (%.3f) | %.2f ms / %.2f ms, %.2f× | %.1f s, %.0f MiB |", step,
-		againstFloor(wall), againstFloor(floor), median(requests.values), median(objects.values),
+	return fmt.Sprintf("| %s | %s | %s | %s | %.3f (%.3f) | %.2f ms / %.2f ms, %.2f× | %.1f s, %.0f MiB |", step,
+		againstFloor(wall), againstFloor(floor), stepCPU(set, scenario), median(requests.values), median(objects.values),
 		median(cpu.values), median(cpu.baselines), median(cpu.ratios),
 		median(controllerCPU.values), median(rss.values)), nil
+}
+
+// stepCPU prints the CPU of a step's processes against the floor's, "63.5 s / 52.2 s, 1.22×
+// (1.24×, 1.19×, 1.10×)", or "-" for runs that did not measure it.
+func stepCPU(set *RunSet, scenario string) string {
+	rows, err := set.rows(scenario, metricStepCPU)
+	if err != nil {
+		return "-"
+	}
+	f := figuresOf(rows)
+	if len(f.baselines) == 0 {
+		return "-"
+	}
+	return againstFloor(f)
 }
 
 // againstFloor prints a wall time against its floor: "31.47 s / 17.05 s, 1.85× (1.66×, 2.36×, 1.85×)".
