@@ -170,7 +170,7 @@ func (f *rolloutFleet) expectCreatedWithTheirFinalizer(g *WithT) {
 			if m.Subresource == "" {
 				g.Expect(m.Manager).To(Equal(FieldOwner), "Package of %s: written by %s (%s)", hc, m.Manager, m.Operation)
 				g.Expect(m.Operation).To(Equal(metav1.ManagedFieldsOperationApply))
-				g.Expect(string(m.FieldsV1.Raw)).To(ContainSubstring(`"f:finalizers"`))
+				g.Expect(m.FieldsV1.GetRawString()).To(ContainSubstring(`"f:finalizers"`))
 			}
 		}
 	}
