@@ -229,10 +229,7 @@ func (f *StatusFinalizer) send(ctx context.Context, data []byte) error {
 	if err != nil {
 		return err
 	}
-	answer := &metav1.PartialObjectMetadata{}
-	answer.SetGroupVersionKind(gvk)
-	answer.SetNamespace(f.obj.GetNamespace())
-	answer.SetName(f.obj.GetName())
+	answer := MetadataAnswer(gvk, client.ObjectKeyFromObject(f.obj))
 	err = f.client.Status().Patch(ctx, answer, client.RawPatch(types.MergePatchType, data),
 		client.FieldOwner(cmp.Or(f.opts.FieldOwner, StatusFieldOwner)))
 	if err != nil {

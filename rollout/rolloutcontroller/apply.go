@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/rollout"
 )
 
@@ -140,22 +141,11 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	return err
 }
 
-// applyPackage applies u and returns the metadata of the Package the API server answers: the
-// answer is asked for as metadata (PartialObjectMetadata, in protobuf), which costs the API
-// server and the controller a fraction of the whole Package, its status included, and the
-// generation and resourceVersion are all a pass needs of it.
+// applyPackage applies u and returns the metadata of the Package the API server answers
+// (pass.ApplyForMetadata): the generation and resourceVersion are all a pass needs of it, and
+// the whole Package, its status included, costs the API server and the controller far more.
 func (r *HostedClusterPackageReconciler) applyPackage(ctx context.Context, u *unstructured.Unstructured) (*metav1.PartialObjectMetadata, error) {
-	data, err := u.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	answer := &metav1.PartialObjectMetadata{}
-	answer.SetGroupVersionKind(u.GroupVersionKind())
-	answer.SetNamespace(u.GetNamespace())
-	answer.SetName(u.GetName())
-	err = r.Client.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, data),
-		client.FieldOwner(FieldOwner), client.ForceOwnership)
-	return answer, err
+	return pass.ApplyForMetadata(ctx, r.Client, u, client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
 // logApplied logs a Package created, or pinned to another revision (before is the Package as the

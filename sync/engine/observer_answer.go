@@ -3,13 +3,12 @@ package engine
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests/probe"
 )
 
@@ -54,15 +53,8 @@ func judgedByMetadata(obj *unstructured.Unstructured, probes []probe.Rule) bool 
 // after all (a label obj does not set, left by another writer), it reads the whole object: the
 // judge reads the live labels, and a probe must never judge a body it was not given.
 func (o *observer) applyForMetadata(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) (*unstructured.Unstructured, error) {
-	data, err := obj.MarshalJSON()
+	answer, err := pass.ApplyForMetadata(ctx, o.Client, obj, opts...)
 	if err != nil {
-		return nil, err
-	}
-	answer := &metav1.PartialObjectMetadata{}
-	answer.SetGroupVersionKind(obj.GroupVersionKind())
-	answer.SetNamespace(obj.GetNamespace())
-	answer.SetName(obj.GetName())
-	if err := o.Client.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, data), opts...); err != nil {
 		return nil, err
 	}
 	answer.ManagedFields = nil
