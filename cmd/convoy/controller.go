@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -26,6 +29,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/eventrec"
+	"github.com/convoy-gitops/convoy/internal/restmapper"
 	"github.com/convoy-gitops/convoy/internal/statusmetrics"
 	"github.com/convoy-gitops/convoy/rollout/rolloutcontroller"
 	"github.com/convoy-gitops/convoy/sources/sourcecontroller"
@@ -167,6 +171,7 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache:                   cacheOpts,
 		Scheme:                  newControllerScheme(),
+		MapperProvider:          memoizedMapper,
 		Metrics:                 metricsOptions(opts.metricsAddr, opts.metricsSecure),
 		HealthProbeBindAddress:  opts.probeAddr,
 		PprofBindAddress:        opts.pprofAddr,
@@ -203,6 +208,16 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 	}
 	ctrl.Log.WithName("controller").Info("Starting the manager", "leaderElection", opts.leaderElect, "shard", opts.shards.shard)
 	return mgr.Start(ctx)
+}
+
+// memoizedMapper is the manager's REST mapper: controller-runtime's dynamic mapper, its
+// answers kept (restmapper.Memoize), as every apply of a package asks it again.
+func memoizedMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+	next, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return restmapper.Memoize(next), nil
 }
 
 // setupControllers registers the controllers of the replica on mgr: on a shard replica, the

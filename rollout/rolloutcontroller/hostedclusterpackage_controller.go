@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -61,6 +62,10 @@ type HostedClusterPackageReconciler struct {
 	// Client reads HostedClusterPackages, HostedClusters, Packages, GitSources and
 	// ControllerRevisions from the manager's cache, and writes.
 	Client client.Client
+	// Informers, when set, is the cache behind Client: a pass reads the HostedClusters from
+	// its informer's store, without the copy of every one that a List makes. Nil lists them
+	// through Client.
+	Informers cache.Informers
 	// Recorder emits events; nil emits none.
 	Recorder events.EventRecorder
 	// ApplyConcurrency bounds the Packages applied in parallel; default DefaultApplyConcurrency.
@@ -120,8 +125,10 @@ type scope struct {
 	// orphanedShards are the shards holding some of the Packages whose replica holds no lease
 	// (set by markShardsReady; empty when leases are not checked).
 	orphanedShards map[string]bool
-	// packages are the Packages the HostedClusterPackage owns, by namespace and name.
+	// packages are the Packages the HostedClusterPackage owns, by namespace and name; they
+	// point into listed, the list itself, which the planner's input shares.
 	packages map[types.NamespacedName]*convoyv1alpha1.Package
+	listed   []convoyv1alpha1.Package
 	// update, updateData: set by reconcileSource.
 	update     rollout.Revision
 	updateData []byte
@@ -152,14 +159,15 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 	if !obj.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	packages, err := r.listPackages(ctx, obj.Name)
+	listed, err := r.listPackages(ctx, obj.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	packages := packagesByKey(listed)
 	if !r.expect.satisfied(obj.Name, packages) {
 		return ctrl.Result{RequeueAfter: cacheLagRecheck}, nil
 	}
-	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), packages: packages}
+	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), packages: packages, listed: listed}
 	fin := pass.NewStatusFinalizer(r.Client, obj,
 		pass.StatusFields{ObservedGeneration: &obj.Status.ObservedGeneration}, pass.StatusOptions{})
 	defer func() {
@@ -245,11 +253,8 @@ func (s *scope) shardFor(namespace, current string) string {
 // current revision is status.currentRevision, which is the update revision itself once its
 // rollout completed.
 func planInput(s *scope, hcs []rollout.HostedCluster, foreign []rollout.ForeignPackage) rollout.Input {
-	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, ForeignPackages: foreign,
+	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, ForeignPackages: foreign, Packages: s.listed,
 		UpdateRevision: s.update, Now: s.now, CheckResults: rollout.CheckResultsOf(s.obj.Status.Partitions)}
-	for _, pkg := range s.packages {
-		in.Packages = append(in.Packages, *pkg)
-	}
 	if s.obj.Status.CurrentRevision == s.update.Name {
 		in.CurrentRevision = &in.UpdateRevision
 	}
@@ -306,16 +311,21 @@ func templateSource(obj *convoyv1alpha1.HostedClusterPackage) (sources.Key, erro
 }
 
 // listPackages returns the Packages the HostedClusterPackage named hcpkg owns, from the cache.
-func (r *HostedClusterPackageReconciler) listPackages(ctx context.Context, hcpkg string) (map[types.NamespacedName]*convoyv1alpha1.Package, error) {
+func (r *HostedClusterPackageReconciler) listPackages(ctx context.Context, hcpkg string) ([]convoyv1alpha1.Package, error) {
 	list := &convoyv1alpha1.PackageList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{ownerIndex: hcpkg}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing Packages: %w", err)
 	}
-	out := make(map[types.NamespacedName]*convoyv1alpha1.Package, len(list.Items))
-	for i := range list.Items {
-		out[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
+	return list.Items, nil
+}
+
+// packagesByKey indexes listed by namespace and name, pointing into it.
+func packagesByKey(listed []convoyv1alpha1.Package) map[types.NamespacedName]*convoyv1alpha1.Package {
+	out := make(map[types.NamespacedName]*convoyv1alpha1.Package, len(listed))
+	for i := range listed {
+		out[client.ObjectKeyFromObject(&listed[i])] = &listed[i]
 	}
-	return out, nil
+	return out
 }
 
 // listForeignPackages returns the Packages named like the HostedClusterPackage that it does
@@ -339,13 +349,12 @@ func (r *HostedClusterPackageReconciler) listForeignPackages(ctx context.Context
 
 // listHostedClusters returns every HostedCluster, as the planner reads them, from the cache.
 func (r *HostedClusterPackageReconciler) listHostedClusters(ctx context.Context) ([]rollout.HostedCluster, error) {
-	list := &hyperv1.HostedClusterList{}
-	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+	cached, err := r.cachedHostedClusters(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("listing HostedClusters: %w", err)
 	}
-	out := make([]rollout.HostedCluster, 0, len(list.Items))
-	for i := range list.Items {
-		hc := &list.Items[i]
+	out := make([]rollout.HostedCluster, 0, len(cached))
+	for _, hc := range cached {
 		available := apimeta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable))
 		t := rollout.HostedCluster{Namespace: hc.Namespace, Name: hc.Name, Labels: hc.Labels,
 			Deleting: hc.DeletionTimestamp != nil, AvailableMessage: "the HostedCluster has no Available condition"}

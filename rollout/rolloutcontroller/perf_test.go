@@ -136,7 +136,7 @@ func perfReconciler(t *testing.T, g *WithT) (*HostedClusterPackageReconciler, *c
 		&convoyv1alpha1.GitSourceList{}, &hyperv1.HostedClusterList{}, &appsv1.ControllerRevisionList{}} {
 		g.Eventually(func() error { return cl.List(ctx, list) }).Should(Succeed())
 	}
-	return &HostedClusterPackageReconciler{Client: cl, expect: newExpectations(), metrics: newRolloutMetrics()}, counter
+	return &HostedClusterPackageReconciler{Client: cl, Informers: c, expect: newExpectations(), metrics: newRolloutMetrics()}, counter
 }
 
 // waitForCache waits until the reconciler's cache shows n Packages of the HostedClusterPackage
@@ -146,7 +146,7 @@ func waitForCache(g *WithT, r *HostedClusterPackageReconciler, name string, n in
 		pkgs, err := r.listPackages(context.Background(), name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pkgs).To(HaveLen(n))
-		g.Expect(r.expect.satisfied(name, pkgs)).To(BeTrue())
+		g.Expect(r.expect.satisfied(name, packagesByKey(pkgs))).To(BeTrue())
 	}).Should(Succeed())
 }
 

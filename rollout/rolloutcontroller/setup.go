@@ -92,7 +92,7 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	if err := SetupIndexes(context.Background(), mgr); err != nil {
 		return err
 	}
-	r := &HostedClusterPackageReconciler{Client: mgr.GetClient(), ApplyConcurrency: o.ApplyConcurrency,
+	r := &HostedClusterPackageReconciler{Client: mgr.GetClient(), Informers: mgr.GetCache(), ApplyConcurrency: o.ApplyConcurrency,
 		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding, Trees: o.Trees,
 		Secrets: mgr.GetAPIReader(), CommitStatus: o.CommitStatus}
 	if o.CommitStatus != nil {

@@ -87,7 +87,7 @@ func (f *fleetRun) measureBookkeepingFloor(ctx context.Context) error {
 		len(packages)*objectsPerPackage, len(packages), f.e.cfg.Concurrency)
 	start := time.Now()
 	var err error
-	if f.keep, err = f.e.measureBookkeepingFloor(ctx, packages); err != nil {
+	if f.keep, err = f.e.measureBookkeepingFloor(ctx, f.res, packages, "fleet-keep"); err != nil {
 		return err
 	}
 	logf(f.e.cfg, "fleet: bookkeeping floor: create %s, update %s, %s in all with its Packages deleted",
