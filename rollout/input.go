@@ -73,7 +73,8 @@ type HostedCluster struct {
 	// Name of the HostedCluster.
 	Name string
 
-	// Labels of the HostedCluster: the selector and the partition label key read them.
+	// Labels of the HostedCluster: the selector and the partition label key read them. The
+	// controller passes the cache's own map: read only, here and in the checks.
 	Labels map[string]string
 
 	// Available is true when the HostedCluster's Available condition is True.

@@ -11,7 +11,7 @@ import (
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -211,8 +211,9 @@ func runController(ctx context.Context, cfg *rest.Config, opts controllerOptions
 }
 
 // memoizedMapper is the manager's REST mapper: controller-runtime's dynamic mapper, its
-// answers kept (restmapper.Memoize), as every apply of a package asks it again.
-func memoizedMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+// answers kept for a few seconds (restmapper.Memoize), as every apply of a package asks it
+// again.
+func memoizedMapper(cfg *rest.Config, httpClient *http.Client) (apimeta.RESTMapper, error) {
 	next, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {
 		return nil, err

@@ -3,44 +3,66 @@ package restmapper
 import (
 	"strings"
 	"sync"
+	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Memoize returns next with its RESTMapping answers kept: the first successful answer for a
-// group, kind and versions is the answer from then on. Failures are not kept, so that next
-// can discover a kind installed later. A kept answer goes stale only where next's own would:
-// a custom resource's scope and plural cannot change, and a dynamic mapper keeps what it
-// discovered too. The other methods go to next.
-func Memoize(next meta.RESTMapper) meta.RESTMapper {
-	return &memoized{RESTMapper: next}
+// KeepFor is how long Memoize keeps an answer: long enough that the thousands of applies of a
+// rollout ask the mapper beneath a few times per kind, short enough that what that mapper
+// learns at a reload (a CustomResourceDefinition deleted and created again with the other
+// scope, a version no longer served) reaches every caller within seconds. The engine places
+// the objects it writes with the mapper's current answer (sync/engine/prepare.go); this is the
+// most an answer can lag behind it.
+const KeepFor = 5 * time.Second
+
+// Memoize returns next with its RESTMapping answers kept for KeepFor. Failures are not kept,
+// so that next can discover a kind installed since. The other methods go to next, as does any
+// interface next has beyond apimeta.RESTMapper: the manager's client and caches ask RESTMapping
+// only.
+func Memoize(next apimeta.RESTMapper) apimeta.RESTMapper {
+	return &memoized{RESTMapper: next, now: time.Now, kept: map[mappingKey]keptMapping{}}
 }
 
 type memoized struct {
-	meta.RESTMapper
-	// mappings holds *meta.RESTMapping by mappingKey.
-	mappings sync.Map
+	apimeta.RESTMapper
+	now func() time.Time
+
+	mu   sync.RWMutex
+	kept map[mappingKey]keptMapping
+}
+
+// mappingKey is a question to RESTMapping: a group and kind, and the versions asked, joined.
+type mappingKey struct {
+	gk       schema.GroupKind
+	versions string
+}
+
+// keptMapping is an answer and until when it holds.
+type keptMapping struct {
+	mapping apimeta.RESTMapping
+	until   time.Time
 }
 
 // RESTMapping returns the kept answer for gk and versions, else next's, kept when it succeeds.
 // Each caller gets its own copy.
-func (m *memoized) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	key := mappingKey(gk, versions)
-	if kept, ok := m.mappings.Load(key); ok {
-		mapping := *kept.(*meta.RESTMapping)
+func (m *memoized) RESTMapping(gk schema.GroupKind, versions ...string) (*apimeta.RESTMapping, error) {
+	key := mappingKey{gk: gk, versions: strings.Join(versions, ",")}
+	now := m.now()
+	m.mu.RLock()
+	kept, ok := m.kept[key]
+	m.mu.RUnlock()
+	if ok && now.Before(kept.until) {
+		mapping := kept.mapping
 		return &mapping, nil
 	}
 	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
 	if err != nil {
 		return nil, err
 	}
-	kept := *mapping
-	m.mappings.Store(key, &kept)
+	m.mu.Lock()
+	m.kept[key] = keptMapping{mapping: *mapping, until: now.Add(KeepFor)}
+	m.mu.Unlock()
 	return mapping, nil
-}
-
-// mappingKey names a question to RESTMapping.
-func mappingKey(gk schema.GroupKind, versions []string) string {
-	return gk.Group + "/" + gk.Kind + "/" + strings.Join(versions, ",")
 }

@@ -108,28 +108,28 @@ func (r *HostedClusterPackageReconciler) applyChanges(ctx context.Context, s *sc
 	for _, change := range changes {
 		eg.Go(func() error {
 			st := stamp{specUpdatedAt: now, metadataHash: s.plan.TemplateMetadataHash,
-				shard: shardOf(s.sharding, change, s.packages[change.Package])}
-			st.finalizer = withFinalizer(st.shard, s.packages[change.Package])
+				shard: shardOf(s.sharding, change, s.packages.byKey[change.Package])}
+			st.finalizer = withFinalizer(st.shard, s.packages.byKey[change.Package])
 			if change.Reason == rollout.RelabelReason {
-				st.specUpdatedAt = s.packages[change.Package].Annotations[rollout.SpecUpdatedAtAnnotation]
+				st.specUpdatedAt = s.packages.byKey[change.Package].Annotations[rollout.SpecUpdatedAtAnnotation]
 			}
 			u, err := packageFor(s.obj, change, st)
 			if err != nil {
 				return err
 			}
-			if pkg := s.packages[change.Package]; pkg != nil {
+			if pkg := s.packages.byKey[change.Package]; pkg != nil {
 				u.SetUID(pkg.UID) // a precondition: never take over a Package recreated by someone else
 			}
 			answer, err := r.applyPackage(ctx, u)
 			if err != nil {
 				return fmt.Errorf("applying Package %s: %w", change.Package, err)
 			}
-			if st.shard == "" && shardLabelOf(s.packages[change.Package]) != "" {
+			if st.shard == "" && shardLabelOf(s.packages.byKey[change.Package]) != "" {
 				if err := r.removeShardLabel(ctx, answer); err != nil {
 					return err
 				}
 			}
-			logApplied(ctx, change, s.packages[change.Package])
+			logApplied(ctx, change, s.packages.byKey[change.Package])
 			mu.Lock()
 			applied[change.Package] = answer.GetGeneration()
 			mu.Unlock()
@@ -195,7 +195,7 @@ func shardOf(sharding Sharding, change rollout.Change, pkg *convoyv1alpha1.Packa
 func (r *HostedClusterPackageReconciler) deletePackages(ctx context.Context, s *scope) error {
 	gone := map[types.NamespacedName]int64{}
 	for _, d := range s.plan.Deletes {
-		pkg := s.packages[d.Package]
+		pkg := s.packages.byKey[d.Package]
 		if pkg == nil || pkg.DeletionTimestamp != nil {
 			continue
 		}

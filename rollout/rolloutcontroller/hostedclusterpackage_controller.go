@@ -125,10 +125,8 @@ type scope struct {
 	// orphanedShards are the shards holding some of the Packages whose replica holds no lease
 	// (set by markShardsReady; empty when leases are not checked).
 	orphanedShards map[string]bool
-	// packages are the Packages the HostedClusterPackage owns, by namespace and name; they
-	// point into listed, the list itself, which the planner's input shares.
-	packages map[types.NamespacedName]*convoyv1alpha1.Package
-	listed   []convoyv1alpha1.Package
+	// packages are the Packages the HostedClusterPackage owns.
+	packages ownedPackages
 	// update, updateData: set by reconcileSource.
 	update     rollout.Revision
 	updateData []byte
@@ -163,11 +161,11 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	packages := packagesByKey(listed)
-	if !r.expect.satisfied(obj.Name, packages) {
+	packages := ownedPackagesOf(listed)
+	if !r.expect.satisfied(obj.Name, packages.byKey) {
 		return ctrl.Result{RequeueAfter: cacheLagRecheck}, nil
 	}
-	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), packages: packages, listed: listed}
+	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), packages: packages}
 	fin := pass.NewStatusFinalizer(r.Client, obj,
 		pass.StatusFields{ObservedGeneration: &obj.Status.ObservedGeneration}, pass.StatusOptions{})
 	defer func() {
@@ -253,7 +251,7 @@ func (s *scope) shardFor(namespace, current string) string {
 // current revision is status.currentRevision, which is the update revision itself once its
 // rollout completed.
 func planInput(s *scope, hcs []rollout.HostedCluster, foreign []rollout.ForeignPackage) rollout.Input {
-	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, ForeignPackages: foreign, Packages: s.listed,
+	in := rollout.Input{HostedClusterPackage: s.obj, HostedClusters: hcs, ForeignPackages: foreign, Packages: s.packages.listed,
 		UpdateRevision: s.update, Now: s.now, CheckResults: rollout.CheckResultsOf(s.obj.Status.Partitions)}
 	if s.obj.Status.CurrentRevision == s.update.Name {
 		in.CurrentRevision = &in.UpdateRevision
@@ -319,13 +317,22 @@ func (r *HostedClusterPackageReconciler) listPackages(ctx context.Context, hcpkg
 	return list.Items, nil
 }
 
-// packagesByKey indexes listed by namespace and name, pointing into it.
-func packagesByKey(listed []convoyv1alpha1.Package) map[types.NamespacedName]*convoyv1alpha1.Package {
-	out := make(map[types.NamespacedName]*convoyv1alpha1.Package, len(listed))
+// ownedPackages are the Packages a HostedClusterPackage owns, as listed from the cache (the
+// planner's input shares the list), and by namespace and name, pointing into the list (the
+// apply, the shards and the expectations look them up). Both are read only: the list's
+// elements share their maps and slices with the cache.
+type ownedPackages struct {
+	listed []convoyv1alpha1.Package
+	byKey  map[types.NamespacedName]*convoyv1alpha1.Package
+}
+
+// ownedPackagesOf indexes listed.
+func ownedPackagesOf(listed []convoyv1alpha1.Package) ownedPackages {
+	byKey := make(map[types.NamespacedName]*convoyv1alpha1.Package, len(listed))
 	for i := range listed {
-		out[client.ObjectKeyFromObject(&listed[i])] = &listed[i]
+		byKey[client.ObjectKeyFromObject(&listed[i])] = &listed[i]
 	}
-	return out
+	return ownedPackages{listed: listed, byKey: byKey}
 }
 
 // listForeignPackages returns the Packages named like the HostedClusterPackage that it does

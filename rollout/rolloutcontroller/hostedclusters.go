@@ -11,8 +11,9 @@ import (
 
 // cachedHostedClusters returns every HostedCluster the cache holds, read only. A pass reads them
 // all, and a List copies each into a new slice (the struct is large even trimmed); with
-// Informers set they come straight from the informer's store, as pointers the informer shares,
-// which nothing may modify.
+// Informers set they come straight from the informer's store, as pointers the informer shares:
+// read only, as are their label maps, which the planner's input and the checks share in turn.
+// Nothing checks that Informers is the cache behind Client; Setup gives the manager's.
 func (r *HostedClusterPackageReconciler) cachedHostedClusters(ctx context.Context) ([]*hyperv1.HostedCluster, error) {
 	if r.Informers != nil {
 		inf, err := r.Informers.GetInformer(ctx, &hyperv1.HostedCluster{})

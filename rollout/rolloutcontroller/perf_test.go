@@ -146,7 +146,7 @@ func waitForCache(g *WithT, r *HostedClusterPackageReconciler, name string, n in
 		pkgs, err := r.listPackages(context.Background(), name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pkgs).To(HaveLen(n))
-		g.Expect(r.expect.satisfied(name, packagesByKey(pkgs))).To(BeTrue())
+		g.Expect(r.expect.satisfied(name, ownedPackagesOf(pkgs).byKey)).To(BeTrue())
 	}).Should(Succeed())
 }
 

@@ -35,7 +35,7 @@ const leaseExpiryMargin = 50 * time.Millisecond
 // it was. The rollout does not take it for updated and available: a spec the rollout changes
 // has a new generation, and the planner counts conditions only at the current one.
 func (r *HostedClusterPackageReconciler) markShardsReady(ctx context.Context, s *scope) error {
-	onShard := packagesByShard(s.packages)
+	onShard := packagesByShard(s.packages.byKey)
 	checked := r.Sharding.LeaseNamespace != ""
 	if s.shardProblem == "" && (!checked || (len(onShard) == 0 && len(s.sharding.Shards) == 0)) {
 		pass.Delete(s.obj, convoyv1alpha1.ShardsReadyCondition)

@@ -51,7 +51,8 @@ type desiredState struct {
 // serve to find the quiet objects of a pass, which are neither read nor written (an object
 // whose kind changed scope is not where the watch saw it, so it is not quiet); every object a
 // pass reads or writes, and every object a remembered answer would refuse, is placed with
-// the mapper's current answer, which is remembered in turn. Errors are never remembered. The
+// the mapper's current answer (the controller's mapper keeps its answers for
+// restmapper.KeepFor, a few seconds), which is remembered in turn. Errors are never remembered. The
 // kinds of the management cluster bound the map. Hosted clusters come and go, and no watch
 // tells when their objects change: they always ask their own mapper.
 type scopes struct {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout"
 )
 
 // writeCostNamespace holds the Packages whose writes measureWriteCosts times; they are
@@ -144,6 +145,27 @@ func bookkeepingPackage(namespace, name string, rev int) *unstructured.Unstructu
 		"sourceRef": map[string]any{"name": gitSourceName, "namespace": benchNamespace},
 		"path":      "packages/addon", "interval": "10m0s", "revision": costRevision(rev),
 	}
+	return u
+}
+
+// keptPackageOwner is the UID of the HostedClusterPackage the bookkeeping floor's Packages name
+// as their controller. No garbage collector runs in the benchmark, so that it need not exist.
+const keptPackageOwner = "00000000-0000-4000-8000-00000000b00c"
+
+// pinnedPackage is the Package name in namespace pinned to revision rev with all a
+// HostedClusterPackage applies, as the bookkeeping floor writes it: bookkeepingPackage with the
+// rollout's label, its two annotations (the template metadata's hash and when the spec was
+// set), its controller reference and convoy's finalizer, so that the floor's Packages are as
+// large as convoy's (deleteKeptPackages removes the finalizer).
+func pinnedPackage(namespace, name string, rev int) *unstructured.Unstructured {
+	u := bookkeepingPackage(namespace, name, rev)
+	u.SetLabels(map[string]string{convoyv1alpha1.HostedClusterPackageLabel: hcpName})
+	u.SetAnnotations(map[string]string{rollout.TemplateMetadataAnnotation: "44136fa355b3678a",
+		rollout.SpecUpdatedAtAnnotation: rollout.FormatSpecUpdatedAt(time.Now())})
+	yes := true
+	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: convoyv1alpha1.GroupVersion.String(), Kind: "HostedClusterPackage",
+		Name: hcpName, UID: keptPackageOwner, Controller: &yes, BlockOwnerDeletion: &yes}})
+	u.SetFinalizers([]string{convoyv1alpha1.Finalizer})
 	return u
 }
 

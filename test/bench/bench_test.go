@@ -63,6 +63,10 @@ func runTiny(t *testing.T, scenarios []string) {
 	// An install creates each object with one request; a few requests of the run are not per
 	// object (2 of 30 at this size), hence the margin.
 	g.Expect(install.Value).To(BeNumerically("<=", 1.1), install.Note)
+	size := rowOf(res, "rollout N=3 instant", "Package size, against the bookkeeping floor's")
+	g.Expect(size).NotTo(BeNil(), "the rollout compares its Packages' size with the floor's")
+	g.Expect(size.Value).To(BeNumerically(">", 0))
+	g.Expect(*size.Baseline).To(BeNumerically(">", 0))
 	if slices.Contains(scenarios, ScenarioFleet) {
 		for _, step := range []string{"install", "all rolled by one commit"} {
 			row := rowOf(res, "fleet 3 add-ons × 3 "+step, "wall time to all progressed, against the bookkeeping floor")

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -48,6 +49,8 @@ type floorPass struct {
 	serverCPU time.Duration
 	// window is what the machine did during the pass.
 	window window
+	// packageBytes is the size of the first Package as stored after the pass (storedSize).
+	packageBytes int
 }
 
 // bookkeepingFloor is the bookkeeping floor of a scenario: the pass that creates the objects
@@ -63,7 +66,7 @@ func bookkeepingLoop(ctx context.Context, c client.Client, packages []keptPackag
 	start := time.Now()
 	err := runConcurrently(ctx, len(packages), concurrency, func(i int) error {
 		p := packages[i]
-		if err := applyAll(ctx, c, []*unstructured.Unstructured{bookkeepingPackage(p.namespace, p.name, rev)}); err != nil {
+		if err := applyAll(ctx, c, []*unstructured.Unstructured{pinnedPackage(p.namespace, p.name, rev)}); err != nil {
 			return err
 		}
 		if err := applyAll(ctx, c, managementObjectsOf(p.namespace, p.prefix, rev, p.objects)); err != nil {
@@ -118,16 +121,36 @@ func (e *env) measureFloorPass(ctx context.Context, packages []keptPackage, rev 
 	if err != nil {
 		return floorPass{}, err
 	}
+	size, err := storedSize(ctx, e.admin, packages[0].namespace, packages[0].name)
+	if err != nil {
+		return floorPass{}, err
+	}
 	// The loop's requests are the benchmark's own: count them from the server side.
 	return floorPass{wall: wall, requests: after.server.Sub(before.server), serverCPU: after.serverCPU - before.serverCPU,
-		window: since(before, after)}, nil
+		window: since(before, after), packageBytes: size}, nil
 }
 
-// deleteKeptPackages deletes the Packages of the bookkeeping floor; their objects stay, as the
-// bare loop's do.
+// storedSize returns the size of the Package namespace/name as the API server stores and serves
+// it: its JSON, managed fields included.
+func storedSize(ctx context.Context, c client.Client, namespace, name string) (int, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(convoyv1alpha1.GroupVersion.WithKind("Package"))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		return 0, fmt.Errorf("reading Package %s/%s: %w", namespace, name, err)
+	}
+	raw, err := u.MarshalJSON()
+	return len(raw), err
+}
+
+// deleteKeptPackages deletes the Packages of the bookkeeping floor, their finalizer removed
+// first; their objects stay, as the bare loop's do.
 func deleteKeptPackages(ctx context.Context, c client.Client, packages []keptPackage) error {
+	noFinalizer := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
 	return runConcurrently(ctx, len(packages), bookkeepingDeleteConcurrency, func(i int) error {
 		pkg := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: packages[i].namespace, Name: packages[i].name}}
+		if err := client.IgnoreNotFound(c.Patch(ctx, pkg, noFinalizer)); err != nil {
+			return fmt.Errorf("removing the finalizer of the bookkeeping floor's Package %s/%s: %w", pkg.Namespace, pkg.Name, err)
+		}
 		if err := client.IgnoreNotFound(c.Delete(ctx, pkg)); err != nil {
 			return fmt.Errorf("deleting the bookkeeping floor's Package %s/%s: %w", pkg.Namespace, pkg.Name, err)
 		}
@@ -156,6 +179,7 @@ func (r *rolloutRun) measureBookkeepingFloor(ctx context.Context) error {
 	}
 	r.keepCreate, r.keepFloor = keep.create.wall, keep.update.wall
 	r.keepRq, r.keepServerCPU = keep.update.requests, keep.update.serverCPU
+	r.keepPackageBytes = keep.update.packageBytes
 	r.keepCreateWindow, r.keepWindow = keep.create.window, keep.update.window
 	return nil
 }

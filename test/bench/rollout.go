@@ -42,6 +42,8 @@ type rolloutRun struct {
 	// keepCreateWindow and keepWindow are what the machine did during the bookkeeping floor's
 	// create and update.
 	keepCreateWindow, keepWindow window
+	// keepPackageBytes is the size of a bookkeeping floor's Package after its update pass.
+	keepPackageBytes int
 }
 
 // runRollout measures the bare-loop floor, installs the package, then rolls out a new
@@ -237,6 +239,9 @@ func (r *rolloutRun) measure(ctx context.Context, name, commit string, floor flo
 	}
 	profile()
 	w := since(before, after)
+	if err := r.addPackageSizeRow(ctx, r.scenario(name)); err != nil {
+		return err
+	}
 	rendersAfter, err := r.e.ctrl.Counter(ctx, rendersMetric)
 	if err != nil {
 		return err

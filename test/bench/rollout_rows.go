@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +65,24 @@ func (r *rolloutRun) addRows(name string, w window, floor floors, withTargets bo
 		r.res.add(row)
 	}
 	r.addBookkeepingRows(scenario, w, floor.bookkeeping, r.floorTargeted(name))
+}
+
+// addPackageSizeRow adds the size of a Package of the step, as stored, against that of a
+// bookkeeping floor's Package: the floor's pin carries what a HostedClusterPackage applies
+// (pinnedPackage), so that its writes cost what convoy's do.
+func (r *rolloutRun) addPackageSizeRow(ctx context.Context, scenario string) error {
+	if r.keepPackageBytes == 0 {
+		return nil
+	}
+	ns := slices.Min(slices.Collect(maps.Keys(r.e.namespaces)))
+	size, err := storedSize(ctx, r.e.admin, ns, packageName)
+	if err != nil {
+		return err
+	}
+	r.res.add(Row{Scenario: scenario, Metric: "Package size, against the bookkeeping floor's", Value: float64(size), Unit: "B",
+		Baseline: ptr(float64(r.keepPackageBytes)), BaselineName: "bookkeeping floor",
+		Note: "as stored, with managed fields; the floor's pin carries a HostedClusterPackage's metadata"})
+	return nil
 }
 
 // floorTargeted reports whether the step name carries issue 42's targets against the
