@@ -18,9 +18,9 @@ import (
 const KeepFor = 5 * time.Second
 
 // Memoize returns next with its RESTMapping answers kept for KeepFor. Failures are not kept,
-// so that next can discover a kind installed since. The other methods go to next, as does any
-// interface next has beyond apimeta.RESTMapper: the manager's client and caches ask RESTMapping
-// only.
+// so that next can discover a kind installed since. The other methods of apimeta.RESTMapper go
+// to next; any other interface next has (a reset, say) is hidden: neither the manager's client
+// and caches nor convoy asks for one.
 func Memoize(next apimeta.RESTMapper) apimeta.RESTMapper {
 	return &memoized{RESTMapper: next, now: time.Now, kept: map[mappingKey]keptMapping{}}
 }

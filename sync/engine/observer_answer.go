@@ -34,10 +34,14 @@ var metadataJudged = map[schema.GroupKind]bool{
 	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: true,
 }
 
+// MetadataJudgedKind reports whether the engine judges the objects of gk by their metadata
+// alone, and so asks for an apply's answer as metadata where no probe selects the object.
+func MetadataJudgedKind(gk schema.GroupKind) bool { return metadataJudged[gk] }
+
 // judgedByMetadata reports whether obj's availability follows from its metadata: its kind is
 // one kstatus judges so, and no probe of the revision selects it (a probe reads the body).
 func judgedByMetadata(obj *unstructured.Unstructured, probes []probe.Rule) bool {
-	if !metadataJudged[obj.GroupVersionKind().GroupKind()] {
+	if !MetadataJudgedKind(obj.GroupVersionKind().GroupKind()) {
 		return false
 	}
 	for i := range probes {

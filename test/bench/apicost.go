@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/rollout"
 )
 
@@ -131,8 +132,10 @@ func costPackage(prefix string, i, rev int) *unstructured.Unstructured {
 	return bookkeepingPackage(writeCostNamespace, fmt.Sprintf("%saddon-%d", prefix, i), rev)
 }
 
-// bookkeepingPackage is the Package name in namespace as a HostedClusterPackage applies it,
-// pinned to revision rev.
+// bookkeepingPackage is the Package name in namespace pinned to revision rev, with the labels
+// of a HostedClusterPackage and a partition and no other metadata: the writecost scenario's
+// Package, and the bookkeeping floor's with the packages driver. pinnedPackage adds the rest of
+// what a HostedClusterPackage applies.
 func bookkeepingPackage(namespace, name string, rev int) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(convoyv1alpha1.GroupVersion.String())
@@ -159,8 +162,9 @@ const keptPackageOwner = "00000000-0000-4000-8000-00000000b00c"
 // large as convoy's (deleteKeptPackages removes the finalizer).
 func pinnedPackage(namespace, name string, rev int) *unstructured.Unstructured {
 	u := bookkeepingPackage(namespace, name, rev)
+	unstructured.RemoveNestedField(u.Object, "spec", "interval") // the benchmark's templates leave it unset
 	u.SetLabels(map[string]string{convoyv1alpha1.HostedClusterPackageLabel: hcpName})
-	u.SetAnnotations(map[string]string{rollout.TemplateMetadataAnnotation: "44136fa355b3678a",
+	u.SetAnnotations(map[string]string{rollout.TemplateMetadataAnnotation: rollout.TemplateMetadataHash(convoyv1alpha1.PackageTemplateMetadata{}),
 		rollout.SpecUpdatedAtAnnotation: rollout.FormatSpecUpdatedAt(time.Now())})
 	yes := true
 	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: convoyv1alpha1.GroupVersion.String(), Kind: "HostedClusterPackage",
@@ -175,14 +179,15 @@ func patchCostStatus(ctx context.Context, c client.Client, i, rev int) error {
 }
 
 // patchBookkeepingStatus writes the status of a settled Package at revision rev (4 conditions,
-// 2 phases, an inventory of objects entries) to the Package name in namespace.
+// 2 phases, an inventory of objects entries) to the Package name in namespace, asking for the
+// answer as metadata, as convoy's status patch does (pass.MetadataAnswer).
 func patchBookkeepingStatus(ctx context.Context, c client.Client, namespace, name string, rev, objects int) error {
 	raw, err := json.Marshal(map[string]any{"status": settledStatus(namespace, rev, objects, statusParts{true, true, true})})
 	if err != nil {
 		return err
 	}
-	pkg := &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	return c.Status().Patch(ctx, pkg, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(bareOwner))
+	answer := pass.MetadataAnswer(convoyv1alpha1.GroupVersion.WithKind("Package"), client.ObjectKey{Namespace: namespace, Name: name})
+	return c.Status().Patch(ctx, answer, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(bareOwner))
 }
 
 // settledStatus is the status of a settled Package at revision rev, of the parts asked: 4

@@ -42,8 +42,9 @@ type rolloutRun struct {
 	// keepCreateWindow and keepWindow are what the machine did during the bookkeeping floor's
 	// create and update.
 	keepCreateWindow, keepWindow window
-	// keepPackageBytes is the size of a bookkeeping floor's Package after its update pass.
-	keepPackageBytes int
+	// keepCreateBytes and keepPackageBytes are the size of a bookkeeping floor's Package after
+	// its create and its update pass.
+	keepCreateBytes, keepPackageBytes int
 }
 
 // runRollout measures the bare-loop floor, installs the package, then rolls out a new
@@ -239,9 +240,6 @@ func (r *rolloutRun) measure(ctx context.Context, name, commit string, floor flo
 	}
 	profile()
 	w := since(before, after)
-	if err := r.addPackageSizeRow(ctx, r.scenario(name)); err != nil {
-		return err
-	}
 	rendersAfter, err := r.e.ctrl.Counter(ctx, rendersMetric)
 	if err != nil {
 		return err
@@ -252,6 +250,7 @@ func (r *rolloutRun) measure(ctx context.Context, name, commit string, floor flo
 	}
 	w.renders = rendersAfter - rendersBefore
 	r.addRows(name, w, floor, withTargets)
+	r.addPackageSizeRow(ctx, name)
 	r.addWaitRows(r.scenario(name), account(w, floor, r.e.cfg.Concurrency, r.n, trace, countersAfter.sub(countersBefore)))
 	return nil
 }
