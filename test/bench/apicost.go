@@ -126,8 +126,8 @@ func runConcurrently(ctx context.Context, n, concurrency int, fn func(int) error
 	return first
 }
 
-// costPackage is Package i as a HostedClusterPackage applies it, pinned to revision rev; its
-// name starts with prefix.
+// costPackage is Package i pinned to revision rev (bookkeepingPackage); its name starts with
+// prefix.
 func costPackage(prefix string, i, rev int) *unstructured.Unstructured {
 	return bookkeepingPackage(writeCostNamespace, fmt.Sprintf("%saddon-%d", prefix, i), rev)
 }
@@ -173,20 +173,30 @@ func pinnedPackage(namespace, name string, rev int) *unstructured.Unstructured {
 	return u
 }
 
-// patchCostStatus writes the status of a settled Package at revision rev to Package i.
+// patchCostStatus writes the status of a settled Package at revision rev to Package i, taking
+// the whole object back as the write-cost rows always have (the Package apply's row does too).
 func patchCostStatus(ctx context.Context, c client.Client, i, rev int) error {
-	return patchBookkeepingStatus(ctx, c, writeCostNamespace, fmt.Sprintf("addon-%d", i), rev, objectsPerPackage)
+	name := fmt.Sprintf("addon-%d", i)
+	return patchSettledStatus(ctx, c, &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: writeCostNamespace, Name: name}},
+		rev, objectsPerPackage)
 }
 
-// patchBookkeepingStatus writes the status of a settled Package at revision rev (4 conditions,
-// 2 phases, an inventory of objects entries) to the Package name in namespace, asking for the
-// answer as metadata, as convoy's status patch does (pass.MetadataAnswer).
+// patchBookkeepingStatus writes the status of a settled Package at revision rev to the Package
+// name in namespace, asking for the answer as metadata, as convoy's status patch does
+// (pass.MetadataAnswer).
 func patchBookkeepingStatus(ctx context.Context, c client.Client, namespace, name string, rev, objects int) error {
-	raw, err := json.Marshal(map[string]any{"status": settledStatus(namespace, rev, objects, statusParts{true, true, true})})
+	answer := pass.MetadataAnswer(convoyv1alpha1.GroupVersion.WithKind("Package"), client.ObjectKey{Namespace: namespace, Name: name})
+	return patchSettledStatus(ctx, c, answer, rev, objects)
+}
+
+// patchSettledStatus writes the status of a settled Package at revision rev (4 conditions, 2
+// phases, an inventory of objects entries) to the Package that answer names, which receives
+// the answer.
+func patchSettledStatus(ctx context.Context, c client.Client, answer client.Object, rev, objects int) error {
+	raw, err := json.Marshal(map[string]any{"status": settledStatus(answer.GetNamespace(), rev, objects, statusParts{true, true, true})})
 	if err != nil {
 		return err
 	}
-	answer := pass.MetadataAnswer(convoyv1alpha1.GroupVersion.WithKind("Package"), client.ObjectKey{Namespace: namespace, Name: name})
 	return c.Status().Patch(ctx, answer, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(bareOwner))
 }
 
