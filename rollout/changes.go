@@ -100,7 +100,10 @@ func (p *planner) updateAlreadyUnavailable(plan *Plan) {
 
 // returnFromGoneCommits moves back to the current revision, in partitions the update revision
 // has not reached, the Packages pinned to a superseded revision of this rollout whose commit is
-// gone (commitGone): they cannot progress there, and each holds a budget slot until it does.
+// gone (waitsForGoneCommit), whether or not they applied it: they cannot progress there, and
+// each holds a budget slot until it does. Held ones move too (their HostedCluster is not
+// available): left pinned, a commit coming back would reach them after the earlier partitions
+// went back, against the barrier.
 // Going back changes nothing their clusters have not had, it is barrier-safe (every partition
 // completed the current revision), and the slot stays held until they progressed there; a
 // commit coming back finds them pinned elsewhere. In reached partitions
@@ -111,7 +114,8 @@ func (p *planner) returnFromGoneCommits(plan *Plan) {
 		return
 	}
 	for _, t := range p.targets {
-		if p.updatable(t) && !p.reached(t.partition) && p.partOfRollout(t.state.revision) && commitGone(t.pkg) {
+		movable := p.updatable(t) || (t.held && p.changeable(t))
+		if movable && !p.reached(t.partition) && p.partOfRollout(t.state.revision) && waitsForGoneCommit(t.pkg) {
 			plan.Updates = append(plan.Updates, p.change(t, cur, CommitGoneReason))
 		}
 	}
@@ -176,7 +180,13 @@ func (p *planner) creatable(t *target) bool {
 // updatable reports whether t's existing Package may move to the update revision and has no
 // Change yet.
 func (p *planner) updatable(t *target) bool {
-	return t.eligible() && !t.planned && t.state.exists && !t.state.deleting && !t.state.updated
+	return t.eligible() && p.changeable(t)
+}
+
+// changeable reports whether t's Package exists, is not being deleted, is not at the update
+// revision and has no change planned yet.
+func (p *planner) changeable(t *target) bool {
+	return !t.planned && t.state.exists && !t.state.deleting && !t.state.updated
 }
 
 // completed reports whether rev is the current revision: its rollout completed.

@@ -69,3 +69,30 @@ func TestPackagesPinnedToAGoneCommitKeepTheirSlotAndMoveWithinIt(t *testing.T) {
 	markCommitGone(g, w.packages[namespaceOf("normal-1")])
 	g.Expect(describe(compute(g, w))).To(BeEmpty(), "nothing moves under spec.paused")
 }
+
+// A Package whose spec moved to a commit that was gone before its controller applied it has
+// an Available condition of its previous generation: its controller never judged the new
+// spec. It waits for the gone commit all the same, and goes back to the current revision.
+// The soak's failure (seed 1795853754295794458): a leader killed while pinning a later
+// partition, a force-push dropping that revision's commit, and two Packages of that partition
+// held their slots for good while the earlier partitions went back, against the barrier.
+func TestPackagesThatNeverAppliedAGoneCommitGoBack(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(1, "early", "normal").progressedAll(revision(1))
+	w.update, w.history = revision(3), []Revision{revision(1), revision(2), revision(3)}
+	p := w.packages[namespaceOf("normal-1")]
+	setSpec(p, revision(2), t0.Add(-time.Minute))
+	markCommitGone(g, p)
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == convoyv1alpha1.AvailableCondition {
+			p.Status.Conditions[i].ObservedGeneration = p.Generation - 1
+		}
+	}
+	g.Expect(commitGone(p)).To(BeFalse(), "its Available condition is of the previous spec")
+	g.Expect(waitsForGoneCommit(p)).To(BeTrue())
+	g.Expect(describe(compute(g, w))).To(ContainElement("update normal-1 rev1 CommitGone"))
+
+	w.find("normal-1").Available = false
+	g.Expect(describe(compute(g, w))).To(ContainElement("update normal-1 rev1 CommitGone"),
+		"held, its HostedCluster not available: left pinned, the commit coming back would reach it")
+}

@@ -73,13 +73,19 @@ func ConstraintsNotMet(pkg *convoyv1alpha1.Package) bool {
 		pkg.Status.LastAttemptedRevision == pkg.Spec.Revision
 }
 
-// commitGone reports an available Package that waits because the commit its spec pins is
-// gone: neither the store nor the remote has it, as when a force-push dropped it before a new
-// replica's store fetched it (Progressing=True, CommitNotFound).
-func commitGone(pkg *convoyv1alpha1.Package) bool {
+// waitsForGoneCommit reports a Package that waits because the commit its spec pins is gone:
+// neither the store nor the remote has it, as when a force-push dropped it before a new
+// replica's store fetched it (Progressing=True, CommitNotFound, at its generation). Its
+// Available condition may be older than its spec: a Package that never applied that commit
+// has nothing to say about it.
+func waitsForGoneCommit(pkg *convoyv1alpha1.Package) bool {
 	c := conditionAt(pkg, convoyv1alpha1.ProgressingCondition)
-	return isStatus(c, metav1.ConditionTrue) && c.Reason == convoyv1alpha1.CommitNotFoundReason &&
-		isStatus(conditionAt(pkg, convoyv1alpha1.AvailableCondition), metav1.ConditionTrue)
+	return isStatus(c, metav1.ConditionTrue) && c.Reason == convoyv1alpha1.CommitNotFoundReason
+}
+
+// commitGone reports an available Package, at its generation, that waits for a gone commit.
+func commitGone(pkg *convoyv1alpha1.Package) bool {
+	return waitsForGoneCommit(pkg) && isStatus(conditionAt(pkg, convoyv1alpha1.AvailableCondition), metav1.ConditionTrue)
 }
 
 // settledAtGoneCommit reports a Package at the completed current revision that progressed at

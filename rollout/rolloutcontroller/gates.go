@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +77,32 @@ func (r *HostedClusterPackageReconciler) reconcileReject(ctx context.Context, s 
 		return fmt.Errorf("rejecting ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
 	s.update.Rejected = true
+	r.rejected.mark(cr.UID)
 	return nil
+}
+
+// rejections remember the ControllerRevisions this process marked rejected until the cache
+// shows the mark. A pass that read such a ControllerRevision as it was before the patch would
+// take the rejected revision for a good one and, its failed clusters moved back and healthy,
+// roll it out again.
+type rejections struct{ uids sync.Map }
+
+// mark remembers that the ControllerRevision uid is rejected.
+func (j *rejections) mark(uid types.UID) { j.uids.Store(uid, struct{}{}) }
+
+// apply marks rejected the revisions this process rejected, and forgets those the cache shows
+// rejected.
+func (j *rejections) apply(revisions []storedRevision) {
+	for i := range revisions {
+		sr := &revisions[i]
+		if _, ok := j.uids.Load(sr.obj.UID); !ok {
+			continue
+		}
+		if isRejected(sr.obj) {
+			j.uids.Delete(sr.obj.UID)
+		}
+		sr.rev.Rejected = true
+	}
 }
 
 // rejectPatch is the merge patch that sets rollout.RejectedAnnotation to reason, bounded.

@@ -197,15 +197,17 @@ func withData(cr *appsv1.ControllerRevision) *appsv1.ControllerRevision {
 }
 
 // TestRecordGatesSetsTheGateMetrics: the gate gauge holds 1 for the gate in force and 0 for
-// the others, partitions awaiting approval are counted, and a rejection counts one rollback.
+// the others, partitions awaiting approval are counted, and a rejection counts one rollback,
+// even when a pass starts from a cache that does not yet show the rejection.
 func TestRecordGatesSetsTheGateMetrics(t *testing.T) {
 	g := NewWithT(t)
 	name := "metrics-gates"
+	m := newRolloutMetrics()
 	before := &convoyv1alpha1.HostedClusterPackageStatus{}
 	st := &convoyv1alpha1.HostedClusterPackageStatus{Gate: gateAt(convoyv1alpha1.GateApproval, "normal", time.Time{}),
 		Partitions: []convoyv1alpha1.PartitionStatus{{Name: "early", State: convoyv1alpha1.PartitionDone},
 			{Name: "normal", State: convoyv1alpha1.PartitionAwaitingApproval}, {Name: "late", State: convoyv1alpha1.PartitionPending}}}
-	recordGates(name, before, st)
+	m.recordGates(name, before, st)
 	for _, gate := range gateTypes {
 		want := 0.0
 		if gate == convoyv1alpha1.GateApproval {
@@ -218,12 +220,13 @@ func TestRecordGatesSetsTheGateMetrics(t *testing.T) {
 
 	rejected := &convoyv1alpha1.HostedClusterPackageStatus{RejectedRevision: "addon-b",
 		Gate: gateAt(convoyv1alpha1.GateFailures, "early", time.Time{})}
-	recordGates(name, st, rejected)
-	recordGates(name, rejected, rejected)
+	m.recordGates(name, st, rejected)
+	m.recordGates(name, st, rejected) // the cache lags behind the status write
+	m.recordGates(name, rejected, rejected)
 	g.Expect(testutil.ToFloat64(rollbacksCounter.WithLabelValues(name))).To(Equal(1.0), "one rejection, one rollback")
 	g.Expect(testutil.ToFloat64(gateGauge.WithLabelValues(name, convoyv1alpha1.GateFailures))).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(awaitingApprovalGauge.WithLabelValues(name))).To(BeZero())
-	newRolloutMetrics().forget(name)
+	m.forget(name)
 	g.Expect(testutil.CollectAndCount(gateGauge, "convoy_rollout_gate")).To(BeZero())
 }
 
@@ -252,4 +255,26 @@ func TestApprovalsAreIndexedByTheirHostedClusterPackage(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal([]rollout.Approval{{Name: "addon-a0", Partition: "normal", Revision: "addon-a"},
 		{Name: "addon-x1", Partition: "normal", Revision: "addon-b"}}), "the approvals of addon, every revision, by name")
+}
+
+// TestRejectionsHoldUntilTheCacheShowsThem: a ControllerRevision this process rejected reads as
+// rejected while the cache still shows it as it was, and the memory goes once the cache shows
+// the mark.
+func TestRejectionsHoldUntilTheCacheShowsThem(t *testing.T) {
+	g := NewWithT(t)
+	var j rejections
+	stale := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "addon-b", UID: "uid-b"}}
+	other := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "addon-a", UID: "uid-a"}}
+	j.mark(stale.UID)
+
+	revisions := []storedRevision{{obj: other}, {obj: stale}}
+	j.apply(revisions)
+	g.Expect(revisions[0].rev.Rejected).To(BeFalse())
+	g.Expect(revisions[1].rev.Rejected).To(BeTrue(), "the cache has not seen the patch yet")
+
+	shown := stale.DeepCopy()
+	shown.Annotations = map[string]string{rollout.RejectedAnnotation: "failed"}
+	j.apply([]storedRevision{{obj: shown, rev: rollout.Revision{Rejected: true}}})
+	_, remembered := j.uids.Load(stale.UID)
+	g.Expect(remembered).To(BeFalse(), "forgotten once the cache shows the mark")
 }

@@ -110,6 +110,8 @@ type HostedClusterPackageReconciler struct {
 	// failures holds the failed Packages each HostedClusterPackage last saw, by its name
 	// (map[string]bool of "<namespace>/<name>@<commit>"), so that each failure is logged once.
 	failures sync.Map
+	// rejected holds the ControllerRevisions this process rejected until the cache shows it.
+	rejected rejections
 }
 
 // scope is what one pass reads and computes; each step documents what it fills in.
@@ -204,6 +206,7 @@ func (r *HostedClusterPackageReconciler) reconcileRevisions(ctx context.Context,
 	if s.revisions, err = r.listRevisions(ctx, s.obj); err != nil {
 		return err
 	}
+	r.rejected.apply(s.revisions)
 	key, _ := templateSource(s.obj)
 	return r.ensureRevision(ctx, s, key.Namespace, s.updateData)
 }

@@ -108,11 +108,17 @@ type rolloutMetrics struct {
 	started map[string]time.Time
 	// failed holds the failed count per HostedClusterPackage and partition at the last pass.
 	failed map[string]int32
+	// rejected and completed hold, per HostedClusterPackage, the last rejected revision this
+	// process counted and the last revision whose rollout duration it observed: a pass that
+	// starts from a cache not yet showing the previous pass's status write sees the same
+	// transition again, and must not count it twice.
+	rejected, completed map[string]string
 }
 
 // newRolloutMetrics returns an empty recorder.
 func newRolloutMetrics() *rolloutMetrics {
-	return &rolloutMetrics{started: map[string]time.Time{}, failed: map[string]int32{}}
+	return &rolloutMetrics{started: map[string]time.Time{}, failed: map[string]int32{},
+		rejected: map[string]string{}, completed: map[string]string{}}
 }
 
 // record sets the gauges of the pass, counts new failures and observes the durations of
@@ -136,10 +142,10 @@ func (m *rolloutMetrics) record(s *scope) {
 		m.failed[fkey] = failed
 		m.partitionClock(name, st.UpdateRevision, p, s.now)
 	}
-	if s.plan.Completed && s.before.CurrentRevision != st.CurrentRevision && s.updateObj != nil {
+	if s.plan.Completed && newly(m.completed, name, s.before.CurrentRevision, st.CurrentRevision) && s.updateObj != nil {
 		rolloutDuration.WithLabelValues(name).Observe(s.now.Sub(startedAt(s.updateObj)).Seconds())
 	}
-	recordGates(name, s.before, st)
+	m.recordGates(name, s.before, st)
 	recordChecks(name, st)
 }
 
@@ -177,9 +183,20 @@ func zeroCheckEvaluations(name string, checkNames []string) {
 	}
 }
 
+// newly reports whether a pass moved a status field from before to now for the first time in
+// this process, remembering now in seen[name]. An empty now is no transition.
+func newly(seen map[string]string, name, before, now string) bool {
+	if now == "" || now == before || now == seen[name] {
+		return false
+	}
+	seen[name] = now
+	return true
+}
+
 // recordGates sets the gate gauges of a status (every gate type, 0 or 1, and the partitions
 // awaiting approval), and counts a rollback when the status newly names a rejected revision.
-func recordGates(name string, before, st *convoyv1alpha1.HostedClusterPackageStatus) {
+// The caller holds m.mu.
+func (m *rolloutMetrics) recordGates(name string, before, st *convoyv1alpha1.HostedClusterPackageStatus) {
 	for _, gate := range gateTypes {
 		held := 0.0
 		if st.Gate != nil && st.Gate.Type == gate {
@@ -195,7 +212,7 @@ func recordGates(name string, before, st *convoyv1alpha1.HostedClusterPackageSta
 	}
 	awaitingApprovalGauge.WithLabelValues(name).Set(float64(awaiting))
 	rollbacks := rollbacksCounter.WithLabelValues(name) // at 0 from the first pass, for rate() and the dashboard
-	if st.RejectedRevision != "" && st.RejectedRevision != before.RejectedRevision {
+	if newly(m.rejected, name, before.RejectedRevision, st.RejectedRevision) {
 		rollbacks.Inc()
 	}
 }
@@ -231,6 +248,8 @@ func (m *rolloutMetrics) forget(name string) {
 			delete(m.failed, k)
 		}
 	}
+	delete(m.rejected, name)
+	delete(m.completed, name)
 }
 
 // dropClocks forgets the partition clocks under prefix, except those under keep (when set):

@@ -119,8 +119,14 @@ func TestTeardownAfterItsCRDWasDeletedFinishes(t *testing.T) {
 		{Name: "crs", Class: convoyv1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{
 			kubetest.Object(group+"/v1", "Gadget", hostedNS, "g1", nil)}},
 	}}
-	res, err := engine.Sync(ctx, tgt, rev, nil)
-	g.Expect(err).NotTo(HaveOccurred())
+	res := &Result{}
+	g.Eventually(func(g Gomega) {
+		next, err := engine.Sync(ctx, tgt, rev, res.Inventory)
+		if next != nil {
+			res = next
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+	}).Should(Succeed(), "discovery may serve the new kind a moment after its CRD is established")
 	g.Expect(blue.Client.Delete(ctx, def)).To(Succeed(), "deleted out of band")
 	g.Eventually(func(g Gomega) { g.Expect(kubetest.Exists(g, blue.Client, def)).To(BeFalse()) }).Should(Succeed())
 
