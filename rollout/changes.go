@@ -100,13 +100,10 @@ func (p *planner) updateAlreadyUnavailable(plan *Plan) {
 
 // returnFromGoneCommits moves back to the current revision, in partitions the update revision
 // has not reached, the Packages pinned to a superseded revision of this rollout whose commit is
-// gone (waitsForGoneCommit), whether or not they applied it: they cannot progress there, and
-// each holds a budget slot until it does. Held ones move too (their HostedCluster is not
-// available): left pinned, a commit coming back would reach them after the earlier partitions
-// went back, against the barrier.
-// Going back changes nothing their clusters have not had, it is barrier-safe (every partition
-// completed the current revision), and the slot stays held until they progressed there; a
-// commit coming back finds them pinned elsewhere. In reached partitions
+// gone (mayLeaveGoneCommit): they cannot progress there, and each holds a budget slot until it
+// does. Going back changes nothing their clusters have not had, it is barrier-safe (every
+// partition completed the current revision), and the slot stays held until they progressed
+// there; a commit coming back finds them pinned elsewhere. In reached partitions
 // updateAlreadyUnavailable moves them on instead.
 func (p *planner) returnFromGoneCommits(plan *Plan) {
 	cur := p.in.CurrentRevision
@@ -114,11 +111,28 @@ func (p *planner) returnFromGoneCommits(plan *Plan) {
 		return
 	}
 	for _, t := range p.targets {
-		movable := p.updatable(t) || (t.held && p.changeable(t))
-		if movable && !p.reached(t.partition) && p.partOfRollout(t.state.revision) && waitsForGoneCommit(t.pkg) {
+		if !p.reached(t.partition) && p.partOfRollout(t.state.revision) && p.mayLeaveGoneCommit(t, cur) {
 			plan.Updates = append(plan.Updates, p.change(t, cur, CommitGoneReason))
 		}
 	}
+}
+
+// mayLeaveGoneCommit reports whether t's Package, waiting for a gone commit, may go back to cur:
+// an eligible one available at its generation (it progressed somewhere and stays so), or one
+// whose controller never attempted the gone commit and whose cluster still runs cur's commit,
+// eligible or held (its HostedCluster not available). The latter keeps the Available condition
+// of its previous spec; left pinned, the commit coming back would reach it after the
+// partitions before it went back. A held Package that attempted the commit stays: the update
+// may be what broke its cluster, and it keeps its slot, its barrier and its deadline.
+func (p *planner) mayLeaveGoneCommit(t *target, cur *Revision) bool {
+	switch {
+	case t.pkg == nil || !waitsForGoneCommit(t.pkg):
+		return false
+	case commitGone(t.pkg):
+		return p.updatable(t)
+	}
+	neverAttempted := t.pkg.Status.LastAttemptedRevision != t.pkg.Spec.Revision && t.pkg.Status.Revision == cur.Commit
+	return neverAttempted && (p.updatable(t) || (t.held && p.changeable(t)))
 }
 
 // advanceWithinBudget creates the missing Packages and updates the available ones of reached

@@ -95,4 +95,15 @@ func TestPackagesThatNeverAppliedAGoneCommitGoBack(t *testing.T) {
 	w.find("normal-1").Available = false
 	g.Expect(describe(compute(g, w))).To(ContainElement("update normal-1 rev1 CommitGone"),
 		"held, its HostedCluster not available: left pinned, the commit coming back would reach it")
+
+	p.Status.LastAttemptedRevision = p.Spec.Revision
+	g.Expect(describe(compute(g, w))).NotTo(ContainElement(ContainSubstring("normal-1")),
+		"held after it attempted the commit: the update may be what broke its cluster; it keeps its slot")
+	w.find("normal-1").Available = true
+	g.Expect(describe(compute(g, w))).NotTo(ContainElement(ContainSubstring("normal-1")),
+		"attempted, and not available at its generation: it waits for its deadline")
+
+	p.Status.LastAttemptedRevision, p.Status.Revision = "", revision(2).Commit
+	g.Expect(describe(compute(g, w))).NotTo(ContainElement(ContainSubstring("normal-1")),
+		"its cluster runs another revision than the current one")
 }

@@ -77,18 +77,18 @@ func (r *HostedClusterPackageReconciler) reconcileReject(ctx context.Context, s 
 		return fmt.Errorf("rejecting ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
 	s.update.Rejected = true
-	r.rejected.mark(cr.UID)
+	r.rejected.mark(cr.UID, s.obj.Name)
 	return nil
 }
 
 // rejections remember the ControllerRevisions this process marked rejected until the cache
 // shows the mark. A pass that read such a ControllerRevision as it was before the patch would
 // take the rejected revision for a good one and, its failed clusters moved back and healthy,
-// roll it out again.
+// roll it out again. Each UID maps to its HostedClusterPackage's name, which forget uses.
 type rejections struct{ uids sync.Map }
 
-// mark remembers that the ControllerRevision uid is rejected.
-func (j *rejections) mark(uid types.UID) { j.uids.Store(uid, struct{}{}) }
+// mark remembers that the ControllerRevision uid of the HostedClusterPackage hcpkg is rejected.
+func (j *rejections) mark(uid types.UID, hcpkg string) { j.uids.Store(uid, hcpkg) }
 
 // apply marks rejected the revisions this process rejected, and forgets those the cache shows
 // rejected.
@@ -103,6 +103,16 @@ func (j *rejections) apply(revisions []storedRevision) {
 		}
 		sr.rev.Rejected = true
 	}
+}
+
+// forget drops what is remembered of the HostedClusterPackage hcpkg, deleted.
+func (j *rejections) forget(hcpkg string) {
+	j.uids.Range(func(uid, name any) bool {
+		if name == hcpkg {
+			j.uids.Delete(uid)
+		}
+		return true
+	})
 }
 
 // rejectPatch is the merge patch that sets rollout.RejectedAnnotation to reason, bounded.

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -224,6 +225,10 @@ func TestRecordGatesSetsTheGateMetrics(t *testing.T) {
 	m.recordGates(name, st, rejected) // the cache lags behind the status write
 	m.recordGates(name, rejected, rejected)
 	g.Expect(testutil.ToFloat64(rollbacksCounter.WithLabelValues(name))).To(Equal(1.0), "one rejection, one rollback")
+	m.recordGates(name, rejected, st)
+	m.recordGates(name, st, rejected)
+	g.Expect(testutil.ToFloat64(rollbacksCounter.WithLabelValues(name))).To(Equal(2.0),
+		"the same revision rejected again after another came between")
 	g.Expect(testutil.ToFloat64(gateGauge.WithLabelValues(name, convoyv1alpha1.GateFailures))).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(awaitingApprovalGauge.WithLabelValues(name))).To(BeZero())
 	m.forget(name)
@@ -265,7 +270,8 @@ func TestRejectionsHoldUntilTheCacheShowsThem(t *testing.T) {
 	var j rejections
 	stale := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "addon-b", UID: "uid-b"}}
 	other := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "addon-a", UID: "uid-a"}}
-	j.mark(stale.UID)
+	j.mark(stale.UID, "addon")
+	j.mark("uid-c", "other")
 
 	revisions := []storedRevision{{obj: other}, {obj: stale}}
 	j.apply(revisions)
@@ -277,4 +283,7 @@ func TestRejectionsHoldUntilTheCacheShowsThem(t *testing.T) {
 	j.apply([]storedRevision{{obj: shown, rev: rollout.Revision{Rejected: true}}})
 	_, remembered := j.uids.Load(stale.UID)
 	g.Expect(remembered).To(BeFalse(), "forgotten once the cache shows the mark")
+	j.forget("other")
+	_, remembered = j.uids.Load(types.UID("uid-c"))
+	g.Expect(remembered).To(BeFalse(), "forgotten with its HostedClusterPackage")
 }

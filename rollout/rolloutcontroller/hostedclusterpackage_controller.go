@@ -393,6 +393,7 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.conflicts.Delete(name)
 	r.failures.Delete(name)
 	r.compiled.Delete(name)
+	r.rejected.forget(name)
 	if r.CommitStatus != nil {
 		r.CommitStatus.Forget(name)
 	}

@@ -184,9 +184,14 @@ func zeroCheckEvaluations(name string, checkNames []string) {
 }
 
 // newly reports whether a pass moved a status field from before to now for the first time in
-// this process, remembering now in seen[name]. An empty now is no transition.
+// this process, remembering now in seen[name]. An empty now is no transition and forgets what
+// was seen: a revision rejected again after another came between counts again.
 func newly(seen map[string]string, name, before, now string) bool {
-	if now == "" || now == before || now == seen[name] {
+	if now == "" {
+		delete(seen, name)
+		return false
+	}
+	if now == before || now == seen[name] {
 		return false
 	}
 	seen[name] = now
