@@ -219,7 +219,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 }
 
 // runScenarios runs each selected scenario; a failing one is noted and the others still run.
-// The steady state reuses the last rollout's fleet when it has the steady state's size.
+// The steady state reuses the last rollout's fleet when it has the steady state's size; that
+// rollout keeps its controller running, so its bookkeeping floor is measured before its steps
+// only, where every other rollout measures it on both sides of them.
 func runScenarios(ctx context.Context, cfg Config, res *Results) error {
 	var errs []error
 	fail := func(scenario string, err error) {
@@ -230,14 +232,15 @@ func runScenarios(ctx context.Context, cfg Config, res *Results) error {
 	if slices.Contains(cfg.Scenarios, ScenarioRollout) {
 		for _, n := range cfg.Sizes {
 			for _, objects := range cfg.ObjectsPerPackage {
-				e, err := runRollout(ctx, cfg, res, n, objects)
+				forSteady := slices.Contains(cfg.Scenarios, ScenarioSteady) && objects == objectsPerPackage && n == cfg.SteadyPackages
+				e, err := runRollout(ctx, cfg, res, n, objects, !forSteady)
 				switch {
 				case err != nil:
 					fail(ScenarioRollout, err)
-				case objects != objectsPerPackage:
-					_ = e.close() // the steady state runs the default package only
-				default:
+				case forSteady:
 					kept = replaceEnv(kept, e)
+				default:
+					_ = e.close() // no scenario takes this fleet
 				}
 			}
 		}

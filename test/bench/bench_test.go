@@ -16,7 +16,9 @@ import (
 
 // TestRunTiny runs the rollout and the steady state at a tiny size, so that the benchmark's
 // core cannot rot: it builds bin/convoy into a temporary folder and needs the API servers of
-// `make tools`. TestRunTinyEveryScenario (`make e2e`) runs every scenario.
+// `make tools`. The rollout runs at two sizes: the steady state takes the fleet of the one of
+// its size, and the other measures its bookkeeping floor after its steps too.
+// TestRunTinyEveryScenario (`make e2e`) runs every scenario.
 func TestRunTiny(t *testing.T) {
 	runTiny(t, []string{ScenarioRollout, ScenarioSteady})
 }
@@ -34,7 +36,7 @@ func runTiny(t *testing.T, scenarios []string) {
 
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Config{
-		Scenarios: scenarios, Sizes: []int{3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,
+		Scenarios: scenarios, Sizes: []int{2, 3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,
 		HostedClusters: 1, FleetAddons: 3, FleetHostedAddons: 1, FleetClusters: 3, FleetHostedSample: 1,
 		GitBenchTime: "1x", Driver: DriverPackages, ConvoyBinary: convoy, WriteCostRounds: 1, WriteCostWrites: 3,
 		WorkDir: t.TempDir(), Log: &log,
@@ -67,6 +69,13 @@ func runTiny(t *testing.T, scenarios []string) {
 	g.Expect(size).NotTo(BeNil(), "the rollout compares its Packages' size with the floor's")
 	g.Expect(size.Value).To(BeNumerically(">", 0))
 	g.Expect(*size.Baseline).To(BeNumerically(">", 0))
+	bracketed := rowOf(res, "rollout N=2 instant", "wall time to all progressed, against the bookkeeping floor")
+	g.Expect(bracketed).NotTo(BeNil())
+	g.Expect(bracketed.Note).To(ContainSubstring(" s after, mean "), "N=2 measures its floor on both sides of its steps")
+	g.Expect(rowOf(res, "bookkeeping floor N=2", "wall time of the update pass, after the steps against before")).NotTo(BeNil())
+	kept := rowOf(res, "rollout N=3 instant", "wall time to all progressed, against the bookkeeping floor")
+	g.Expect(kept).NotTo(BeNil())
+	g.Expect(kept.Note).To(HaveSuffix("measured before the steps only"), "the steady state takes the fleet of N=3, controller running")
 	if slices.Contains(scenarios, ScenarioFleet) {
 		for _, step := range []string{"install", "all rolled by one commit"} {
 			row := rowOf(res, "fleet 3 add-ons × 3 "+step, "wall time to all progressed, against the bookkeeping floor")

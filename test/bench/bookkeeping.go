@@ -26,14 +26,18 @@ import (
 // bookkeepingPrefix starts the names of the bookkeeping floor's objects and Packages.
 const bookkeepingPrefix = "keep-"
 
+// bookkeepingAfterPrefix starts the names of the rollout's bookkeeping floor measured after
+// convoy's steps: the first floor's objects are still there, and the second must create its own.
+const bookkeepingAfterPrefix = "keep2-"
+
 // bookkeepingDeleteConcurrency is how many of the bookkeeping floor's Packages are deleted at once.
 const bookkeepingDeleteConcurrency = 8
 
-// floors are the baselines of one measured step: the bare loop and the bookkeeping floor, with
-// what the machine did during the bookkeeping floor (keep).
+// floors are the baselines of one measured step: the bare loop's time and the bookkeeping
+// floor's pass of the step's kind, from one or both sides of convoy's steps.
 type floors struct {
-	bare, bookkeeping time.Duration
-	keep              window
+	bare time.Duration
+	keep floorBracket
 }
 
 // keptPackage is one Package of the bookkeeping floor: its namespace and name, and the name
@@ -70,6 +74,15 @@ type floorPass struct {
 // and Packages (the install's floor) and the pass that updates them (the rollouts').
 type bookkeepingFloor struct {
 	create, update floorPass
+}
+
+// passFor returns the pass that is the floor of the rollout's step: create for the install,
+// update for a rollout.
+func (f bookkeepingFloor) passFor(step string) floorPass {
+	if step == installStep {
+		return f.create
+	}
+	return f.update
 }
 
 // bookkeepingLoop applies, for each of packages in order, the Package pinned at rev, then its
@@ -116,7 +129,7 @@ func applyAsConvoy(ctx context.Context, c client.Client, objs []*unstructured.Un
 // measureBookkeepingFloor runs the bookkeeping floor over packages: a pass creating their
 // objects and Packages at revision 1, then a pass updating them to revision 2, each between two
 // snapshots; then it deletes the Packages, which the controller would otherwise reconcile. It
-// runs before the controller starts, so nothing else writes. A Package watch like the one that
+// runs while no controller does, so nothing else writes. A Package watch like the one that
 // times convoy's steps (watch.go) runs through both passes: the benchmark's instrument costs
 // the floor what it costs convoy. With -pprof, the API server's CPU profile of the update pass
 // goes to profile (see startAPIServerProfile).
@@ -193,29 +206,45 @@ func deleteKeptPackages(ctx context.Context, c client.Client, packages []keptPac
 	})
 }
 
-// keptPackages returns the bookkeeping floor of the rollout scenario: one Package per HCP
-// namespace, in the namespaces' order, with the package's objects.
-func (r *rolloutRun) keptPackages() []keptPackage {
+// keptPackages returns a bookkeeping floor of the rollout scenario: one Package per HCP
+// namespace, in the namespaces' order, with the package's objects, named after prefix.
+func (r *rolloutRun) keptPackages(prefix string) []keptPackage {
 	namespaces := slices.Sorted(maps.Keys(r.e.namespaces))
 	out := make([]keptPackage, 0, len(namespaces))
 	for _, ns := range namespaces {
-		out = append(out, keptPackage{namespace: ns, name: bookkeepingPrefix + packageName, prefix: bookkeepingPrefix, objects: r.objects,
+		out = append(out, keptPackage{namespace: ns, name: prefix + packageName, prefix: prefix, objects: r.objects,
 			plain: r.e.cfg.Driver == DriverPackages})
 	}
 	return out
 }
 
-// measureBookkeepingFloor measures the rollout scenario's bookkeeping floor: the create pass is
-// the install's floor, the update pass the rollouts'. It runs before the controller starts.
+// measureBookkeepingFloor measures the rollout scenario's bookkeeping floor before convoy's
+// steps: the create pass is the install's floor, the update pass the rollouts'. It runs before
+// the controller starts.
 func (r *rolloutRun) measureBookkeepingFloor(ctx context.Context) error {
 	logf(r.e.cfg, "rollout N=%d: bookkeeping floor, %d objects and %d Packages at concurrency %d", r.n, r.n*r.objects, r.n, r.e.cfg.Concurrency)
-	keep, err := r.e.measureBookkeepingFloor(ctx, r.res, r.keptPackages(), fmt.Sprintf("N%d-keep", r.n))
+	var err error
+	r.keepBefore, err = r.e.measureBookkeepingFloor(ctx, r.res, r.keptPackages(bookkeepingPrefix), fmt.Sprintf("N%d-keep", r.n))
+	return err
+}
+
+// measureBookkeepingFloorAfter measures the bookkeeping floor again after convoy's steps, under
+// names of its own (bookkeepingAfterPrefix), once the controller and the benchmark's Package
+// watch have stopped: nothing runs beside it that did not run beside the floor before the steps.
+// The machine and the API server warm up over a run, so that a floor measured first only would
+// flatter convoy (bookkeeping_bracket.go).
+func (r *rolloutRun) measureBookkeepingFloorAfter(ctx context.Context) error {
+	if err := r.e.stopController(); err != nil {
+		return fmt.Errorf("stopping the controller before the bookkeeping floor after the steps: %w", err)
+	}
+	logf(r.e.cfg, "rollout N=%d: bookkeeping floor after the steps, the controller stopped", r.n)
+	keep, err := r.e.measureBookkeepingFloor(ctx, r.res, r.keptPackages(bookkeepingAfterPrefix), fmt.Sprintf("N%d-keep2", r.n))
 	if err != nil {
 		return err
 	}
-	r.keepCreate, r.keepFloor = keep.create.wall, keep.update.wall
-	r.keepRq, r.keepServerCPU = keep.update.requests, keep.update.serverCPU
-	r.keepCreateBytes, r.keepPackageBytes = keep.create.packageBytes, keep.update.packageBytes
-	r.keepCreateWindow, r.keepWindow = keep.create.window, keep.update.window
+	r.keepAfter = &keep
+	logf(r.e.cfg, "rollout N=%d: bookkeeping floor before and after the steps: create %s and %s, update %s and %s", r.n,
+		r.keepBefore.create.wall.Round(time.Millisecond), keep.create.wall.Round(time.Millisecond),
+		r.keepBefore.update.wall.Round(time.Millisecond), keep.update.wall.Round(time.Millisecond))
 	return nil
 }

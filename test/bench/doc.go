@@ -23,9 +23,12 @@
 // Each rollout step is measured against two floors: the bare loop, and the bookkeeping floor,
 // the bare loop plus each Package's pin and status (bookkeeping.go). So are the fleet's install
 // and its rollout of every add-on by one commit, over the Packages of the management add-ons
-// (fleet_floor.go). A rollout's gap to the bookkeeping floor is accounted for in "waits:" rows
-// (waits.go): the trace of the Package watch (trace.go), the controller's reconcile counts and
-// work-queue durations, and the CPU of the machine and of each process (machine.go).
+// (fleet_floor.go). A rollout measures its bookkeeping floor before and after its steps and
+// judges each step against the mean of both (bookkeeping_bracket.go), unless the steady scenario
+// takes its fleet, controller running: then before only. A rollout's gap to the bookkeeping floor
+// is accounted for in "waits:" rows (waits.go): the trace of the Package watch (trace.go), the
+// controller's reconcile counts and work-queue durations, and the CPU of the machine and of each
+// process (machine.go).
 //
 // The program in test/bench/cmd parses flags and calls Run; `make bench` runs it:
 //

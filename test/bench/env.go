@@ -53,6 +53,8 @@ type env struct {
 	sample []string
 	ctrl   *Controller
 	watch  *packageWatch
+	// stopWatch stops watch; nil while no watch started by startController runs.
+	stopWatch context.CancelFunc
 	// restarts counts the controller's restarts.
 	restarts int
 	// ctrlArgs are more flags of every controller started.
@@ -206,7 +208,29 @@ func (e *env) startController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.watch, err = watchPackages(ctx, e.admin)
+	// The watch gets its own context, so that stopController can end it before the run does.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	if e.watch, err = watchPackages(watchCtx, e.admin); err != nil {
+		stopWatch()
+		return err
+	}
+	e.stopWatch = stopWatch
+	return nil
+}
+
+// stopController stops the controller and the Package watch of startController, and forgets
+// both: take then measures no controller, and nothing stops them twice or reads a watch that
+// no longer follows the API server.
+func (e *env) stopController() error {
+	if e.stopWatch != nil {
+		e.stopWatch()
+	}
+	e.stopWatch, e.watch = nil, nil
+	if e.ctrl == nil {
+		return nil
+	}
+	err := e.ctrl.Stop()
+	e.ctrl = nil
 	return err
 }
 
@@ -233,11 +257,9 @@ func (e *env) requestPoll(ctx context.Context) error {
 	return e.admin.Patch(ctx, gs, client.RawPatch("application/merge-patch+json", []byte(patch)))
 }
 
-// close stops the controller, the API servers and the Git server.
+// close stops the controller, the Package watch, the API servers and the Git server.
 func (e *env) close() error {
-	if e.ctrl != nil {
-		_ = e.ctrl.Stop()
-	}
+	_ = e.stopController()
 	if e.git != nil {
 		e.git.Close()
 	}

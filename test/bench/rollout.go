@@ -33,23 +33,34 @@ type rolloutRun struct {
 	// CPU time the API server and etcd spent on it.
 	floorRq        Requests
 	floorServerCPU time.Duration
-	// keepCreate and keepFloor are the bookkeeping floor's times to create, then update, every
-	// object with its Package's pin and status (bookkeeping.go); keepRq and keepServerCPU are
-	// the update's requests and API-server CPU.
-	keepCreate, keepFloor time.Duration
-	keepRq                Requests
-	keepServerCPU         time.Duration
-	// keepCreateWindow and keepWindow are what the machine did during the bookkeeping floor's
-	// create and update.
-	keepCreateWindow, keepWindow window
-	// keepCreateBytes and keepPackageBytes are the size of a bookkeeping floor's Package after
-	// its create and its update pass.
-	keepCreateBytes, keepPackageBytes int
+	// keepBefore is the bookkeeping floor (bookkeeping.go) measured before convoy's steps, and
+	// keepAfter the same measured after them; nil when it was not (bookkeeping_bracket.go).
+	keepBefore bookkeepingFloor
+	keepAfter  *bookkeepingFloor
+	// steps are convoy's measured steps in their order, whose rows wait for the floors.
+	steps []measuredStep
 }
 
-// runRollout measures the bare-loop floor, installs the package, then rolls out a new
-// revision with each strategy. It returns the env, still running, for the steady scenario.
-func runRollout(ctx context.Context, cfg Config, res *Results, n, objects int) (*env, error) {
+// measuredStep is what one of convoy's steps measured, kept until its rows can be added
+// (addStepRows): they compare it with the bookkeeping floor, which may yet be measured again
+// after the steps.
+type measuredStep struct {
+	name string
+	w    window
+	// trace and counters are the step's timeline and the controller's counters over it (waits.go).
+	trace    *rolloutTrace
+	counters waitCounters
+	// packageBytes is the size of a Package right after the step; 0 when it was not read.
+	packageBytes int
+	withTargets  bool
+}
+
+// runRollout measures the bare-loop floor and the bookkeeping floor, installs the package, then
+// rolls out a new revision with each strategy. With bracket it then stops the controller and
+// measures the bookkeeping floor again, so that each step is judged against the floor on both
+// sides of it; without, it returns the env with the controller still running, for the steady
+// scenario. The steps' rows are added once the floors are known, also when a later step fails.
+func runRollout(ctx context.Context, cfg Config, res *Results, n, objects int, bracket bool) (*env, error) {
 	logf(cfg, "rollout N=%d: starting the management server and %d HostedClusters, %d objects per Package", n, n, objects)
 	e, err := newEnv(ctx, cfg, envInput{Clusters: n, Objects: objects})
 	if err != nil {
@@ -57,12 +68,17 @@ func runRollout(ctx context.Context, cfg Config, res *Results, n, objects int) (
 	}
 	r := &rolloutRun{e: e, res: res, n: n, objects: e.objects}
 	steps := []func(context.Context) error{r.measureFloor, r.install, r.instant, r.rolling}
+	if bracket {
+		steps = append(steps, r.measureBookkeepingFloorAfter)
+	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
+			r.addStepRows()
 			_ = e.close()
 			return nil, fmt.Errorf("rollout N=%d: %w", n, err)
 		}
 	}
+	r.addStepRows()
 	return e, nil
 }
 
@@ -116,7 +132,7 @@ func (r *rolloutRun) install(ctx context.Context) error {
 		return err
 	}
 	logf(r.e.cfg, "rollout N=%d: installing with driver %s", r.n, r.driver)
-	return r.measure(ctx, installStep, r.e.commit, floors{r.create, r.keepCreate, r.keepCreateWindow}, func(ctx context.Context) error {
+	return r.measure(ctx, installStep, r.e.commit, func(ctx context.Context) error {
 		create := r.e.createHostedClusterPackage
 		if r.driver == DriverPackages {
 			create = func(ctx context.Context) error { return r.e.createPackages(ctx, packageName, managementPath) }
@@ -186,7 +202,7 @@ func (r *rolloutRun) rollout(ctx context.Context, name string, rolling bool) err
 	if err != nil {
 		return err
 	}
-	return r.measure(ctx, name, commit, floors{r.floor, r.keepFloor, r.keepWindow}, func(ctx context.Context) error {
+	return r.measure(ctx, name, commit, func(ctx context.Context) error {
 		if err := r.e.requestPoll(ctx); err != nil {
 			return err
 		}
@@ -211,9 +227,18 @@ func (r *rolloutRun) scenario(name string) string {
 	return fmt.Sprintf("rollout N=%d %s", r.n, name)
 }
 
-// measure runs fn, which rolls out commit, between two snapshots and adds its rows and the
-// accounting of its waits (waits.go); targets apply when withTargets.
-func (r *rolloutRun) measure(ctx context.Context, name, commit string, floor floors, fn func(context.Context) error, withTargets bool) error {
+// floorScenario names the rows of the bookkeeping floor itself. It does not start as the steps'
+// do ("rollout N=1000 "): a rollout table (benchtable) takes every such scenario for a step.
+func (r *rolloutRun) floorScenario() string {
+	if r.objects != objectsPerPackage {
+		return fmt.Sprintf("bookkeeping floor N=%d %d objects", r.n, r.objects)
+	}
+	return fmt.Sprintf("bookkeeping floor N=%d", r.n)
+}
+
+// measure runs fn, which rolls out commit, between two snapshots and keeps what it measured for
+// the step's rows and the accounting of its waits (addStepRows); targets apply when withTargets.
+func (r *rolloutRun) measure(ctx context.Context, name, commit string, fn func(context.Context) error, withTargets bool) error {
 	rendersBefore, err := r.e.ctrl.Counter(ctx, rendersMetric)
 	if err != nil {
 		return err
@@ -249,10 +274,40 @@ func (r *rolloutRun) measure(ctx context.Context, name, commit string, floor flo
 		return err
 	}
 	w.renders = rendersAfter - rendersBefore
-	r.addRows(name, w, floor, withTargets)
-	r.addPackageSizeRow(ctx, name)
-	r.addWaitRows(r.scenario(name), account(w, floor, r.e.cfg.Concurrency, r.n, trace, countersAfter.sub(countersBefore)))
+	r.steps = append(r.steps, measuredStep{name: name, w: w, trace: trace, counters: countersAfter.sub(countersBefore),
+		packageBytes: r.packageSize(ctx, name), withTargets: withTargets})
 	return nil
+}
+
+// addStepRows adds the rows of every measured step against its floors, with the accounting of
+// its waits, then how far the bookkeeping floor moved across the steps when it was measured on
+// both sides of them. It reads nothing from the servers: it also runs when a step failed.
+func (r *rolloutRun) addStepRows() {
+	for _, s := range r.steps {
+		floor := r.floorsOf(s.name)
+		r.addRows(s.name, s.w, floor, s.withTargets)
+		r.addPackageSizeRow(s.name, s.packageBytes, floor.keep.pass().packageBytes)
+		r.addWaitRows(r.scenario(s.name), account(s.w, floor, r.e.cfg.Concurrency, r.n, s.trace, s.counters))
+	}
+	if r.keepAfter != nil {
+		for _, row := range floorDriftRows(r.floorScenario(), r.keepBefore, *r.keepAfter) {
+			r.res.add(row)
+		}
+	}
+}
+
+// floorsOf returns the floors of step name: the bare loop's and the bookkeeping floor's create
+// passes for the install, their update passes for a rollout; the bookkeeping floor's from both
+// sides of the steps when it was measured after them too.
+func (r *rolloutRun) floorsOf(name string) floors {
+	out := floors{bare: r.floor, keep: floorBracket{before: r.keepBefore.passFor(name)}}
+	if name == installStep {
+		out.bare = r.create
+	}
+	if r.keepAfter != nil {
+		out.keep.after = ptr(r.keepAfter.passFor(name))
+	}
+	return out
 }
 
 // rendersMetric counts the controller's package renders.

@@ -64,20 +64,15 @@ func (r *rolloutRun) addRows(name string, w window, floor floors, withTargets bo
 	for _, row := range []Row{wall, cpu, server, rss, perObj, onObjects, renders} {
 		r.res.add(row)
 	}
-	r.addBookkeepingRows(scenario, w, floor.bookkeeping, r.floorTargeted(name))
+	r.addBookkeepingRows(scenario, w, floor.keep, r.floorTargeted(name))
 }
 
-// addPackageSizeRow adds the size of a Package after step name, as stored, against that of a
-// bookkeeping floor's Package after the floor's pass of the same kind (create for the install):
-// with the HostedClusterPackage driver the floor's pin carries what a HostedClusterPackage
-// applies (pinnedPackage), so that its writes cost what convoy's do. A failed read is noted.
-func (r *rolloutRun) addPackageSizeRow(ctx context.Context, name string) {
-	floor := r.keepPackageBytes
-	if name == installStep {
-		floor = r.keepCreateBytes
-	}
-	if floor == 0 || len(r.e.namespaces) == 0 {
-		return
+// packageSize reads the size of a Package right after step name, as stored, when the
+// bookkeeping floor has one to compare it with (addPackageSizeRow); else, or when the read
+// fails, which is noted, it returns 0.
+func (r *rolloutRun) packageSize(ctx context.Context, name string) int {
+	if r.keepBefore.passFor(name).packageBytes == 0 || len(r.e.namespaces) == 0 {
+		return 0
 	}
 	pkg := packageName
 	if r.driver == DriverHostedClusterPackage {
@@ -87,6 +82,17 @@ func (r *rolloutRun) addPackageSizeRow(ctx context.Context, name string) {
 	size, err := storedSize(ctx, r.e.admin, ns, pkg)
 	if err != nil {
 		r.res.note("rollout N=%d %s: Package size: %v", r.n, name, err)
+		return 0
+	}
+	return size
+}
+
+// addPackageSizeRow adds size, that of a Package after step name, against floor, that of a
+// bookkeeping floor's Package after the floor's pass of the same kind (create for the install):
+// with the HostedClusterPackage driver the floor's pin carries what a HostedClusterPackage
+// applies (pinnedPackage), so that its writes cost what convoy's do. Without a size, no row.
+func (r *rolloutRun) addPackageSizeRow(name string, size, floor int) {
+	if size == 0 {
 		return
 	}
 	r.res.add(Row{Scenario: r.scenario(name), Metric: "Package size, against the bookkeeping floor's", Value: float64(size), Unit: "B",
@@ -101,16 +107,16 @@ func (r *rolloutRun) floorTargeted(name string) bool {
 		(name == installStep || strings.HasSuffix(name, instantScenarioSuffix))
 }
 
-// addBookkeepingRows adds the rows of a measured window against the bookkeeping floor: wall
-// time (floor; with issue 42's target when targeted), and requests and API-server CPU per
-// object against the floor's update pass.
-func (r *rolloutRun) addBookkeepingRows(scenario string, w window, floor time.Duration, targeted bool) {
-	pass := floorPass{wall: floor, requests: r.keepRq, serverCPU: r.keepServerCPU}
+// addBookkeepingRows adds the rows of a measured window against the bookkeeping floor's pass of
+// the step's kind (keep, the mean of both sides of the steps when measured after them too): wall
+// time, with issue 42's target when targeted, and requests and API-server CPU per object. The
+// wall time's note says how the floor was measured.
+func (r *rolloutRun) addBookkeepingRows(scenario string, w window, keep floorBracket, targeted bool) {
 	target := 0.0
 	if targeted {
 		target = targetBookkeepingRatio
 	}
-	for _, row := range bookkeepingRows(scenario, w, pass, float64(r.n*r.objects), target, "bare loop plus each Package's pin and status") {
+	for _, row := range bookkeepingRows(scenario, w, keep.pass(), float64(r.n*r.objects), target, keep.note("bare loop plus each Package's pin and status")) {
 		r.res.add(row)
 	}
 }

@@ -58,14 +58,16 @@ type waitAccount struct {
 	// firstPin, lastPin, p95Done and lastDone come from the trace, timed from the step's start.
 	firstPin, lastPin, p50Done, p95Done, lastDone time.Duration
 	controllerCPU                                 time.Duration
-	// step and keep are what the machine did during the step and during its bookkeeping floor.
+	// step and keep are what the machine did during the step and during its bookkeeping floor
+	// (the mean of both sides of the steps when measured after them too: meanWindow).
 	step, keep window
 }
 
 // account builds the accounting of a step from its trace and counters.
 func account(w window, floor floors, workers, packages int, t *rolloutTrace, c waitCounters) waitAccount {
-	a := waitAccount{wall: w.wall, floor: floor.bookkeeping, workers: workers, packages: packages, counters: c,
-		controllerCPU: w.cpu, step: w, keep: floor.keep}
+	keep := floor.keep.pass()
+	a := waitAccount{wall: w.wall, floor: keep.wall, workers: workers, packages: packages, counters: c,
+		controllerCPU: w.cpu, step: w, keep: keep.window}
 	a.firstPin, a.lastPin = t.pinnedAt(0), t.pinnedAt(1)
 	a.p50Done, a.p95Done, a.lastDone = t.doneAt(0.5), t.doneAt(0.95), t.doneAt(1)
 	return a
