@@ -95,6 +95,12 @@ type Plan struct {
 
 	// RejectReason says why, for the annotation, the status and the event.
 	RejectReason string
+
+	// OnlyProgressRemains is true when the plan changes nothing and every eligible target's
+	// Package is pinned at the update revision: no Package event can free work for a later
+	// pass, only change the status, fail a Package or complete the rollout. The controller then
+	// batches Package events longer.
+	OnlyProgressRemains bool
 }
 
 // Change pins one Package to a revision. The controller applies the revision's template and

@@ -35,6 +35,21 @@ func (p *planner) report(plan *Plan) {
 	plan.RequeueAfter = p.requeueAfter()
 	plan.Gate = p.gate
 	plan.Reject, plan.RejectReason = p.rejectReason != "", p.rejectReason
+	plan.OnlyProgressRemains = p.onlyProgressRemains(plan)
+}
+
+// onlyProgressRemains reports whether plan changes nothing, no deletion waits, and every
+// eligible target's Package is pinned at the update revision (Plan.OnlyProgressRemains).
+func (p *planner) onlyProgressRemains(plan *Plan) bool {
+	if len(plan.Creates)+len(plan.Updates)+len(plan.Deletes)+len(plan.Relabels) > 0 || plan.DeletionsWaiting > 0 || plan.Reject {
+		return false
+	}
+	for _, t := range p.targets {
+		if t.eligible() && !t.state.pinnedToUpdate() {
+			return false
+		}
+	}
+	return true
 }
 
 // rolloutCompleted reports whether the rollout completed: every partition is done (a tolerated

@@ -132,3 +132,28 @@ func TestWriteStatus(t *testing.T) {
 	compute(g, w).WriteStatus(&status)
 	g.Expect(status).To(Equal(*before))
 }
+
+// TestOnlyProgressRemainsOnceEveryTargetIsPinned: a plan says that only the Packages' progress
+// remains when it changes nothing and every eligible target is pinned at the update revision;
+// not while a target waits for a slot, nor while the plan pins one.
+func TestOnlyProgressRemainsOnceEveryTargetIsPinned(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld().fleet(2, "early").progressedAll(revision(1))
+	for _, p := range w.packages { // as the controller applies them: no relabel is due
+		p.Annotations[TemplateMetadataAnnotation] = TemplateMetadataHash(w.hcpkg.Spec.Template.Metadata)
+	}
+	g.Expect(compute(g, w).OnlyProgressRemains).To(BeFalse(), "the plan pins the first target")
+
+	setSpec(w.packages[namespaceOf("early-1")], revision(2), t0)
+	plan := compute(g, w)
+	g.Expect(plan.Updates).To(BeEmpty(), "the budget of one is spent")
+	g.Expect(plan.OnlyProgressRemains).To(BeFalse(), "early-2 waits for a slot")
+
+	setSpec(w.packages[namespaceOf("early-2")], revision(2), t0)
+	g.Expect(compute(g, w).OnlyProgressRemains).To(BeTrue(), "both are pinned; only their progress remains")
+
+	progress(w.packages[namespaceOf("early-1")], t0)
+	progress(w.packages[namespaceOf("early-2")], t0)
+	w.update, w.history = revision(3), append(w.history, revision(3))
+	g.Expect(compute(g, w).OnlyProgressRemains).To(BeFalse(), "a new revision has targets to pin")
+}

@@ -102,7 +102,8 @@ type HostedClusterPackageReconciler struct {
 	shards  shardList
 	expect  *expectations
 	metrics *rolloutMetrics
-	// passes holds when the last pass of each HostedClusterPackage started (time.Time by name).
+	// passes holds when the last pass of each HostedClusterPackage started and what it planned
+	// (passMark by name), for the batching of Package events.
 	passes sync.Map
 	// conflicts holds the HostedClusters a foreign Package blocks, by HostedClusterPackage name
 	// (map[string]bool), so that each conflict is announced once.
@@ -120,6 +121,8 @@ type scope struct {
 	// before is the status at the start of the pass, for events and metrics.
 	before *convoyv1alpha1.HostedClusterPackageStatus
 	now    time.Time
+	// started is when the pass started, by the machine's clock (passMark).
+	started time.Time
 	// sharding, shardProblem: set by reconcileShards; shardProblem says why the shards
 	// ConfigMap's data was refused.
 	sharding     Sharding
@@ -148,7 +151,8 @@ type scope struct {
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
-	r.passes.Store(req.Name, time.Now())
+	started := time.Now()
+	r.passes.Store(req.Name, passMark{started: started})
 	obj := &convoyv1alpha1.HostedClusterPackage{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -167,7 +171,7 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 	if !r.expect.satisfied(obj.Name, packages.byKey) {
 		return ctrl.Result{RequeueAfter: cacheLagRecheck}, nil
 	}
-	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), packages: packages}
+	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), started: started, packages: packages}
 	fin := pass.NewStatusFinalizer(r.Client, obj,
 		pass.StatusFields{ObservedGeneration: &obj.Status.ObservedGeneration}, pass.StatusOptions{})
 	defer func() {
@@ -235,6 +239,7 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(_ context.Context, s *sco
 	if s.plan, err = rollout.Compute(s.in); err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
+	r.passes.Store(s.obj.Name, passMark{started: s.started, onlyProgress: s.plan.OnlyProgressRemains})
 	return nil
 }
 

@@ -118,6 +118,27 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 // event after a quiet spell starts a pass at once; a rollout wave waits at most this long.
 const packageEventBatching = 250 * time.Millisecond
 
+// progressEventBatching replaces packageEventBatching after a pass whose plan said that only
+// the Packages' progress remains (rollout.Plan.OnlyProgressRemains): every target is pinned, so
+// a Package event can only change the status, fail a Package (a rollback then starts up to
+// this much later) or complete the rollout.
+const progressEventBatching = time.Second
+
+// passMark is what the batching of Package events knows of a HostedClusterPackage's last pass:
+// when it started, and whether its plan left only the Packages' progress to wait for.
+type passMark struct {
+	started      time.Time
+	onlyProgress bool
+}
+
+// batching is the least time between the pass marked and the next that a Package event starts.
+func (m passMark) batching() time.Duration {
+	if m.onlyProgress {
+		return progressEventBatching
+	}
+	return packageEventBatching
+}
+
 // batched makes h enqueue its requests no sooner than delay says.
 func batched(h handler.EventHandler, delay func(reconcile.Request) time.Duration) handler.EventHandler {
 	wrap := func(q queue) queue { return delayedQueue{queue: q, delay: delay} }
@@ -149,13 +170,14 @@ func (q delayedQueue) Add(req reconcile.Request) {
 }
 
 // packageEventDelay is how long a Package event waits before it starts a pass of req: until
-// packageEventBatching after the last pass started.
+// the last pass's batching has passed since it started.
 func (r *HostedClusterPackageReconciler) packageEventDelay(req reconcile.Request) time.Duration {
 	last, ok := r.passes.Load(req.Name)
 	if !ok {
 		return 0
 	}
-	return time.Until(last.(time.Time).Add(packageEventBatching))
+	mark := last.(passMark)
+	return time.Until(mark.started.Add(mark.batching()))
 }
 
 // indexOwner returns the HostedClusterPackage controlling a Package.

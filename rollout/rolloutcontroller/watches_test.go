@@ -2,10 +2,13 @@ package rolloutcontroller
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout"
@@ -52,4 +55,24 @@ func TestPackageChangedIgnoresARequestForAPass(t *testing.T) {
 			NewWithT(t).Expect(got).To(Equal(tc.want))
 		})
 	}
+}
+
+// TestPackageEventsWaitLongerWhenOnlyProgressRemains: a Package event starts a pass at once
+// after a quiet spell, else packageEventBatching after the last pass started, and
+// progressEventBatching after a pass whose plan left only the Packages' progress.
+func TestPackageEventsWaitLongerWhenOnlyProgressRemains(t *testing.T) {
+	g := NewWithT(t)
+	r := &HostedClusterPackageReconciler{}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "addon"}}
+	g.Expect(r.packageEventDelay(req)).To(BeZero(), "no pass yet")
+
+	now := time.Now()
+	r.passes.Store(req.Name, passMark{started: now})
+	g.Expect(r.packageEventDelay(req)).To(BeNumerically("~", packageEventBatching, 50*time.Millisecond))
+
+	r.passes.Store(req.Name, passMark{started: now, onlyProgress: true})
+	g.Expect(r.packageEventDelay(req)).To(BeNumerically("~", progressEventBatching, 50*time.Millisecond))
+
+	r.passes.Store(req.Name, passMark{started: now.Add(-2 * progressEventBatching), onlyProgress: true})
+	g.Expect(r.packageEventDelay(req)).To(BeNumerically("<=", 0), "a quiet spell")
 }
