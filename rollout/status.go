@@ -39,13 +39,14 @@ func (p *planner) report(plan *Plan) {
 }
 
 // onlyProgressRemains reports whether plan changes nothing, no deletion waits, and every
-// eligible target's Package is pinned at the update revision (Plan.OnlyProgressRemains).
+// eligible target's Package is pinned at the update revision and not being deleted
+// (Plan.OnlyProgressRemains): a Package that someone deletes is created again when it is gone.
 func (p *planner) onlyProgressRemains(plan *Plan) bool {
 	if len(plan.Creates)+len(plan.Updates)+len(plan.Deletes)+len(plan.Relabels) > 0 || plan.DeletionsWaiting > 0 || plan.Reject {
 		return false
 	}
 	for _, t := range p.targets {
-		if t.eligible() && !t.state.pinnedToUpdate() {
+		if t.eligible() && (!t.state.pinnedToUpdate() || t.state.deleting) {
 			return false
 		}
 	}

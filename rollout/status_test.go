@@ -152,6 +152,15 @@ func TestOnlyProgressRemainsOnceEveryTargetIsPinned(t *testing.T) {
 	setSpec(w.packages[namespaceOf("early-2")], revision(2), t0)
 	g.Expect(compute(g, w).OnlyProgressRemains).To(BeTrue(), "both are pinned; only their progress remains")
 
+	deleted := metav1.NewTime(t0)
+	w.packages[namespaceOf("early-2")].DeletionTimestamp = &deleted
+	g.Expect(compute(g, w).OnlyProgressRemains).To(BeFalse(), "someone deletes early-2: it is created again once gone")
+	w.packages[namespaceOf("early-2")].DeletionTimestamp = nil
+
+	w.hcpkg.Spec.Paused = true
+	g.Expect(compute(g, w).OnlyProgressRemains).To(BeTrue(), "paused with every target pinned")
+	w.hcpkg.Spec.Paused = false
+
 	progress(w.packages[namespaceOf("early-1")], t0)
 	progress(w.packages[namespaceOf("early-2")], t0)
 	w.update, w.history = revision(3), append(w.history, revision(3))
