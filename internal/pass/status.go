@@ -1,6 +1,7 @@
 package pass
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -309,55 +309,66 @@ func (f *StatusFinalizer) statusPatch(base client.Object) ([]byte, bool, error) 
 }
 
 // statusPatch returns the merge patch turning before's status into after's, and whether there
-// is any difference.
+// is any difference. The statuses compare as the API server stores them: encoded.
 func statusPatch(before, after runtime.Object) ([]byte, bool, error) {
 	if sameTypedStatus(before, after) {
 		return nil, false, nil
 	}
-	b, err := statusOf(before)
+	b, err := statusJSON(before)
 	if err != nil {
 		return nil, false, err
 	}
-	a, err := statusOf(after)
+	a, err := statusJSON(after)
 	if err != nil {
 		return nil, false, err
 	}
-	if equality.Semantic.DeepEqual(b, a) {
+	if bytes.Equal(b, a) {
 		return nil, false, nil
 	}
-	bj, err := json.Marshal(map[string]any{"status": b})
-	if err != nil {
-		return nil, false, err
-	}
-	aj, err := json.Marshal(map[string]any{"status": a})
-	if err != nil {
-		return nil, false, err
-	}
-	data, err := jsonpatch.CreateMergePatch(bj, aj)
+	data, err := jsonpatch.CreateMergePatch(b, a)
 	return data, err == nil, err
 }
 
 // sameTypedStatus reports whether before and after, pointers to structs of one type, hold
-// identical Status fields: the outcome of most passes, answered without converting both whole
-// objects to unstructured. It is strict (a nil slice is not an empty one, times compare with
-// their location), so equal statuses always encode alike; false means "compare the
-// unstructured statuses", which decide.
+// identical Status fields: the outcome of most passes, answered without encoding them. It is
+// strict (a nil slice is not an empty one, times compare with their location), so equal
+// statuses always encode alike; false means "compare the encoded statuses", which decide.
 func sameTypedStatus(before, after runtime.Object) bool {
-	b, a := reflect.ValueOf(before), reflect.ValueOf(after)
-	if b.Type() != a.Type() || b.Kind() != reflect.Pointer || b.IsNil() || a.IsNil() || b.Elem().Kind() != reflect.Struct {
+	if reflect.TypeOf(before) != reflect.TypeOf(after) {
 		return false
 	}
-	bs, as := b.Elem().FieldByName("Status"), a.Elem().FieldByName("Status")
-	return bs.IsValid() && as.IsValid() && reflect.DeepEqual(bs.Addr().Interface(), as.Addr().Interface())
+	bs, bok := statusField(before)
+	as, aok := statusField(after)
+	return bok && aok && reflect.DeepEqual(bs.Addr().Interface(), as.Addr().Interface())
 }
 
-// statusOf returns the unstructured status of obj.
-func statusOf(obj runtime.Object) (any, error) {
+// statusJSON encodes obj's status as the document {"status": ...}: its typed Status field when
+// it has one, so that a pass does not convert the whole object, its unstructured content
+// otherwise. Both encode a status alike (the fields' JSON names, times to the second).
+func statusJSON(obj runtime.Object) ([]byte, error) {
+	if field, ok := statusField(obj); ok {
+		return json.Marshal(statusDocument{Status: field.Addr().Interface()})
+	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("converting %T: %w", obj, err)
 	}
-	return u["status"], nil
+	return json.Marshal(statusDocument{Status: u["status"]})
+}
+
+// statusDocument is the part of an object a status patch compares.
+type statusDocument struct {
+	Status any `json:"status"`
+}
+
+// statusField returns the Status field of obj when obj points to a struct that has one.
+func statusField(obj runtime.Object) (reflect.Value, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	field := v.Elem().FieldByName("Status")
+	return field, field.IsValid()
 }
 
 // logOutcome logs a failed pass at the end. A stall is a decision an operator reads at the

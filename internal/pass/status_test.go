@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -282,6 +283,15 @@ func TestStatusPatchComparesStatusesAsTheyAreStored(t *testing.T) {
 		}(), false},
 		{"a time that differs below the second the API server stores", withReady(at, "ok"), withReady(at.Add(time.Millisecond), "ok"), false},
 		{"a changed message", withReady(at, "ok"), withReady(at, "broken"), true},
+		{"an empty list where there was none", func() *convoyv1alpha1.Package {
+			p := withReady(at, "ok")
+			p.Status.Inventory = nil
+			return p
+		}(), func() *convoyv1alpha1.Package {
+			p := withReady(at, "ok")
+			p.Status.Inventory = []convoyv1alpha1.InventoryEntry{}
+			return p
+		}(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -293,4 +303,20 @@ func TestStatusPatchComparesStatusesAsTheyAreStored(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestStatusPatchOfAnObjectWithoutATypedStatus(t *testing.T) {
+	g := NewWithT(t)
+	obj := func(phase string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "u"},
+			"status": map[string]any{"phase": phase, "kept": "yes"}}}
+		return u
+	}
+	_, changed, err := statusPatch(obj("Ready"), obj("Ready"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeFalse())
+	data, changed, err := statusPatch(obj("Ready"), obj("Failed"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeTrue())
+	g.Expect(string(data)).To(Equal(`{"status":{"phase":"Failed"}}`))
 }
