@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"sort"
@@ -99,9 +100,18 @@ func (r Requests) String() string {
 	sort.Strings(keys)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%.0f", k, r[k]))
+		parts = append(parts, k+"="+strconv.FormatFloat(r[k], 'f', countDigits(r[k]), 64))
 	}
 	return strings.Join(parts, " ")
+}
+
+// countDigits is the digits a count is printed with: none for a whole count, one for a mean of
+// counts (the mean of two floors' passes may hold half a request).
+func countDigits(v float64) int {
+	if v == math.Trunc(v) {
+		return 0
+	}
+	return 1
 }
 
 // requestLine matches a series of apiserver_request_total; labels are parsed separately.

@@ -155,7 +155,7 @@ func (e *env) measureBookkeepingFloor(ctx context.Context, res *Results, package
 
 // measureFloorPass runs the bookkeeping loop over packages at rev between two snapshots.
 func (e *env) measureFloorPass(ctx context.Context, packages []keptPackage, rev int) (floorPass, error) {
-	before, err := e.take(ctx)
+	before, err := e.begin(ctx)
 	if err != nil {
 		return floorPass{}, err
 	}

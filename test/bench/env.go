@@ -285,6 +285,25 @@ type snapshot struct {
 	machine  machineCPU
 }
 
+// begin starts a measured pass: it compacts the management etcd's history (see
+// simfleet.Fleet.CompactStorage), so that every pass, convoy's and the floors' alike, starts
+// on a store without the history of the passes before it, then measures.
+func (e *env) begin(ctx context.Context) (snapshot, error) {
+	if err := e.compact(ctx); err != nil {
+		return snapshot{}, err
+	}
+	return e.take(ctx)
+}
+
+// compact discards the management etcd's history before a measured pass that takes no
+// snapshot of its own.
+func (e *env) compact(ctx context.Context) error {
+	if err := e.fleet.CompactStorage(ctx); err != nil {
+		return fmt.Errorf("compacting the management etcd before a measured pass: %w", err)
+	}
+	return nil
+}
+
 // take measures now.
 func (e *env) take(ctx context.Context) (snapshot, error) {
 	s := snapshot{at: time.Now(), own: e.counter.snapshot(), gitStats: e.git.Stats()}

@@ -266,7 +266,7 @@ func (f *fleetRun) measure(ctx context.Context, fn func(context.Context) error) 
 	if err != nil {
 		return window{}, err
 	}
-	before, err := f.e.take(ctx)
+	before, err := f.e.begin(ctx)
 	if err != nil {
 		return window{}, err
 	}

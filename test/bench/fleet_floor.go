@@ -59,11 +59,14 @@ func (f *fleetRun) keptPackages() []keptPackage {
 func (f *fleetRun) measureFloor(ctx context.Context) error {
 	c := f.e.cfg.Concurrency
 	logf(f.e.cfg, "fleet: bare SSA loop, %d objects at concurrency %d", f.managementObjects(), c)
+	if err := f.e.compact(ctx); err != nil {
+		return err
+	}
 	var err error
 	if f.create, err = bareLoop(ctx, f.e.admin, f.bareBatches(1), c); err != nil {
 		return err
 	}
-	before, err := f.e.take(ctx)
+	before, err := f.e.begin(ctx)
 	if err != nil {
 		return err
 	}

@@ -96,11 +96,14 @@ func (r *rolloutRun) bareBatches(rev int) [][]*unstructured.Unstructured {
 func (r *rolloutRun) measureFloor(ctx context.Context) error {
 	c := r.e.cfg.Concurrency
 	logf(r.e.cfg, "rollout N=%d: bare SSA loop, %d objects at concurrency %d", r.n, r.n*r.objects, c)
+	if err := r.e.compact(ctx); err != nil {
+		return err
+	}
 	var err error
 	if r.create, err = bareLoop(ctx, r.e.admin, r.bareBatches(1), c); err != nil {
 		return err
 	}
-	before, err := r.e.take(ctx)
+	before, err := r.e.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -247,7 +250,7 @@ func (r *rolloutRun) measure(ctx context.Context, name, commit string, fn func(c
 	if err != nil {
 		return err
 	}
-	before, err := r.e.take(ctx)
+	before, err := r.e.begin(ctx)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,7 @@ type ControlPlane struct {
 	opts      Options
 	dir       string
 	etcd      *process.Process
+	etcdURL   string
 	apiServer *process.Process
 	// apiServerArgs start the API server again on the same etcd, port and certificates.
 	apiServerArgs []string
@@ -128,7 +129,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, clientURL string, peerPor
 	if err != nil {
 		return err
 	}
-	cp.etcd = p
+	cp.etcd, cp.etcdURL = p, clientURL
 	return cp.waitReady(ctx, p, http.DefaultClient, clientURL+"/health")
 }
 

@@ -100,3 +100,34 @@ func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 		},
 	}
 }
+
+func TestCompactStorageDiscardsTheHistory(t *testing.T) {
+	dir := os.Getenv(binaryDirEnv)
+	if testing.Short() || dir == "" {
+		t.Skip("needs kube-apiserver and etcd from `make tools` in $" + binaryDirEnv + ", without -short")
+	}
+	g := NewWithT(t)
+	ctx := context.Background()
+	cp, err := Start(ctx, Options{BinaryDir: dir})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = cp.Stop() }()
+	key := []byte("/convoy-test/history")
+	put := func(value string) string {
+		var out struct {
+			Header struct {
+				Revision string `json:"revision"`
+			} `json:"header"`
+		}
+		g.Expect(cp.etcdCall(ctx, "/v3/kv/put", map[string]any{"key": key, "value": []byte(value)}, &out)).To(Succeed())
+		return out.Header.Revision
+	}
+	old := put("1")
+	put("2")
+	g.Expect(cp.etcdCall(ctx, "/v3/kv/range", map[string]any{"key": key, "revision": old}, nil)).To(Succeed(), "the history is kept until compacted")
+
+	g.Expect(cp.CompactStorage(ctx)).To(Succeed())
+	err = cp.etcdCall(ctx, "/v3/kv/range", map[string]any{"key": key, "revision": old}, nil)
+	g.Expect(err).To(MatchError(ContainSubstring("compacted")))
+	g.Expect(cp.etcdCall(ctx, "/v3/kv/range", map[string]any{"key": key}, nil)).To(Succeed(), "the current value stays")
+	g.Expect(cp.CompactStorage(ctx)).To(Succeed(), "compacting again at the same revision")
+}

@@ -108,6 +108,10 @@ func (f *Fleet) RestartAPIServer(ctx context.Context) (time.Duration, error) {
 	return f.mgmt.RestartAPIServer(ctx)
 }
 
+// CompactStorage discards the management etcd's history up to its current revision (see
+// controlplane.ControlPlane.CompactStorage).
+func (f *Fleet) CompactStorage(ctx context.Context) error { return f.mgmt.CompactStorage(ctx) }
+
 // ServerPIDs returns the process IDs of the management kube-apiserver and etcd, for
 // benchmarks that account their CPU.
 func (f *Fleet) ServerPIDs() []int { return f.mgmt.PIDs() }
