@@ -72,6 +72,10 @@ func (r *rolloutRun) measureWriteCosts(ctx context.Context, floorCPU time.Durati
 				return err
 			}
 		}
+		// Its baseline, the bare loop, started on a compacted etcd too.
+		if err := r.e.compact(ctx); err != nil {
+			return err
+		}
 		cpu, err := r.e.serverCPUOf(func() error { return runConcurrently(ctx, r.n, r.e.cfg.Concurrency, cost.write(2)) })
 		if err != nil {
 			return err

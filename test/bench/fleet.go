@@ -179,6 +179,9 @@ func (f *fleetRun) removeFirst(ctx context.Context) error {
 // installAll creates every add-on's HostedClusterPackage and waits until all Packages progressed.
 func (f *fleetRun) installAll(ctx context.Context) error {
 	logf(f.e.cfg, "fleet: installing %d add-ons", len(f.addons))
+	if err := f.e.compact(ctx); err != nil {
+		return err
+	}
 	w, err := f.measure(ctx, func(ctx context.Context) error {
 		if err := f.createHostedClusterPackages(ctx, f.addons...); err != nil {
 			return err
@@ -230,6 +233,11 @@ type fleetWindow struct {
 // rollout commits the next revision of addons, asks for a poll and waits until their Packages
 // progressed at it.
 func (f *fleetRun) rollout(ctx context.Context, addons ...*fleetAddon) (fleetWindow, error) {
+	// Compacting first: the GitSource's own poll may find a commit waiting while etcd compacts,
+	// and start the rollout before the step's first snapshot.
+	if err := f.e.compact(ctx); err != nil {
+		return fleetWindow{}, err
+	}
 	commit, err := f.commit(ctx, fmt.Sprintf("fleet: %d add-ons", len(addons)), addons...)
 	if err != nil {
 		return fleetWindow{}, err
@@ -260,13 +268,14 @@ func (f *fleetRun) rollout(ctx context.Context, addons ...*fleetAddon) (fleetWin
 	return out, err
 }
 
-// measure runs fn between two snapshots and returns the window, with the renders.
+// measure runs fn between two snapshots and returns the window, with the renders. The caller
+// compacts etcd first (env.compact), before it commits what fn rolls out.
 func (f *fleetRun) measure(ctx context.Context, fn func(context.Context) error) (window, error) {
 	rendersBefore, err := f.e.ctrl.Counter(ctx, rendersMetric)
 	if err != nil {
 		return window{}, err
 	}
-	before, err := f.e.begin(ctx)
+	before, err := f.e.take(ctx)
 	if err != nil {
 		return window{}, err
 	}

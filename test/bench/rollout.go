@@ -135,6 +135,9 @@ func (r *rolloutRun) install(ctx context.Context) error {
 		return err
 	}
 	logf(r.e.cfg, "rollout N=%d: installing with driver %s", r.n, r.driver)
+	if err := r.e.compact(ctx); err != nil {
+		return err
+	}
 	return r.measure(ctx, installStep, r.e.commit, func(ctx context.Context) error {
 		create := r.e.createHostedClusterPackage
 		if r.driver == DriverPackages {
@@ -201,6 +204,11 @@ func (r *rolloutRun) rolling(ctx context.Context) error {
 // Package progressed at it.
 func (r *rolloutRun) rollout(ctx context.Context, name string, rolling bool) error {
 	logf(r.e.cfg, "rollout N=%d: %s", r.n, name)
+	// Compacting first: the GitSource's own poll may find a commit waiting while etcd compacts,
+	// and start the rollout before the step's first snapshot.
+	if err := r.e.compact(ctx); err != nil {
+		return err
+	}
 	commit, err := r.e.commitNext()
 	if err != nil {
 		return err
@@ -241,6 +249,7 @@ func (r *rolloutRun) floorScenario() string {
 
 // measure runs fn, which rolls out commit, between two snapshots and keeps what it measured for
 // the step's rows and the accounting of its waits (addStepRows); targets apply when withTargets.
+// The caller compacts etcd first (env.compact), before it commits what fn rolls out.
 func (r *rolloutRun) measure(ctx context.Context, name, commit string, fn func(context.Context) error, withTargets bool) error {
 	rendersBefore, err := r.e.ctrl.Counter(ctx, rendersMetric)
 	if err != nil {
@@ -250,7 +259,7 @@ func (r *rolloutRun) measure(ctx context.Context, name, commit string, fn func(c
 	if err != nil {
 		return err
 	}
-	before, err := r.e.begin(ctx)
+	before, err := r.e.take(ctx)
 	if err != nil {
 		return err
 	}

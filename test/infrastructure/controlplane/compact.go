@@ -21,6 +21,15 @@ const etcdCallTimeout = time.Minute
 // before each measured pass, so that no pass pays for the history of the passes before it and a
 // periodic compaction that would land in one pass and not another has little to do.
 func (cp *ControlPlane) CompactStorage(ctx context.Context) error {
+	revision, err := cp.etcdRevision(ctx)
+	if err != nil {
+		return err
+	}
+	return cp.compactAt(ctx, revision)
+}
+
+// etcdRevision returns etcd's current revision.
+func (cp *ControlPlane) etcdRevision(ctx context.Context) (string, error) {
 	var state struct {
 		Header struct {
 			Revision string `json:"revision"`
@@ -28,14 +37,19 @@ func (cp *ControlPlane) CompactStorage(ctx context.Context) error {
 	}
 	// A count of one key returns the store's revision in the header.
 	if err := cp.etcdCall(ctx, "/v3/kv/range", map[string]any{"key": []byte("compact_rev_key"), "count_only": true}, &state); err != nil {
-		return err
+		return "", err
 	}
 	if _, err := strconv.ParseInt(state.Header.Revision, 10, 64); err != nil {
-		return fmt.Errorf("reading etcd's revision: %q: %w", state.Header.Revision, err)
+		return "", fmt.Errorf("reading etcd's revision: %q: %w", state.Header.Revision, err)
 	}
-	err := cp.etcdCall(ctx, "/v3/kv/compaction", map[string]any{"revision": state.Header.Revision, "physical": true}, nil)
+	return state.Header.Revision, nil
+}
+
+// compactAt compacts etcd's history up to revision; a revision compacted already, by the API
+// server or an earlier call, is no error.
+func (cp *ControlPlane) compactAt(ctx context.Context, revision string) error {
+	err := cp.etcdCall(ctx, "/v3/kv/compaction", map[string]any{"revision": revision, "physical": true}, nil)
 	if err != nil && strings.Contains(err.Error(), errAlreadyCompacted) {
-		// Nothing was written since the last compaction, the API server's or ours.
 		return nil
 	}
 	return err
