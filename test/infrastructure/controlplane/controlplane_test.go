@@ -57,15 +57,9 @@ func TestStartInstallsCRDsAndStopLeavesNothing(t *testing.T) {
 }
 
 func TestRestartAPIServerKeepsTheData(t *testing.T) {
-	dir := os.Getenv(binaryDirEnv)
-	if testing.Short() || dir == "" {
-		t.Skip("needs kube-apiserver and etcd from `make tools` in $" + binaryDirEnv + ", without -short")
-	}
 	g := NewWithT(t)
 	ctx := context.Background()
-	cp, err := Start(ctx, Options{BinaryDir: dir})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = cp.Stop() }()
+	cp := startForTest(t)
 	c, err := client.New(cp.Config, client.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"}, Data: map[string]string{"a": "1"}}
@@ -102,15 +96,9 @@ func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 }
 
 func TestCompactStorageDiscardsTheHistory(t *testing.T) {
-	dir := os.Getenv(binaryDirEnv)
-	if testing.Short() || dir == "" {
-		t.Skip("needs kube-apiserver and etcd from `make tools` in $" + binaryDirEnv + ", without -short")
-	}
 	g := NewWithT(t)
 	ctx := context.Background()
-	cp, err := Start(ctx, Options{BinaryDir: dir})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = cp.Stop() }()
+	cp := startForTest(t)
 	key := []byte("/convoy-test/history")
 	put := func(value string) string {
 		var out struct {
@@ -126,7 +114,7 @@ func TestCompactStorageDiscardsTheHistory(t *testing.T) {
 	g.Expect(cp.etcdCall(ctx, "/v3/kv/range", map[string]any{"key": key, "revision": old}, nil)).To(Succeed(), "the history is kept until compacted")
 
 	g.Expect(cp.CompactStorage(ctx)).To(Succeed())
-	err = cp.etcdCall(ctx, "/v3/kv/range", map[string]any{"key": key, "revision": old}, nil)
+	err := cp.etcdCall(ctx, "/v3/kv/range", map[string]any{"key": key, "revision": old}, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("compacted")))
 	g.Expect(cp.etcdCall(ctx, "/v3/kv/range", map[string]any{"key": key}, nil)).To(Succeed(), "the current value stays")
 	current, err := cp.etcdRevision(ctx)
@@ -134,4 +122,18 @@ func TestCompactStorageDiscardsTheHistory(t *testing.T) {
 	g.Expect(cp.compactAt(ctx, current)).To(Succeed())
 	g.Expect(cp.compactAt(ctx, current)).To(Succeed(), "compacting again at a compacted revision")
 	g.Expect(cp.compactAt(ctx, old)).To(Succeed(), "compacting below the compacted revision, as a late periodic compaction does")
+}
+
+// startForTest starts a control plane without CRDs that stops when t ends, or skips t without
+// the binaries of `make tools`.
+func startForTest(t *testing.T) *ControlPlane {
+	t.Helper()
+	dir := os.Getenv(binaryDirEnv)
+	if testing.Short() || dir == "" {
+		t.Skip("needs kube-apiserver and etcd from `make tools` in $" + binaryDirEnv + ", without -short")
+	}
+	cp, err := Start(context.Background(), Options{BinaryDir: dir})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = cp.Stop() })
+	return cp
 }
