@@ -57,6 +57,10 @@ func (cp *ControlPlane) compactAt(ctx context.Context, revision string) error {
 	return err
 }
 
+// maxEtcdAnswer bounds what is read of an answer of etcd's gateway: the calls here answer a
+// header and at most one small key.
+const maxEtcdAnswer = 1 << 20
+
 // errAlreadyCompacted is etcd's answer to a compaction at or below the compacted revision.
 const errAlreadyCompacted = "required revision has been compacted"
 
@@ -77,7 +81,7 @@ func (cp *ControlPlane) etcdCall(ctx context.Context, path string, body, out any
 		return fmt.Errorf("calling etcd %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxEtcdAnswer))
 	if err != nil {
 		return fmt.Errorf("reading etcd's answer to %s: %w", path, err)
 	}
