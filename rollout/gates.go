@@ -11,9 +11,10 @@ import (
 
 // applyGates decides, once the targets are partitioned and the budget is known, what holds
 // the rollout, in this order: which partitions started, their checks' results, soak
-// regressions, the failure tolerance (which moves the frontier), a rejection, the soak, checks
-// and approval of each partition that would start, the windows, and the checks that hold the
-// completion.
+// regressions, the failure tolerance (which moves the frontier), a rejection (an upstream
+// sector's withdrawal too), the soak, checks and approval of each partition that would start,
+// the windows, the promotion hold, the checks that hold the completion, and a newer commit
+// waiting upstream.
 func (p *planner) applyGates() error {
 	windows, err := parseWindows(p.in.HostedClusterPackage.Spec.Windows)
 	if err != nil {
@@ -26,9 +27,12 @@ func (p *planner) applyGates() error {
 		return err
 	}
 	p.decideRejection()
+	p.rejectWithdrawn()
 	p.holdPartitions()
 	p.applyWindows(windows)
+	p.holdForPromotion()
 	p.markChecking()
+	p.showPromotionWaiting()
 	return nil
 }
 

@@ -49,6 +49,10 @@ type Input struct {
 	// requires an approval starts only once one names it and UpdateRevision.Name.
 	Approvals []Approval
 
+	// Promotion is what the upstream sectors say of the update revision (spec.promotion); the
+	// zero value when the HostedClusterPackage has none.
+	Promotion PromotionGate
+
 	// CheckResults holds, by partition name, the results of the partitions' checks
 	// (status.partitions[].checks, see CheckResultsOf) with those the controller just recorded
 	// (SetCheckResult); results of another revision than UpdateRevision are ignored.

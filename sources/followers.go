@@ -72,6 +72,29 @@ func ArtifactChangedPredicate() predicate.Predicate {
 	}
 }
 
+// ArtifactOrPromotionChangedPredicate passes what ArtifactChangedPredicate passes and updates
+// that change status.promotion: a record published on the repository's promotion refs, or the
+// refs becoming unreadable or readable again. HostedClusterPackages that promote across
+// sectors follow both.
+func ArtifactOrPromotionChangedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return revisionOf(e.Object) != "" },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return revisionOf(e.ObjectOld) != revisionOf(e.ObjectNew) || promotionOf(e.ObjectOld) != promotionOf(e.ObjectNew)
+		},
+		DeleteFunc: func(event.DeleteEvent) bool { return true },
+	}
+}
+
+// promotionOf returns the status.promotion of a GitSource, or the zero value.
+func promotionOf(o client.Object) convoyv1alpha1.PromotionRefsStatus {
+	gs, ok := o.(*convoyv1alpha1.GitSource)
+	if !ok || gs.Status.Promotion == nil {
+		return convoyv1alpha1.PromotionRefsStatus{}
+	}
+	return *gs.Status.Promotion
+}
+
 // revisionOf returns the artifact revision of a GitSource, or "".
 func revisionOf(o client.Object) string {
 	gs, ok := o.(*convoyv1alpha1.GitSource)

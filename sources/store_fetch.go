@@ -34,6 +34,12 @@ type PollResult struct {
 	Revision Revision
 	// Fetched is true when objects were fetched; false when the commit was already stored.
 	Fetched bool
+	// PromotionRefs is the digest of the remote's promotion refs (PromotionRefPrefix), which
+	// the poll brought into the store; "" when it has none, or the ref is a commit (no listing).
+	PromotionRefs string
+	// PromotionError says why the promotion refs could not be brought in; the poll of the
+	// package content succeeded all the same.
+	PromotionError error
 }
 
 // Poll resolves ref on the remote by listing its refs (an ls-remote: no objects are
@@ -44,6 +50,7 @@ func (s *Store) Poll(ctx context.Context, key Key, remote Remote, ref convoyv1al
 	start := time.Now()
 	res, err := s.poll(ctx, key, remote, ref)
 	observePoll(key, start, res, err)
+	res.PromotionError = remote.Redact(res.PromotionError)
 	return res, remote.Redact(err)
 }
 
@@ -63,30 +70,35 @@ func (s *Store) poll(ctx context.Context, key Key, remote Remote, ref convoyv1al
 	if ref.Commit != "" && hasCommit(repo, ref.Commit) {
 		return PollResult{Revision: Revision{Commit: ref.Commit}}, nil
 	}
-	tgt, err := resolveRemote(ctx, remote, ref)
+	tgt, refs, err := resolveRemote(ctx, remote, ref)
 	if err != nil {
 		return PollResult{}, err
 	}
-	if hasCommit(repo, tgt.rev.Commit) {
-		return PollResult{Revision: tgt.rev}, nil
+	res := PollResult{Revision: tgt.rev}
+	if !hasCommit(repo, tgt.rev.Commit) {
+		if err := fetchCommit(ctx, repo, remote, tgt); err != nil {
+			return PollResult{}, err
+		}
+		e.forgetMissing()
+		res.Fetched = true
 	}
-	if err := fetchCommit(ctx, repo, remote, tgt); err != nil {
-		return PollResult{}, err
-	}
-	e.forgetMissing()
-	return PollResult{Revision: tgt.rev, Fetched: true}, nil
+	res.PromotionRefs, res.PromotionError = syncPromotionRefs(ctx, repo, remote, refs)
+	return res, nil
 }
 
-// resolveRemote resolves ref on the remote; a commit ref needs no listing.
-func resolveRemote(ctx context.Context, remote Remote, ref convoyv1alpha1.GitRef) (target, error) {
+// resolveRemote resolves ref on the remote and returns the refs it listed; a commit ref needs
+// no listing.
+func resolveRemote(ctx context.Context, remote Remote, ref convoyv1alpha1.GitRef) (target, []*plumbing.Reference, error) {
 	if ref.Commit != "" {
-		return resolveRef(ref, nil)
+		tgt, err := resolveRef(ref, nil)
+		return tgt, nil, err
 	}
 	refs, err := listRemote(ctx, remote)
 	if err != nil {
-		return target{}, err
+		return target{}, nil, err
 	}
-	return resolveRef(ref, refs)
+	tgt, err := resolveRef(ref, refs)
+	return tgt, refs, err
 }
 
 // listRemote lists the remote's refs, with annotated tags peeled.

@@ -87,3 +87,36 @@ func (s *Store) IsAncestor(ctx context.Context, key Key, ancestor, commit string
 	}
 	return false, nil
 }
+
+// FirstParents returns commit and its first parents, newest first, at most limit commits: the
+// commits a branch's head had, one after the other, as pull requests merged. It stops early at
+// a commit the store does not hold (a shallow or collected history). commit is fetched on
+// demand, as by Open.
+func (s *Store) FirstParents(ctx context.Context, key Key, commit string, limit int) ([]string, error) {
+	if _, err := s.Open(ctx, key, commit); err != nil {
+		return nil, err
+	}
+	h, err := s.openHandle(key, s.entry(key))
+	if err != nil || h == nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	next := plumbing.NewHash(commit)
+	for len(out) < limit {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := h.repo.CommitObject(next)
+		if err != nil {
+			break
+		}
+		out = append(out, c.Hash.String())
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		next = c.ParentHashes[0]
+	}
+	return out, nil
+}

@@ -193,6 +193,10 @@ const (
 	// revision (status.rejectedRevision); a new commit or template change starts another.
 	RolloutRejectedReason = "RolloutRejected"
 
+	// AwaitingPromotionReason: under spec.promotion, no commit has come through the upstream
+	// sectors yet, or their bus cannot be read before the first one did.
+	AwaitingPromotionReason = "AwaitingPromotion"
+
 	// ShardsHaveReplicasReason: every shard holding a Package has a live replica.
 	ShardsHaveReplicasReason = "ShardsHaveReplicas"
 

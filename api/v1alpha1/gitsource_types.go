@@ -187,6 +187,11 @@ type GitSourceStatus struct {
 	// lastHandledReconcileAt echoes the convoy.dev/requestedAt annotation last handled.
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+
+	// promotion is what the last poll read of the repository's promotion refs, on which
+	// management clusters publish their rollouts for the sectors after them.
+	// +optional
+	Promotion *PromotionRefsStatus `json:"promotion,omitempty"`
 }
 
 // Artifact is a fetched commit.

@@ -118,9 +118,9 @@ const (
 
 // RolloutGate is what holds a rollout.
 type RolloutGate struct {
-	// type: Soak, Check, Approval, Window or Failures.
+	// type: Soak, Check, Approval, Window, Failures or Promotion.
 	// +required
-	// +kubebuilder:validation:Enum=Soak;Check;Approval;Window;Failures
+	// +kubebuilder:validation:Enum=Soak;Check;Approval;Window;Failures;Promotion
 	Type string `json:"type"`
 	// partition the gate holds: the one that waits to start, or for Failures the one whose
 	// failures (or failed check) stopped the rollout, or for a Check gate that holds the
@@ -149,4 +149,7 @@ const (
 	// GateFailures: failures beyond failurePolicy.maxFailures, or a failed check, stopped the
 	// rollout.
 	GateFailures = "Failures"
+	// GatePromotion: the upstream sectors have not let a commit through, withdrew the one
+	// rolling out, or their bus cannot be read.
+	GatePromotion = "Promotion"
 )

@@ -78,6 +78,11 @@ type HostedClusterPackageSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	Windows []RolloutWindow `json:"windows,omitempty"`
 
+	// promotion rolls out only the commits that other sectors of management clusters ran
+	// first, and publishes this one's progress for the sectors after it.
+	// +optional
+	Promotion *PromotionSpec `json:"promotion,omitempty"`
+
 	// failurePolicy says how many failed Packages the rollout tolerates, and what it does once
 	// it stops.
 	// +optional
@@ -278,6 +283,10 @@ type HostedClusterPackageStatus struct {
 	// policy); empty when nothing does.
 	// +optional
 	Gate *RolloutGate `json:"gate,omitempty"`
+
+	// promotion says which commit the upstream sectors let through, under spec.promotion.
+	// +optional
+	Promotion *PromotionStatus `json:"promotion,omitempty"`
 
 	// rejectedRevision names the update revision a rollback rejected: it is not rolled out again
 	// until a new commit or template change makes another revision.

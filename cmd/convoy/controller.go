@@ -64,6 +64,7 @@ type controllerOptions struct {
 	sync                    synccontroller.SetupOptions
 	rollout                 rolloutcontroller.SetupOptions
 	commitStatus            commitStatusOptions
+	promotion               promotionOptions
 	shards                  shardOptions
 
 	// skipNameValidation lets one process run the controllers more than once (convoy-dev's
@@ -109,6 +110,7 @@ func newControllerCmd() *cobra.Command {
 	fs.DurationVar(&opts.rollout.CRDPollInterval, "rollout-crd-poll-interval", rolloutcontroller.DefaultCRDPollInterval, "How often to check whether the HostedCluster CRD got installed, when it is not.")
 	fs.StringVar(&opts.eventsAddr, "events-addr", "", "URL to POST events to in Flux's event format, e.g. a notification-controller; empty posts none.")
 	opts.commitStatus.bindFlags(fs)
+	opts.promotion.bindFlags(fs)
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)
 	opts.shards.bindFlags(fs)
@@ -245,6 +247,9 @@ func setupControllers(mgr ctrl.Manager, opts controllerOptions) error {
 	opts.rollout.Sharding = opts.shards.rollout
 	opts.rollout.Trees = store
 	opts.rollout.CommitStatus = opts.commitStatus.reporter()
+	opts.rollout.Identity = opts.promotion.identity
+	opts.rollout.Bus = store
+	opts.rollout.Publisher = opts.promotion.publisher(store)
 	if err := rolloutcontroller.Setup(mgr, opts.rollout); err != nil {
 		return fmt.Errorf("setting up the HostedClusterPackage controller: %w", err)
 	}

@@ -49,6 +49,7 @@ const cacheLagRecheck = time.Second
 // +kubebuilder:rbac:groups=convoy.dev,resources=packages,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=convoy.dev,resources=gitsources,verbs=get;list;watch
 // +kubebuilder:rbac:groups=convoy.dev,resources=rolloutapprovals,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=convoy.dev,resources=promotionapprovals,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -90,6 +91,14 @@ type HostedClusterPackageReconciler struct {
 	// CommitStatus reports each pass's outcome on the commit rolled out, when the GitSource
 	// has spec.commitStatus; nil reports nothing.
 	CommitStatus *commitstatus.Reporter
+	// Identity names this management cluster and its sector, for spec.promotion.
+	Identity Identity
+	// Bus reads what the sectors published (the GitSource store); nil holds every
+	// HostedClusterPackage with upstream sectors.
+	Bus PromotionBus
+	// Publisher publishes this management cluster's rollouts for the sectors after it; nil
+	// publishes nothing.
+	Publisher *Publisher
 
 	// compiled holds the compiled checks of each HostedClusterPackage's generation
 	// (*compiledChecks by name).
@@ -135,6 +144,12 @@ type scope struct {
 	// update, updateData: set by reconcileSource.
 	update     rollout.Revision
 	updateData []byte
+	// promotion, promotionGate, promotionWake: set by reconcileSource under spec.promotion
+	// (reconcilePromotion): the status, the planner's Promotion gate, and when an upstream
+	// soak ends or a held bus is looked at again.
+	promotion     *convoyv1alpha1.PromotionStatus
+	promotionGate rollout.PromotionGate
+	promotionWake time.Time
 	// revisions, updateObj: set by reconcileRevisions.
 	revisions []storedRevision
 	updateObj *appsv1.ControllerRevision
@@ -182,7 +197,8 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact
-// into s.update and s.updateData; an artifact that leaves the package directory as it was keeps
+// into s.update and s.updateData (under spec.promotion with upstream sectors, from the newest
+// commit they let through: reconcilePromotion); an artifact that leaves the package directory as it was keeps
 // the update revision's commit (unchangedCommit). A template whose source has no namespace stalls (the
 // HostedClusterPackage is cluster-scoped); a source without an artifact makes the pass wait.
 func (r *HostedClusterPackageReconciler) reconcileSource(ctx context.Context, s *scope) error {
@@ -194,7 +210,13 @@ func (r *HostedClusterPackageReconciler) reconcileSource(ctx context.Context, s 
 	if err != nil {
 		return err
 	}
-	commit := r.unchangedCommit(ctx, s, key, artifact.Commit)
+	commit := artifact.Commit
+	if p := s.obj.Spec.Promotion; p != nil && len(p.After) > 0 {
+		if commit, err = r.reconcilePromotion(ctx, s, key, commit); err != nil {
+			return err
+		}
+	}
+	commit = r.unchangedCommit(ctx, s, key, commit)
 	s.update, s.updateData, err = newRevision(s.obj.Name, s.obj.Spec.Template.Spec, commit)
 	if err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.template.spec: %w", err)
@@ -228,6 +250,7 @@ func (r *HostedClusterPackageReconciler) reconcileInput(ctx context.Context, s *
 	}
 	s.in = planInput(s, hcs, foreign)
 	s.in.ShardFor = s.shardFor
+	s.in.Promotion = s.promotionGate
 	s.in.Approvals, err = r.listApprovals(ctx, s.obj.Name)
 	return err
 }

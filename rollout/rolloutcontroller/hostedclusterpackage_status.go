@@ -47,12 +47,16 @@ func (r *HostedClusterPackageReconciler) summarize(ctx context.Context, s *scope
 		if s.plan.RequeueAfter > 0 {
 			interval = s.plan.RequeueAfter
 		}
+		if wake := untilWake(s); wake > 0 && wake < interval {
+			interval = wake
+		}
 		if err == nil {
 			err = rolloutProgress(s.obj, s.plan, interval)
 		}
 	}
 	logStall(ctx, s, err)
 	r.reportCommitStatus(ctx, s, err)
+	r.publishPromotion(ctx, s, err)
 	sum := pass.Summary{Err: err, Interval: interval, Reason: convoyv1alpha1.SucceededReason}
 	if s.plan != nil {
 		sum.Message = fmt.Sprintf("Revision %s is rolled out: %d/%d packages progressed.%s",
@@ -128,6 +132,7 @@ func failuresStop(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan) 
 func (r *HostedClusterPackageReconciler) reconcileStatus(ctx context.Context, s *scope) error {
 	s.plan.WriteStatus(&s.obj.Status)
 	writeGates(s)
+	s.obj.Status.Promotion = s.promotion
 	s.obj.Status.ObservedGeneration = s.obj.Generation
 	r.reportRollout(ctx, s)
 	return nil

@@ -103,8 +103,9 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 		Watches(&hyperv1.HostedCluster{}, r.hostedClusterHandler(), builder.WithPredicates(hostedClusterChanged())).
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
 			func() client.ObjectList { return &convoyv1alpha1.HostedClusterPackageList{} }, templateSourceIndex)),
-			builder.WithPredicates(sources.ArtifactChangedPredicate())).
+			builder.WithPredicates(sources.ArtifactOrPromotionChangedPredicate())).
 		Watches(&convoyv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(requestForApproval)).
+		Watches(&convoyv1alpha1.PromotionApproval{}, handler.EnqueueRequestsFromMapFunc(requestForPromotionApproval)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Named("hostedclusterpackage").
 		Complete(r)

@@ -40,6 +40,14 @@ type SetupOptions struct {
 	// Setup fills in its Secrets reader and Recorder and runs it on the leader. Nil reports
 	// nothing.
 	CommitStatus *commitstatus.Reporter
+	// Identity names this management cluster and its sector (spec.promotion).
+	Identity Identity
+	// Bus reads what the sectors published (the GitSource store); nil holds every
+	// HostedClusterPackage with upstream sectors.
+	Bus PromotionBus
+	// Publisher publishes this management cluster's rollouts; Setup runs it on the leader.
+	// Nil publishes nothing.
+	Publisher *Publisher
 }
 
 // ConfigureCache restricts the manager's cache of ControllerRevisions to the rollout's own, so
@@ -89,12 +97,20 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	if err := o.Sharding.Validate(); err != nil {
 		return err
 	}
+	if err := o.Identity.Validate(); err != nil {
+		return err
+	}
 	if err := SetupIndexes(context.Background(), mgr); err != nil {
 		return err
 	}
 	r := &HostedClusterPackageReconciler{Client: mgr.GetClient(), Informers: mgr.GetCache(), ApplyConcurrency: o.ApplyConcurrency,
 		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding, Trees: o.Trees,
-		Secrets: mgr.GetAPIReader(), CommitStatus: o.CommitStatus}
+		Secrets: mgr.GetAPIReader(), CommitStatus: o.CommitStatus, Identity: o.Identity, Bus: o.Bus, Publisher: o.Publisher}
+	if o.Publisher != nil && o.Identity != (Identity{}) {
+		if err := mgr.Add(o.Publisher); err != nil {
+			return err
+		}
+	}
 	if o.CommitStatus != nil {
 		o.CommitStatus.Secrets = mgr.GetAPIReader()
 		o.CommitStatus.Recorder = mgr.GetEventRecorder("convoy-commit-status")

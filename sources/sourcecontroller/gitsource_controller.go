@@ -160,7 +160,27 @@ func (r *GitSourceReconciler) reconcileSource(ctx context.Context, s *scope) err
 	ctrl.LoggerFrom(ctx).V(1).Info("Polled", "revision", res.Revision.String(), "fetched", res.Fetched,
 		"duration", time.Since(start))
 	s.poll = res
+	setPromotionRefs(s.obj, res)
 	return nil
+}
+
+// setPromotionRefs records what the poll read of the promotion refs: their digest, or why they
+// could not be read (the bus of sectors, which then holds promotion).
+func setPromotionRefs(obj *convoyv1alpha1.GitSource, res sources.PollResult) {
+	var st convoyv1alpha1.PromotionRefsStatus
+	if res.PromotionError != nil {
+		st.Error = sources.ClassifyGitError("reading the promotion refs", res.PromotionError).Error()
+		if old := obj.Status.Promotion; old != nil {
+			st.Digest = old.Digest
+		}
+	} else {
+		st.Digest = res.PromotionRefs
+	}
+	if st == (convoyv1alpha1.PromotionRefsStatus{}) {
+		obj.Status.Promotion = nil
+		return
+	}
+	obj.Status.Promotion = &st
 }
 
 // reconcileVerify checks a new commit's tree against the store's limits and for symlinks out

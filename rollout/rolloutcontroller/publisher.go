@@ -1,0 +1,273 @@
+package rolloutcontroller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/rollout/promotion"
+	"github.com/convoy-gitops/convoy/sources"
+)
+
+// Publisher defaults.
+const (
+	// DefaultPublishInterval is the least time between two pushes of one record.
+	DefaultPublishInterval = 2 * time.Second
+	// DefaultPublishTimeout bounds one push.
+	DefaultPublishTimeout = 30 * time.Second
+	// maxPublishBackoff caps the wait after failed pushes of one record.
+	maxPublishBackoff = 5 * time.Minute
+)
+
+// PublishRemotes gives the Publisher what it pushes with and what it merges into: the remote
+// of a GitSource with its credentials, and the records its last poll brought in. The GitSource
+// store is one.
+type PublishRemotes interface {
+	Remote(ctx context.Context, key sources.Key) (sources.Remote, error)
+	PromotionRecords(key sources.Key, maxBytes int64) (map[string][]byte, error)
+}
+
+// Publisher publishes this management cluster's rollouts on the promotion refs of their
+// package repositories, beside the rollout and never in its path: Report only records the
+// state wanted, and one worker pushes the latest wanted state of each record, at most one push
+// per record every Interval, each within Timeout, with a backoff after a failure. A record is
+// merged into what the repository holds (the ref the last poll brought in) before its first
+// push, so that a restarted controller keeps the history it published.
+type Publisher struct {
+	// Identity names the publisher; a zero Identity publishes nothing.
+	Identity Identity
+	// Remotes finds the remotes and the records; required.
+	Remotes PublishRemotes
+	// Interval: see DefaultPublishInterval. Timeout: see DefaultPublishTimeout.
+	Interval, Timeout time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]*publication
+	wake    chan struct{}
+}
+
+// publication is the wanted and the published state of one record, by ref.
+type publication struct {
+	source sources.Key
+	key    string
+	want   promotion.CommitRecord
+	// pushed is the record last pushed; nil until the first push (or read).
+	pushed *promotion.Record
+	dirty  bool
+	// failures counts the failed pushes in a row; next is when the next push may go.
+	failures int
+	next     time.Time
+}
+
+// Report asks for c to be published in the record of key, on the repository of source. It
+// never waits.
+func (p *Publisher) Report(source sources.Key, key string, c promotion.CommitRecord) {
+	if p == nil || p.Identity == (Identity{}) {
+		return
+	}
+	ref := sources.PromotionRef(p.Identity.Sector, p.Identity.ManagementCluster, key)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.init()
+	e := p.entries[ref]
+	if e == nil {
+		e = &publication{source: source, key: key}
+		p.entries[ref] = e
+	}
+	if e.source != source {
+		e.source, e.pushed = source, nil
+	}
+	if e.pushed != nil && samePublished(*e.pushed, c) {
+		return
+	}
+	e.want, e.dirty = c, true
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// samePublished reports whether r already says c, apart from the times Merge keeps.
+func samePublished(r promotion.Record, c promotion.CommitRecord) bool {
+	old, ok := r.Find(c.Commit)
+	if !ok || len(r.Commits) == 0 || r.Commits[0].Commit != c.Commit {
+		return false
+	}
+	old.StartedAt, old.Since, c.StartedAt, c.Since = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return reflect.DeepEqual(old, c)
+}
+
+// NeedLeaderElection makes the Publisher run on the leader only: one writer per record.
+func (p *Publisher) NeedLeaderElection() bool { return true }
+
+// Start runs the worker until ctx ends.
+func (p *Publisher) Start(ctx context.Context) error {
+	p.mu.Lock()
+	p.init()
+	p.mu.Unlock()
+	for {
+		ref, e, wait := p.due()
+		if ref != "" {
+			p.push(ctx, ref, e)
+			continue
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-p.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// due returns a record due for a push, or how long until the next one is.
+func (p *Publisher) due() (string, publication, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now, wait := p.now(), time.Hour
+	for ref, e := range p.entries {
+		if !e.dirty {
+			continue
+		}
+		if !now.Before(e.next) {
+			e.dirty = false
+			return ref, *e, 0
+		}
+		wait = min(wait, e.next.Sub(now))
+	}
+	return "", publication{}, wait
+}
+
+// push merges the wanted state into the record and pushes it; a failure makes the entry due
+// again after a backoff.
+func (p *Publisher) push(ctx context.Context, ref string, e publication) {
+	log := ctrl.LoggerFrom(ctx).WithValues("ref", ref, "source", e.source.String())
+	rec, err := p.send(ctx, ref, e)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.entries[ref]
+	if cur == nil {
+		return
+	}
+	if err != nil {
+		cur.failures++
+		cur.dirty = true
+		cur.next = p.now().Add(min(maxPublishBackoff, p.interval()<<min(cur.failures, 10)))
+		log.Error(err, "Publishing the promotion record failed", "failures", cur.failures)
+		return
+	}
+	cur.failures, cur.pushed, cur.next = 0, &rec, p.now().Add(p.interval())
+	log.V(1).Info("Published the promotion record", "commit", e.want.Commit, "state", e.want.State)
+}
+
+// send builds the record (merging into the one published before) and pushes it.
+func (p *Publisher) send(ctx context.Context, ref string, e publication) (promotion.Record, error) {
+	base, err := p.base(ref, e)
+	if err != nil {
+		return promotion.Record{}, err
+	}
+	rec := base.Merge(e.want)
+	data, err := rec.Encode()
+	if err != nil {
+		return promotion.Record{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout())
+	defer cancel()
+	remote, err := p.Remotes.Remote(ctx, e.source)
+	if err != nil {
+		return promotion.Record{}, err
+	}
+	return rec, sources.PushPromotionRecord(ctx, remote, ref, data, p.now())
+}
+
+// base returns the record to merge into: the one last pushed, else the one the repository
+// holds, else an empty one. A record there that does not decode is replaced, not kept.
+func (p *Publisher) base(ref string, e publication) (promotion.Record, error) {
+	if e.pushed != nil {
+		return *e.pushed, nil
+	}
+	empty := promotion.Record{ManagementCluster: p.Identity.ManagementCluster, Sector: p.Identity.Sector, Key: e.key}
+	raw, err := p.Remotes.PromotionRecords(e.source, promotion.MaxRecordBytes)
+	if err != nil {
+		return promotion.Record{}, fmt.Errorf("reading the published record: %w", err)
+	}
+	data, ok := raw[ref[len(sources.PromotionRefPrefix):]]
+	if !ok {
+		return empty, nil
+	}
+	rec, err := promotion.DecodeRecord(data)
+	if err != nil || rec.ManagementCluster != empty.ManagementCluster || rec.Sector != empty.Sector || rec.Key != e.key {
+		return empty, nil
+	}
+	return rec, nil
+}
+
+func (p *Publisher) init() {
+	if p.entries == nil {
+		p.entries = map[string]*publication{}
+		p.wake = make(chan struct{}, 1)
+	}
+}
+
+func (p *Publisher) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+func (p *Publisher) interval() time.Duration { return orDefaultDuration(p.Interval, DefaultPublishInterval) }
+func (p *Publisher) timeout() time.Duration  { return orDefaultDuration(p.Timeout, DefaultPublishTimeout) }
+
+// orDefaultDuration returns d, or def when d is not positive.
+func orDefaultDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// publishPromotion hands the pass's outcome on the update revision's commit to the Publisher,
+// under spec.promotion.publish: Rejected when the revision is rejected, Failed when failures
+// stop its rollout, Completed once every partition is done (after its last soak and checks),
+// else Progressing with the partitions and clusters done.
+func (r *HostedClusterPackageReconciler) publishPromotion(_ context.Context, s *scope, err error) {
+	spec := s.obj.Spec.Promotion
+	if r.Publisher == nil || spec == nil || !spec.Publish || s.plan == nil || s.update.Commit == "" {
+		return
+	}
+	key, keyErr := templateSource(s.obj)
+	if keyErr != nil {
+		return
+	}
+	now := r.now()
+	c := promotion.CommitRecord{Commit: s.update.Commit, State: promotion.Progressing, StartedAt: now, Since: now,
+		Partitions: len(s.plan.Partitions), Clusters: int(s.plan.Counts.Total), ClustersDone: int(s.plan.Counts.Progressed)}
+	for _, part := range s.plan.Partitions {
+		if part.State == convoyv1alpha1.PartitionDone {
+			c.PartitionsDone++
+		}
+	}
+	var stalled *pass.Stalling
+	switch {
+	case s.plan.Reject || s.update.Rejected:
+		c.State = promotion.Rejected
+	case errors.As(err, &stalled) && len(s.plan.Failed) > 0 && failuresStop(s.obj, s.plan):
+		c.State = promotion.Failed
+	case s.plan.Completed:
+		c.State = promotion.Completed
+	}
+	r.Publisher.Report(key, promotionKey(s.obj), c)
+}
