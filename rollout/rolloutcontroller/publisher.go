@@ -228,8 +228,12 @@ func (p *Publisher) now() time.Time {
 	return time.Now()
 }
 
-func (p *Publisher) interval() time.Duration { return orDefaultDuration(p.Interval, DefaultPublishInterval) }
-func (p *Publisher) timeout() time.Duration  { return orDefaultDuration(p.Timeout, DefaultPublishTimeout) }
+func (p *Publisher) interval() time.Duration {
+	return orDefaultDuration(p.Interval, DefaultPublishInterval)
+}
+func (p *Publisher) timeout() time.Duration {
+	return orDefaultDuration(p.Timeout, DefaultPublishTimeout)
+}
 
 // orDefaultDuration returns d, or def when d is not positive.
 func orDefaultDuration(d, def time.Duration) time.Duration {

@@ -43,6 +43,10 @@ func TestMain(m *testing.M) {
 var testSharding = Sharding{ConfigMap: types.NamespacedName{Namespace: shardTestNamespace, Name: "convoy-shards"},
 	LeaseNamespace: shardTestNamespace}
 
+// testIdentity is the management cluster the suite's controller runs as, for the promotion
+// tests; no other test publishes (none has spec.promotion).
+var testIdentity = Identity{ManagementCluster: "mc-eu-1", Sector: "eu"}
+
 // startManager runs the GitSource, Package and HostedClusterPackage controllers against f.
 func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	loggers := []logr.Logger{textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&controllerLog)))}
@@ -78,7 +82,9 @@ func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := Setup(mgr, SetupOptions{Concurrency: 2, Trees: store, Sharding: testSharding}); err != nil {
+	publisher := &Publisher{Identity: testIdentity, Remotes: store, Interval: 100 * time.Millisecond}
+	if err := Setup(mgr, SetupOptions{Concurrency: 2, Trees: store, Sharding: testSharding, Identity: testIdentity, Bus: store,
+		Publisher: publisher}); err != nil {
 		return nil, err
 	}
 	return fleet.RunManager(ctx, mgr, dir), nil
