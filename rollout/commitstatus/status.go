@@ -63,8 +63,10 @@ func TargetOf(gs *convoyv1alpha1.GitSource) *Target {
 
 // Status is one state wanted on a commit for one context.
 type Status struct {
-	Target  Target
-	Commit  string
+	Target Target
+	Commit string
+	// Name is the HostedClusterPackage's name.
+	Name    string
 	Context string
 	State   State
 	// Description is the one line the forge shows, cut to 140 characters.
@@ -74,12 +76,28 @@ type Status struct {
 // NewStatus returns the status of the HostedClusterPackage name on commit, with the link of
 // target's template.
 func NewStatus(target Target, name, commit string, state State, description string) Status {
-	return Status{Target: target, Commit: commit, Context: ContextName(name), State: state,
+	return Status{Target: target, Commit: commit, Name: name, Context: ContextName(name), State: state,
 		Description: cutDescription(description)}
 }
 
 // ContextName is the status context of the HostedClusterPackage name.
 func ContextName(name string) string { return "convoy/" + name }
+
+// ScopedContextName is the status context of the HostedClusterPackage name on one management
+// cluster of a sector: "convoy/<sector>/<management cluster>/<name>".
+func ScopedContextName(sector, managementCluster, name string) string {
+	return "convoy/" + sector + "/" + managementCluster + "/" + name
+}
+
+// WithScope returns s with the context of its HostedClusterPackage on the management cluster
+// managementCluster of sector (ScopedContextName), so that the management clusters sharing a
+// repository do not overwrite each other's statuses; empty names leave s as it is.
+func (s Status) WithScope(sector, managementCluster string) Status {
+	if sector != "" && managementCluster != "" {
+		s.Context = ScopedContextName(sector, managementCluster, s.Name)
+	}
+	return s
+}
 
 // Progress is the description of a rollout in progress: "2/3 partitions, 412/1000 clusters".
 func Progress(partitionsDone, partitions, progressed, total int) string {
@@ -105,8 +123,8 @@ func (s Status) link(name string) string {
 	return strings.NewReplacer("{name}", name, "{commit}", s.Commit).Replace(s.Target.TargetURL)
 }
 
-// name is the HostedClusterPackage's name, from the context.
-func (s Status) name() string { return strings.TrimPrefix(s.Context, "convoy/") }
+// name is the HostedClusterPackage's name.
+func (s Status) name() string { return s.Name }
 
 func cutDescription(s string) string {
 	r := []rune(s)

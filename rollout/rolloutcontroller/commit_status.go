@@ -34,7 +34,8 @@ func (r *HostedClusterPackageReconciler) reportCommitStatus(ctx context.Context,
 		return
 	}
 	state, description := commitState(s, err)
-	r.CommitStatus.Report(s.obj, commitstatus.NewStatus(*target, s.obj.Name, s.update.Commit, state, description))
+	st := commitstatus.NewStatus(*target, s.obj.Name, s.update.Commit, state, description)
+	r.CommitStatus.Report(s.obj, st.WithScope(r.Identity.Sector, r.Identity.ManagementCluster))
 }
 
 // commitState is the state and description of the pass's outcome.
