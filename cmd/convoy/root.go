@@ -19,6 +19,8 @@ func newRootCmd() *cobra.Command {
 		newStatusCmd(),
 		newPlanCmd(),
 		newApproveCmd(),
+		newPromoteCmd(),
+		newSectorsCmd(),
 		newVersionCmd(),
 		newDiffCmd(),
 		newDashboardCmd(),
