@@ -79,7 +79,7 @@ type Evaluation struct {
 }
 
 // DueChecks returns the checks due at Input.Now, in rollout order: those of every partition
-// whose checks run (see the rules in doc.go) that have no result at the update revision yet,
+// whose checks run (rule 19 of the package doc) that have no result at the update revision yet,
 // or whose last evaluation was an interval ago, and that neither passed nor failed. The
 // controller evaluates them, records each with DueCheck.Record into Input.CheckResults, and
 // then calls Compute. It fails as Compute does.

@@ -241,7 +241,7 @@ type Counts struct {
 	Available int32
 	// Unavailable targets have no available Package.
 	Unavailable int32
-	// Progressed Packages are updated and have progressed (see DESIGN.md §2.4 rule 9).
+	// Progressed Packages are updated and have progressed (rule 15 of the package doc).
 	Progressed int32
 	// Paused Packages are paused.
 	Paused int32

@@ -153,7 +153,7 @@ func (p *planner) reportTarget(plan *Plan, t *target) {
 	}
 }
 
-// conditions returns Available, Progressing and HasPausedPackage (DESIGN.md §2.4 rule 9).
+// conditions returns Available, Progressing and HasPausedPackage (rule 15 of the package doc).
 func (p *planner) conditions(c Counts, maxUnavailable int) []metav1.Condition {
 	available := newCondition(convoyv1alpha1.AvailableCondition, c.Unavailable <= int32(maxUnavailable),
 		convoyv1alpha1.EnoughPackagesAvailableReason, convoyv1alpha1.NotEnoughPackagesAvailableReason,

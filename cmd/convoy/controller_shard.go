@@ -16,7 +16,7 @@ import (
 	"github.com/convoy-gitops/convoy/sync/synccontroller"
 )
 
-// shardOptions are the sharding flags of `convoy controller` (DESIGN §10).
+// shardOptions are the sharding flags of `convoy controller` (docs/operations/sharding.md).
 type shardOptions struct {
 	// shard is the convoy.dev/shard value this replica reconciles; empty is the unsharded
 	// replica.

@@ -10,7 +10,33 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
+
+// The alerts kind: the active alerts of an Alertmanager.
+func init() {
+	Register(Kind[convoyv1alpha1.AlertsCheck]{
+		Name:  "alerts",
+		Field: func(c *convoyv1alpha1.RolloutCheck) *convoyv1alpha1.AlertsCheck { return c.Alerts },
+		Spec: func(a *convoyv1alpha1.AlertsCheck) Spec {
+			return &AlertsCheck{Address: a.Address, Matchers: a.Matchers}
+		},
+		SecretRef: func(a *convoyv1alpha1.AlertsCheck) *convoyv1alpha1.SecretReference { return a.SecretRef },
+		Subject: func(a *convoyv1alpha1.AlertsCheck) string {
+			return fmt.Sprintf("alerts matching {%s}", strings.Join(a.Matchers, ", "))
+		},
+	})
+}
+
+// AlertsCheck passes when no active alert of an Alertmanager matches its matchers.
+type AlertsCheck struct {
+	// Address is Alertmanager's base URL, e.g. http://alertmanager.monitoring:9093.
+	Address string
+	// Matchers are Alertmanager matchers (label="v", label!="v", label=~"re", label!~"re"),
+	// each a template over Data.
+	Matchers []string
+}
 
 // MaxAlertsBody bounds the body of Alertmanager's answer.
 const MaxAlertsBody = 4 << 20
@@ -25,9 +51,9 @@ type alertsCheck struct {
 	matcherTexts []string
 }
 
-// compileAlerts validates and compiles an AlertsCheck: each matcher is parsed as a template,
-// and one without template actions is parsed as a matcher at once.
-func compileAlerts(a *AlertsCheck) (*alertsCheck, error) {
+// Compile validates and compiles the check: each matcher is parsed as a template, and one
+// without template actions is parsed as a matcher at once.
+func (a *AlertsCheck) Compile() (Evaluator, error) {
 	address, err := parseAddress("alerts.address", a.Address)
 	if err != nil {
 		return nil, err
@@ -52,9 +78,9 @@ func compileAlerts(a *AlertsCheck) (*alertsCheck, error) {
 	return out, nil
 }
 
-// evaluate renders the matchers, asks Alertmanager for the active alerts they select and
+// Evaluate renders the matchers, asks Alertmanager for the active alerts they select and
 // fails on those that started at or after in.Since.
-func (a *alertsCheck) evaluate(ctx context.Context, in Input) (Evaluation, error) {
+func (a *alertsCheck) Evaluate(ctx context.Context, in Input) (Evaluation, error) {
 	matchers, err := a.render(in.Data)
 	if err != nil {
 		return Evaluation{}, err
@@ -81,6 +107,14 @@ func (a *alertsCheck) evaluate(ctx context.Context, in Input) (Evaluation, error
 	return Evaluation{Outcome: Failure, Value: names,
 		Message: fmt.Sprintf("%s %s since %s: %s", count, selector, in.Since.UTC().Format(time.RFC3339), names)}, nil
 }
+
+// Describe names the matchers, as written, and the address.
+func (a *alertsCheck) Describe() string {
+	return fmt.Sprintf("alerts matching %v at %s", a.matcherTexts, redactURL(a.address))
+}
+
+// Timeout is requestTimeout.
+func (a *alertsCheck) Timeout() time.Duration { return requestTimeout }
 
 // render renders and parses the matchers.
 func (a *alertsCheck) render(data Data) ([]*matcher, error) {

@@ -26,9 +26,9 @@ func alertsAnswer(alerts ...string) string { return "[" + strings.Join(alerts, "
 
 // partitionAlertsCheck is an alerts check of the partition's critical alerts.
 func partitionAlertsCheck(address string) Spec {
-	return Spec{Alerts: &AlertsCheck{Address: address, Matchers: []string{
+	return &AlertsCheck{Address: address, Matchers: []string{
 		`hosted_cluster=~"{{ regex (names .HostedClusters) }}"`, `severity="critical"`,
-	}}}
+	}}
 }
 
 func TestAlertsCheckJudgesTheAlerts(t *testing.T) {
@@ -108,7 +108,7 @@ func TestAlertsCheckInconclusive(t *testing.T) {
 func TestAlertsCheckMatcherErrorsNameTheMatcher(t *testing.T) {
 	t.Run("at compile", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := Compile(Spec{Alerts: &AlertsCheck{Address: "http://am:9093", Matchers: []string{`a="b"`, `severity=critical`}}})
+		_, err := Compile(&AlertsCheck{Address: "http://am:9093", Matchers: []string{`a="b"`, `severity=critical`}})
 		var specErr *SpecError
 		g.Expect(errors.As(err, &specErr)).To(BeTrue(), "%v", err)
 		g.Expect(specErr.Field).To(Equal("alerts.matchers[1]"))
@@ -117,7 +117,7 @@ func TestAlertsCheckMatcherErrorsNameTheMatcher(t *testing.T) {
 	t.Run("once rendered", func(t *testing.T) {
 		g := NewWithT(t)
 		am := startServer(t, answerWith(200, alertsAnswer()))
-		spec := Spec{Alerts: &AlertsCheck{Address: am.URL, Matchers: []string{`{{ .Partition }}`}}}
+		spec := &AlertsCheck{Address: am.URL, Matchers: []string{`{{ .Partition }}`}}
 		_, err := evaluate(t, spec, Input{Data: partitionData()})
 		var specErr *SpecError
 		g.Expect(errors.As(err, &specErr)).To(BeTrue(), "%v", err)
@@ -127,7 +127,7 @@ func TestAlertsCheckMatcherErrorsNameTheMatcher(t *testing.T) {
 	})
 	t.Run("no matcher", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := Compile(Spec{Alerts: &AlertsCheck{Address: "http://am:9093"}})
+		_, err := Compile(&AlertsCheck{Address: "http://am:9093"})
 		g.Expect(err).To(MatchError(ContainSubstring("alerts.matchers must hold at least one matcher")))
 	})
 }

@@ -3,45 +3,38 @@ package checks
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
+// Evaluator is a check of one kind, compiled from its Spec: parsed once, evaluated many times,
+// safe for concurrent use.
+type Evaluator interface {
+	// Evaluate evaluates the check once for in. I/O never returns an error: an unreachable
+	// server, a timeout or an unexpected answer is an Inconclusive evaluation. The error is a
+	// *SpecError, of a template that fails to render with in.Data.
+	Evaluate(ctx context.Context, in Input) (Evaluation, error)
+	// Describe returns what the check looks at, for messages, without user information.
+	Describe() string
+	// Timeout bounds one evaluation; the caller cancels it after that.
+	Timeout() time.Duration
+}
+
 // Check is a compiled check: parse once, evaluate many times. It is safe for concurrent use.
 type Check struct {
-	prometheus *prometheusCheck
-	alerts     *alertsCheck
-	http       *httpCheck
+	eval Evaluator
 }
 
 // Compile validates spec and compiles its templates and condition. Every error is a
 // *SpecError naming the field and the rule it breaks.
 func Compile(spec Spec) (*Check, error) {
-	set := 0
-	for _, isSet := range []bool{spec.Prometheus != nil, spec.Alerts != nil, spec.HTTP != nil} {
-		if isSet {
-			set++
-		}
+	if spec == nil {
+		return nil, specError("check", "must set exactly one of "+joinKinds(), errors.New("sets none"))
 	}
-	if set != 1 {
-		return nil, specError("check", "must set exactly one of prometheus, alerts and http", fmt.Errorf("sets %d", set))
-	}
-	var (
-		c   Check
-		err error
-	)
-	switch {
-	case spec.Prometheus != nil:
-		c.prometheus, err = compilePrometheus(spec.Prometheus)
-	case spec.Alerts != nil:
-		c.alerts, err = compileAlerts(spec.Alerts)
-	default:
-		c.http, err = compileHTTP(spec.HTTP)
-	}
+	eval, err := spec.Compile()
 	if err != nil {
 		return nil, err
 	}
-	return &c, nil
+	return &Check{eval: eval}, nil
 }
 
 // Evaluate evaluates the check once for in. I/O never returns an error: an unreachable server,
@@ -49,20 +42,10 @@ func Compile(spec Spec) (*Check, error) {
 // of a template that fails to render with in.Data or renders a matcher that does not parse.
 // The evaluation holds no credential of in.Credentials, and is bounded.
 func (c *Check) Evaluate(ctx context.Context, in Input) (Evaluation, error) {
-	var (
-		ev  Evaluation
-		err error
-	)
-	switch {
-	case c.prometheus != nil:
-		ev, err = c.prometheus.evaluate(ctx, in)
-	case c.alerts != nil:
-		ev, err = c.alerts.evaluate(ctx, in)
-	case c.http != nil:
-		ev = c.http.evaluate(ctx, in)
-	default:
-		err = errors.New("evaluating a check that was not compiled")
+	if c.eval == nil {
+		return Evaluation{}, errors.New("evaluating a check that was not compiled")
 	}
+	ev, err := c.eval.Evaluate(ctx, in)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -72,15 +55,19 @@ func (c *Check) Evaluate(ctx context.Context, in Input) (Evaluation, error) {
 // Describe returns what the check looks at, for messages: the query, the matchers or the URL
 // (without user information).
 func (c *Check) Describe() string {
-	switch {
-	case c.prometheus != nil:
-		return fmt.Sprintf("query %s at %s", quote(c.prometheus.query.text), redactURL(c.prometheus.address))
-	case c.alerts != nil:
-		return fmt.Sprintf("alerts matching %v at %s", c.alerts.matcherTexts, redactURL(c.alerts.address))
-	case c.http != nil:
-		return "POST " + redactURL(c.http.url)
+	if c.eval == nil {
+		return ""
 	}
-	return ""
+	return c.eval.Describe()
+}
+
+// Timeout returns the bound of one evaluation: an HTTP check's timeout, requestTimeout for a
+// query to Prometheus or Alertmanager.
+func (c *Check) Timeout() time.Duration {
+	if c.eval == nil {
+		return requestTimeout
+	}
+	return c.eval.Timeout()
 }
 
 // requestTimeout is the time an evaluation gives a query to Prometheus or Alertmanager.

@@ -17,7 +17,7 @@ func TestDescribeNamesWhatTheCheckLooksAt(t *testing.T) {
 	}{
 		{errorRatioCheck("http://prom:9090"), "query `convoy_test_addon_error_ratio{hosted_cluster=~\"{{ regex (names .HostedClusters) }}\"}` at http://prom:9090"},
 		{partitionAlertsCheck("http://am:9093/"), `alerts matching [hosted_cluster=~"{{ regex (names .HostedClusters) }}" severity="critical"] at http://am:9093/`},
-		{Spec{HTTP: &HTTPCheck{URL: "https://hook.example/gate?p=1"}}, "POST https://hook.example/gate?p=1"},
+		{&HTTPCheck{URL: "https://hook.example/gate?p=1"}, "POST https://hook.example/gate?p=1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {
@@ -55,8 +55,8 @@ func TestACompiledCheckIsSharedByConcurrentEvaluations(t *testing.T) {
 		cluster := strings.TrimSuffix(strings.TrimPrefix(r.URL.Query().Get("query"), `up{hosted_cluster=~"(?:`), `)"}`)
 		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"hosted_cluster":%q},"value":[1,"1"]}]}}`, cluster)
 	})
-	c, err := Compile(Spec{Prometheus: &PrometheusCheck{Address: prom.URL,
-		Query: `up{hosted_cluster=~"{{ regex (names .HostedClusters) }}"}`, SuccessCondition: "values.all(v, v == 1.0)"}})
+	c, err := Compile(&PrometheusCheck{Address: prom.URL,
+		Query: `up{hosted_cluster=~"{{ regex (names .HostedClusters) }}"}`, SuccessCondition: "values.all(v, v == 1.0)"})
 	g.Expect(err).NotTo(HaveOccurred())
 	var wg sync.WaitGroup
 	values := make([]string, 8)

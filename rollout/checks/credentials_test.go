@@ -47,10 +47,10 @@ func TestCredentialsNeverAppearInAnOutput(t *testing.T) {
 		{"prometheus value", echoAuthorization(200, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"auth":"AUTH"},"value":[1,"1"]}]}}`), errorRatioCheck},
 		{"alertmanager", echoAuthorization(500, `AUTH`), partitionAlertsCheck},
 		{"alertmanager alert", echoAuthorization(200, `[{"labels":{"alertname":"AUTH","severity":"critical","hosted_cluster":"hc-1"},"startsAt":"2030-01-01T00:00:00Z","status":{"state":"active"}}]`), partitionAlertsCheck},
-		{"http body", echoAuthorization(500, `you sent AUTH`), func(a string) Spec { return Spec{HTTP: &HTTPCheck{URL: a}} }},
+		{"http body", echoAuthorization(500, `you sent AUTH`), func(a string) Spec { return &HTTPCheck{URL: a} }},
 		{"http body cut in the middle of the token", echoAuthorization(500, strings.Repeat("x", MaxSampleBytes-20)+"AUTH"),
-			func(a string) Spec { return Spec{HTTP: &HTTPCheck{URL: a}} }},
-		{"http redirect", echoAuthorization(302, ``), func(a string) Spec { return Spec{HTTP: &HTTPCheck{URL: a}} }},
+			func(a string) Spec { return &HTTPCheck{URL: a} }},
+		{"http redirect", echoAuthorization(302, ``), func(a string) Spec { return &HTTPCheck{URL: a} }},
 	}
 	for _, srv := range servers {
 		for credName, cred := range creds {

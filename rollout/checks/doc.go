@@ -1,13 +1,24 @@
-// Package checks evaluates the checks of a rollout's partitions (issue "Signal gates"): a
-// PromQL instant query judged by a CEL success condition, the active alerts of an Alertmanager,
-// and an HTTP endpoint. It is the rollout controller's I/O: the pure planner (package rollout)
-// says which checks are due, the controller evaluates them here and writes the results to the
+// Package checks holds the kinds of the checks of a rollout's partitions (issue "Signal
+// gates") and evaluates them: a PromQL instant query judged by a CEL success condition
+// (prometheus.go), the active alerts of an Alertmanager (alerts.go), and an HTTP endpoint
+// (httpcheck.go). It is the rollout controller's I/O: the pure planner (package rollout, whose
+// check_gate.go is the Check gate) says which checks are due, the controller's check runner
+// (rolloutcontroller/check_runner.go) evaluates them here and writes the results to the
 // HostedClusterPackage status.
 //
-// The package has plain input types of its own (PrometheusCheck, AlertsCheck, HTTPCheck,
-// Credentials, Data) so that it depends on no API type: the controller converts a RolloutCheck
-// into a Spec, and the data of the Secret its secretRef names into Credentials with
-// CredentialsFromSecret (keys token, or username and password, and ca.crt).
+// The kinds form one table (kind.go). Each kind's file registers itself with Register from an
+// init function: the field of RolloutCheck that holds it, its conversion into the plain Spec
+// the kind compiles (PrometheusCheck, AlertsCheck, HTTPCheck), the Secret its credentials come
+// from, and the words messages use for it. Everything else asks the table: the controller
+// compiles a RolloutCheck with CompileRolloutCheck, reads the Secret SecretRef names and keys
+// its compiled checks and runs by Key; the planner names a failed check's Subject; `convoy
+// plan` shows KindOf. The list of kinds is the API type's: a test keeps the table and
+// RolloutCheck's fields in step. Adding a kind is the kind's file (its Kind, Spec and
+// Evaluator), its field of RolloutCheck with the CRD's exactly-one rule, and its docs (`make
+// generate manifests docs`); rollout/fleetview's check_kind_demo_test.go adds one that way.
+//
+// The data of the Secret a check's secretRef names becomes Credentials with
+// CredentialsFromSecret (keys token, or username and password, and ca.crt), whatever the kind.
 //
 // A check is compiled once (Compile): its templates are parsed, its CEL condition is compiled
 // and cost-estimated and its addresses are validated, so that a spec error is found before any

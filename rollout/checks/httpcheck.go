@@ -10,7 +10,29 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
+
+// The http kind: an HTTP endpoint asked about the partition.
+func init() {
+	Register(Kind[convoyv1alpha1.HTTPCheck]{
+		Name:      "http",
+		Field:     func(c *convoyv1alpha1.RolloutCheck) *convoyv1alpha1.HTTPCheck { return c.HTTP },
+		Spec:      func(h *convoyv1alpha1.HTTPCheck) Spec { return &HTTPCheck{URL: h.URL, Timeout: h.Timeout()} },
+		SecretRef: func(h *convoyv1alpha1.HTTPCheck) *convoyv1alpha1.SecretReference { return h.SecretRef },
+		Subject:   func(h *convoyv1alpha1.HTTPCheck) string { return "POST " + h.URL },
+	})
+}
+
+// HTTPCheck posts the partition as JSON to a URL; a 2xx answer passes.
+type HTTPCheck struct {
+	// URL is the endpoint, http or https.
+	URL string
+	// Timeout bounds the request; zero means DefaultHTTPTimeout, and it is at most
+	// MaxHTTPTimeout.
+	Timeout time.Duration
+}
 
 // Bounds of an HTTP check.
 const (
@@ -28,8 +50,8 @@ type httpCheck struct {
 	timeout time.Duration
 }
 
-// compileHTTP validates an HTTPCheck.
-func compileHTTP(h *HTTPCheck) (*httpCheck, error) {
+// Compile validates the check: its URL and its timeout.
+func (h *HTTPCheck) Compile() (Evaluator, error) {
 	u, err := parseAddress("http.url", h.URL)
 	if err != nil {
 		return nil, err
@@ -76,9 +98,21 @@ func newPayload(data Data) payload {
 	return p
 }
 
-// evaluate posts the partition and judges the status: 2xx passes, a redirect or any other
-// status fails, no answer in time or a transport error is inconclusive.
-func (h *httpCheck) evaluate(ctx context.Context, in Input) Evaluation {
+// Describe names the URL the check posts to.
+func (h *httpCheck) Describe() string { return "POST " + redactURL(h.url) }
+
+// Timeout is the check's timeout.
+func (h *httpCheck) Timeout() time.Duration { return h.timeout }
+
+// Evaluate posts the partition and judges the status: 2xx passes, a redirect or any other
+// status fails, no answer in time or a transport error is inconclusive. It never returns an
+// error: the payload holds no template.
+func (h *httpCheck) Evaluate(ctx context.Context, in Input) (Evaluation, error) {
+	return h.post(ctx, in), nil
+}
+
+// post posts the partition and judges the answer (see Evaluate).
+func (h *httpCheck) post(ctx context.Context, in Input) Evaluation {
 	target := redactURL(h.url)
 	body, err := json.Marshal(newPayload(in.Data))
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 func TestHTTPCheckPostsThePartition(t *testing.T) {
 	g := NewWithT(t)
 	hook := startServer(t, answerWith(204, ""))
-	ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL + "/gate?x=1"}}, Input{Data: partitionData()})
+	ev, err := evaluate(t, &HTTPCheck{URL: hook.URL + "/gate?x=1"}, Input{Data: partitionData()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ev).To(Equal(Evaluation{Outcome: Success, Value: "HTTP 204", Message: "POST " + hook.URL + "/gate?x=1 answered 204 No Content"}))
 	req := hook.last()
@@ -50,7 +50,7 @@ func TestHTTPCheckStatuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			hook := startServer(t, answerWith(tc.code, tc.body))
-			ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL}}, Input{Data: partitionData()})
+			ev, err := evaluate(t, &HTTPCheck{URL: hook.URL}, Input{Data: partitionData()})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ev.Outcome).To(Equal(tc.want))
 			g.Expect(ev.Message).To(ContainSubstring(tc.messageHas))
@@ -66,7 +66,7 @@ func TestHTTPCheckHostileEndpoints(t *testing.T) {
 		hook := startServer(t, neverAnswer(stop))
 		t.Cleanup(func() { close(stop) })
 		start := time.Now()
-		ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL, Timeout: 300 * time.Millisecond}}, Input{Data: partitionData()})
+		ev, err := evaluate(t, &HTTPCheck{URL: hook.URL, Timeout: 300 * time.Millisecond}, Input{Data: partitionData()})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 		g.Expect(ev.Outcome).To(Equal(Inconclusive))
@@ -82,7 +82,7 @@ func TestHTTPCheckHostileEndpoints(t *testing.T) {
 			neverAnswer(stop)(w, r)
 		})
 		t.Cleanup(func() { close(stop) })
-		ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL, Timeout: 300 * time.Millisecond}}, Input{Data: partitionData()})
+		ev, err := evaluate(t, &HTTPCheck{URL: hook.URL, Timeout: 300 * time.Millisecond}, Input{Data: partitionData()})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ev.Outcome).To(Equal(Inconclusive))
 		g.Expect(ev.Message).To(ContainSubstring("answered 200 OK but its body broke off: no answer before the timeout"))
@@ -102,7 +102,7 @@ func TestHTTPCheckHostileEndpoints(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		start := time.Now()
-		ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL}}, Input{Data: partitionData()})
+		ev, err := evaluate(t, &HTTPCheck{URL: hook.URL}, Input{Data: partitionData()})
 		runtime.ReadMemStats(&after)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
@@ -115,7 +115,7 @@ func TestHTTPCheckHostileEndpoints(t *testing.T) {
 		hook := startServer(t, func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "https://attacker.example:8443/steal", http.StatusTemporaryRedirect)
 		})
-		ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL}}, Input{Data: partitionData()})
+		ev, err := evaluate(t, &HTTPCheck{URL: hook.URL}, Input{Data: partitionData()})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ev.Outcome).To(Equal(Failure))
 		g.Expect(ev.Value).To(Equal("HTTP 307"))
@@ -130,13 +130,13 @@ func TestHTTPCheckTLS(t *testing.T) {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})
 	t.Run("verified with the CA of the credentials", func(t *testing.T) {
 		g := NewWithT(t)
-		ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL}}, Input{Data: partitionData(), Credentials: &Credentials{CA: ca}})
+		ev, err := evaluate(t, &HTTPCheck{URL: hook.URL}, Input{Data: partitionData(), Credentials: &Credentials{CA: ca}})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ev.Outcome).To(Equal(Success), ev.Message)
 	})
 	t.Run("refused without it", func(t *testing.T) {
 		g := NewWithT(t)
-		ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL}}, Input{Data: partitionData()})
+		ev, err := evaluate(t, &HTTPCheck{URL: hook.URL}, Input{Data: partitionData()})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ev.Outcome).To(Equal(Inconclusive))
 		g.Expect(ev.Message).To(ContainSubstring("certificate signed by unknown authority"))
@@ -145,7 +145,7 @@ func TestHTTPCheckTLS(t *testing.T) {
 		g := NewWithT(t)
 		creds := &Credentials{CA: []byte("not a certificate")}
 		g.Expect(creds.Validate()).To(MatchError("ca.crt holds no PEM certificate"))
-		ev, err := evaluate(t, Spec{HTTP: &HTTPCheck{URL: hook.URL}}, Input{Data: partitionData(), Credentials: creds})
+		ev, err := evaluate(t, &HTTPCheck{URL: hook.URL}, Input{Data: partitionData(), Credentials: creds})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ev.Outcome).To(Equal(Inconclusive))
 		g.Expect(ev.Message).To(ContainSubstring("holds no PEM certificate"))
@@ -166,16 +166,9 @@ func TestHTTPCheckSpecErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			spec := tc.spec
-			_, err := Compile(Spec{HTTP: &spec})
+			_, err := Compile(&spec)
 			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
 			g.Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
 		})
 	}
-	t.Run("exactly one kind", func(t *testing.T) {
-		g := NewWithT(t)
-		_, err := Compile(Spec{HTTP: &HTTPCheck{URL: "https://a/"}, Alerts: &AlertsCheck{}})
-		g.Expect(err).To(MatchError("check must set exactly one of prometheus, alerts and http: sets 2"))
-		_, err = Compile(Spec{})
-		g.Expect(err).To(MatchError(ContainSubstring("sets 0")))
-	})
 }

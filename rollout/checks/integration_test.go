@@ -150,8 +150,8 @@ func TestIntegrationQueryCheckFollowsTheMetric(t *testing.T) {
 func TestIntegrationQueryCheckTellsPrometheusItsDeadline(t *testing.T) {
 	servers, _ := requireMonitoring(t)
 	g := NewWithT(t)
-	c, err := Compile(Spec{Prometheus: &PrometheusCheck{Address: servers.PrometheusURL, Query: "vector(1)",
-		SuccessCondition: "values == [1.0]"}})
+	c, err := Compile(&PrometheusCheck{Address: servers.PrometheusURL, Query: "vector(1)",
+		SuccessCondition: "values == [1.0]"})
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, deadline := range []time.Duration{time.Hour, 3 * time.Second, 2500 * time.Millisecond} {
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -173,8 +173,8 @@ func TestIntegrationQueryCheckInconclusive(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ev, err := evaluate(t, Spec{Prometheus: &PrometheusCheck{Address: servers.PrometheusURL, Query: tc.query,
-				SuccessCondition: "true"}}, Input{Data: partitionData()})
+			ev, err := evaluate(t, &PrometheusCheck{Address: servers.PrometheusURL, Query: tc.query,
+				SuccessCondition: "true"}, Input{Data: partitionData()})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ev.Outcome).To(Equal(Inconclusive))
 			g.Expect(ev.Message).To(ContainSubstring(tc.want))
@@ -212,8 +212,8 @@ func TestIntegrationAlertsCheckIgnoresSilencedAlerts(t *testing.T) {
 		"labels":   map[string]string{"alertname": "Pushed", "hosted_cluster": "hc-1", "severity": "critical", "test": t.Name()},
 		"startsAt": now.Format(time.RFC3339Nano), "endsAt": now.Add(time.Hour).Format(time.RFC3339Nano),
 	}})
-	spec := Spec{Alerts: &AlertsCheck{Address: servers.AlertmanagerURL, Matchers: []string{
-		`hosted_cluster=~"{{ regex (names .HostedClusters) }}"`, `test="` + t.Name() + `"`}}}
+	spec := &AlertsCheck{Address: servers.AlertmanagerURL, Matchers: []string{
+		`hosted_cluster=~"{{ regex (names .HostedClusters) }}"`, `test="` + t.Name() + `"`}}
 	c, err := Compile(spec)
 	g.Expect(err).NotTo(HaveOccurred())
 	evaluateUntil(t, c, Input{Data: partitionData(), Since: now.Add(-time.Minute)}, Failure)
@@ -236,7 +236,7 @@ func TestIntegrationAlertsCheckSendsRegexEscapesAlertmanagerReads(t *testing.T) 
 	}})
 	data := Data{HostedClusters: []HostedCluster{{Name: "hc.1"}, {Name: "hc+2"}}}
 	for _, matcher := range []string{`hosted_cluster=~"{{ regex (names .HostedClusters) }}"`, `hosted_cluster=~"hc\.1"`} {
-		c, err := Compile(Spec{Alerts: &AlertsCheck{Address: servers.AlertmanagerURL, Matchers: []string{matcher, `test="` + t.Name() + `"`}}})
+		c, err := Compile(&AlertsCheck{Address: servers.AlertmanagerURL, Matchers: []string{matcher, `test="` + t.Name() + `"`}})
 		g.Expect(err).NotTo(HaveOccurred())
 		ev := evaluateUntil(t, c, Input{Data: data, Since: now.Add(-time.Minute)}, Failure)
 		g.Expect(ev.Value).To(Equal(`Dotted{hosted_cluster="hc.1", test="` + t.Name() + `"}`))
@@ -254,8 +254,8 @@ func TestIntegrationQueryCheckRegexFitsEitherPromQLString(t *testing.T) {
 		"convoy_test_addon_error_ratio{hosted_cluster=~`{{ regex (names .HostedClusters) }}`}",
 		`convoy_test_addon_error_ratio{hosted_cluster=~"{{ regex (names .HostedClusters) }}"}`,
 	} {
-		ev, err := evaluate(t, Spec{Prometheus: &PrometheusCheck{Address: servers.PrometheusURL, Query: query,
-			SuccessCondition: "values.all(v, v < 0.1)"}}, Input{Data: data})
+		ev, err := evaluate(t, &PrometheusCheck{Address: servers.PrometheusURL, Query: query,
+			SuccessCondition: "values.all(v, v < 0.1)"}, Input{Data: data})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ev.Outcome).To(Equal(Failure), ev.Message)
 		g.Expect(ev.Value).To(And(HavePrefix(`{hosted_cluster="hc.1", `), HaveSuffix(`namespace="clusters-hc.1"} 0.5`)), "one series: the dot is no wildcard")

@@ -10,7 +10,35 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
+
+// The prometheus kind: a PromQL instant query judged by a CEL condition.
+func init() {
+	Register(Kind[convoyv1alpha1.PrometheusCheck]{
+		Name:  "prometheus",
+		Field: func(c *convoyv1alpha1.RolloutCheck) *convoyv1alpha1.PrometheusCheck { return c.Prometheus },
+		Spec: func(p *convoyv1alpha1.PrometheusCheck) Spec {
+			return &PrometheusCheck{Address: p.Address, Query: p.Query, SuccessCondition: p.SuccessCondition}
+		},
+		SecretRef: func(p *convoyv1alpha1.PrometheusCheck) *convoyv1alpha1.SecretReference { return p.SecretRef },
+		Subject: func(p *convoyv1alpha1.PrometheusCheck) string {
+			return fmt.Sprintf("query %s with condition %s", quoteSubject(p.Query), quoteSubject(p.SuccessCondition))
+		},
+	})
+}
+
+// PrometheusCheck is a PromQL instant query judged by a CEL condition.
+type PrometheusCheck struct {
+	// Address is Prometheus's base URL, e.g. http://prometheus.monitoring:9090.
+	Address string
+	// Query is a PromQL expression, a template over Data.
+	Query string
+	// SuccessCondition is a CEL expression over result (a list of {metric: map(string,
+	// string), value: double}) and values (a list of double) that returns a bool.
+	SuccessCondition string
+}
 
 // Bounds of a Prometheus answer.
 const (
@@ -34,8 +62,9 @@ type prometheusCheck struct {
 	condition *condition
 }
 
-// compilePrometheus validates and compiles a PrometheusCheck.
-func compilePrometheus(p *PrometheusCheck) (*prometheusCheck, error) {
+// Compile validates and compiles the check: its address, its query's template and its
+// condition.
+func (p *PrometheusCheck) Compile() (Evaluator, error) {
 	address, err := parseAddress("prometheus.address", p.Address)
 	if err != nil {
 		return nil, err
@@ -54,8 +83,8 @@ func compilePrometheus(p *PrometheusCheck) (*prometheusCheck, error) {
 	return &prometheusCheck{address: address, query: query, condition: cond}, nil
 }
 
-// evaluate renders the query, runs it and judges the answer with the condition.
-func (p *prometheusCheck) evaluate(ctx context.Context, in Input) (Evaluation, error) {
+// Evaluate renders the query, runs it and judges the answer with the condition.
+func (p *prometheusCheck) Evaluate(ctx context.Context, in Input) (Evaluation, error) {
 	query, err := p.query.render(in.Data)
 	if err != nil {
 		return Evaluation{}, err
@@ -77,6 +106,14 @@ func (p *prometheusCheck) evaluate(ctx context.Context, in Input) (Evaluation, e
 	return Evaluation{Outcome: Success, Value: value,
 		Message: fmt.Sprintf("condition %s is true for %s", quote(p.condition.expr), value)}, nil
 }
+
+// Describe names the query and the address.
+func (p *prometheusCheck) Describe() string {
+	return fmt.Sprintf("query %s at %s", quote(p.query.text), redactURL(p.address))
+}
+
+// Timeout is requestTimeout: Prometheus is told nine tenths of it (queryTimeout).
+func (p *prometheusCheck) Timeout() time.Duration { return requestTimeout }
 
 // run sends query to Prometheus's /api/v1/query and returns its vector or scalar.
 func (p *prometheusCheck) run(ctx context.Context, query string, creds *Credentials) ([]series, error) {

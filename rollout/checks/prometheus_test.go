@@ -24,11 +24,11 @@ func vectorAnswer(ratios ...float64) string {
 
 // errorRatioCheck is a query check of the partition's error ratios.
 func errorRatioCheck(address string) Spec {
-	return Spec{Prometheus: &PrometheusCheck{
+	return &PrometheusCheck{
 		Address:          address,
 		Query:            `convoy_test_addon_error_ratio{hosted_cluster=~"{{ regex (names .HostedClusters) }}"}`,
 		SuccessCondition: "values.all(v, v < 0.1)",
-	}}
+	}
 }
 
 func TestPrometheusCheckJudgesTheAnswer(t *testing.T) {
@@ -165,7 +165,7 @@ func TestPrometheusCheckSpecErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			spec := tc.spec
-			_, err := Compile(Spec{Prometheus: &spec})
+			_, err := Compile(&spec)
 			var specErr *SpecError
 			g.Expect(errors.As(err, &specErr)).To(BeTrue(), "%v", err)
 			g.Expect(specErr.Field).To(Equal(tc.field))
@@ -177,8 +177,8 @@ func TestPrometheusCheckSpecErrors(t *testing.T) {
 func TestPrometheusCheckTemplateErrorIsASpecError(t *testing.T) {
 	g := NewWithT(t)
 	prom := startServer(t, answerWith(200, vectorAnswer(0)))
-	spec := errorRatioCheck(prom.URL)
-	spec.Prometheus.Query = `up{x="{{ range .HostedClusters }}{{ .Labels.missing }}{{ end }}"}`
+	spec := errorRatioCheck(prom.URL).(*PrometheusCheck)
+	spec.Query = `up{x="{{ range .HostedClusters }}{{ .Labels.missing }}{{ end }}"}`
 	_, err := evaluate(t, spec, Input{Data: partitionData()})
 	var specErr *SpecError
 	g.Expect(errors.As(err, &specErr)).To(BeTrue(), "%v", err)

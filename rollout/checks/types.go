@@ -26,45 +26,6 @@ type Evaluation struct {
 	Message string
 }
 
-// PrometheusCheck is a PromQL instant query judged by a CEL condition.
-type PrometheusCheck struct {
-	// Address is Prometheus's base URL, e.g. http://prometheus.monitoring:9090.
-	Address string
-	// Query is a PromQL expression, a template over Data.
-	Query string
-	// SuccessCondition is a CEL expression over result (a list of {metric: map(string,
-	// string), value: double}) and values (a list of double) that returns a bool.
-	SuccessCondition string
-}
-
-// AlertsCheck passes when no active alert of an Alertmanager matches its matchers.
-type AlertsCheck struct {
-	// Address is Alertmanager's base URL, e.g. http://alertmanager.monitoring:9093.
-	Address string
-	// Matchers are Alertmanager matchers (label="v", label!="v", label=~"re", label!~"re"),
-	// each a template over Data.
-	Matchers []string
-}
-
-// HTTPCheck posts the partition as JSON to a URL; a 2xx answer passes.
-type HTTPCheck struct {
-	// URL is the endpoint, http or https.
-	URL string
-	// Timeout bounds the request; zero means DefaultHTTPTimeout, and it is at most
-	// MaxHTTPTimeout.
-	Timeout time.Duration
-}
-
-// Spec is a check: exactly one of its fields is set.
-type Spec struct {
-	// Prometheus is a query check.
-	Prometheus *PrometheusCheck
-	// Alerts is an alerts check.
-	Alerts *AlertsCheck
-	// HTTP is an HTTP check.
-	HTTP *HTTPCheck
-}
-
 // Credentials authenticate a check's requests: a bearer Token, or a Username and Password
 // (basic), and an optional CA bundle trusted besides the system's roots.
 type Credentials struct {

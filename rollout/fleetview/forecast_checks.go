@@ -7,6 +7,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout"
+	"github.com/convoy-gitops/convoy/rollout/checks"
 )
 
 // forecastCheckValue is the value a check the forecast passes saw.
@@ -16,25 +17,12 @@ const forecastCheckValue = "forecast"
 type CheckForecast struct {
 	// Name of the check.
 	Name string `json:"name"`
-	// Kind is prometheus, alerts or http.
+	// Kind is the check's kind, as rollout/checks registers it: prometheus, alerts or http.
 	Kind string `json:"kind"`
 	// Passes is when the check passes at the earliest: its first evaluation once its duration
 	// after the partition's last Package progressed is over. Nil when the forecast does not
 	// get there.
 	Passes *metav1.Time `json:"passes,omitempty"`
-}
-
-// CheckKind names what a check asks: prometheus, alerts or http.
-func CheckKind(c *convoyv1alpha1.RolloutCheck) string {
-	switch {
-	case c.Prometheus != nil:
-		return "prometheus"
-	case c.Alerts != nil:
-		return "alerts"
-	case c.HTTP != nil:
-		return "http"
-	}
-	return ""
 }
 
 // passChecks records a passing evaluation of every due check whose duration is over, as the
@@ -75,7 +63,7 @@ func (l *gateLog) checks(partition string) []CheckForecast {
 	}
 	out := make([]CheckForecast, 0, len(specs))
 	for i := range specs {
-		c := CheckForecast{Name: specs[i].Name, Kind: CheckKind(&specs[i])}
+		c := CheckForecast{Name: specs[i].Name, Kind: checks.KindOf(&specs[i])}
 		if at, ok := l.passes[partition][c.Name]; ok {
 			t := metav1.NewTime(at)
 			c.Passes = &t

@@ -7,6 +7,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/rollout"
+	"github.com/convoy-gitops/convoy/rollout/checks"
 )
 
 // checkRuns holds the evaluations of the rollout checks that are under way, and those that
@@ -44,7 +45,7 @@ type checkRun struct {
 // checkRunKeyOf returns the key of due check d of obj.
 func checkRunKeyOf(obj *convoyv1alpha1.HostedClusterPackage, d *rollout.DueCheck) checkRunKey {
 	return checkRunKey{name: obj.Name, uid: obj.UID, partition: d.Partition, revision: d.Revision,
-		check: d.Check.Name, what: checkKey(&d.Check)}
+		check: d.Check.Name, what: checks.Key(&d.Check)}
 }
 
 // take returns the run of key and whether there is one; a finished run is handed over once.

@@ -16,16 +16,17 @@
 //  4. input: the planner's input, with the RolloutApprovals whose spec.hostedClusterPackage
 //     names the HostedClusterPackage (a cache index; an approval coming or going starts a
 //     pass) and the results of the checks in status.partitions[].checks.
-//  5. checks: the checks of the spec (spec.checks, partition.policies[].checks) are compiled
-//     once per generation by rollout/checks; one that does not compile stalls with InvalidSpec
+//  5. checks (check_runner.go): the checks of the spec (spec.checks, partition.policies[].checks)
+//     are compiled once per generation through rollout/checks's table of kinds, which also names
+//     the Secret and the timeout of each; one that does not compile stalls with InvalidSpec
 //     naming the check, its field and the rule, before any I/O. rollout.DueChecks says which are
 //     due; the Secrets their secretRef names are read (one GET each, never cached; a missing
 //     Secret or key makes the evaluation inconclusive, naming the Secret, never a pass). The
 //     pass never waits for an evaluation: it records those that finished, with DueCheck.Record,
 //     into the input, and so into status.partitions[].checks, and starts the due checks not
 //     under way in goroutines of their own (checkRuns), at most CheckConcurrency per
-//     HostedClusterPackage, each within its timeout (an HTTP check's timeoutSeconds, else
-//     10s); the planner wakes the HostedClusterPackage at least every second while its checks
+//     HostedClusterPackage, each within its kind's timeout (an HTTP check's timeoutSeconds,
+//     else 10s); the planner wakes the HostedClusterPackage at least every second while its checks
 //     run. A slow or silent server so holds no reconcile worker. A template that does not
 //     render with the partition stalls with InvalidSpec.
 //  6. plan: rollout.Compute. A spec it refuses (an invalid selector, budget or window) stalls

@@ -12,9 +12,10 @@ import (
 )
 
 // Sharding spreads the Packages the HostedClusterPackage controller creates over the shard
-// replicas of the Package controller (convoy.dev/shard, DESIGN §10). All the Packages of one
-// HCP namespace go to the same shard, chosen by rendezvous hashing of the namespace over the
-// shard names: even, and independent of the order of the names and of the other namespaces.
+// replicas of the Package controller (convoy.dev/shard, docs/operations/sharding.md). All the
+// Packages of one HCP namespace go to the same shard, chosen by rendezvous hashing of the
+// namespace over the shard names: even, and independent of the order of the names and of the
+// other namespaces.
 // The label is sticky: a Package keeps the shard it has while that shard is listed, so adding
 // a shard moves nothing; Rebalance moves each Package to its rendezvous choice, which moves to a
 // new shard only its fair share. With no shard listed, a labelled Package moves back to the

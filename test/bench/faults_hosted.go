@@ -32,8 +32,8 @@ const (
 	hostedFleetLabel = "bench.convoy.dev/hosted"
 	// hostedBackends is the number of real hosted API servers behind the proxies.
 	hostedBackends = 2
-	// ratioBound is the acceptance: the healthy part of the fleet rolls out within 1.3× the
-	// time of an all-healthy rollout.
+	// ratioBound is the acceptance, target P9 of docs/evidence/performance.md: the healthy
+	// part of the fleet rolls out within 1.3× the time of an all-healthy rollout.
 	ratioBound = 1.3
 	// deadReportTimeout bounds the wait for every dead cluster's Package to say it is
 	// unreachable, and recoverTimeout the wait for them to recover once they answer.
@@ -42,7 +42,7 @@ const (
 )
 
 // hostedFleetBudget is the rollingUpgrade budget of the hosted clusters: all of them. A dead
-// cluster's Package keeps its budget slot while it is unavailable (DESIGN rule 5), so with a
+// cluster's Package keeps its budget slot while it is unavailable (rule 5 of package rollout), so with a
 // smaller budget the healthy ones would get fewer slots than in the all-healthy rollout, by
 // design; with every target in budget, the row measures whether dead clusters hold up the
 // controller. The fleet's own rollout, next to it, keeps its 10%.

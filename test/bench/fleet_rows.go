@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Targets of the fleet scenario (issue 19), as ratios to baselines of the same run.
+// Targets of the fleet scenario (P5 to P7 of docs/evidence/performance.md), as ratios to
+// baselines of the same run.
 const (
 	// targetOneAddonRatio bounds one add-on's rollout among idle others against the same
 	// rollout in an otherwise empty fleet.

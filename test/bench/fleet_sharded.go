@@ -121,7 +121,8 @@ func (f *fleetRun) rolloutUnmeasured(ctx context.Context) (string, error) {
 	return commit, f.waitProgressed(ctx, commit, f.addons...)
 }
 
-// targetShardRSSShare bounds the peak RSS of each shard replica against the single replica's.
+// targetShardRSSShare bounds the peak RSS of each shard replica against the single replica's
+// (target P8 of docs/evidence/performance.md).
 const targetShardRSSShare = 0.6
 
 // addShardedRows reports the peak RSS of each replica next to the single replica's.

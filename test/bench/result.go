@@ -24,7 +24,8 @@ type Row struct {
 	Baseline *float64 `json:"baseline,omitempty"`
 	// BaselineName says what the baseline is.
 	BaselineName string `json:"baselineName,omitempty"`
-	// Target is the DESIGN.md §9 target, if any, e.g. "≤ 1.5×".
+	// Target is the row's target of docs/evidence/performance.md ("Targets"), if any, e.g.
+	// "≤ 1.4×".
 	Target string `json:"target,omitempty"`
 	// Met says whether the target is met; nil without a target.
 	Met *bool `json:"met,omitempty"`

@@ -12,7 +12,7 @@ import (
 	"github.com/convoy-gitops/convoy/sources"
 )
 
-// Targets of DESIGN.md §9; the wall time's is issue 19's, tighter than the design's 1.5×.
+// Targets P1, P3 and P4 of docs/evidence/performance.md ("Targets"), at targetFleetSize.
 const (
 	targetWallRatio       = 1.4
 	targetRSSMiB          = 200
@@ -21,8 +21,8 @@ const (
 	instantScenarioSuffix = "instant"
 )
 
-// Issue 42's targets against the bookkeeping floor, for the install and the instant rollout
-// at targetFleetSize: wall time within 1.15× of the floor, and an install that costs about
+// Target P2 against the bookkeeping floor, for the install and the instant rollout at
+// targetFleetSize: wall time within 1.15× of the floor; and P3's bound of the install, about
 // one request per object on the objects themselves.
 const (
 	targetBookkeepingRatio   = 1.15

@@ -55,17 +55,17 @@ func loadExampleChecks(g Gomega) []convoyv1alpha1.RolloutCheck {
 	return h.Spec.Checks
 }
 
-// evaluateAgainst compiles c with its address replaced by srv's and evaluates it once for
-// examplePartition; it fails on a spec error.
+// evaluateAgainst compiles c, a query or alerts check, with its address replaced by srv's
+// and evaluates it once for examplePartition; it fails on a spec error.
 func evaluateAgainst(g Gomega, c convoyv1alpha1.RolloutCheck, srv *httptest.Server) checks.Evaluation {
-	var spec checks.Spec
-	switch {
-	case c.Prometheus != nil:
-		spec.Prometheus = &checks.PrometheusCheck{Address: srv.URL, Query: c.Prometheus.Query, SuccessCondition: c.Prometheus.SuccessCondition}
-	case c.Alerts != nil:
-		spec.Alerts = &checks.AlertsCheck{Address: srv.URL, Matchers: c.Alerts.Matchers}
+	c = *c.DeepCopy()
+	if c.Prometheus != nil {
+		c.Prometheus.Address = srv.URL
 	}
-	compiled, err := checks.Compile(spec)
+	if c.Alerts != nil {
+		c.Alerts.Address = srv.URL
+	}
+	compiled, err := checks.CompileRolloutCheck(&c)
 	g.Expect(err).NotTo(HaveOccurred(), "check %s", c.Name)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -2,10 +2,8 @@ package rolloutcontroller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,10 +18,6 @@ import (
 
 // DefaultCheckConcurrency bounds the checks of one HostedClusterPackage evaluated in parallel.
 const DefaultCheckConcurrency = 4
-
-// checkTimeout bounds an evaluation of a Prometheus or alerts check (an HTTP check has its
-// own timeoutSeconds); rollout/checks bounds its requests the same way.
-const checkTimeout = 10 * time.Second
 
 // compiledChecks are the compiled checks of one generation of a HostedClusterPackage, by
 // checkKey: the same check in spec.checks and in a partition policy is compiled once.
@@ -125,51 +119,17 @@ func (c *compiledChecks) compile(path string, list []convoyv1alpha1.RolloutCheck
 	names := make([]string, 0, len(list))
 	for i := range list {
 		names = append(names, list[i].Name)
-		key := checkKey(&list[i])
+		key := checks.Key(&list[i])
 		if c.byKey[key] != nil {
 			continue
 		}
-		compiled, err := checks.Compile(checkSpec(&list[i]))
+		compiled, err := checks.CompileRolloutCheck(&list[i])
 		if err != nil {
 			return nil, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%s[%d] (check %s): %w", path, i, list[i].Name, err)
 		}
 		c.byKey[key] = compiled
 	}
 	return names, nil
-}
-
-// checkKey identifies what a check evaluates: its kind's fields, without its name and limits.
-func checkKey(c *convoyv1alpha1.RolloutCheck) string {
-	raw, _ := json.Marshal([]any{c.Prometheus, c.Alerts, c.HTTP}) // plain structs always marshal
-	return string(raw)
-}
-
-// checkSpec converts a RolloutCheck into what rollout/checks compiles.
-func checkSpec(c *convoyv1alpha1.RolloutCheck) checks.Spec {
-	var spec checks.Spec
-	switch {
-	case c.Prometheus != nil:
-		spec.Prometheus = &checks.PrometheusCheck{Address: c.Prometheus.Address, Query: c.Prometheus.Query,
-			SuccessCondition: c.Prometheus.SuccessCondition}
-	case c.Alerts != nil:
-		spec.Alerts = &checks.AlertsCheck{Address: c.Alerts.Address, Matchers: c.Alerts.Matchers}
-	case c.HTTP != nil:
-		spec.HTTP = &checks.HTTPCheck{URL: c.HTTP.URL, Timeout: c.HTTP.Timeout()}
-	}
-	return spec
-}
-
-// secretRefOf returns the Secret a check's credentials come from; nil when it names none.
-func secretRefOf(c *convoyv1alpha1.RolloutCheck) *convoyv1alpha1.SecretReference {
-	switch {
-	case c.Prometheus != nil:
-		return c.Prometheus.SecretRef
-	case c.Alerts != nil:
-		return c.Alerts.SecretRef
-	case c.HTTP != nil:
-		return c.HTTP.SecretRef
-	}
-	return nil
 }
 
 // checkCredentials are the credentials read from one Secret, or why there are none.
@@ -186,7 +146,7 @@ type checkCredentials struct {
 func (r *HostedClusterPackageReconciler) readCheckSecrets(ctx context.Context, due []rollout.DueCheck) map[types.NamespacedName]checkCredentials {
 	out := map[types.NamespacedName]checkCredentials{}
 	for i := range due {
-		ref := secretRefOf(&due[i].Check)
+		ref := checks.SecretRef(&due[i].Check)
 		if ref == nil {
 			continue
 		}
@@ -253,22 +213,18 @@ func (r *HostedClusterPackageReconciler) startChecks(ctx context.Context, s *sco
 func evaluateCheck(ctx context.Context, compiled *compiledChecks, d *rollout.DueCheck,
 	creds map[types.NamespacedName]checkCredentials) (rollout.Evaluation, error) {
 	in := checks.Input{Data: checkData(d), Since: d.Since}
-	if ref := secretRefOf(&d.Check); ref != nil {
+	if ref := checks.SecretRef(&d.Check); ref != nil {
 		c := creds[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}]
 		if c.problem != "" {
 			return rollout.Evaluation{Outcome: rollout.CheckError, Message: c.problem}, nil
 		}
 		in.Credentials = c.creds
 	}
-	check := compiled.byKey[checkKey(&d.Check)]
+	check := compiled.byKey[checks.Key(&d.Check)]
 	if check == nil { // the spec changed between compiling and planning: never a pass
 		return rollout.Evaluation{Outcome: rollout.CheckError, Message: "the check is not compiled yet"}, nil
 	}
-	timeout := checkTimeout
-	if d.Check.HTTP != nil {
-		timeout = d.Check.HTTP.Timeout()
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, check.Timeout())
 	defer cancel()
 	ev, err := check.Evaluate(ctx, in)
 	if err != nil {

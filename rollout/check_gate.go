@@ -2,12 +2,10 @@ package rollout
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout/checks"
 )
 
 // partitionChecks are a partition's checks and their results at the update revision.
@@ -175,34 +173,12 @@ func (p *planner) checkFailure(part *partition) convoyv1alpha1.PackageFailure {
 	c := part.checks.failed
 	r := part.checks.results[c.Name]
 	msg := fmt.Sprintf("Check %s of partition %s failed (%d failed evaluations, failureLimit %d): %s saw %q",
-		c.Name, part.name, r.Failures, c.FailureLimit, checkSubject(c), r.LastValue)
+		c.Name, part.name, r.Failures, c.FailureLimit, checks.Subject(c), r.LastValue)
 	if r.Message != "" {
 		msg += ": " + r.Message
 	}
 	return convoyv1alpha1.PackageFailure{Partition: part.name, Check: c.Name,
 		Reason: convoyv1alpha1.CheckFailedReason, Message: msg}
-}
-
-// checkSubject says what a check asks: its query and condition, its matchers, or its URL.
-func checkSubject(c *convoyv1alpha1.RolloutCheck) string {
-	switch {
-	case c.Prometheus != nil:
-		return fmt.Sprintf("query %s with condition %s", quote(c.Prometheus.Query), quote(c.Prometheus.SuccessCondition))
-	case c.Alerts != nil:
-		return fmt.Sprintf("alerts matching {%s}", strings.Join(c.Alerts.Matchers, ", "))
-	case c.HTTP != nil:
-		return "POST " + c.HTTP.URL
-	}
-	return "check"
-}
-
-// quote quotes text for a message between backquotes, which leave PromQL's and CEL's double
-// quotes readable; text that holds a backquote or a control character is quoted by %q.
-func quote(text string) string {
-	if strings.ContainsFunc(text, func(r rune) bool { return r == '`' || unicode.IsControl(r) }) {
-		return strconv.Quote(text)
-	}
-	return "`" + text + "`"
 }
 
 // checkStatuses returns the results of part's checks at the update revision, in spec order,
