@@ -100,9 +100,9 @@
 //     targets it skipped; Stalled while failed Packages or a failed check stop the rollout, or
 //     its revision is rejected; Reconciling while it progresses, is paused or a gate holds it.
 //     Skipped targets are counted and named (a bounded sample), overall and per partition.
-//  17. Gates: the soak, the checks, the failure tolerance, the rollback, the approvals and
-//     the windows (rules 18 to 23) are optional, and each one's default keeps the rules above
-//     as they are. What holds the rollout shows in status.gate and the partitions' states, in
+//  17. Gates: the soak, the checks, the failure tolerance, the rollback, the approvals, the
+//     windows (rules 18 to 23) and the promotion (rule 25) are optional, and each one's
+//     default keeps the rules above as they are. What holds the rollout shows in status.gate and the partitions' states, in
 //     `convoy plan`, the dashboard and the metrics. A partition has started once one of its
 //     targets is on the update revision. The gates hold only a partition that has not
 //     started; once it started, its Packages remember that its gates were passed, and nothing
@@ -175,9 +175,20 @@
 //     inside its windows (looked for up to a year ahead). An invalid schedule, duration or time
 //     zone fails Compute with an error that names the window and the field.
 //  24. Gate in status: status.gate (Plan.Gate) names what holds the rollout: Failures
-//     (stopped or rejected) before a Soak, a Check, an Approval or a Window, then a Check that
-//     holds the completion; RequeueAfter comes no later than a soak's end, a check's next
-//     evaluation (at least a second away) or a window's opening.
+//     (stopped or rejected) before a Soak, a Check, an Approval or a Window, then Promotion
+//     (rule 25), then a Check that holds the completion, then Promotion waiting for a newer
+//     commit; RequeueAfter comes no later than a soak's end, a check's next evaluation (at
+//     least a second away) or a window's opening.
+//  25. Promotion: under spec.promotion with upstream sectors the controller, not the planner,
+//     chooses the update revision's commit (package promotion: the newest commit every
+//     management cluster of every upstream sector completed and soaked, or one promoted by
+//     hand) and hands the planner Input.Promotion. While its Hold is set (the bus of sectors
+//     cannot be read, or an upstream sector withdrew the commit) the rollout acts as outside
+//     its windows: nothing starts at the update revision, nothing of a live cluster is
+//     deleted, updates in flight finish, and the Promotion gate names the first partition
+//     with targets still to start. A withdrawn commit is rejected under a Rollback failure
+//     policy (not under spec.paused), and rolls back as in rule 21. Waiting names a newer
+//     commit that its upstream has not let through; it holds nothing.
 //
 // The controller applies the Plan, writes Plan.WriteStatus into the status when it changed, moves
 // currentRevision when Plan.Completed, and requeues after Plan.RequeueAfter.
