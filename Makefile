@@ -36,19 +36,22 @@ RACE_PACKAGES := ./test/infrastructure/controlplane/... ./test/infrastructure/gi
 # The end-to-end tests that take the longest run in `make e2e` (and in CI), not in `make test`;
 # each area keeps a shorter test in `make test` (TestFaultsQuick, TestRunTiny,
 # TestChartRenderParityOfMetricsServer, TestStoreStaysBoundedOver300Commits, the other rollout
-# tests on the fleet). Top-level test names, each defined in a package of E2E_PACKAGES (a test
-# of test/deploy checks it).
+# tests on the fleet). So does the test that only proves the packaging
+# (TestImageRunsItsConvoyBinary: its static build of convoy shares no package with the other
+# tests' builds). Top-level test names, each defined in a package of E2E_PACKAGES (a test of
+# test/deploy checks it).
 E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesEndToEnd \
 	TestHelmChartRollsOutAcrossPartitions TestFleetSafetyOnABadDay TestControllerStartsWhenTheHostedClusterCRDAppears \
 	TestClusterScopedPKOPackageRollsOutIntoHostedClusters TestRolloutLogTellsTheStory \
 	TestDashboardInBrowserFollowsARolloutAndAFailure TestControllerPostsRolloutEventsInFluxFormat \
 	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyEveryScenario TestFaultsShort \
 	TestStoreStaysBoundedOver1000Commits TestChartRenderParity \
-	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout TestFixedTokenSecretIsUsedAtOnce
+	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout TestFixedTokenSecretIsUsedAtOnce \
+	TestImageRunsItsConvoyBinary
 EMPTY :=
 E2E_REGEX := ^($(subst $(EMPTY) $(EMPTY),|,$(strip $(E2E_TESTS))))$$
 # E2E_PACKAGES hold the E2E_TESTS; those also in RACE_PACKAGES run under -race.
-E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop
+E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop ./hack/image
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 SOAK_ARGS ?=
@@ -205,7 +208,7 @@ test: ## Build what the tests need, verify, lint and run every test but the long
 	wait $$race || status=$$?; exit $$status
 
 .PHONY: e2e
-e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollouts on the fleet, faults, the browser), which `make test` leaves out.
+e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollouts on the fleet, faults, the browser, the image), which `make test` leaves out.
 	export CONVOY_TEST_CONVOY=$(BIN)/convoy; \
 	go test -race $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list $(E2E_PACKAGES) | grep -xF -f <(go list $(RACE_PACKAGES))) & race=$$!; \
