@@ -85,6 +85,7 @@ func TestDashboardInBrowserFollowsARolloutAndAFailure(t *testing.T) {
 	g.Expect(chromedp.Do(page, chromedp.Navigate(url+"#/rollout/"+bf.hcpkg), chromedp.WaitVisible(chromedp.CSS(".grid-row")),
 		chromedp.Evaluate[chromedp.Void](`window.convoyNoReload = true; undefined`))).To(Succeed())
 	first := waitForGrid(page, g, "", func(gr grid) bool { return gr.all(devdemo.Partitions, "progressed") })
+	waitForCompletion(ctx, g, bf) // the next rollout starts from a current revision, which the page shows
 	screenshot(page, g, shots, "first-rollout.png")
 
 	commit, err := bf.repo.Commit("main", "extra-component: publish the release", map[string]string{
