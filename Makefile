@@ -131,12 +131,12 @@ verify: generate manifests docs ## Fail when regenerated files (code, CRDs, RBAC
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd
 MONITORING := $(BIN)/prometheus $(BIN)/alertmanager
 FORGE := $(BIN)/gitea
-# Measured cold on 2 cores (empty build and module caches, downloads included), for the line
-# each build prints before it starts.
+# Measured cold on 2 cores (empty build and module caches, downloads included, one build after
+# the other), for the line each build prints before it starts.
 CONTROL_PLANE_COLD := about 32 minutes
 PROMETHEUS_COLD := about 19 minutes
 ALERTMANAGER_COLD := about 4 minutes
-GITEA_COLD := TODO(lead): about N minutes
+GITEA_COLD := about 24 minutes
 CONVOY_COLD := TODO(lead): about N minutes
 
 .PHONY: tools
