@@ -36,19 +36,22 @@ RACE_PACKAGES := ./test/infrastructure/controlplane/... ./test/infrastructure/gi
 # The end-to-end tests that take the longest run in `make e2e` (and in CI), not in `make test`;
 # each area keeps a shorter test in `make test` (TestFaultsQuick, TestRunTiny,
 # TestChartRenderParityOfMetricsServer, TestStoreStaysBoundedOver300Commits, the other rollout
-# tests on the fleet). Top-level test names, each defined in a package of E2E_PACKAGES (a test
-# of test/deploy checks it).
+# tests on the fleet). So does the test that only proves the packaging
+# (TestImageRunsItsConvoyBinary: its static build of convoy shares no package with the other
+# tests' builds). Top-level test names, each defined in a package of E2E_PACKAGES (a test of
+# test/deploy checks it).
 E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesEndToEnd \
 	TestHelmChartRollsOutAcrossPartitions TestFleetSafetyOnABadDay TestControllerStartsWhenTheHostedClusterCRDAppears \
 	TestClusterScopedPKOPackageRollsOutIntoHostedClusters TestRolloutLogTellsTheStory \
 	TestDashboardInBrowserFollowsARolloutAndAFailure TestControllerPostsRolloutEventsInFluxFormat \
 	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyEveryScenario TestFaultsShort \
 	TestStoreStaysBoundedOver1000Commits TestChartRenderParity \
-	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout TestFixedTokenSecretIsUsedAtOnce
+	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout TestFixedTokenSecretIsUsedAtOnce \
+	TestImageRunsItsConvoyBinary
 EMPTY :=
 E2E_REGEX := ^($(subst $(EMPTY) $(EMPTY),|,$(strip $(E2E_TESTS))))$$
 # E2E_PACKAGES hold the E2E_TESTS; those also in RACE_PACKAGES run under -race.
-E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop
+E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop ./hack/image
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 SOAK_ARGS ?=
@@ -119,31 +122,52 @@ verify: generate manifests docs ## Fail when regenerated files (code, CRDs, RBAC
 
 ##@ Build
 
+# The servers the tests and the demo run, built from source into bin/ once and kept there.
+# CONTROL_PLANE: the API servers of the demo's management cluster and hosted clusters, and of
+# every test on a fleet. MONITORING: the rollout checks' tests query them. FORGE: the tests of
+# commit statuses and of the pull-request loop drive it. Each target builds only what it runs:
+# `make demo` builds the control plane alone (a test of test/deploy checks it against what the
+# demo starts).
+CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd
+MONITORING := $(BIN)/prometheus $(BIN)/alertmanager
+FORGE := $(BIN)/gitea
+# Measured cold on 2 cores (empty build and module caches, downloads included, one build after
+# the other), for the line each build prints before it starts.
+CONTROL_PLANE_COLD := about 32 minutes
+PROMETHEUS_COLD := about 19 minutes
+ALERTMANAGER_COLD := about 4 minutes
+GITEA_COLD := about 24 minutes
+CONVOY_COLD := TODO(lead): about N minutes
+
 .PHONY: tools
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/prometheus $(BIN)/alertmanager $(BIN)/gitea ## Build kube-apiserver, etcd, Prometheus, Alertmanager and Gitea from source (about 18 minutes cold on 2 cores).
+tools: $(CONTROL_PLANE) $(MONITORING) $(FORGE) ## Build every server the tests run: kube-apiserver, etcd, Prometheus, Alertmanager, Gitea (cached afterwards).
 
-# Note: no debug information: the binaries are only run, and linking it is a large part of the
-# build.
-$(BIN)/kube-apiserver: $(TOOLS_SRC)
-	cd test/tools && go build -ldflags=-w -o $@ ./kube-apiserver
-
-$(BIN)/etcd: $(TOOLS_SRC)
-	cd test/tools && go build -ldflags=-w -o $@ ./etcd
+# Note: one go build makes both binaries. On 2 cores one go build already keeps both cores
+# busy compiling, so two builds side by side would not finish sooner and would compile the
+# packages they share (gRPC, protobuf, the etcd client, OpenTelemetry) twice; one build
+# compiles those once and links one binary while it compiles the other's last packages. No
+# debug information: the binaries are only run, and linking it is a large part of the build.
+$(CONTROL_PLANE) &: $(TOOLS_SRC)
+	@echo "==> Building bin/kube-apiserver and bin/etcd from source: the API servers of the management cluster and of each hosted cluster ($(CONTROL_PLANE_COLD) cold on 2 cores; cached afterwards)"
+	cd test/tools && go build -ldflags=-w -o $(BIN)/ ./kube-apiserver ./etcd
 
 # Note: remove_all_sd leaves out the service discoveries of clouds and Kubernetes (file_sd, which
 # the tests use, stays): a third of its packages. Without the builtinassets tag there is no web
 # UI (its generated files are not in the module), only the HTTP API the tests use.
 $(BIN)/prometheus: $(PROMETHEUS_MOD)/go.mod $(PROMETHEUS_MOD)/go.sum
+	@echo "==> Building bin/prometheus from source: the rollout checks' tests query it ($(PROMETHEUS_COLD) cold on 2 cores; cached afterwards)"
 	cd $(PROMETHEUS_MOD) && go build -tags remove_all_sd -o $@ \
 		-ldflags="-w $(call PROMETHEUS_VERSION_FLAG,github.com/prometheus/prometheus)" github.com/prometheus/prometheus/cmd/prometheus
 
 $(BIN)/alertmanager: $(ALERTMANAGER_MOD)/go.mod $(ALERTMANAGER_MOD)/go.sum
+	@echo "==> Building bin/alertmanager from source: the rollout checks' tests read its alerts ($(ALERTMANAGER_COLD) cold on 2 cores; cached afterwards)"
 	cd $(ALERTMANAGER_MOD) && go build -o $@ \
 		-ldflags="-w $(call PROMETHEUS_VERSION_FLAG,github.com/prometheus/alertmanager)" github.com/prometheus/alertmanager/cmd/alertmanager
 
 # Note: sqlite is Gitea's database in the tests; at run time it reads templates/ and options/
 # from the module's directory (test/infrastructure/forge finds it with go list).
 $(BIN)/gitea: $(GITEA_MOD)/go.mod $(GITEA_MOD)/go.sum
+	@echo "==> Building bin/gitea from source: the tests of commit statuses and of the pull-request loop drive it ($(GITEA_COLD) cold on 2 cores; cached afterwards)"
 	cd $(GITEA_MOD) && go build -tags 'sqlite sqlite_unlock_notify' -o $@ \
 		-ldflags="-w -X main.Version=$$(go list -m -f '{{.Version}}' code.gitea.io/gitea | sed 's/^v//')" code.gitea.io/gitea
 
@@ -164,13 +188,16 @@ $(GOLANGCI_LINT):
 
 .PHONY: build
 build: ## Build bin/convoy, stamped with VERSION, REVISION and BUILD_DATE (`convoy version`).
+	@echo "==> Building bin/convoy: convoy's command and controller ($(CONVOY_COLD) cold on 2 cores; seconds afterwards)"
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/convoy ./cmd/convoy
 
 ##@ Test and run
 
 .PHONY: test
 test: ## Build what the tests need, verify, lint and run every test but the longest end-to-end ones (`make e2e`).
-	$(MAKE) -j4 $(BIN)/kube-apiserver $(BIN)/prometheus $(BIN)/etcd $(BIN)/alertmanager $(BIN)/gitea $(CONTROLLER_GEN) $(GOLANGCI_LINT)
+	@# Side by side: the servers are separate modules (few packages in common at the same
+	@# versions), and each build leaves a core idle while it downloads modules and links.
+	$(MAKE) -j4 $(CONTROL_PLANE) $(MONITORING) $(FORGE) $(CONTROLLER_GEN) $(GOLANGCI_LINT)
 	$(MAKE) verify lint build
 	@# The two sets run side by side: most of a test's time is spent waiting on API servers.
 	@# The tests that run convoy as a process run bin/convoy, built just before.
@@ -181,7 +208,7 @@ test: ## Build what the tests need, verify, lint and run every test but the long
 	wait $$race || status=$$?; exit $$status
 
 .PHONY: e2e
-e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollouts on the fleet, faults, the browser), which `make test` leaves out.
+e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollouts on the fleet, faults, the browser, the image), which `make test` leaves out.
 	export CONVOY_TEST_CONVOY=$(BIN)/convoy; \
 	go test -race $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list $(E2E_PACKAGES) | grep -xF -f <(go list $(RACE_PACKAGES))) & race=$$!; \
@@ -190,7 +217,7 @@ e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollou
 	wait $$race || status=$$?; exit $$status
 
 .PHONY: e2e-forge
-e2e-forge: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/gitea build ## Run only the pull-request loop against Gitea (test/forgeloop, part of `make e2e`): about 2 minutes.
+e2e-forge: $(CONTROL_PLANE) $(FORGE) build ## Run only the pull-request loop against Gitea (test/forgeloop, part of `make e2e`): about 2 minutes.
 	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/forgeloop -count=1 -v -timeout 15m
 
 .PHONY: chromium
@@ -205,33 +232,34 @@ chromium: ## Install Chromium with apt-get for the dashboard's browser test when
 	fi
 
 .PHONY: dashboard-screenshot
-dashboard-screenshot: tools chromium ## Run the dashboard's browser test and copy its rollout screenshot to docs/dashboard.png.
+dashboard-screenshot: $(CONTROL_PLANE) chromium ## Run the dashboard's browser test and copy its rollout screenshot to docs/dashboard.png.
 	CONVOY_SCREENSHOTS=$(BIN)/screenshots/dashboard go test ./cmd/convoy -run TestDashboardInBrowser -count=1
 	mkdir -p docs && cp $(BIN)/screenshots/dashboard/rollout.png docs/dashboard.png
 
 .PHONY: demo
-demo: tools build ## Run convoy-dev: a local fleet of hosted clusters and a live rollout, with bin/convoy's controller.
+demo: $(CONTROL_PLANE) build ## Build only what the demo runs (kube-apiserver, etcd, convoy, convoy-dev) and run convoy-dev: a local fleet and a live rollout.
+	@echo "==> Building bin/convoy-dev: the demo (seconds once bin/convoy is built)"
 	go build -o $(BIN)/convoy-dev ./cmd/convoy-dev
 	$(BIN)/convoy-dev $(DEMO_ARGS)
 
 .PHONY: faults
-faults: tools build ## Run the fault harness (test/bench/cmd/faults): faults injected mid-rollout at 200 HostedClusters; writes faults-results.json (FAULTS_ARGS=-clusters 50 for a quick run).
+faults: $(CONTROL_PLANE) build ## Run the fault harness (test/bench/cmd/faults): faults injected mid-rollout at 200 HostedClusters; writes faults-results.json (FAULTS_ARGS=-clusters 50 for a quick run).
 	go run ./test/bench/cmd/faults -convoy $(BIN)/convoy -out $(CURDIR)/faults-results.json $(FAULTS_ARGS)
 
 .PHONY: soak
-soak: tools build ## Run the soak (test/bench/cmd/soak): 200 HostedClusters, five add-ons, a seeded schedule for 60 minutes; writes soak-results.json (SOAK_ARGS=-duration 15m -seed N).
+soak: $(CONTROL_PLANE) build ## Run the soak (test/bench/cmd/soak): 200 HostedClusters, five add-ons, a seeded schedule for 60 minutes; writes soak-results.json (SOAK_ARGS=-duration 15m -seed N).
 	go run ./test/bench/cmd/soak -convoy $(BIN)/convoy -out $(CURDIR)/soak-results.json $(SOAK_ARGS)
 
 .PHONY: soak-short
-soak-short: tools build ## Run the 2-minute soak (TestSoakShort, also in make test) alone, with a seed from the clock (CONVOY_SOAK_SEED=N replays one).
+soak-short: $(CONTROL_PLANE) build ## Run the 2-minute soak (TestSoakShort, also in make test) alone, with a seed from the clock (CONVOY_SOAK_SEED=N replays one).
 	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/bench -run '^TestSoakShort$$' -count=1 -v -timeout 15m
 
 .PHONY: bench
-bench: tools build ## Run test/bench: rollout, steady state, Git, hosted phases (about 16 minutes); writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).
+bench: $(CONTROL_PLANE) build ## Run test/bench: rollout, steady state, Git, hosted phases (about 16 minutes); writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).
 	go run ./test/bench/cmd -convoy $(BIN)/convoy -out $(CURDIR)/bench-results.json $(BENCH_ARGS)
 
 .PHONY: bench-fleet
-bench-fleet: tools build ## Run test/bench's fleet scenario: 20 add-ons over 500 HostedClusters (about an hour); writes bench-fleet-results.json.
+bench-fleet: $(CONTROL_PLANE) build ## Run test/bench's fleet scenario: 20 add-ons over 500 HostedClusters (about an hour); writes bench-fleet-results.json.
 	go run ./test/bench/cmd -convoy $(BIN)/convoy -scenarios fleet -out $(CURDIR)/bench-fleet-results.json $(BENCH_ARGS)
 
 .PHONY: bench-tables

@@ -31,10 +31,11 @@ const (
 	ProgressingCondition = "Progressing"
 
 	// PausedCondition is True on a Package or ObjectDeployment while spec.paused is set.
+	// Polarity: abnormal-true, a hold someone chose rather than a failure.
 	PausedCondition = "Paused"
 
 	// HasPausedPackageCondition is True on a HostedClusterPackage when at least one of its
-	// Packages is paused.
+	// Packages is paused. Polarity: abnormal-true, a hold someone chose rather than a failure.
 	HasPausedPackageCondition = "HasPausedPackage"
 
 	// ShardsReadyCondition is True on a HostedClusterPackage when every shard (convoy.dev/shard)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -86,6 +85,7 @@ func TestDashboardInBrowserFollowsARolloutAndAFailure(t *testing.T) {
 	g.Expect(chromedp.Do(page, chromedp.Navigate(url+"#/rollout/"+bf.hcpkg), chromedp.WaitVisible(chromedp.CSS(".grid-row")),
 		chromedp.Evaluate[chromedp.Void](`window.convoyNoReload = true; undefined`))).To(Succeed())
 	first := waitForGrid(page, g, "", func(gr grid) bool { return gr.all(devdemo.Partitions, "progressed") })
+	waitForCompletion(ctx, g, bf) // the next rollout starts from a current revision, which the page shows
 	screenshot(page, g, shots, "first-rollout.png")
 
 	commit, err := bf.repo.Commit("main", "extra-component: publish the release", map[string]string{
@@ -96,20 +96,10 @@ func TestDashboardInBrowserFollowsARolloutAndAFailure(t *testing.T) {
 	g.Expect(first.commit).NotTo(Equal(commit))
 	assertPartitionOrder(g, moves)
 	waitForCompletion(ctx, g, bf) // the last partition's check passes after its cells progressed
+	expectConditionPills(page, g, healthyPills)
 
-	bad, err := bf.repo.Commit("main", "extra-component: add a component that never starts",
-		map[string]string{"extra-component/management/broken.yaml": brokenRelease})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(requestPoll(ctx, bf.fleet.Client)).To(Succeed())
-	waitForGrid(page, g, bad, func(gr grid) bool { return gr.count("failed") == 1 })
-	g.Expect(chromedp.Do(page, chromedp.WaitVisible(chromedp.CSS(".failed-cluster")))).To(Succeed())
-	failedText, err := chromedp.Run(page, chromedp.Text(chromedp.CSS(".failed-cluster")))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(failedText).To(MatchRegexp(`clusters/early-1 ProgressDeadlineExceeded: .*has not progressed`))
-	color, err := chromedp.Run(page, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('.cell.state-failed')).backgroundColor`))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(color).To(Equal("rgb(217, 58, 58)"), "the failed cell is red")
-	screenshot(page, g, shots, "failed.png")
+	followFailure(ctx, page, g, bf, shots)
+	expectConditionPills(page, g, failedPills)
 
 	g.Expect(chromedp.Do(page, chromedp.Click(chromedp.CSS(".cell.state-failed")), chromedp.Click(chromedp.CSS(".package-link")),
 		chromedp.WaitVisible(chromedp.CSS("#last-error")))).To(Succeed())
@@ -127,6 +117,24 @@ func TestDashboardInBrowserFollowsARolloutAndAFailure(t *testing.T) {
 	noReload, err := chromedp.Run(page, chromedp.Evaluate[bool](`window.convoyNoReload === true`))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(noReload).To(BeTrue(), "the page was never reloaded")
+}
+
+// followFailure commits a release that never starts and checks that the page shows its first
+// cluster failed, in red, with its message.
+func followFailure(ctx, page context.Context, g Gomega, bf *browserFleet, shots string) {
+	bad, err := bf.repo.Commit("main", "extra-component: add a component that never starts",
+		map[string]string{"extra-component/management/broken.yaml": brokenRelease})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(requestPoll(ctx, bf.fleet.Client)).To(Succeed())
+	waitForGrid(page, g, bad, func(gr grid) bool { return gr.count("failed") == 1 })
+	g.Expect(chromedp.Do(page, chromedp.WaitVisible(chromedp.CSS(".failed-cluster")))).To(Succeed())
+	failedText, err := chromedp.Run(page, chromedp.Text(chromedp.CSS(".failed-cluster")))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(failedText).To(MatchRegexp(`clusters/early-1 ProgressDeadlineExceeded: .*has not progressed`))
+	color, err := chromedp.Run(page, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('.cell.state-failed')).backgroundColor`))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(color).To(Equal("rgb(217, 58, 58)"), "the failed cell is red")
+	screenshot(page, g, shots, "failed.png")
 }
 
 // checkNarrowFleet goes back to the fleet view by its link, at 375 px wide, and checks that
@@ -237,8 +245,9 @@ func startBrowserFleet(ctx context.Context, t *testing.T) *browserFleet {
 }
 
 // readExamples reads the example GitSource (pointed at url) and HostedClusterPackage (with a
-// progress deadline of 20s, so that the bad commit fails quickly, and an HTTP check of each
-// partition against checkURL, so that the checks' metrics are on /metrics).
+// progress deadline of 20s, so that the bad commit fails quickly, a soak of browserSoakSeconds
+// after early and normal, so that the page shows a gate, and an HTTP check of each partition
+// against checkURL, so that the checks' metrics are on /metrics).
 func readExamples(g Gomega, root, url, checkURL string) []*unstructured.Unstructured {
 	var objs []*unstructured.Unstructured
 	for _, name := range []string{"gitsource.yaml", "hostedclusterpackage.yaml"} {
@@ -251,6 +260,7 @@ func readExamples(g Gomega, root, url, checkURL string) []*unstructured.Unstruct
 	}
 	g.Expect(unstructured.SetNestedField(objs[0].Object, url, "spec", "url")).To(Succeed())
 	g.Expect(unstructured.SetNestedField(objs[1].Object, int64(20), "spec", "strategy", "rollingUpgrade", "progressDeadlineSeconds")).To(Succeed())
+	g.Expect(unstructured.SetNestedField(objs[1].Object, int64(browserSoakSeconds), "spec", "strategy", "rollingUpgrade", "soakSeconds")).To(Succeed())
 	g.Expect(unstructured.SetNestedSlice(objs[1].Object, []any{map[string]any{"name": "smoke", "intervalSeconds": int64(1),
 		"http": map[string]any{"url": checkURL}}}, "spec", "checks")).To(Succeed())
 	return objs
@@ -311,92 +321,27 @@ func openBrowser(ctx context.Context, t *testing.T, path string) (context.Contex
 	return page, func() { cancelPage(); cancelAlloc() }
 }
 
-// grid is what the page shows: the update commit and the cell states per partition.
-type grid struct {
-	commit string
-	states map[string][]string
-}
-
-// readGridJS reads the grid from the page.
-const readGridJS = `JSON.stringify({commit: (document.getElementById('update') || {dataset: {}}).dataset.commit || '',
-  states: Object.fromEntries(Array.from(document.querySelectorAll('.grid-row')).map(r =>
-    [r.dataset.partition, Array.from(r.querySelectorAll('.cell')).map(c => c.dataset.state)]))})`
-
-// readGrid reads the grid the page shows now.
-func readGrid(page context.Context) (grid, error) {
-	raw, err := chromedp.Run(page, chromedp.Evaluate[string](readGridJS))
-	if err != nil {
-		return grid{}, err
-	}
-	var v struct {
-		Commit string              `json:"commit"`
-		States map[string][]string `json:"states"`
-	}
-	err = json.Unmarshal([]byte(raw), &v)
-	return grid{commit: v.Commit, states: v.States}, err
-}
-
-// all reports whether every cell of partitions is in state.
-func (gr grid) all(partitions []string, state string) bool {
-	for _, p := range partitions {
-		if len(gr.states[p]) == 0 {
-			return false
-		}
-		for _, s := range gr.states[p] {
-			if s != state {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// count counts the cells in state.
-func (gr grid) count(state string) int {
-	n := 0
-	for _, cells := range gr.states {
-		for _, s := range cells {
-			if s == state {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// waitForGrid polls the page (never reloading it) until it shows commit (any when empty) and
-// done holds.
-func waitForGrid(page context.Context, g Gomega, commit string, done func(grid) bool) grid {
-	var last grid
-	g.Eventually(func() bool {
-		gr, err := readGrid(page)
-		last = gr
-		return err == nil && (commit == "" || gr.commit == commit) && done(gr)
-	}).WithContext(page).WithTimeout(2*time.Minute).WithPolling(100*time.Millisecond).Should(BeTrue(), "grid %+v", &last)
-	return last
-}
-
-// followRollout records the grid at each change until commit reached every cluster, with a
-// screenshot half-way.
+// followRollout records the grid at each change until commit reached every cluster, and takes
+// the rollout's screenshot when a gate holds it after early and normal, with late waiting;
+// no condition pill is red then: the rollout is under way, not failing.
 func followRollout(page context.Context, g Gomega, commit, shots string) []grid {
 	var moves []grid
-	shot, rich := false, false
+	shot := false
 	waitForGrid(page, g, commit, func(gr grid) bool {
-		if len(moves) == 0 || fmt.Sprint(moves[len(moves)-1].states) != fmt.Sprint(gr.states) {
-			moves = append(moves, gr)
-			// Note: the shot with a cell updating shows the most; the first half-way one stays
-			// when the page never showed one (a quick rollout).
-			switch {
-			case !rich && gr.count("progressed") >= 2 && gr.count("updating") >= 1 && gr.count("waiting") >= 1:
-				shot, rich = true, true
-				screenshot(page, g, shots, "rollout.png")
-			case !shot && gr.count("progressed") >= 2 && gr.count("waiting") >= 2:
-				shot = true
-				screenshot(page, g, shots, "rollout.png")
-			}
+		if len(moves) > 0 && fmt.Sprint(moves[len(moves)-1].states, moves[len(moves)-1].gate) == fmt.Sprint(gr.states, gr.gate) {
+			return false
+		}
+		moves = append(moves, gr)
+		if !shot && gr.gate != "" && gr.all(devdemo.Partitions[:2], "progressed") && gr.count("waiting") > 0 {
+			shot = true
+			screenshot(page, g, shots, "rollout.png")
+			pills, err := readPills(page)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pills).NotTo(ContainElement("bad"), "a red condition while a gate holds the rollout: %v", pills)
 		}
 		return gr.all(devdemo.Partitions, "progressed")
 	})
+	g.Expect(shot).To(BeTrue(), "the page never showed a gate holding the rollout after normal: %v", moves)
 	return moves
 }
 

@@ -35,7 +35,9 @@ const makeImageLayout = "../../dist/oci"
 const testVersion = "v0.0.0-imagetest"
 
 // TestImageRunsItsConvoyBinary builds the image of a static convoy built for this machine,
-// unpacks it from the layout as a container runtime would, and runs the binary it holds.
+// unpacks it from the layout as a container runtime would, and runs the binary it holds. It is
+// in `make e2e`: the static build of convoy shares nothing with the other tests' builds (minutes
+// on a cold cache), and only proves the packaging.
 func TestImageRunsItsConvoyBinary(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
@@ -76,12 +78,16 @@ func TestMakeImageLayout(t *testing.T) {
 }
 
 // TestPushedIndexIsTheLayoutsIndex pushes an image index to a registry served in the test and
-// reads it back by tag: the same digest, every platform's image pullable.
+// reads it back by tag: the same digest, every platform's image pullable. The image holds this
+// test's own executable: what a push carries does not depend on the binary, and building convoy
+// here would cost minutes on a cold cache.
 func TestPushedIndexIsTheLayoutsIndex(t *testing.T) {
 	g := NewWithT(t)
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
-	idx := buildTestIndex(g, t.TempDir())
+	self, err := os.Executable()
+	g.Expect(err).NotTo(HaveOccurred())
+	idx := testIndex(g, self)
 	ref := strings.TrimPrefix(srv.URL, "http://") + "/convoy-gitops/convoy:" + testVersion
 	pushed, err := pushIndex(idx, ref)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -130,11 +136,16 @@ func buildTestIndex(g Gomega, dir string) v1.ImageIndex {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+	return testIndex(g, bin)
+}
+
+// testIndex returns the image index of bin, as this machine's platform's binary.
+func testIndex(g Gomega, bin string) v1.ImageIndex {
 	idx, err := buildIndex(imageSpec{
 		Binaries: []platformBinary{{OS: runtime.GOOS, Arch: runtime.GOARCH, Path: bin}},
 		Version:  testVersion, Revision: "0123456789abcdef0123456789abcdef01234567",
 		Source: "https://github.com/convoy-gitops/convoy", Created: time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC),
-		CABundle: testCABundle(g, dir),
+		CABundle: testCABundle(),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	return idx
@@ -142,7 +153,7 @@ func buildTestIndex(g Gomega, dir string) v1.ImageIndex {
 
 // testCABundle returns Debian's CA bundle, which the machine has or not: without it, the image
 // gets Go's fallback roots.
-func testCABundle(_ Gomega, _ string) string {
+func testCABundle() string {
 	return caPath
 }
 

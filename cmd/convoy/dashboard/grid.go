@@ -57,8 +57,6 @@ type RolloutView struct {
 	Now time.Time `json:"now"`
 	// Query is the part of the grid shown.
 	Query RolloutQuery `json:"query"`
-	// StatusConditions are the conditions with their times.
-	StatusConditions []Condition `json:"statusConditions,omitempty"`
 }
 
 // Budget is the rollout's budget in use.
@@ -117,8 +115,7 @@ func BuildRollout(ctx context.Context, r client.Reader, name string, q RolloutQu
 	if q.Limit <= 0 {
 		q.Limit = DefaultCellsPerPartition
 	}
-	h := snap.HostedClusterPackage
-	v := &RolloutView{FleetItem: fleetItem(snap), Now: now, Query: q, StatusConditions: conditionsOf(h.Status.Conditions)}
+	v := &RolloutView{FleetItem: fleetItem(snap), Now: now, Query: q}
 	plan, in, err := fleetview.CurrentPlan(snap, now)
 	if err != nil {
 		// Note: no revision to plan with yet (no GitSource artifact): the grid stays empty.

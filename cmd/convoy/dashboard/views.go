@@ -27,6 +27,9 @@ type FleetItem struct {
 	Stalled bool `json:"stalled"`
 	// StalledMessage is the message of the Stalled condition, when there is one.
 	StalledMessage string `json:"stalledMessage,omitempty"`
+	// Conditions are the HostedClusterPackage's conditions with their tones: in JSON they take
+	// the place of Report.Conditions, which have none.
+	Conditions []Condition `json:"conditions,omitempty"`
 	// ApproveCommands are, by partition, the commands that approve the partitions awaiting an
 	// approval.
 	ApproveCommands map[string]string `json:"approveCommands,omitempty"`
@@ -39,6 +42,8 @@ type Condition struct {
 	Reason  string    `json:"reason,omitempty"`
 	Message string    `json:"message,omitempty"`
 	Since   time.Time `json:"since"`
+	// Tone is what the condition means for its object: the colour of its pill.
+	Tone Tone `json:"tone"`
 }
 
 // BuildFleet reads every HostedClusterPackage from r and summarises it.
@@ -57,8 +62,9 @@ func BuildFleet(ctx context.Context, r client.Reader) (*FleetView, error) {
 
 // fleetItem summarises the HostedClusterPackage of snap.
 func fleetItem(snap *fleetview.Snapshot) FleetItem {
-	item := FleetItem{Report: fleetview.NewReport(snap)}
-	stalled := apimeta.FindStatusCondition(snap.HostedClusterPackage.Status.Conditions, convoyv1alpha1.StalledCondition)
+	conds := snap.HostedClusterPackage.Status.Conditions
+	item := FleetItem{Report: fleetview.NewReport(snap), Conditions: conditionsOf(conds)}
+	stalled := apimeta.FindStatusCondition(conds, convoyv1alpha1.StalledCondition)
 	if stalled != nil && stalled.Status == metav1.ConditionTrue {
 		item.Stalled, item.StalledMessage = true, stalled.Message
 	}
@@ -88,12 +94,12 @@ func approveCommands(r fleetview.Report) map[string]string {
 	return out
 }
 
-// conditionsOf copies conditions for the page.
+// conditionsOf copies conditions for the page, each with its tone.
 func conditionsOf(conds []metav1.Condition) []Condition {
 	out := make([]Condition, 0, len(conds))
 	for _, c := range conds {
 		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
-			Since: c.LastTransitionTime.Time})
+			Since: c.LastTransitionTime.Time, Tone: conditionTone(c, conds)})
 	}
 	return out
 }

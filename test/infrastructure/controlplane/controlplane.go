@@ -29,6 +29,16 @@ const (
 	readyPoll = 100 * time.Millisecond
 )
 
+// The binaries Start runs from Options.BinaryDir.
+const (
+	etcdBinary      = "etcd"
+	apiServerBinary = "kube-apiserver"
+)
+
+// Binaries names the servers a control plane runs, as files of Options.BinaryDir: what must be
+// built for it (`make demo` builds these alone).
+func Binaries() []string { return []string{apiServerBinary, etcdBinary} }
+
 // Options configure a control plane.
 type Options struct {
 	// BinaryDir holds the kube-apiserver and etcd binaries (required).
@@ -120,7 +130,7 @@ func startOnce(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 // startEtcd starts etcd serving clients at clientURL and waits until it is healthy.
 func (cp *ControlPlane) startEtcd(ctx context.Context, clientURL string, peerPort int) error {
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	p, err := process.Start(cp.opts.BinaryDir, cp.dir, "etcd", []string{
+	p, err := process.Start(cp.opts.BinaryDir, cp.dir, etcdBinary, []string{
 		"--name=default", "--data-dir=" + filepath.Join(cp.dir, "etcd"),
 		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
@@ -153,7 +163,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string, port
 
 // runAPIServer starts kube-apiserver with cp.apiServerArgs and waits until it is ready.
 func (cp *ControlPlane) runAPIServer(ctx context.Context) error {
-	p, err := process.Start(cp.opts.BinaryDir, cp.dir, "kube-apiserver", cp.apiServerArgs, nil)
+	p, err := process.Start(cp.opts.BinaryDir, cp.dir, apiServerBinary, cp.apiServerArgs, nil)
 	if err != nil {
 		return err
 	}

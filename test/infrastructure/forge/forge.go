@@ -24,6 +24,10 @@ import (
 // giteaBinary is the binary's name in the binary folder.
 const giteaBinary = "gitea"
 
+// Binaries names the server Start runs, as a file of Options.BinaryDir: what must be built for
+// it.
+func Binaries() []string { return []string{giteaBinary} }
+
 // giteaModuleDir is the helper module that pins Gitea, relative to the repository root.
 const giteaModuleDir = "test/tools/forge/gitea"
 

@@ -22,6 +22,10 @@ const (
 	alertmanagerBinary = "alertmanager"
 )
 
+// Binaries names the servers Start runs, as files of Options.BinaryDir: what must be built
+// for it.
+func Binaries() []string { return []string{prometheusBinary, alertmanagerBinary} }
+
 // Options configure Start.
 type Options struct {
 	// BinaryDir holds the prometheus and alertmanager binaries; default: $CONVOY_TEST_BINARIES,
@@ -105,7 +109,7 @@ func findBinaryDir(dir string) (string, error) {
 		}
 		dir = filepath.Join(root, "bin")
 	}
-	for _, name := range []string{prometheusBinary, alertmanagerBinary} {
+	for _, name := range Binaries() {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return "", fmt.Errorf("%s not found in %s: run `make tools` (or set %s)", name, dir, simfleet.BinaryDirEnv)
 		}

@@ -159,7 +159,7 @@ func FindBinaryDir() (string, error) {
 		}
 		dir = filepath.Join(root, "bin")
 	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
+	for _, name := range controlplane.Binaries() {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return "", fmt.Errorf("%s not found in %s: run `make tools` (or set %s)", name, dir, BinaryDirEnv)
 		}

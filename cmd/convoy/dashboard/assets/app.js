@@ -113,11 +113,11 @@ function gateBanner(it, now) {
   return html;
 }
 
+// conditionPills shows each condition coloured by its tone, which the server decides from what
+// the condition type means (good, bad, progress, held, unknown).
 function conditionPills(conds) {
-  return (conds || []).map((c) => {
-    const good = (c.status === "True") !== (c.type === "Stalled" || c.type === "Reconciling");
-    return '<span class="pill ' + (good ? "ok" : "bad") + '" title="' + esc(c.reason + ": " + c.message) + '">' + esc(c.type) + "=" + esc(c.status) + "</span>";
-  }).join(" ");
+  return (conds || []).map((c) => '<span class="pill condition tone-' + esc(c.tone || "unknown") + '" data-condition="' + esc(c.type) +
+    '" title="' + esc(c.reason + ": " + c.message) + '">' + esc(c.type) + "=" + esc(c.status) + "</span>").join(" ");
 }
 
 function partitionBar(p) {
@@ -225,10 +225,10 @@ function packagePage(p) {
   if (p.owner) html += '<p>Owned by <a href="#/rollout/' + enc(p.owner) + '">' + esc(p.owner) + "</a></p>";
   if (p.lastError) html += '<div class="banner stalled" id="last-error">' + esc(p.lastError) + "</div>";
   html += '<div class="card"><div class="row"><span>spec <code>' + esc(short(p.revision)) + "</code></span><span>applied <code>" + esc(short(p.applied)) +
-    "</code></span><span>attempted <code>" + esc(short(p.attempted)) + "</code></span>" + (p.paused ? '<span class="pill bad">paused</span>' : "") +
+    "</code></span><span>attempted <code>" + esc(short(p.attempted)) + "</code></span>" + (p.paused ? '<span class="pill tone-held">paused</span>' : "") +
     '</div><div class="row">' + conditionPills(p.conditions) + "</div></div>";
   html += '<div class="card"><h2>Phases</h2>' + (p.phases.length ? p.phases.map((ph, i) => '<div class="phase" data-phase="' + esc(ph.name) + '"><div class="row"><strong>' +
-    (i + 1) + ". " + esc(ph.name) + '</strong><span class="pill">' + esc(ph.target) + '</span><span class="pill ' + (ph.available ? "ok\">available" : "bad\">not available") +
+    (i + 1) + ". " + esc(ph.name) + '</strong><span class="pill">' + esc(ph.target) + '</span><span class="pill ' + (ph.available ? "tone-good\">available" : "tone-bad\">not available") +
     "</span>" + (ph.message ? '<span class="muted">' + esc(ph.message) + "</span>" : "") + '</div><div class="scroll"><table>' +
     ph.objects.map((o) => "<tr><td>" + esc(o.kind) + "</td><td>" + esc(o.namespace ? o.namespace + "/" + o.name : o.name) + '</td><td class="hide-narrow">' + esc(o.target) +
     "</td></tr>").join("") + "</table></div></div>").join("") : '<p class="muted">No phase applied yet.</p>') + "</div>";
