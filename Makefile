@@ -132,12 +132,12 @@ CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd
 MONITORING := $(BIN)/prometheus $(BIN)/alertmanager
 FORGE := $(BIN)/gitea
 # Measured cold on 2 cores (empty build and module caches, downloads included, one build after
-# the other), for the line each build prints before it starts.
+# the other) while other builds shared the machine, so upper bounds; for the line each build
+# prints before it starts.
 CONTROL_PLANE_COLD := about 32 minutes
 PROMETHEUS_COLD := about 19 minutes
 ALERTMANAGER_COLD := about 4 minutes
 GITEA_COLD := about 24 minutes
-CONVOY_COLD := TODO(lead): about N minutes
 
 .PHONY: tools
 tools: $(CONTROL_PLANE) $(MONITORING) $(FORGE) ## Build every server the tests run: kube-apiserver, etcd, Prometheus, Alertmanager, Gitea (cached afterwards).
@@ -188,7 +188,7 @@ $(GOLANGCI_LINT):
 
 .PHONY: build
 build: ## Build bin/convoy, stamped with VERSION, REVISION and BUILD_DATE (`convoy version`).
-	@echo "==> Building bin/convoy: convoy's command and controller ($(CONVOY_COLD) cold on 2 cores; seconds afterwards)"
+	@echo "==> Building bin/convoy: convoy's command and controller (minutes cold, with the Kubernetes libraries; seconds afterwards)"
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/convoy ./cmd/convoy
 
 ##@ Test and run
