@@ -128,6 +128,7 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 		return err
 	}
 	completed = true
+	e.countQuiet(c, states, out)
 	return nil
 }
 

@@ -39,7 +39,7 @@ func TestSyncInstallsWithOneRequestPerObject(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Changes).To(Equal(Changes{Created: 20}))
 	g.Expect(mgmtCount.takeWithoutDiscovery()).To(Equal(map[string]int{"PATCH": 10}), "management: one apply per object")
-	// The hosted phase lists its kinds once to learn what is quiet (memory_quiet.go).
+	// The hosted phase lists its kinds once to learn what is quiet (sync/engine/memory).
 	hostedCounts := hostedCount.takeWithoutDiscovery()
 	g.Expect(hostedCounts).To(HaveKeyWithValue("PATCH", 10), "hosted: one apply per object")
 	g.Expect(hostedCounts).NotTo(HaveKey("GET"), "hosted: no read of an object")

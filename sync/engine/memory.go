@@ -88,21 +88,32 @@ func observedOf(live *unstructured.Unstructured) memory.Observed {
 }
 
 // ask asks the memory about the placed objects of a stage, once, and follows its advice: it
-// marks the quiet objects (recorded as unchanged and available without a read), those to apply
-// directly and those to create without a read. It returns what it asked, for tell. out is
-// unwatched from then on unless the watch tells of every object of the stage (watched).
+// marks the quiet objects, those to apply directly and those to create without a read. It
+// returns what it asked, for tell. out is unwatched from then on unless the watch tells of
+// every object of the stage (watched).
 func (e *Engine) ask(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) []memory.Desired {
 	out.unwatched = out.unwatched || !e.watched(c, states)
 	stage := make([]memory.Desired, len(states))
 	for i := range states {
 		stage[i] = desiredOf(&states[i])
 	}
-	quiet := 0
 	for i, a := range e.memory.Ask(ctx, out.at, stage) {
 		s := &states[i]
 		s.quiet, s.uid, s.createOnly, s.recorded = a.Quiet, a.UID, a.Fresh, a.Recorded
 		if s.quiet {
 			out.observer.markQuiet(s.obj)
+		}
+	}
+	return stage
+}
+
+// countQuiet counts the quiet objects of a stage that completed as unchanged: they are as they
+// were when judged available. A stage that did not complete counts none, as a stateless pass,
+// which reads them, would not.
+func (e *Engine) countQuiet(c *cluster, states []desiredState, out *phaseOutcome) {
+	quiet := 0
+	for i := range states {
+		if states[i].quiet {
 			quiet++
 		}
 	}
@@ -110,7 +121,6 @@ func (e *Engine) ask(ctx context.Context, c *cluster, states []desiredState, out
 		out.changes.Unchanged += quiet
 		appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Add(float64(quiet))
 	}
-	return stage
 }
 
 // watched reports whether every object of states is of a kind the watch of the management
