@@ -37,11 +37,11 @@ type Result struct {
 	// Left are the entries the prune dropped without deleting their object, with the reason.
 	Left []Left
 	// Watched is set when every phase is available and every object of the revision is of a
-	// kind the watch of the management cluster (Options.Versions) has synced: a change to any
+	// kind the watch of the management cluster (Options.Watch) has synced: a change to any
 	// of them will make an event, and no timer is needed to notice it.
 	Watched bool
 	// Stale is set when the pass applied management objects without reading them and the
-	// owner's event count (Options.Events) moved while it ran: the watch delivered a change
+	// owner's event count (memory.Options.Events) moved while it ran: the watch delivered a change
 	// the pass may not have seen, and whose event may make no pass of its own (a controller
 	// drops the events of an object while the engine applies it: AppliedByEngine). A
 	// successful pass should then be followed by another soon.

@@ -89,11 +89,6 @@ type Observed struct {
 	UID             types.UID
 }
 
-// observed returns obj's state.
-func observed(obj client.Object) Observed {
-	return Observed{ResourceVersion: obj.GetResourceVersion(), UID: obj.GetUID()}
-}
-
 // Advice is what the memory tells a stage of one object. The zero Advice skips nothing: the
 // object is read, and written if it differs.
 type Advice struct {
