@@ -219,6 +219,7 @@ func TestOwnerCountsAskTheEngineWithTheKind(t *testing.T) {
 // write by someone else after it is a pass in full that repairs it.
 func TestThePassAfterAnApplyRepeatsUntilSomeoneElseWrites(t *testing.T) {
 	env.Require(t)
+	requireMemory(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	a := startedWatches(t, g, cache.Options{Scheme: env.Scheme})
@@ -280,6 +281,7 @@ func TestThePassAfterAnApplyRepeatsUntilSomeoneElseWrites(t *testing.T) {
 // that applied it is never repeated, and its deletion is repaired by the next pass.
 func TestAnObjectOutOfTheWatchIsNeverVouchedFor(t *testing.T) {
 	env.Require(t)
+	requireMemory(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	a := startedWatches(t, g, cache.Options{Scheme: env.Scheme, DefaultLabelSelector: ShardSelector("")})
@@ -313,6 +315,7 @@ func TestAnObjectOutOfTheWatchIsNeverVouchedFor(t *testing.T) {
 // the owner's count where it was, and a write by someone else moves it.
 func TestOwnerCountSkipsTheListedStatesTheEngineApplied(t *testing.T) {
 	env.Require(t)
+	requireMemory(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	eng := engineOf(engine.Options{Controller: "held-list-test"}, nil, false)

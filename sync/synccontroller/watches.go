@@ -45,11 +45,20 @@ func (c *Common) setup(mgr ctrl.Manager, recorderName string) error {
 	return nil
 }
 
+// statelessEngines, set by the controllers' tests when CONVOY_TEST_ENGINE_MEMORY=off, makes
+// engineOf give engines no memory: the controllers must behave alike, the memory only saving
+// requests.
+var statelessEngines bool
+
 // engineOf returns an engine of opts with a memory of its own (sync/engine/memory), which the
 // watch of applied objects a tells about the management cluster. With events, the memory
 // repeats settled passes by a's count of each owner's events, and a counts no event of a state
 // the engine holds for its owner (Engine.HoldsState).
 func engineOf(opts engine.Options, a *appliedWatches, events bool) *engine.Engine {
+	if statelessEngines {
+		opts.Watch = a
+		return engine.NewEngine(opts)
+	}
 	concurrency := opts.Concurrency
 	if concurrency <= 0 {
 		concurrency = engine.DefaultConcurrency
