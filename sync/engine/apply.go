@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/manifests/probe"
+	"github.com/convoy-gitops/convoy/sync/engine/memory"
 )
 
 // ownerGroup is the prefix of the ownership labels, as fluxcd/pkg/ssa names it.
@@ -36,8 +36,11 @@ type phaseOutcome struct {
 	// observer holds their live state.
 	observer *observer
 	changes  Changes
-	// rules is the digest of the probe rules the phase is judged under.
-	rules [sha256.Size]byte
+	// at is the phase's cluster as the memory sees it, with the rules the phase is judged under.
+	at memory.Cluster
+	// answered and forgotten are the objects a direct apply wrote, and those a direct apply
+	// refused or the pass deleted again, which the memory is told of (tell).
+	answered, forgotten map[objectKey]bool
 	// unwatched is set when an object is one no watch tells about: a hosted-cluster object, or
 	// a kind whose watch has not synced yet.
 	unwatched bool
@@ -49,7 +52,8 @@ type phaseOutcome struct {
 // applyPhase applies the objects of ph to c: CustomResourceDefinitions and Namespaces first,
 // then, once the CRDs are established, the rest.
 func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase, probes []probe.Rule, rules [sha256.Size]byte) (*phaseOutcome, error) {
-	out := &phaseOutcome{observer: newObserver(c.client, probes), rules: rules}
+	out := &phaseOutcome{observer: newObserver(c.client, probes), at: c.memoryCluster(rules),
+		answered: map[objectKey]bool{}, forgotten: map[objectKey]bool{}}
 	defs, rest := splitStages(ph)
 	if len(defs) > 0 {
 		if err := e.applyStage(ctx, c, ph, defs, out); err != nil {
@@ -100,21 +104,39 @@ func (ph *Phase) sourceDigest(i int) (manifests.Digest, bool) {
 	return manifests.ObjectDigest(ph.Objects[i])
 }
 
-// applyStage places the objects of states, then prepares, reads, checks ownership of and
-// applies those that are not quiet. Quiet ones are neither copied nor read (nothing changed
-// them since they were judged available); objects the ledger says this owner applied in
-// another state are applied directly; objects nothing says exist are created without a read
-// (create.go); the others are read first, and those found as this owner left them are not
-// written.
+// applyStage places the objects of states and asks the memory about them (ask), then prepares,
+// reads, checks ownership of and applies those that are not quiet, and tells the memory what it
+// did (tell). Quiet ones are neither copied nor read (nothing changed them since they were
+// judged available); objects the memory says this owner applied in another state are applied
+// directly; objects nothing says exist are created without a read (create.go); the others are
+// read first, and those found as this owner left them are not written.
 func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
 	if len(states) == 0 {
 		return nil
 	}
-	if err := e.prepareStage(ctx, c, ph, states, out); err != nil {
+	p := preparationOf(c)
+	if err := e.place(c, ph, states, p); err != nil {
 		return err
 	}
+	stage := e.ask(ctx, c, states, out)
+	completed := false
+	defer func() { e.tell(stage, states, out, completed) }() // even on a panic: applies in flight end
+	if err := e.prepare(c, ph, states, p); err != nil {
+		return err
+	}
+	if err := e.writeStage(ctx, c, ph, states, out); err != nil {
+		return err
+	}
+	completed = true
+	e.countQuiet(c, states, out)
+	return nil
+}
+
+// writeStage reads, checks ownership of and applies the prepared objects of a stage that are
+// not quiet.
+func (e *Engine) writeStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
 	changed, rest := splitDirect(states)
-	fresh, rest := e.splitFresh(c, rest)
+	fresh, rest := splitFresh(rest)
 	if err := out.observer.prefetch(ctx, objectsOf(rest), e.opts.Concurrency); err != nil {
 		return c.classify(err)
 	}
@@ -136,15 +158,11 @@ func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states [
 		return err
 	}
 	rest = append(rest, refused...)
-	if err := e.applyRead(ctx, c, rest, out); err != nil {
-		return err
-	}
-	e.memory.recordApplied(c, out.observer, rest)
-	return nil
+	return e.applyRead(ctx, c, rest, out)
 }
 
 // splitDirect splits the states that are not quiet into those the memory marked to apply
-// directly (askStage gave them the UID this owner applied them with) and the rest, which are
+// directly (Memory.Ask gave them the UID this owner applied them with) and the rest, which are
 // read first.
 func splitDirect(states []desiredState) (direct, rest []desiredState) {
 	for _, s := range states {
@@ -176,12 +194,15 @@ func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredStat
 		switch {
 		case live == nil:
 			absent = append(absent, s)
-		case e.memory.untouched(c, s, live):
-			out.changes.Unchanged++
+		case s.recorded != (memory.Observed{}) && s.recorded == observedOf(live):
+			out.changes.Unchanged++ // untouched: as this owner left it
 			appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Inc()
 		default:
 			present = append(present, s)
 		}
+	}
+	if len(absent) > 0 {
+		e.applying(out, absent)
 	}
 	if _, err := e.applyDirect(ctx, c, absent, ssa.CreatedAction, out); err != nil {
 		return err
@@ -212,17 +233,18 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 	out.appliedDirectly = out.appliedDirectly || (len(states) > 0 && !c.hosted())
 	var refused []desiredState
 	for _, s := range states {
-		err := e.applyOne(ctx, c, s, out.observer)
+		err := applyOne(ctx, s, out.observer)
 		switch {
 		case action == ssa.ConfiguredAction && refusedDirectApply(err),
 			s.createOnly && refusedCreate(err):
-			e.memory.forget(c, keyOf(s.obj))
+			out.forgotten[keyOf(s.obj)] = true
 			s.uid, s.createOnly = "", false
 			refused = append(refused, s)
 			continue
 		case err != nil:
 			return nil, c.classify(fmt.Errorf("%s apply failed: %w", describe(s.obj), err))
 		}
+		out.answered[keyOf(s.obj)] = true
 		if action == ssa.CreatedAction {
 			out.changes.Created++
 		} else {
@@ -233,25 +255,30 @@ func (e *Engine) applyDirect(ctx context.Context, c *cluster, states []desiredSt
 	return refused, nil
 }
 
-// applyOne applies the object of s as it is, the ledger noting the apply in flight until it
-// ends, even by a panic. The observer keeps the live state the answer gives (applyOwned).
-func (e *Engine) applyOne(ctx context.Context, c *cluster, s desiredState, obs *observer) error {
+// applyOne applies the object of s as it is. The observer keeps the live state the answer
+// gives (applyOwned). The memory holds the apply in flight from its advice (Memory.Ask) or
+// applying, until the stage tells it the answer (tell).
+func applyOne(ctx context.Context, s desiredState, obs *observer) error {
 	applied := s.obj.DeepCopy()
 	applied.SetUID(s.uid)
 	if s.createOnly {
 		applied.SetResourceVersion(createOnlyVersion)
 	}
 	ssautils.RemoveCABundleFromCRD(applied)
-	done := e.memory.applying(c, s)
-	var live *unstructured.Unstructured
-	err := errApplyInterrupted
-	defer func() { done(live, err) }()
-	live, err = obs.applyOwned(ctx, applied, client.ForceOwnership, client.FieldOwner(FieldManager))
+	_, err := obs.applyOwned(ctx, applied, client.ForceOwnership, client.FieldOwner(FieldManager))
 	return err
 }
 
-// errApplyInterrupted ends an apply whose request never returned.
-var errApplyInterrupted = errors.New("apply interrupted")
+// applying tells the memory that the objects of states, found absent by a read, are about to
+// be created without another: their applies are in flight until the stage tells their
+// answers.
+func (e *Engine) applying(out *phaseOutcome, states []desiredState) {
+	stage := make([]memory.Desired, len(states))
+	for i := range states {
+		stage[i] = desiredOf(&states[i])
+	}
+	e.memory.Applying(out.at, stage)
+}
 
 // refusedDirectApply reports the errors of a direct apply that the full way may overcome.
 func refusedDirectApply(err error) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	cliobject "github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,43 +24,17 @@ import (
 // revision 2, so no object ever has resourceVersion 1.
 const createOnlyVersion = "1"
 
-// splitFresh splits states into those nothing says exist (created create-only, without a
-// read) and the rest (read first).
-func (e *Engine) splitFresh(c *cluster, states []desiredState) (fresh, rest []desiredState) {
-	if len(states) == 0 {
-		return nil, nil
-	}
-	inventoried := c.inventoried()
+// splitFresh splits states into those the memory says nothing says exist (Advice.Fresh:
+// created create-only, without a read) and the rest (read first).
+func splitFresh(states []desiredState) (fresh, rest []desiredState) {
 	for _, s := range states {
-		if inventoried[cliobject.UnstructuredToObjMetadata(s.obj).String()] || e.memory.inWatch(c, s) {
+		if s.createOnly {
+			fresh = append(fresh, s)
+		} else {
 			rest = append(rest, s)
-			continue
 		}
-		s.createOnly = true
-		fresh = append(fresh, s)
 	}
 	return fresh, rest
-}
-
-// inventoried returns the IDs of the previous inventory's objects in c.
-func (c *cluster) inventoried() map[string]bool {
-	ids := make(map[string]bool, len(c.previous))
-	for _, e := range c.previous {
-		if e.Cluster == c.name {
-			ids[e.ID] = true
-		}
-	}
-	return ids
-}
-
-// inWatch reports whether the synced watch of the management cluster holds the object of s:
-// it exists and carries an owner's labels.
-func (m *memory) inWatch(c *cluster, s desiredState) bool {
-	if m.versions == nil || c.hosted() || s.shard != c.target.Shard || !m.versions.Synced(s.obj.GroupVersionKind()) {
-		return false
-	}
-	_, held := m.versions.ResourceVersion(s.obj.GroupVersionKind(), s.obj.GetNamespace(), s.obj.GetName())
-	return held
 }
 
 // createFresh applies the fresh states create-only and returns those that exist after all,
@@ -100,7 +73,7 @@ func created(fresh, existed []desiredState) []desiredState {
 // precondition, and returns cause; a failed delete is added to it.
 func (e *Engine) undoCreated(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome, cause error) error {
 	for _, s := range states {
-		e.memory.forget(c, keyOf(s.obj))
+		out.forgotten[keyOf(s.obj)] = true
 		live := out.observer.live(s.obj)
 		if live == nil {
 			continue

@@ -35,16 +35,16 @@ func TestSyncInstallsWithOneRequestPerObject(t *testing.T) {
 	}}
 	mgmtCount.take()
 	hostedCount.take()
-	res, err := NewEngine(Options{Controller: "test"}).Sync(ctx, tgt, rev, nil)
+	res, err := memoryEngine(Options{Controller: "test"}, nil, nil).Sync(ctx, tgt, rev, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Changes).To(Equal(Changes{Created: 20}))
 	g.Expect(mgmtCount.takeWithoutDiscovery()).To(Equal(map[string]int{"PATCH": 10}), "management: one apply per object")
-	// The hosted phase lists its kinds once to learn what is quiet (memory_quiet.go).
+	// The hosted phase lists its kinds once to learn what is quiet (sync/engine/memory).
 	hostedCounts := hostedCount.takeWithoutDiscovery()
 	g.Expect(hostedCounts).To(HaveKeyWithValue("PATCH", 10), "hosted: one apply per object")
 	g.Expect(hostedCounts).NotTo(HaveKey("GET"), "hosted: no read of an object")
 
-	_, err = NewEngine(Options{Controller: "test"}).Sync(ctx, tgt, rev, res.Inventory)
+	_, err = memoryEngine(Options{Controller: "test"}, nil, nil).Sync(ctx, tgt, rev, res.Inventory)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgmtCount.takeWithoutDiscovery()).To(HaveKeyWithValue("GET", 10), "after a restart, inventoried objects are read")
 }
@@ -61,12 +61,12 @@ func TestSyncRefusesACollisionNothingKnewOf(t *testing.T) {
 	other.Name = "other"
 	theirs := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
 		kubetest.ConfigMap("", "shared", map[string]string{"v": "theirs"})}}}}
-	_, err := NewEngine(Options{Controller: "other"}).Sync(ctx, &other, theirs, nil)
+	_, err := memoryEngine(Options{Controller: "other"}, nil, nil).Sync(ctx, &other, theirs, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	mine := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
 		kubetest.ConfigMap("", "a-mine", nil), kubetest.ConfigMap("", "shared", map[string]string{"v": "mine"})}}}}
-	res, err := NewEngine(Options{Controller: "test"}).Sync(ctx, tgt, mine, nil)
+	res, err := memoryEngine(Options{Controller: "test"}, nil, nil).Sync(ctx, tgt, mine, nil)
 	g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.CollisionReason), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("(managed by Package " + tgt.Namespace + "/other)"))
 	live := kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "shared", nil))

@@ -9,10 +9,10 @@
 // revision goes through these steps, one file each, in this order:
 //
 //   - sync.go: Sync asks the memory whether the pass would repeat the owner's settled pass, and
-//     returns its outcome if so. Otherwise it refuses what no pass could apply (a revision
-//     without objects, which would prune everything; an owner name that is no label value;
-//     hosted-cluster phases without a hosted cluster; management objects of another
-//     namespace), then runs the phases in order.
+//     returns its outcome if so (the seam, below). Otherwise it refuses what no pass could
+//     apply (a revision without objects, which would prune everything; an owner name that is
+//     no label value; hosted-cluster phases without a hosted cluster; management objects of
+//     another namespace), then runs the phases in order.
 //   - prepare.go: per stage of a phase (its CustomResourceDefinitions and Namespaces form a
 //     first stage and the rest a second, as applyPhase splits them), each object is placed
 //     (management objects in the owner's namespace, refused elsewhere or when cluster-scoped;
@@ -47,12 +47,35 @@
 // that change nothing log nothing.
 //
 // A pass enters these files in that order, save that apply.go comes first for each phase:
-// applyPhase splits the phase into its stages and has prepareStage (prepare.go) place and
-// prepare each stage before applying it. The memory is asked once before the pass
-// (memory.beginPass: what may be skipped); per stage, by prepareStage, what apply may skip
-// (memory.askStage marks the quiet objects and those to apply directly), and told what was
-// applied; per available phase, told its verdicts (memory.recordVerdicts); and told
-// once after the pass (memory.endPass: what to record).
+// applyPhase splits the phase into its stages, places each stage (prepare.go), asks the memory
+// about it, prepares and applies it.
+//
+// # The seam
+//
+// The pipeline keeps nothing between passes: what the engine keeps is its memory
+// (Options.Memory, package sync/engine/memory), reached through one interface, Memory (memory.go, which also
+// makes the memory's values from the pipeline's types), at five points, each visited once per
+// pass, stage or phase:
+//
+//  1. may this pass repeat a settled one (Memory.Repeat, by Sync, before it looks at any
+//     object): if so, Sync returns the settled pass's outcome;
+//  2. which objects of a stage are quiet, may be applied directly or created without a read,
+//     and at which state each was left (Memory.Ask, by applyStage, once the stage is placed);
+//  3. what the stage applied or read (Memory.Applied, by applyStage at the stage's end, even
+//     when it fails; by prune and teardown, of what they are about to delete);
+//  4. what was judged (Memory.Judged, by syncPhase, for a phase found available);
+//  5. what the pass settled (Memory.Settle, by Sync, after the pass): the memory remembers a
+//     settled pass, and says whether the pass is stale (Result.Stale).
+//
+// Memory.Applying, told of objects a stage found absent and creates, belongs to the third
+// point. The memory speaks in its own values (the object's key and desired digest, the state
+// the API server answered, the verdict, the mark of a pass), never in the pipeline's types, and
+// its answers only let the pipeline skip requests: a nil memory gives a stateless engine that
+// reads, dry-runs and writes every object, as fluxcd/pkg/ssa does, and ends every pass with the
+// same outcome (differential_test.go runs both through random histories). The controllers ask
+// the memory through Engine.AppliedByEngine, which lets them drop the watch events of the
+// engine's own applies, and Engine.HoldsState, which lets an owner's event count skip the
+// events of states a pass saw; a stateless engine answers no to both.
 //
 // Which file holds what, besides the steps: sync.go also holds the Result, the digest of a
 // revision's probes, the inventory entry of an applied object and the two sides of a target
@@ -60,7 +83,8 @@
 // management cluster's kinds (scopes), which place and prepare ask; apply.go the split of a
 // phase into stages and the applies; create.go the create-only apply of objects nothing says
 // exist (an install's), one request each; observer.go the client the applies go through (the
-// observer: one read per object, every answer seen) and the keys of objects (objectKey);
+// observer: one read per object, every answer seen) and the keys of objects in a pass
+// (objectKey); memory.go the seam (Memory) and the values the pipeline tells the memory;
 // prune.go the inventory
 // entries (grouping, merging, naming them and the keys of their objects), which teardown.go
 // and preview.go use too. engine.go holds Options, the Engine and what the controllers ask
@@ -73,18 +97,12 @@
 //
 // # The memory
 //
-// Between passes the engine keeps only its memory (memory.go), a cache that saves requests and
-// never changes an outcome (and, beside it, the scopes of kinds: prepare.go): empty after a restart, or past its bounds, it costs requests. The
-// pipeline asks it what a pass may skip (a settled pass's outcome, the quiet objects, the
-// objects to apply directly, the objects found untouched) and tells it what a pass did
-// (applies in flight and their answers, verdicts, settled outcomes, objects about to be
-// deleted). Its parts: the ledger (memory.go), the quiet objects of both clusters, with the
-// ledger's questions and notes about them (memory_quiet.go), and the settled passes
-// (memory_settled.go). The scopes of kinds are not part of it: the engine keeps them next to
-// place and prepare (prepare.go).
-// The controllers reach it through Engine.AppliedByEngine, which lets them drop the watch
-// events of the engine's own applies, and Engine.HoldsState, which lets an owner's event count
-// skip the events of states a pass saw.
+// The memory (sync/engine/memory) is a cache that saves requests and never changes an outcome:
+// empty after a restart, or past its bounds, it costs requests. Its parts: the ledger of what
+// each owner applied or read, with its verdicts and the applies in flight; the quiet objects of
+// both clusters; the settled passes. Besides it the engine keeps only the scopes of the
+// management cluster's kinds (prepare.go), which place quiet objects without asking the REST
+// mapper.
 //
 // # Glossary
 //
@@ -98,7 +116,7 @@
 //   - verdict: that an object, at a resourceVersion, was judged available under a digest of
 //     probes (the rules of the revision).
 //   - quiet: an object a pass neither reads nor copies, because it is where its verdict was
-//     taken: the watch of the management cluster (Options.Versions) still sees that
+//     taken: the watch of the management cluster (memory.Options.Versions) still sees that
 //     resourceVersion, or one list of the owner's objects of its kind and namespace in a
 //     hosted cluster, metadata only, shows that resourceVersion and UID.
 //   - scope: whether a kind of the management cluster is namespaced, remembered to place
@@ -112,7 +130,7 @@
 //   - settled: a pass that ended with every phase available, every object vouched for, nothing
 //     pruned and nothing of the previous inventory left behind. The owner's next pass with the
 //     same revision, target and inventory repeats its outcome without placing or looking up
-//     an object, as long as the owner's event count (Options.Events) has not moved since the
+//     an object, as long as the owner's event count (memory.Options.Events) has not moved since the
 //     settled pass began and the watch holds the unconfirmed states.
 //   - mark: what a repeat must match: the owner's event count, read before the pass looks at
 //     any object, and the digest of the revision, its probes and the target.

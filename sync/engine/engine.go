@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -32,21 +33,29 @@ type Options struct {
 	EstablishTimeout time.Duration
 	// DeleteInterval is the requeue delay while a teardown waits for objects to go; default 2s.
 	DeleteInterval time.Duration
-	// Versions, when set, is a watch of the management objects the engine applied: a pass
-	// does not read the objects it saw unchanged since they were judged available (memory_quiet.go).
-	Versions ResourceVersions
-	// Events, when set with Versions, counts the watch's deliveries per owner: a pass that would
-	// repeat the owner's last settled pass returns its outcome without looking at any object
-	// (memory_settled.go).
-	Events OwnerEvents
+	// Watch, when set, tells which kinds of the management cluster the controller watches: a
+	// pass whose objects are all of such kinds says so (Result.Watched), and no timer is needed
+	// to notice a change of them.
+	Watch Watch
+	// Memory, when set, is what the engine keeps between passes to save requests
+	// (sync/engine/memory): without it the engine is stateless and does every read and write.
+	// It must not be a nil pointer in a non-nil interface.
+	Memory Memory
+}
+
+// Watch tells which kinds of the management cluster a watch of the controller holds.
+type Watch interface {
+	// Synced reports whether the objects of kind gvk are watched and the watch has synced: from
+	// then on every change of one of them is an event.
+	Synced(gvk schema.GroupVersionKind) bool
 }
 
 // Engine applies revisions to targets. It is safe for concurrent use. Between calls it keeps
-// only its memory (memory.go) and the scopes of the management cluster's kinds (prepare.go),
-// caches that save work and never change an outcome.
+// only its memory (Options.Memory, reached through memory.go) and the scopes of the management
+// cluster's kinds (prepare.go), caches that save work and never change an outcome.
 type Engine struct {
 	opts   Options
-	memory *memory
+	memory Memory
 	// scopes are the management cluster's kinds' scopes, asked of its mapper (prepare.go).
 	scopes *scopes
 }
@@ -55,18 +64,18 @@ type Engine struct {
 // comes from this engine's own apply, so that the controller can drop it: an apply of obj is
 // in flight, or obj's resourceVersion is the one the engine's last apply answered.
 func (e *Engine) AppliedByEngine(obj client.Object) bool {
-	return e.memory.wroteManagement(obj)
+	return e.memory.AppliedByEngine(obj)
 }
 
 // HoldsState reports whether a watch event of obj, an object of the management cluster, is of
 // the state the engine last applied or read for the owner its ownership labels name, at the
 // same resourceVersion and UID. Such an event tells that owner nothing its pass did not see,
 // so OwnerEvents need not count it: a pass that applied objects can then be repeated as
-// settled (memory_settled.go). An event delivered while the engine applies obj for that owner is
+// settled (sync/engine/memory). An event delivered while the engine applies obj for that owner is
 // held until the apply ends; count is called then unless it was of the state the apply
 // recorded.
 func (e *Engine) HoldsState(obj client.Object, count func()) bool {
-	return e.memory.holdsManagement(obj, count)
+	return e.memory.HoldsState(obj, count)
 }
 
 // NewEngine returns an Engine with opts, defaulted.
@@ -83,5 +92,9 @@ func NewEngine(opts Options) *Engine {
 	if opts.DeleteInterval <= 0 {
 		opts.DeleteInterval = DefaultDeleteInterval
 	}
-	return &Engine{opts: opts, memory: newMemory(opts), scopes: newScopes()}
+	mem := opts.Memory
+	if mem == nil {
+		mem = stateless{}
+	}
+	return &Engine{opts: opts, memory: mem, scopes: newScopes()}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +17,34 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests/probe"
+	"github.com/convoy-gitops/convoy/sync/engine/memory"
 	"github.com/convoy-gitops/convoy/test/kubetest"
 )
+
+// statelessTests, set by CONVOY_TEST_ENGINE_MEMORY=off, runs the tests that do not measure
+// what the memory saves with stateless engines (testEngine): their assertions must hold
+// either way, as the memory never changes an outcome.
+var statelessTests = os.Getenv("CONVOY_TEST_ENGINE_MEMORY") == "off"
+
+// testEngine returns an engine of opts with a memory of its own, or none when statelessTests.
+func testEngine(opts Options) *Engine {
+	if !statelessTests {
+		opts.Memory = memory.New(memory.Options{Controller: opts.Controller})
+	}
+	return NewEngine(opts)
+}
+
+// memoryEngine returns an engine of opts with a memory of its own, told by versions (the watch
+// of the management cluster, which also tells the engine which kinds are watched) and events
+// when they are set: for the tests that measure what the memory saves.
+func memoryEngine(opts Options, versions memory.ResourceVersions, events memory.OwnerEvents) *Engine {
+	if versions != nil {
+		opts.Watch = versions
+	}
+	opts.Memory = memory.New(memory.Options{Controller: opts.Controller, Concurrency: DefaultConcurrency,
+		Versions: versions, Events: events})
+	return NewEngine(opts)
+}
 
 // gateRules compiles gateProbe.
 func gateRules(t *testing.T) []probe.Rule {

@@ -48,7 +48,7 @@ func TestSyncLogsOneLinePerClusterChange(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx, logged := loggingContext(t)
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
 	r1 := &Revision{ID: "r1", Phases: []Phase{{Name: "only", Objects: []*unstructured.Unstructured{
 		kubetest.ConfigMap("", "a", nil), kubetest.ConfigMap("", "b", nil)}}}}

@@ -65,7 +65,7 @@ func TestSettledPassReadsOnlyWhatTheWatchSawChange(t *testing.T) {
 	ctx := context.Background()
 	tgt, counter := countedTarget(t)
 	versions := &liveVersions{}
-	engine := NewEngine(Options{Controller: "test", Versions: versions})
+	engine := memoryEngine(Options{Controller: "test"}, versions, nil)
 	rev := &Revision{ID: "r1", Probes: gateRules(t), Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
 		kubetest.ConfigMap("", "a", map[string]string{"v": "1"}), kubetest.ConfigMap("", "b", map[string]string{"v": "1"}),
 		kubetest.Gate("", "gate")}}}}
@@ -148,7 +148,7 @@ func TestSettledHostedPassListsInsteadOfReading(t *testing.T) {
 	ctx := context.Background()
 	tgt, counter := hostedCountedTarget(t)
 	ns := tgt.Namespace // a namespace the hosted cluster does not have yet
-	engine := NewEngine(Options{Controller: "test", Versions: &liveVersions{}, Events: &manualEvents{counts: map[string]uint64{}}})
+	engine := memoryEngine(Options{Controller: "test"}, &liveVersions{}, &manualEvents{counts: map[string]uint64{}})
 	rev := digested(g, &Revision{ID: "r1", Phases: []Phase{{Name: "in", Class: convoyv1alpha1.ClassHostedCluster,
 		Objects: []*unstructured.Unstructured{kubetest.Object("v1", "Namespace", "", ns, nil),
 			kubetest.ConfigMap(ns, "a", map[string]string{"v": "1"}), kubetest.ConfigMap(ns, "b", map[string]string{"v": "1"})}}}})
@@ -217,7 +217,7 @@ func TestHostedListSelectsTheOwnersKind(t *testing.T) {
 	tgt, counter := hostedCountedTarget(t)
 	tgt.Kind = "ObjectDeployment"
 	ns := fleet.NewNamespaceIn(t, blue.Client)
-	engine := NewEngine(Options{Controller: "test"})
+	engine := memoryEngine(Options{Controller: "test"}, nil, nil)
 	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "in", Class: convoyv1alpha1.ClassHostedCluster,
 		Objects: []*unstructured.Unstructured{kubetest.ConfigMap(ns, "a", nil), kubetest.ConfigMap(ns, "b", nil)}}}}
 	res, err := engine.Sync(ctx, tgt, rev, nil)
@@ -229,32 +229,6 @@ func TestHostedListSelectsTheOwnersKind(t *testing.T) {
 	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"LIST": 1}))
 }
 
-// An object seen at the resourceVersion of the verdict but with another UID is another object:
-// the hosted cluster behind a namespace was replaced, and its resourceVersions started over.
-func TestVerdictNeedsTheSameObject(t *testing.T) {
-	g := NewWithT(t)
-	tgt := &Target{Namespace: "ns", Name: "pkg"}
-	c := tgt.cluster(convoyv1alpha1.ClassHostedCluster)
-	l := newLedger(10)
-	desired := desiredState{obj: kubetest.ConfigMap("ns", "a", nil), ok: true}
-	live := kubetest.ConfigMap("ns", "a", nil)
-	live.SetResourceVersion("5")
-	live.SetUID("first")
-	rules := rulesDigest(nil)
-	l.record(c, desired, live)
-	g.Expect(l.judged(c, desired, rules)).To(BeFalse(), "not judged yet")
-	l.judgedAvailable(c, live, rules)
-	g.Expect(l.availableAt(c, desired, seenAt{resourceVersion: "5", uid: "first", uidKnown: true}, rules)).To(BeTrue())
-	g.Expect(l.availableAt(c, desired, seenAt{resourceVersion: "5"}, rules)).To(BeTrue(), "a watch that does not tell the UID")
-	g.Expect(l.availableAt(c, desired, seenAt{resourceVersion: "5", uid: "second", uidKnown: true}, rules)).To(BeFalse())
-	g.Expect(l.availableAt(c, desired, seenAt{resourceVersion: "5", uidKnown: true}, rules)).To(BeFalse(), "a list item without a UID")
-	g.Expect(l.availableAt(c, desired, seenAt{resourceVersion: "6", uid: "first", uidKnown: true}, rules)).To(BeFalse())
-	other := live.DeepCopy()
-	other.SetUID("second")
-	g.Expect(l.untouched(c, desired, other)).To(BeFalse(), "another object at the same resourceVersion was touched")
-	g.Expect(l.untouched(c, desired, live)).To(BeTrue())
-}
-
 // A sharded owner labels its management objects with its shard, which its replica's watch
 // selects, but keeps a shard the manifest names (on a Package, it picks the replica): such an
 // object is outside the watch, so the pass is not Watched.
@@ -264,7 +238,7 @@ func TestOwnerShardLabelsObjectsButKeepsTheManifests(t *testing.T) {
 	ctx := context.Background()
 	tgt := engineTarget(t)
 	tgt.Shard = "a"
-	engine := NewEngine(Options{Controller: "test", Versions: &liveVersions{}})
+	engine := memoryEngine(Options{Controller: "test"}, &liveVersions{}, nil)
 	other := kubetest.ConfigMap("", "other", map[string]string{"v": "1"})
 	other.SetLabels(map[string]string{convoyv1alpha1.ShardLabel: "b"})
 	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{

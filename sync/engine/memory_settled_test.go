@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,7 +52,7 @@ func (m *manualEvents) Count(kind, namespace, name string) uint64 {
 func (m *manualEvents) deliver(t *Target) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.counts[ownerID(t)]++
+	m.counts[t.Kind+"/"+t.Namespace+"/"+t.Name]++
 }
 
 // digested gives every phase of rev its render digests, as a render does.
@@ -78,8 +77,10 @@ func TestASettledPassIsRepeatedUntilTheWatchDeliversAChange(t *testing.T) {
 	ctx := context.Background()
 	tgt, counter := countedTarget(t)
 	versions, events := &countedVersions{}, &manualEvents{counts: map[string]uint64{}}
-	engine := NewEngine(Options{Controller: "settled-test", Versions: versions, Events: events})
-	repeats := func() float64 { return testutil.ToFloat64(settledRepeats.WithLabelValues("settled-test")) }
+	engine := memoryEngine(Options{Controller: "settled-test"}, versions, events)
+	repeats := func() float64 {
+		return kubetest.ControllerMetricSum(g, "convoy_sync_settled_repeats_total", "settled-test")
+	}
 	rev := digested(g, &Revision{ID: "r1", Probes: gateRules(t), Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
 		kubetest.ConfigMap("", "a", map[string]string{"v": "1"}), kubetest.Gate("", "gate")}}}})
 
@@ -151,11 +152,12 @@ func TestASettledPassIsRepeatedUntilTheWatchDeliversAChange(t *testing.T) {
 	t.Run("a revision without digests is a pass in full", func(t *testing.T) {
 		g := NewWithT(t)
 		plain := &Revision{ID: rev.ID, Probes: rev.Probes, Phases: []Phase{{Name: "one", Objects: rev.Phases[0].Objects}}}
+		start := repeats()
 		for range 3 {
 			_, err := engine.Sync(ctx, tgt, plain, settled.Inventory)
 			g.Expect(err).NotTo(HaveOccurred())
 		}
-		g.Expect(engine.memory.markOf(tgt, plain, rulesDigest(plain.Probes)).ok).To(BeFalse())
+		g.Expect(repeats()).To(Equal(start), "never repeated")
 	})
 }
 
@@ -176,8 +178,10 @@ func TestAPassWithAnObjectLeftToPruneIsNeverRepeated(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt := engineTarget(t)
-	engine := NewEngine(Options{Controller: "settled-prune-test", Versions: &liveVersions{}, Events: &manualEvents{counts: map[string]uint64{}}})
-	repeats := func() float64 { return testutil.ToFloat64(settledRepeats.WithLabelValues("settled-prune-test")) }
+	engine := memoryEngine(Options{Controller: "settled-prune-test"}, &liveVersions{}, &manualEvents{counts: map[string]uint64{}})
+	repeats := func() float64 {
+		return kubetest.ControllerMetricSum(g, "convoy_sync_settled_repeats_total", "settled-prune-test")
+	}
 	held := kubetest.ConfigMap("", "held", map[string]string{"v": "1"})
 	held.SetFinalizers([]string{"test.convoy.dev/hold"})
 	keep := kubetest.ConfigMap("", "keep", map[string]string{"v": "1"})
@@ -214,8 +218,10 @@ func TestAnApplyPassThatEndsAvailableIsRepeated(t *testing.T) {
 	ctx := context.Background()
 	tgt, counter := countedTarget(t)
 	versions, events := &countedVersions{}, &manualEvents{counts: map[string]uint64{}}
-	engine := NewEngine(Options{Controller: "settled-apply-test", Versions: versions, Events: events})
-	repeats := func() float64 { return testutil.ToFloat64(settledRepeats.WithLabelValues("settled-apply-test")) }
+	engine := memoryEngine(Options{Controller: "settled-apply-test"}, versions, events)
+	repeats := func() float64 {
+		return kubetest.ControllerMetricSum(g, "convoy_sync_settled_repeats_total", "settled-apply-test")
+	}
 	revision := func(id, v string) *Revision {
 		return digested(g, &Revision{ID: id, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
 			kubetest.ConfigMap("", "a", map[string]string{"v": v}), kubetest.ConfigMap("", "b", nil)}}}})
@@ -307,7 +313,7 @@ func TestHoldsStateTellsTheStatesAPassSaw(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt := engineTarget(t)
-	engine := NewEngine(Options{Controller: "holds-state-test", Versions: &liveVersions{}})
+	engine := memoryEngine(Options{Controller: "holds-state-test"}, &liveVersions{}, nil)
 	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
 		kubetest.ConfigMap("", "a", map[string]string{"v": "1"})}}}}
 	metadata := func(g Gomega) *metav1.PartialObjectMetadata {
@@ -322,7 +328,7 @@ func TestHoldsStateTellsTheStatesAPassSaw(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	applied := metadata(g)
 	g.Expect(engine.HoldsState(applied, nil)).To(BeTrue(), "the state the apply answered")
-	g.Expect(NewEngine(Options{}).HoldsState(applied, nil)).To(BeFalse(), "another engine applied nothing")
+	g.Expect(memoryEngine(Options{}, nil, nil).HoldsState(applied, nil)).To(BeFalse(), "another engine applied nothing")
 
 	other := applied.DeepCopy()
 	other.Labels = map[string]string{convoyv1alpha1.PackageNameLabel: "other", convoyv1alpha1.PackageNamespaceLabel: tgt.Namespace}
@@ -357,8 +363,10 @@ func TestAPassDuringWhichTheWatchDeliveredAChangeIsStale(t *testing.T) {
 	ctx := context.Background()
 	tgt := engineTarget(t)
 	events := &manualEvents{counts: map[string]uint64{}}
-	engine := NewEngine(Options{Controller: "stale-test", Versions: &liveVersions{}, Events: events})
-	repeats := func() float64 { return testutil.ToFloat64(settledRepeats.WithLabelValues("stale-test")) }
+	engine := memoryEngine(Options{Controller: "stale-test"}, &liveVersions{}, events)
+	repeats := func() float64 {
+		return kubetest.ControllerMetricSum(g, "convoy_sync_settled_repeats_total", "stale-test")
+	}
 	rev := digested(g, &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
 		kubetest.ConfigMap("", "a", nil)}}}})
 

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -44,7 +43,7 @@ func TestSyncAppliesChangedObjectsWithoutReadingThem(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt, counter := countedTarget(t)
-	engine := NewEngine(Options{Controller: "test"})
+	engine := memoryEngine(Options{Controller: "test"}, nil, nil)
 	res, err := engine.Sync(ctx, tgt, threeConfigMaps("r1", "1", "1", "1"), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(counter.takeWithoutDiscovery()).To(Equal(map[string]int{"PATCH": 3}), "new objects: a create-only apply, no read")
@@ -67,7 +66,7 @@ func TestSyncStillRestoresDriftOfObjectsItApplied(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt, counter := countedTarget(t)
-	engine := NewEngine(Options{Controller: "test"})
+	engine := memoryEngine(Options{Controller: "test"}, nil, nil)
 	rev := threeConfigMaps("r1", "1", "1", "1")
 	res, err := engine.Sync(ctx, tgt, rev, nil)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -84,7 +83,7 @@ func TestSyncStillRestoresDriftOfObjectsItApplied(t *testing.T) {
 		"only the object changed behind the engine's back is dry-run")
 	g.Expect(kubetest.Get(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "a", nil)).Object["data"]).To(HaveKeyWithValue("v", "1"))
 
-	restarted := NewEngine(Options{Controller: "test"})
+	restarted := memoryEngine(Options{Controller: "test"}, nil, nil)
 	res, err = restarted.Sync(ctx, tgt, rev, res.Inventory)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Changes).To(Equal(Changes{Unchanged: 3}))
@@ -96,7 +95,7 @@ func TestSyncChecksOwnershipOfAnObjectAdoptedSinceItsApply(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := memoryEngine(Options{Controller: "test"}, nil, nil)
 	first := engineTarget(t)
 	res, err := engine.Sync(ctx, first, threeConfigMaps("r1", "1", "1", "1"), nil)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -119,7 +118,7 @@ func TestSyncFallsBackWhenADirectApplyIsInvalid(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := memoryEngine(Options{Controller: "test"}, nil, nil)
 	tgt := engineTarget(t)
 	secret := func(typ string) *Revision {
 		return &Revision{ID: typ, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
@@ -136,107 +135,11 @@ func TestSyncFallsBackWhenADirectApplyIsInvalid(t *testing.T) {
 	g.Expect(client.ObjectKeyFromObject(live).Namespace).To(Equal(tgt.Namespace))
 }
 
-func TestLedgerTellsTheEngineOwnWritesApart(t *testing.T) {
-	g := NewWithT(t)
-	l := newLedger(10)
-	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
-	desired := desiredState{obj: kubetest.ConfigMap("ns", "a", map[string]string{"v": "1"}), ok: true}
-	applied := desired.obj.DeepCopy()
-	applied.SetResourceVersion("7")
-	l.record(c, desired, applied)
-
-	event := applied.DeepCopy()
-	g.Expect(l.wroteManagement(event)).To(BeTrue(), "the event of the engine's own apply")
-	event.SetResourceVersion("9")
-	done := l.begin(c, desired)
-	g.Expect(l.wroteManagement(event)).To(BeTrue(), "an event that comes before the apply's response")
-	done(event, nil)
-	g.Expect(l.wroteManagement(event)).To(BeTrue(), "the response is recorded")
-	event.SetResourceVersion("8")
-	g.Expect(l.wroteManagement(event)).To(BeFalse(), "a later write by someone else")
-	hosted := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassHostedCluster)
-	l.forget(c, keyOf(desired.obj))
-	l.record(hosted, desired, applied)
-	g.Expect(l.wroteManagement(applied)).To(BeFalse(), "an object of the hosted cluster is another object")
-}
-
-// An event delivered while its owner applies the object is held until the apply ends, then
-// counted unless it was of the state the apply recorded.
-func TestLedgerHoldsTheEventsOfAnApplyInFlightUntilItEnds(t *testing.T) {
-	g := NewWithT(t)
-	l := newLedger(10)
-	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
-	desired := desiredState{obj: kubetest.ConfigMap("ns", "a", map[string]string{"v": "1"}), ok: true}
-	at := func(rv string) *unstructured.Unstructured {
-		obj := desired.obj.DeepCopy()
-		obj.SetLabels(c.labels())
-		obj.SetResourceVersion(rv)
-		obj.SetUID("uid")
-		return obj
-	}
-	counted := map[string]int{}
-	counter := func(rv string) func() { return func() { counted[rv]++ } }
-
-	done := l.begin(c, desired)
-	g.Expect(l.holdsManagement(at("5"), counter("5"))).To(BeTrue(), "the apply's own event, before its response")
-	g.Expect(l.holdsManagement(at("6"), counter("6"))).To(BeTrue(), "a write after it, before its response")
-	g.Expect(counted).To(BeEmpty(), "not told apart yet")
-	done(at("5"), nil)
-	g.Expect(counted).To(Equal(map[string]int{"6": 1}), "the write after the apply is counted when it ends")
-	g.Expect(l.holdsManagement(at("5"), counter("5"))).To(BeTrue(), "the state recorded")
-
-	done = l.begin(c, desired)
-	g.Expect(l.holdsManagement(at("7"), counter("7"))).To(BeTrue())
-	done(nil, errors.New("refused"))
-	g.Expect(counted).To(HaveKeyWithValue("7", 1), "nothing recorded: counted")
-
-	other := at("8")
-	other.SetLabels(map[string]string{convoyv1alpha1.PackageNameLabel: "other", convoyv1alpha1.PackageNamespaceLabel: "ns"})
-	done = l.begin(c, desired)
-	g.Expect(l.holdsManagement(other, counter("8"))).To(BeFalse(), "labels of another owner: counted at once")
-	for i := range maxPendingEvents {
-		g.Expect(l.holdsManagement(at(strconv.Itoa(10+i)), counter("many"))).To(BeTrue())
-	}
-	g.Expect(l.holdsManagement(at("99"), counter("99"))).To(BeFalse(), "past the bound: counted at once")
-	done(at("10"), nil)
-	g.Expect(counted).To(HaveKeyWithValue("many", maxPendingEvents-1))
-	g.Expect(l.applying).To(BeEmpty())
-
-	done = l.begin(c, desired)
-	g.Expect(l.holdsManagement(at("10"), counter("10"))).To(BeTrue(), "a late event of the state recorded")
-	done(at("11"), nil)
-	g.Expect(counted).NotTo(HaveKey("10"), "skipped at once, not held")
-
-	// Another owner's apply of the object in flight holds none of this owner's events.
-	b := (&Target{Namespace: "ns", Name: "other"}).cluster(convoyv1alpha1.ClassManagement)
-	doneB := l.begin(b, desired)
-	g.Expect(l.holdsManagement(at("12"), counter("12"))).To(BeFalse(), "no apply of this owner in flight")
-	done = l.begin(c, desired)
-	g.Expect(l.holdsManagement(at("13"), counter("13"))).To(BeTrue())
-	done(at("14"), nil)
-	g.Expect(counted).To(HaveKeyWithValue("13", 1), "told apart when this owner's apply ends, not the other's")
-	doneB(nil, errors.New("refused"))
-	g.Expect(l.applying).To(BeEmpty())
-}
-
-func TestLedgerStartsOverPastItsBound(t *testing.T) {
-	g := NewWithT(t)
-	l := newLedger(2)
-	c := (&Target{Namespace: "ns", Name: "pkg"}).cluster(convoyv1alpha1.ClassManagement)
-	for _, name := range []string{"a", "b", "c"} {
-		s := desiredState{obj: kubetest.ConfigMap("ns", name, nil), ok: true}
-		live := s.obj.DeepCopy()
-		live.SetResourceVersion("1")
-		l.record(c, s, live)
-	}
-	g.Expect(l.entries).To(HaveLen(1))
-}
-
 func TestSyncDoesNotTakeOverAnObjectReplacedSinceItsApply(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := memoryEngine(Options{Controller: "test"}, nil, nil)
 	tgt := engineTarget(t)
 	res, err := engine.Sync(ctx, tgt, threeConfigMaps("r1", "1", "1", "1"), nil)
 	g.Expect(err).NotTo(HaveOccurred())

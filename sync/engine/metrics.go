@@ -17,18 +17,8 @@ var (
 		Name: "convoy_sync_probe_failures_total",
 		Help: "Phases found not available by their probes, by controller and cluster.",
 	}, []string{"controller", "cluster"})
-
-	quietObjects = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "convoy_sync_quiet_objects_total",
-		Help: "Management objects a pass did not read: the watch saw no change since they were judged available, by controller.",
-	}, []string{"controller"})
-
-	settledRepeats = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "convoy_sync_settled_repeats_total",
-		Help: "Passes that repeated their owner's last settled pass without looking at an object: the watch delivered nothing about the owner's objects since, by controller.",
-	}, []string{"controller"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(appliedObjects, probeFailures, quietObjects, settledRepeats)
+	metrics.Registry.MustRegister(appliedObjects, probeFailures)
 }

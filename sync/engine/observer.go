@@ -31,7 +31,7 @@ type observer struct {
 	pending map[objectKey]*unstructured.Unstructured // nil value: not found
 	seen    map[objectKey]*unstructured.Unstructured
 	applied map[objectKey]*unstructured.Unstructured // latest state: apply responses, fresher reads
-	quiet   map[objectKey]bool                       // not read: unchanged since judged available (memory_quiet.go)
+	quiet   map[objectKey]bool                       // not read: unchanged since judged available (sync/engine/memory)
 }
 
 func newObserver(c client.Client, probes []probe.Rule) *observer {

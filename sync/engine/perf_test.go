@@ -69,7 +69,7 @@ func TestApplyPerformance(t *testing.T) {
 	}
 
 	tgt := &Target{Namespace: fleet.NewNamespaceIn(t, env.Client), Name: "perf", Management: mgmt}
-	engine := NewEngine(Options{Controller: "test"})
+	engine := memoryEngine(Options{Controller: "test"}, nil, nil)
 	res := &Result{}
 	for _, pass := range passes {
 		rev := &Revision{ID: pass.version, Phases: []Phase{{Name: "all", Objects: perfObjects("", pass.version)}}}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"crypto/sha256"
 	"maps"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
+	"github.com/convoy-gitops/convoy/sync/engine/memory"
 )
 
 // desiredState is an object of a revision as this pass wants it, with its digest (see
@@ -28,18 +28,22 @@ type desiredState struct {
 	// convoy.dev/shard label it carries.
 	namespace, shard string
 	namespaced       bool
-	// quiet is set when nothing changed the object since it was judged available (memory_quiet.go).
+	// quiet is set when nothing changed the object since it was judged available (the memory
+	// says so: Memory.Ask).
 	quiet bool
 	// sourceDigest is the source's; digest the object's as it will be applied (place).
 	sourceDigest, digest manifests.Digest
 	ok                   bool
-	// uid is the object's UID when this owner applied it, set by the memory (askStage) for an
+	// uid is the object's UID when this owner applied it, set by the memory (Memory.Ask) for an
 	// object applied directly: the apply then fails, instead of writing, if the object was
 	// deleted or replaced since.
 	uid types.UID
 	// createOnly is set for an object nothing says exists: it is applied without a read, and
 	// only if it does not exist (create.go).
 	createOnly bool
+	// recorded is the state at which this owner left the object as desired now, as the memory
+	// says: an object read at it is untouched and not written.
+	recorded memory.Observed
 }
 
 // scopes remembers which kinds of the management cluster are namespaced. Asking the REST
@@ -87,17 +91,6 @@ func (s *scopes) isNamespaced(c *cluster, obj *unstructured.Unstructured, fresh 
 	s.namespaced[gvk] = namespaced
 	s.mu.Unlock()
 	return namespaced, nil
-}
-
-// prepareStage places the objects of states, asks the memory which are quiet and which go
-// direct (askStage), and prepares the others, which applyStage then reads or applies.
-func (e *Engine) prepareStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
-	p := preparationOf(c)
-	if err := e.place(c, ph, states, p); err != nil {
-		return err
-	}
-	e.memory.askStage(ctx, c, states, out)
-	return e.prepare(c, ph, states, p)
 }
 
 // place decides, without copying them, where the objects land: in the owner's namespace on

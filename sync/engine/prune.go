@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"strings"
 
@@ -114,7 +115,7 @@ type deleteResult struct {
 // kept by an annotation. With confirm, an object is read again after its delete to tell
 // whether it is gone or still terminating.
 func (e *Engine) deleteGroup(ctx context.Context, c *cluster, entries []convoyv1alpha1.InventoryEntry, confirm bool) (deleteResult, error) {
-	e.memory.forgetAll(c, objectKeysOf(entries))
+	e.memory.Applied(c.memoryCluster([sha256.Size]byte{}), forgetting(entries))
 	outs := make([]deleteOutcome, len(entries))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.opts.Concurrency)
@@ -208,18 +209,6 @@ func metadataFor(e convoyv1alpha1.InventoryEntry) (*metav1.PartialObjectMetadata
 	obj.SetNamespace(m.Namespace)
 	obj.SetName(m.Name)
 	return obj, nil
-}
-
-// objectKeysOf returns the keys of the objects entries name; an entry that names nothing has
-// none.
-func objectKeysOf(entries []convoyv1alpha1.InventoryEntry) []objectKey {
-	keys := make([]objectKey, 0, len(entries))
-	for _, entry := range entries {
-		if obj, err := metadataFor(entry); err == nil {
-			keys = append(keys, objectKey{gk: obj.GroupVersionKind().GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName()})
-		}
-	}
-	return keys
 }
 
 // mergeInventories returns first, then the entries of second not in first.

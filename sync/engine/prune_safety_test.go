@@ -22,7 +22,7 @@ func TestARevisionWithoutObjectsIsRefusedAndPrunesNothing(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
 	rev1 := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{kubetest.ConfigMap("", "a", nil)}}}}
 	res, err := engine.Sync(ctx, tgt, rev1, nil)
@@ -42,7 +42,7 @@ func TestDefinitionsArePrunedOnlyWhenTheyOptIn(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
 	suffix := fleet.NameSuffix()
 	kept := crd("kept"+suffix+".convoy.dev", "Kept")
@@ -80,7 +80,7 @@ func TestAnEntryWhoseKindIsGoneIsTreatedAsGone(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
 	rev1 := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{kubetest.ConfigMap("", "a", nil)}}}}
 	res, err := engine.Sync(ctx, tgt, rev1, nil)
@@ -109,7 +109,7 @@ func TestTeardownAfterItsCRDWasDeletedFinishes(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
 	hostedNS := fleet.NewNamespaceIn(t, blue.Client)
 	group := "oob" + fleet.NameSuffix() + ".convoy.dev"
@@ -141,7 +141,7 @@ func TestForbiddenDeleteIsRetriedNotStalled(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
 	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{kubetest.ConfigMap("", "a", nil)}}}}
 	res, err := engine.Sync(ctx, tgt, rev, nil)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 
 	cliobject "github.com/fluxcd/cli-utils/pkg/object"
+	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +17,7 @@ import (
 	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/manifests/probe"
+	"github.com/convoy-gitops/convoy/sync/engine/memory"
 )
 
 // Result is what one Sync pass did. It is returned with the error of a failed pass too, so
@@ -34,11 +37,11 @@ type Result struct {
 	// Left are the entries the prune dropped without deleting their object, with the reason.
 	Left []Left
 	// Watched is set when every phase is available and every object of the revision is of a
-	// kind the watch of the management cluster (Options.Versions) has synced: a change to any
+	// kind the watch of the management cluster (Options.Watch) has synced: a change to any
 	// of them will make an event, and no timer is needed to notice it.
 	Watched bool
 	// Stale is set when the pass applied management objects without reading them and the
-	// owner's event count (Options.Events) moved while it ran: the watch delivered a change
+	// owner's event count (memory.Options.Events) moved while it ran: the watch delivered a change
 	// the pass may not have seen, and whose event may make no pass of its own (a controller
 	// drops the events of an object while the engine applies it: AppliedByEngine). A
 	// successful pass should then be followed by another soon.
@@ -48,13 +51,12 @@ type Result struct {
 	applied                    []convoyv1alpha1.InventoryEntry
 	pruned                     []convoyv1alpha1.InventoryEntry
 	unwatched, appliedDirectly bool
-	// objects counts the revision's objects; vouched those of them judged available at a state
-	// the watch of the management cluster tells every change of, or will once it holds the
-	// states of unconfirmed (recordVerdicts).
-	objects, vouched int
-	unconfirmed      []watchedState
+	// objects counts the revision's objects.
+	objects int
 	// rules is the digest of the revision's probes (rulesDigest).
 	rules [sha256.Size]byte
+	// mark is the memory's mark of the pass (Memory.Repeat), which its verdicts add to.
+	mark *memory.Mark
 }
 
 // Changes counts applied objects per action.
@@ -78,16 +80,48 @@ func (c Changes) String() string {
 // Sync applies rev to t phase by phase and, once every phase is available, prunes what the
 // previous inventory holds and rev does not. It returns a Waiting error when a phase is not
 // available yet; later phases are then neither applied nor pruned. A pass that would repeat
-// the owner's last settled pass returns its outcome at once (memory_settled.go).
+// the owner's last settled pass returns its outcome at once (sync/engine/memory).
 func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
 	rules := rev.probesDigest() // once per pass: every phase is judged under the same probes
-	mark, repeated := e.memory.beginPass(t, rev, rules, previous)
-	if repeated != nil {
-		return repeated, nil
+	mark, settled := e.memory.Repeat(passOf(t, rev, rules, previous))
+	if settled != nil {
+		return e.repeated(settled, previous), nil
 	}
-	res, err := e.sync(ctx, t, rev, rules, previous)
-	e.memory.endPass(t, mark, res, err)
+	res, err := e.sync(ctx, t, rev, rules, previous, mark)
+	res.Stale = e.memory.Settle(mark, outcomeOf(res, err))
 	return res, err
+}
+
+// passOf is what the memory is asked before a pass.
+func passOf(t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry) memory.Pass {
+	p := memory.Pass{Owner: t.owner(), Revision: rev.ID, Rules: rules, Previous: previous,
+		Phases: make([]memory.Phase, len(rev.Phases))}
+	for i := range rev.Phases {
+		ph := &rev.Phases[i]
+		p.Phases[i] = memory.Phase{Name: ph.Name, Class: ph.Class, Digests: ph.Digests, Complete: len(ph.Digests) == len(ph.Objects)}
+	}
+	return p
+}
+
+// repeated is the result of a pass that repeats the owner's settled pass: every object
+// unchanged, the inventory as it was.
+func (e *Engine) repeated(settled *memory.Settled, previous []convoyv1alpha1.InventoryEntry) *Result {
+	appliedObjects.WithLabelValues(e.opts.Controller, convoyv1alpha1.InventoryClusterManagement, ssa.UnchangedAction.String()).
+		Add(float64(settled.Objects))
+	return &Result{Phases: settled.Phases, Inventory: slices.Clone(previous), Available: true, Watched: true,
+		Changes: Changes{Unchanged: settled.Objects}}
+}
+
+// outcomeOf is what the memory is told after a pass that returned res and err. It is clean
+// when every phase is available and watched, nothing was pruned and no entry of the previous
+// inventory was left behind (an object being deleted, one it could not delete, a kind no watch
+// sees).
+func outcomeOf(res *Result, err error) memory.Outcome {
+	return memory.Outcome{
+		Clean: err == nil && res.Available && res.Watched && res.Pruned == 0 && len(res.Left) == 0 &&
+			len(res.Inventory) == len(res.applied),
+		Objects: res.objects, Phases: res.Phases, Inventory: res.Inventory, AppliedDirectly: res.appliedDirectly,
+	}
 }
 
 // logApplied logs a pass that wrote objects: a revision applied for the first time, or
@@ -101,8 +135,9 @@ func logApplied(ctx context.Context, rev *Revision, res *Result) {
 }
 
 // sync is one pass of Sync in full.
-func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
+func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry, mark *memory.Mark) (*Result, error) {
 	res := newResult(rev, previous)
+	res.mark = mark
 	defer res.mergeInventory()
 	if err := checkNotEmpty(rev, previous); err != nil {
 		return res, err
@@ -152,7 +187,7 @@ func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int,
 	available, msg := judgePhase(rev.Probes, out)
 	res.Phases[i].Available, res.Phases[i].Message = available, msg
 	if available {
-		e.memory.recordVerdicts(c, out, res)
+		e.memory.Judged(res.mark, out.at, verdictsOf(c, out))
 	} else {
 		probeFailures.WithLabelValues(e.opts.Controller, c.name).Inc()
 		markWaiting(res.Phases[i+1:], ph.Name)
@@ -276,9 +311,9 @@ func entryFor(c *cluster, phase string, obj *unstructured.Unstructured) convoyv1
 // cluster returns the cluster of a phase class.
 func (t *Target) cluster(class string) *cluster {
 	if class == convoyv1alpha1.ClassHostedCluster {
-		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t, owner: ownerID(t)}
+		return &cluster{name: convoyv1alpha1.InventoryClusterHosted, client: t.Hosted, target: t}
 	}
-	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t, owner: ownerID(t)}
+	return &cluster{name: convoyv1alpha1.InventoryClusterManagement, client: t.Management, target: t}
 }
 
 // clusterNamed returns the cluster of an inventory entry's cluster name.
@@ -295,21 +330,9 @@ type cluster struct {
 	name   string
 	client client.Client
 	target *Target
-	// owner is ownerID(target), made once by Target.cluster: the ledger keeps it in each of the
-	// owner's entries. Read it with ownerID.
-	owner string
 	// previous is the owner's previous inventory, when a pass applies to the cluster: what
 	// it holds is known to exist (create.go).
 	previous []convoyv1alpha1.InventoryEntry
-}
-
-// ownerID returns ownerID(c.target), never "": a cluster built without Target.cluster still
-// tells its owner's ledger entries from another's.
-func (c *cluster) ownerID() string {
-	if c.owner == "" {
-		return ownerID(c.target)
-	}
-	return c.owner
 }
 
 func (c *cluster) hosted() bool { return c.name == convoyv1alpha1.InventoryClusterHosted }
@@ -322,8 +345,7 @@ func (c *cluster) owns(obj client.Object) bool {
 		l[convoyv1alpha1.OwnerKindLabel] == c.target.Kind
 }
 
-// ownerID identifies the owner of a target.
-func ownerID(t *Target) string { return ownerKey(t.Kind, t.Namespace, t.Name) }
-
-// ownerKey identifies the owner of kind (a Target.Kind), namespace and name.
-func ownerKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+// owner is the owner of a target, as the memory names it.
+func (t *Target) owner() memory.Owner {
+	return memory.Owner{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Shard: t.Shard}
+}

@@ -58,7 +58,7 @@ func TestSyncAppliesPhasesInOrderAcrossClusters(t *testing.T) {
 		{Name: "configure", Class: convoyv1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{
 			kubetest.Object(group+"/v1", "Widget", hostedNS, "w1", map[string]any{"spec": map[string]any{"size": int64(3)}})}},
 	}}
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 
 	res, err := engine.Sync(ctx, tgt, rev, nil)
 	g.Expect(isWaiting(err)).To(BeTrue(), "%v", err)
@@ -94,7 +94,7 @@ func TestSyncUpdatesOnlyChangedObjectsAndPrunesAfterAvailable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tgt, counter := countedTarget(t)
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	rev1 := &Revision{ID: "r1", Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
 		kubetest.ConfigMap("", "a", map[string]string{"v": "1"}), kubetest.ConfigMap("", "b", map[string]string{"v": "1"}),
 		kubetest.ConfigMap("", "c", map[string]string{"v": "1"})}}}}
@@ -134,7 +134,7 @@ func TestSyncUpdatesOnlyChangedObjectsAndPrunesAfterAvailable(t *testing.T) {
 func TestSyncRefusesCollisionsUnlessAdopted(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 
 	t.Run("an object convoy did not create", func(t *testing.T) {
 		g := NewWithT(t)
@@ -191,7 +191,7 @@ func TestSyncRefusesCollisionsUnlessAdopted(t *testing.T) {
 func TestSyncRefusesManagementObjectsOutsideTheNamespace(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	cases := map[string]struct {
 		obj  func(ns string) *unstructured.Unstructured
 		want string
@@ -226,7 +226,7 @@ func TestSyncRecreatesOnImmutableFieldsOnlyWhenForced(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
 	immutable := func(v string) *unstructured.Unstructured {
 		cm := kubetest.ConfigMap("", "frozen", map[string]string{"v": v})
@@ -264,7 +264,7 @@ func TestSyncAppliesACustomResourceWithItsDefinition(t *testing.T) {
 	widget := kubetest.Object(group+"/v1", "Gadget", hostedNS, "g1", map[string]any{"spec": map[string]any{"size": int64(1)}})
 	rev := &Revision{ID: "r1", Phases: []Phase{{Name: "all", Class: convoyv1alpha1.ClassHostedCluster,
 		Objects: []*unstructured.Unstructured{widget, crd(group, "Gadget")}}}}
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	res, err := engine.Sync(ctx, tgt, rev, nil)
 	if isWaiting(err) && reasonOf(err) == convoyv1alpha1.DependencyNotReadyReason {
 		// The API server's discovery may serve the new kind a moment after the definition is
@@ -287,7 +287,7 @@ func TestSyncProtectsClusterScopedObjectsOfAHostedCluster(t *testing.T) {
 	env.Require(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	engine := NewEngine(Options{Controller: "test"})
+	engine := testEngine(Options{Controller: "test"})
 	tgt := engineTarget(t)
 	name := "collision-" + fleet.NameSuffix()
 	theirs := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -44,7 +44,6 @@ type TeardownResult struct {
 // convoy.dev/prune: disabled, are left in place; so are CustomResourceDefinitions and
 // Namespaces not annotated convoy.dev/prune: enabled, and reported in the result's Left.
 func (e *Engine) Teardown(ctx context.Context, t *Target, inv []convoyv1alpha1.InventoryEntry, opts TeardownOptions) (*TeardownResult, error) {
-	e.memory.forgetSettled(ownerID(t))
 	res, err := e.teardown(ctx, t, inv, opts)
 	logTornDown(ctx, res)
 	return res, err

@@ -29,7 +29,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
-	"github.com/convoy-gitops/convoy/sync/engine"
+	"github.com/convoy-gitops/convoy/sync/engine/memory"
 )
 
 // appliedWatches watches, metadata only, the kinds convoy applied to the management cluster,
@@ -205,7 +205,7 @@ func statusOnlyUpdate(old, updated client.Object) bool {
 		updated.GetDeletionTimestamp() == nil
 }
 
-// Synced implements engine.ResourceVersions: the kind is watched and its watch has synced. It
+// Synced implements memory.ResourceVersions: the kind is watched and its watch has synced. It
 // never waits.
 func (a *appliedWatches) Synced(gvk schema.GroupVersionKind) bool {
 	_, synced := a.syncedStore(gvk)
@@ -241,7 +241,7 @@ func (a *appliedWatches) syncedStore(gvk schema.GroupVersionKind) (toolscache.St
 	return store, true
 }
 
-// ResourceVersion implements engine.ResourceVersions from the cache: it answers only for a
+// ResourceVersion implements memory.ResourceVersions from the cache: it answers only for a
 // kind watched and synced, and never waits. Every settled pass asks it for each of its
 // objects, so it reads the informer's store directly when it can, without the cache's
 // lookups and copies, and keeps nothing of the object but a string.
@@ -303,7 +303,7 @@ func (a *appliedWatches) count(ctx context.Context, gvk schema.GroupVersionKind)
 
 // ownerEvents returns the count of the events of each owner's objects, for the engine; nil
 // without a watch.
-func (a *appliedWatches) ownerEvents() engine.OwnerEvents {
+func (a *appliedWatches) ownerEvents() memory.OwnerEvents {
 	if a == nil {
 		return nil
 	}
@@ -329,7 +329,7 @@ func (a *appliedWatches) countEvent(kind string, req reconcile.Request) {
 const ownerEventBuckets = 1 << 16
 
 // ownerEvents counts the events of the watch of applied objects per owner, as their ownership
-// labels name it before and after the event (engine.OwnerEvents). Owners are spread over a
+// labels name it before and after the event (memory.OwnerEvents). Owners are spread over a
 // fixed number of buckets, 512 KiB whatever the fleet: owners that share a bucket move each
 // other's count, which only costs a pass in full (and, for a pass that applied objects, the
 // pass 2 s later a stale one makes: engine.Result.Stale), never a missed change. An event of a state an
@@ -358,7 +358,7 @@ func (o *ownerEvents) skipStatesOf(e stateHolder) {
 	o.holders = append(o.holders, e)
 }
 
-// Count implements engine.OwnerEvents.
+// Count implements memory.OwnerEvents.
 func (o *ownerEvents) Count(kind, namespace, name string) uint64 {
 	return o.bucket(kind, namespace, name).Load()
 }

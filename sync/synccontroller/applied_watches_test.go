@@ -219,11 +219,11 @@ func TestOwnerCountsAskTheEngineWithTheKind(t *testing.T) {
 // write by someone else after it is a pass in full that repairs it.
 func TestThePassAfterAnApplyRepeatsUntilSomeoneElseWrites(t *testing.T) {
 	env.Require(t)
+	requireMemory(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	a := startedWatches(t, g, cache.Options{Scheme: env.Scheme})
-	eng := engine.NewEngine(engine.Options{Controller: "apply-repeat-test", Versions: a, Events: a.ownerEvents()})
-	a.skipStatesOf(eng)
+	eng := engineOf(engine.Options{Controller: "apply-repeat-test"}, a, true)
 	repeats := func() float64 { return settledRepeatsOf(g, "apply-repeat-test") }
 	ns := fleet.NewNamespaceIn(t, env.Client)
 	tgt := &engine.Target{Namespace: ns, Name: "app", Management: env.Client}
@@ -281,11 +281,11 @@ func TestThePassAfterAnApplyRepeatsUntilSomeoneElseWrites(t *testing.T) {
 // that applied it is never repeated, and its deletion is repaired by the next pass.
 func TestAnObjectOutOfTheWatchIsNeverVouchedFor(t *testing.T) {
 	env.Require(t)
+	requireMemory(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	a := startedWatches(t, g, cache.Options{Scheme: env.Scheme, DefaultLabelSelector: ShardSelector("")})
-	eng := engine.NewEngine(engine.Options{Controller: "out-of-watch-test", Versions: a, Events: a.ownerEvents()})
-	a.skipStatesOf(eng)
+	eng := engineOf(engine.Options{Controller: "out-of-watch-test"}, a, true)
 	repeats := func() float64 { return settledRepeatsOf(g, "out-of-watch-test") }
 	ns := fleet.NewNamespaceIn(t, env.Client)
 	tgt := &engine.Target{Namespace: ns, Name: "app", Management: env.Client}
@@ -315,9 +315,10 @@ func TestAnObjectOutOfTheWatchIsNeverVouchedFor(t *testing.T) {
 // the owner's count where it was, and a write by someone else moves it.
 func TestOwnerCountSkipsTheListedStatesTheEngineApplied(t *testing.T) {
 	env.Require(t)
+	requireMemory(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	eng := engine.NewEngine(engine.Options{Controller: "held-list-test"})
+	eng := engineOf(engine.Options{Controller: "held-list-test"}, nil, false)
 	ns := fleet.NewNamespaceIn(t, env.Client)
 	tgt := &engine.Target{Namespace: ns, Name: "app", Management: env.Client}
 	res, err := eng.Sync(ctx, tgt, digestedRevision(g, "1", kubetest.ConfigMap("", "a", nil), kubetest.ConfigMap("", "b", nil)), nil)

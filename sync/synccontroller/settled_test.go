@@ -25,6 +25,7 @@ func settledRepeatsOf(g Gomega, controller string) float64 {
 // change the watch delivers (an edit, a deletion, a regression) still gets a pass in full.
 func TestSettledPackageRepeatsItsPassAndStillSeesEveryChange(t *testing.T) {
 	env.Require(t)
+	requireMemory(t)
 	g := NewWithT(t)
 	ns := fleet.NewNamespaceIn(t, env.Client)
 	repo := newGitSource(t, ns)

@@ -113,10 +113,8 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 		Environment:        &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Resources: disc},
 		HostedEnvironments: &HostedEnvironments{Clients: clients},
 		Charts:             helmrepo.New(helmrepo.Options{MaxChartSize: maxFileSize(store)})}
-	pkg.Engine = engine.NewEngine(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
-		Versions: common.applied,
-		Events:   common.applied.ownerEvents()})
-	common.applied.skipStatesOf(pkg.Engine)
+	pkg.Engine = engineOf(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval},
+		common.applied, true)
 	pkg.Recorder = mgr.GetEventRecorder("convoy-package")
 	if err := pkg.SetupWithManager(mgr, PackageReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
 		return fmt.Errorf("setting up the Package controller: %w", err)
@@ -125,8 +123,8 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 	// No Events: an ObjectDeployment's revision has no render digests to repeat a pass by, and
 	// its passes never say they are stale (engine.Result.Stale): a write by someone else
 	// delivered while the engine applies the object waits for the next event or interval.
-	od.Engine = engine.NewEngine(engine.Options{Controller: "objectdeployment", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval,
-		Versions: common.applied})
+	od.Engine = engineOf(engine.Options{Controller: "objectdeployment", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval},
+		common.applied, false)
 	od.Recorder = mgr.GetEventRecorder("convoy-objectdeployment")
 	if err := od.SetupWithManager(mgr, ObjectDeploymentReconcilerOptions{MaxConcurrentReconciles: o.Concurrency}); err != nil {
 		return fmt.Errorf("setting up the ObjectDeployment controller: %w", err)

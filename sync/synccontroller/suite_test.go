@@ -2,6 +2,7 @@ package synccontroller
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -18,7 +19,17 @@ var (
 	blue *fleet.HostedCluster
 )
 
+// requireMemory skips a test that measures what the engine's memory saves when the engines
+// have none (CONVOY_TEST_ENGINE_MEMORY=off).
+func requireMemory(t *testing.T) {
+	t.Helper()
+	if statelessEngines {
+		t.Skip("measures the engine's memory; the engines have none (CONVOY_TEST_ENGINE_MEMORY=off)")
+	}
+}
+
 func TestMain(m *testing.M) {
+	statelessEngines = os.Getenv("CONVOY_TEST_ENGINE_MEMORY") == "off"
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	fleet.Main(m, &env, fleet.Options{}, func(ctx context.Context, f *fleet.Fleet) (func(), error) {

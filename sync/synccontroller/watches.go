@@ -25,6 +25,7 @@ import (
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sync/engine"
+	"github.com/convoy-gitops/convoy/sync/engine/memory"
 	"github.com/convoy-gitops/convoy/sync/hosted"
 )
 
@@ -35,15 +36,43 @@ func (c *Common) setup(mgr ctrl.Manager, recorderName string) error {
 		return err
 	}
 	if c.Engine == nil {
-		c.Engine = engine.NewEngine(engine.Options{Controller: recorderName, Versions: c.applied,
-			Events: c.applied.ownerEvents()})
-		c.applied.skipStatesOf(c.Engine)
+		c.Engine = engineOf(engine.Options{Controller: recorderName}, c.applied, true)
 	}
 	if c.Recorder == nil {
 		c.Recorder = mgr.GetEventRecorder(recorderName)
 	}
 	c.notifier = pass.NewNotifier(c.Recorder)
 	return nil
+}
+
+// statelessEngines, set by the controllers' tests when CONVOY_TEST_ENGINE_MEMORY=off, makes
+// engineOf give engines no memory: the controllers must behave alike, the memory only saving
+// requests.
+var statelessEngines bool
+
+// engineOf returns an engine of opts with a memory of its own (sync/engine/memory), which the
+// watch of applied objects a tells about the management cluster. With events, the memory
+// repeats settled passes by a's count of each owner's events, and a counts no event of a state
+// the engine holds for its owner (Engine.HoldsState).
+func engineOf(opts engine.Options, a *appliedWatches, events bool) *engine.Engine {
+	if statelessEngines {
+		opts.Watch = a
+		return engine.NewEngine(opts)
+	}
+	concurrency := opts.Concurrency
+	if concurrency <= 0 {
+		concurrency = engine.DefaultConcurrency
+	}
+	mopts := memory.Options{Controller: opts.Controller, Concurrency: concurrency, Versions: a}
+	if events {
+		mopts.Events = a.ownerEvents()
+	}
+	opts.Watch, opts.Memory = a, memory.New(mopts)
+	e := engine.NewEngine(opts)
+	if events {
+		a.skipStatesOf(e)
+	}
+	return e
 }
 
 // setupShared fills in, from mgr, the dependencies the Package and ObjectDeployment

@@ -165,7 +165,7 @@ type steadyCPU struct {
 	// window is the share over the steady window, which held passes Package passes.
 	window float64
 	passes float64
-	// repeats counts the passes that repeated a settled pass (the engine's memory_settled.go).
+	// repeats counts the passes that repeated a settled pass (sync/engine/memory).
 	repeats float64
 	// requested is the upper bound of the passes at spec.interval, measured by asking every
 	// Package for one; zero when the window spans an interval.

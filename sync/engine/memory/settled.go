@@ -1,4 +1,4 @@
-package engine
+package memory
 
 import (
 	"crypto/sha256"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -19,7 +18,7 @@ type OwnerEvents interface {
 	// Count returns a number that moves with each event the watch delivers of an object whose
 	// ownership labels name the owner of kind (a Target.Kind), namespace and name, before or
 	// after the event. Two kinds of event need not move it: one of the state the engine holds
-	// for that owner when it is delivered (Engine.HoldsState), and an update to the same
+	// for that owner when it is delivered (Store.HoldsState), and an update to the same
 	// resourceVersion. Any other has moved it by the time the event makes the owner's pass,
 	// and, for an object in the watch's first list, by the time Versions.Synced reports its
 	// kind synced; one delivered while the engine applies the object for that owner, by the
@@ -30,7 +29,7 @@ type OwnerEvents interface {
 
 // A settled pass is one that ended with every phase available, every object of the revision
 // judged available at a state the ledger holds for its owner (quiet, or applied or read by the
-// pass: recordVerdicts), pruned nothing and left nothing of the previous inventory behind. The
+// pass: Judged), pruned nothing and left nothing of the previous inventory behind. The
 // next pass with the same revision and target, and the inventory it wrote, would find every
 // object quiet and do nothing, as long as no object moved from the state its pass saw.
 //
@@ -48,7 +47,7 @@ type OwnerEvents interface {
 //
 // So the pass after an apply is a repeat already: the applied objects need not be found quiet
 // once first. An event of an object delivered while its owner applies it is held until the
-// apply ends (Engine.HoldsState). Each of these costs one pass in full more: the watch not yet
+// apply ends (Store.HoldsState). Each of these costs one pass in full more: the watch not yet
 // holding an applied state at the first repeat's check, an object applied through the
 // resource manager (read first: its own events are counted), and a CustomResourceDefinition
 // judged at the state polled until it was established (not one the ledger holds).
@@ -58,9 +57,9 @@ type OwnerEvents interface {
 // of the inventory, the phases' statuses and, until its first repeat, the states to check (one
 // per object applied or read, at most the revision's objects).
 
-// settledPass is what the engine remembers of an owner's last settled pass.
+// settledPass is what the memory remembers of an owner's last settled pass.
 type settledPass struct {
-	mark      settledMark
+	mark      identity
 	inventory manifests.Digest
 	phases    []convoyv1alpha1.PhaseStatus
 	objects   int
@@ -75,17 +74,29 @@ type watchedState struct {
 	resourceVersion string
 }
 
-// settledMark is what a pass must match to repeat a settled one: the owner's event count read
-// before the pass looked at anything, and the digest of the revision and target. owner and
-// count are set even when ok is false.
-type settledMark struct {
+// Mark is what a pass must match to repeat a settled one, and what its verdicts vouch for. A
+// pass carries it from Repeat to Judged and Settle, one phase after another.
+type Mark struct {
+	identity
+	// who is the owner, whose event count Settle reads again.
+	who Owner
+	// vouched counts the objects of the revision judged available at a state the watch of the
+	// management cluster tells every change of, or will once it holds the states of
+	// unconfirmed.
+	vouched     int
+	unconfirmed []watchedState
+}
+
+// identity is the owner's event count read before the pass looked at anything, and the digest
+// of the revision and target. owner and count are set even when ok is false.
+type identity struct {
 	owner  string
 	count  uint64
 	digest manifests.Digest
 	ok     bool
 }
 
-// defaultSettledOwners bounds the owners whose settled pass an engine remembers.
+// defaultSettledOwners bounds the owners whose settled pass a memory remembers.
 const defaultSettledOwners = 100_000
 
 // settledPasses remembers the last settled pass of each owner, at most max of them.
@@ -100,46 +111,23 @@ func newSettledPasses(max int) *settledPasses {
 	return &settledPasses{passes: map[string]settledPass{}, max: max}
 }
 
-// beginPass is what Sync asks the memory before a pass: the mark of the pass, taken before
-// it looks at any object, and the outcome of the owner's settled pass when the pass would
-// repeat it (nil otherwise). A pass that is not a repeat forgets the owner's settled pass
-// first: whatever it does, even if it panics, that one is past.
-func (mem *memory) beginPass(t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry) (settledMark, *Result) {
-	mark := mem.markOf(t, rev, rules)
-	if res, ok := mem.repeat(mark, previous); ok {
-		return mark, res
-	}
-	mem.forgetSettled(mark.owner)
-	return mark, nil
-}
-
-// endPass is what Sync tells the memory after a pass begun at mark that returned res and err:
-// res is stale when the pass applied objects directly while the owner's event count moved,
-// and a settled pass is remembered.
-func (mem *memory) endPass(t *Target, mark settledMark, res *Result, err error) {
-	res.Stale = res.appliedDirectly && mem.movedSince(t, mark)
-	if settledOutcome(res, err) {
-		mem.remember(mark, res)
-	}
-}
-
 // markOf reads the owner's event count, then digests the revision, its probe rules and the
-// target; ok is false when the engine has no OwnerEvents or the revision has objects without
+// target; ok is false when the memory has no OwnerEvents or the revision has objects without
 // digests.
-func (mem *memory) markOf(t *Target, rev *Revision, rules [sha256.Size]byte) settledMark {
-	m := settledMark{owner: ownerID(t)}
-	if mem.events == nil {
+func (s *Store) markOf(p Pass) *Mark {
+	m := &Mark{identity: identity{owner: p.Owner.id()}, who: p.Owner}
+	if s.events == nil {
 		return m
 	}
-	m.count = mem.events.Count(t.Kind, t.Namespace, t.Name)
+	m.count = s.events.Count(p.Owner.Kind, p.Owner.Namespace, p.Owner.Name)
 	var buf [digestBuffer]byte
 	in := digestInput(buf[:0])
-	in = in.strings(rev.ID, t.Kind, t.Namespace, t.Name, t.Shard)
-	in = append(in, rules[:]...)
-	for i := range rev.Phases {
-		ph := &rev.Phases[i]
-		if len(ph.Digests) != len(ph.Objects) {
-			return settledMark{owner: m.owner, count: m.count}
+	in = in.strings(p.Revision, p.Owner.Kind, p.Owner.Namespace, p.Owner.Name, p.Owner.Shard)
+	in = append(in, p.Rules[:]...)
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		if !ph.Complete {
+			return m
 		}
 		in = in.strings(ph.Name, ph.Class).length(len(ph.Digests))
 		for _, d := range ph.Digests {
@@ -184,73 +172,61 @@ func inventoryDigest(inv []convoyv1alpha1.InventoryEntry) manifests.Digest {
 	return sha256.Sum256(in)
 }
 
-// repeat returns the outcome of the owner's settled pass when m and previous match it.
-func (mem *memory) repeat(m settledMark, previous []convoyv1alpha1.InventoryEntry) (*Result, bool) {
+// repeat returns the outcome of the owner's settled pass when m and previous match it; nil
+// otherwise.
+func (s *Store) repeat(m *Mark, previous []convoyv1alpha1.InventoryEntry) *Settled {
 	if !m.ok {
-		return nil, false
+		return nil
 	}
-	mem.settled.mu.Lock()
-	last, found := mem.settled.passes[m.owner]
-	mem.settled.mu.Unlock()
-	if !found || last.mark != m || last.inventory != inventoryDigest(previous) || !mem.watchHolds(last.unconfirmed) {
-		return nil, false
+	s.settled.mu.Lock()
+	last, found := s.settled.passes[m.owner]
+	s.settled.mu.Unlock()
+	if !found || last.mark != m.identity || last.inventory != inventoryDigest(previous) || !s.watchHolds(last.unconfirmed) {
+		return nil
 	}
 	if len(last.unconfirmed) > 0 {
-		mem.settled.confirm(m)
+		s.settled.confirm(m.identity)
 	}
-	res := &Result{Phases: slices.Clone(last.phases), Inventory: slices.Clone(previous), Available: true,
-		Watched: true, Changes: Changes{Unchanged: last.objects}}
-	appliedObjects.WithLabelValues(mem.controller, convoyv1alpha1.InventoryClusterManagement, ssa.UnchangedAction.String()).
-		Add(float64(last.objects))
-	quietObjects.WithLabelValues(mem.controller).Add(float64(last.objects))
-	settledRepeats.WithLabelValues(mem.controller).Inc()
-	return res, true
+	quietObjects.WithLabelValues(s.controller).Add(float64(last.objects))
+	settledRepeats.WithLabelValues(s.controller).Inc()
+	return &Settled{Phases: slices.Clone(last.phases), Objects: last.objects}
 }
 
-// settledOutcome reports whether a pass that returned res and err was settled: every phase
-// available, every object vouched for by the watch, nothing pruned and no entry of the previous
-// inventory left behind (an object being deleted, one it could not delete, a kind no watch
-// sees).
-func settledOutcome(res *Result, err error) bool {
-	return err == nil && res.Available && res.Watched && res.Pruned == 0 && len(res.Left) == 0 &&
-		res.vouched == res.objects && len(res.Inventory) == len(res.applied)
-}
-
-// remember keeps the outcome of a settled pass begun at m, for the next pass that comes with
+// remember keeps the outcome o of a settled pass begun at m, for the next pass that comes with
 // the inventory it wrote, evicting any other owner's when full: a forgotten owner only does its
 // next pass in full.
-func (mem *memory) remember(m settledMark, res *Result) {
+func (s *Store) remember(m *Mark, o Outcome) {
 	if !m.ok {
 		return
 	}
 	// Cloned to their length: the list grew by appends, and is kept until the first repeat,
 	// which for a settled Package may be its spec.interval later.
-	last := settledPass{mark: m, inventory: inventoryDigest(res.Inventory), phases: slices.Clone(res.Phases), objects: res.objects,
-		unconfirmed: slices.Clone(res.unconfirmed)}
-	mem.settled.mu.Lock()
-	defer mem.settled.mu.Unlock()
-	if _, known := mem.settled.passes[m.owner]; !known && len(mem.settled.passes) >= mem.settled.max {
-		for owner := range mem.settled.passes {
-			delete(mem.settled.passes, owner)
+	last := settledPass{mark: m.identity, inventory: inventoryDigest(o.Inventory), phases: slices.Clone(o.Phases),
+		objects: o.Objects, unconfirmed: slices.Clone(m.unconfirmed)}
+	s.settled.mu.Lock()
+	defer s.settled.mu.Unlock()
+	if _, known := s.settled.passes[m.owner]; !known && len(s.settled.passes) >= s.settled.max {
+		for owner := range s.settled.passes {
+			delete(s.settled.passes, owner)
 			break
 		}
 	}
-	mem.settled.passes[m.owner] = last
+	s.settled.passes[m.owner] = last
 }
 
-// movedSince reports whether the event count of t's owner moved since m was taken.
-func (mem *memory) movedSince(t *Target, m settledMark) bool {
-	return mem.events != nil && mem.events.Count(t.Kind, t.Namespace, t.Name) != m.count
+// movedSince reports whether the event count of m's owner moved since m was taken.
+func (s *Store) movedSince(m *Mark) bool {
+	return s.events != nil && s.events.Count(m.who.Kind, m.who.Namespace, m.who.Name) != m.count
 }
 
 // watchHolds reports whether the watch of the management cluster holds each of states, as its
 // store has it now.
-func (mem *memory) watchHolds(states []watchedState) bool {
-	if len(states) > 0 && mem.versions == nil {
+func (s *Store) watchHolds(states []watchedState) bool {
+	if len(states) > 0 && s.versions == nil {
 		return false
 	}
 	for _, w := range states {
-		if rv, ok := mem.versions.ResourceVersion(w.gvk, w.namespace, w.name); !ok || rv != w.resourceVersion {
+		if rv, ok := s.versions.ResourceVersion(w.gvk, w.namespace, w.name); !ok || rv != w.resourceVersion {
 			return false
 		}
 	}
@@ -259,19 +235,19 @@ func (mem *memory) watchHolds(states []watchedState) bool {
 
 // confirm notes that the watch held the states of the settled pass begun at m: later repeats
 // need not check them, as every move from them is now an event.
-func (s *settledPasses) confirm(m settledMark) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if last, found := s.passes[m.owner]; found && last.mark == m {
+func (p *settledPasses) confirm(m identity) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if last, found := p.passes[m.owner]; found && last.mark == m {
 		last.unconfirmed = nil
-		s.passes[m.owner] = last
+		p.passes[m.owner] = last
 	}
 }
 
-// forgetSettled forgets the last settled pass of owner (an ownerID): a pass in full begins, or
-// the owner is torn down.
-func (mem *memory) forgetSettled(owner string) {
-	mem.settled.mu.Lock()
-	defer mem.settled.mu.Unlock()
-	delete(mem.settled.passes, owner)
+// forgetSettled forgets the last settled pass of owner: a pass in full begins, or the owner's
+// objects are being deleted.
+func (s *Store) forgetSettled(owner string) {
+	s.settled.mu.Lock()
+	defer s.settled.mu.Unlock()
+	delete(s.settled.passes, owner)
 }
