@@ -27,8 +27,9 @@ const PromotionRefPrefix = "refs/convoy/promotion/"
 // PromotionRecordFile is the file of a promotion ref's tree that holds the record.
 const PromotionRecordFile = "record.json"
 
-// maxPromotionRefs bounds the promotion refs a poll fetches and a reader reads.
-const maxPromotionRefs = 1000
+// maxPromotionRefs bounds the promotion refs a poll fetches: a fleet of 50 management clusters
+// with 100 add-ons each fits.
+const maxPromotionRefs = 5000
 
 // promotionRefSpec fetches every promotion ref, replacing what moved.
 var promotionRefSpec = config.RefSpec("+" + PromotionRefPrefix + "*:" + PromotionRefPrefix + "*")
@@ -44,7 +45,7 @@ func PromotionRef(sector, managementCluster, key string) string {
 func syncPromotionRefs(ctx context.Context, repo *git.Repository, remote Remote, listed []*plumbing.Reference) (string, error) {
 	want := map[plumbing.ReferenceName]plumbing.Hash{}
 	for _, ref := range listed {
-		if strings.HasPrefix(ref.Name().String(), PromotionRefPrefix) && ref.Type() == plumbing.HashReference {
+		if isPromotionRef(ref) && !strings.HasSuffix(ref.Name().String(), "^{}") {
 			want[ref.Name()] = ref.Hash()
 		}
 	}
@@ -55,6 +56,15 @@ func syncPromotionRefs(ctx context.Context, repo *git.Repository, remote Remote,
 	if err != nil {
 		return "", err
 	}
+	// Note: refs the remote deleted go first: a stale ref could stand where a new one must be
+	// written (refs/convoy/promotion/a beside refs/convoy/promotion/a/b).
+	for name := range have {
+		if _, ok := want[name]; !ok {
+			if err := repo.Storer.RemoveReference(name); err != nil {
+				return "", fmt.Errorf("removing promotion ref %s: %w", name, err)
+			}
+		}
+	}
 	for name, h := range want {
 		if have[name] != h {
 			if err := fetch(ctx, repo, remote, promotionRefSpec); err != nil {
@@ -63,14 +73,12 @@ func syncPromotionRefs(ctx context.Context, repo *git.Repository, remote Remote,
 			break
 		}
 	}
-	for name := range have {
-		if _, ok := want[name]; !ok {
-			if err := repo.Storer.RemoveReference(name); err != nil {
-				return "", fmt.Errorf("removing promotion ref %s: %w", name, err)
-			}
-		}
-	}
 	return promotionDigest(want), nil
+}
+
+// isPromotionRef reports whether ref is a hash ref under PromotionRefPrefix.
+func isPromotionRef(ref *plumbing.Reference) bool {
+	return strings.HasPrefix(ref.Name().String(), PromotionRefPrefix) && ref.Type() == plumbing.HashReference
 }
 
 // localPromotionRefs returns the promotion refs stored in repo.
@@ -81,7 +89,7 @@ func localPromotionRefs(repo *git.Repository) (map[plumbing.ReferenceName]plumbi
 	}
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
 	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if strings.HasPrefix(ref.Name().String(), PromotionRefPrefix) && ref.Type() == plumbing.HashReference {
+		if isPromotionRef(ref) {
 			out[ref.Name()] = ref.Hash()
 		}
 		return nil
@@ -105,9 +113,10 @@ func promotionDigest(refs map[plumbing.ReferenceName]plumbing.Hash) string {
 
 // PromotionRecords returns the records of the promotion refs the last poll of key fetched, by
 // the ref's path below PromotionRefPrefix ("<sector>/<management cluster>/<key>"), each at most
-// maxBytes. A record that cannot be read is an error: a reader must not mistake it for a
-// management cluster that has not reported.
-func (s *Store) PromotionRecords(key Key, maxBytes int64) (map[string][]byte, error) {
+// maxBytes: those of paths, or every one when paths is nil. A wanted record that cannot be read
+// is an error: a reader must not mistake it for a management cluster that has not reported. A
+// ref nobody asked for is not read, so that a bad one holds only its readers.
+func (s *Store) PromotionRecords(key Key, maxBytes int64, paths []string) (map[string][]byte, error) {
 	h, err := s.openHandle(key, s.entry(key))
 	if err != nil {
 		return nil, err
@@ -121,8 +130,15 @@ func (s *Store) PromotionRecords(key Key, maxBytes int64) (map[string][]byte, er
 	if err != nil {
 		return nil, err
 	}
+	wanted := map[string]bool{}
+	for _, p := range paths {
+		wanted[p] = true
+	}
 	out := make(map[string][]byte, len(refs))
 	for name, hash := range refs {
+		if paths != nil && !wanted[strings.TrimPrefix(name.String(), PromotionRefPrefix)] {
+			continue
+		}
 		data, err := readRecordBlob(h.repo, hash, maxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("promotion ref %s: %w", name, err)
@@ -132,11 +148,21 @@ func (s *Store) PromotionRecords(key Key, maxBytes int64) (map[string][]byte, er
 	return out, nil
 }
 
-// readRecordBlob reads PromotionRecordFile from the tree of commit hash.
+// readRecordBlob reads PromotionRecordFile from the tree of commit hash, which must be a
+// record commit: no parent, a tree of that one file, each object of a bounded size.
 func readRecordBlob(repo *git.Repository, hash plumbing.Hash, maxBytes int64) ([]byte, error) {
+	if obj, err := repo.Storer.EncodedObject(plumbing.CommitObject, hash); err == nil && obj.Size() > maxBytes {
+		return nil, fmt.Errorf("its commit is %d bytes, more than %d", obj.Size(), maxBytes)
+	}
 	commit, err := repo.CommitObject(hash)
 	if err != nil {
 		return nil, fmt.Errorf("reading its commit: %w", err)
+	}
+	if len(commit.ParentHashes) > 0 {
+		return nil, errors.New("its commit has a parent: a record commit has none")
+	}
+	if obj, err := repo.Storer.EncodedObject(plumbing.TreeObject, commit.TreeHash); err == nil && obj.Size() > maxBytes {
+		return nil, fmt.Errorf("its tree is %d bytes, more than %d", obj.Size(), maxBytes)
 	}
 	tree, err := commit.Tree()
 	if err != nil {
@@ -239,4 +265,44 @@ func storeObject(repo *git.Repository, o interface {
 // the resolver finds them): a publisher pushes promotion records with them.
 func (s *Store) Remote(ctx context.Context, key Key) (Remote, error) {
 	return s.remoteFor(ctx, key, s.entry(key))
+}
+
+// FetchPromotionRecord reads the record of ref straight from the remote (a fetch of that one
+// ref into memory), at most maxBytes; false when the remote has no such ref. A publisher merges
+// into it before its first push, so that neither a restart nor a store behind the remote
+// loses what it published. The credentials of remote never appear in the error.
+func FetchPromotionRecord(ctx context.Context, remote Remote, ref string, maxBytes int64) ([]byte, bool, error) {
+	data, ok, err := fetchRecord(ctx, remote, plumbing.ReferenceName(ref), maxBytes)
+	return data, ok, remote.Redact(err)
+}
+
+// fetchRecord is FetchPromotionRecord without the redaction.
+func fetchRecord(ctx context.Context, remote Remote, ref plumbing.ReferenceName, maxBytes int64) ([]byte, bool, error) {
+	refs, err := listRemote(ctx, remote)
+	if err != nil {
+		return nil, false, err
+	}
+	found := false
+	for _, r := range refs {
+		found = found || (r.Name() == ref && r.Type() == plumbing.HashReference)
+	}
+	if !found {
+		return nil, false, nil
+	}
+	repo, err := git.Init(memory.NewStorage(), nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: remoteName, URLs: []string{remote.URL}}); err != nil {
+		return nil, false, err
+	}
+	if err := fetch(ctx, repo, remote, config.RefSpec("+"+ref+":"+ref)); err != nil {
+		return nil, false, err
+	}
+	r, err := repo.Reference(ref, false)
+	if err != nil {
+		return nil, false, err
+	}
+	data, err := readRecordBlob(repo, r.Hash(), maxBytes)
+	return data, true, err
 }

@@ -102,7 +102,7 @@ func readBus(ctx context.Context, remote sources.Remote, opts sectorsOptions) (b
 	if view.sectors, err = promotion.ParseSectorMap(opts.sectorMap, data); err != nil {
 		return busView{}, err
 	}
-	raw, err := store.PromotionRecords(key, promotion.MaxRecordBytes)
+	raw, err := store.PromotionRecords(key, promotion.MaxRecordBytes, nil)
 	if err != nil {
 		return busView{}, err
 	}

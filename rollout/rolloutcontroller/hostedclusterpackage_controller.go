@@ -425,5 +425,6 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	if r.CommitStatus != nil {
 		r.CommitStatus.Forget(name)
 	}
+	r.Publisher.Forget(name)
 	r.runs.forget(name)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,8 +55,9 @@ func (id Identity) Validate() error {
 // GitSource store is one.
 type PromotionBus interface {
 	Open(ctx context.Context, key sources.Key, commit string) (fs.FS, error)
-	PromotionRecords(key sources.Key, maxBytes int64) (map[string][]byte, error)
+	PromotionRecords(key sources.Key, maxBytes int64, paths []string) (map[string][]byte, error)
 	FirstParents(ctx context.Context, key sources.Key, commit string, limit int) ([]string, error)
+	IsAncestor(ctx context.Context, key sources.Key, ancestor, commit string) (bool, error)
 }
 
 // reconcilePromotion, under spec.promotion with upstream sectors, replaces s.update's commit
@@ -65,6 +67,12 @@ type PromotionBus interface {
 // nothing starts; before any commit came through the pass waits (AwaitingPromotion).
 func (r *HostedClusterPackageReconciler) reconcilePromotion(ctx context.Context, s *scope, key sources.Key, head string) (string, error) {
 	spec := s.obj.Spec.Promotion
+	for _, u := range spec.After {
+		if u.Sector == r.Identity.Sector {
+			return "", pass.Stallf(convoyv1alpha1.InvalidSpecReason,
+				"spec.promotion.after names sector %s, this management cluster's own: a sector cannot wait for itself", u.Sector)
+		}
+	}
 	current, err := r.updateCommit(ctx, s, key.Namespace)
 	if err != nil {
 		return "", err
@@ -132,7 +140,30 @@ func (r *HostedClusterPackageReconciler) decidePromotion(ctx context.Context, s 
 	if in.Manual, err = r.manualPromotions(ctx, s.obj.Name); err != nil {
 		return promotion.Decision{}, err
 	}
-	return promotion.Decide(in)
+	d, err := promotion.Decide(in)
+	if err != nil {
+		return d, err
+	}
+	return r.neverBack(ctx, key, in, d)
+}
+
+// neverBack keeps the sector on its current commit when the commit decided does not descend
+// from it: the current commit left the first-parent history (a merge of the old head, a
+// force-push), so Decide's walk could not stop at it, and moving to the commit decided could
+// move the sector back. A person promotes by hand out of that.
+func (r *HostedClusterPackageReconciler) neverBack(ctx context.Context, key sources.Key, in promotion.Input,
+	d promotion.Decision) (promotion.Decision, error) {
+	if in.Current == "" || d.Commit == in.Current || d.Commit == "" || slices.Contains(in.History, in.Current) {
+		return d, nil
+	}
+	descends, err := r.Bus.IsAncestor(ctx, key, in.Current, d.Commit)
+	if err != nil {
+		return promotion.Decision{}, fmt.Errorf("checking that %s descends from %s: %w", shortCommit(d.Commit), shortCommit(in.Current), err)
+	}
+	if !descends {
+		d.Commit, d.ByHand = in.Current, in.Manual[in.Current]
+	}
+	return d, nil
 }
 
 // busReadable refuses a GitSource whose last poll failed, or could not read the promotion
@@ -144,6 +175,9 @@ func (r *HostedClusterPackageReconciler) busReadable(ctx context.Context, key so
 	}
 	if c := apimeta.FindStatusCondition(gs.Status.Conditions, convoyv1alpha1.FetchFailedCondition); c != nil && c.Status == metav1.ConditionTrue {
 		return fmt.Errorf("GitSource %s cannot poll its repository: %s", key, c.Message)
+	}
+	if gs.Spec.Ref.Commit != "" {
+		return fmt.Errorf("GitSource %s follows a commit: its polls do not read the promotion refs", key)
 	}
 	if p := gs.Status.Promotion; p != nil && p.Error != "" {
 		return fmt.Errorf("GitSource %s cannot read the promotion refs: %s", key, p.Error)
@@ -176,7 +210,14 @@ func (r *HostedClusterPackageReconciler) sectorMap(ctx context.Context, key sour
 // upstream sectors, by management cluster. A ref of an upstream management cluster filed under
 // another sector than the map's, or a record that does not decode, is an error.
 func (r *HostedClusterPackageReconciler) upstreamRecords(key sources.Key, in promotion.Input) (map[string]promotion.Record, error) {
-	raw, err := r.Bus.PromotionRecords(key, promotion.MaxRecordBytes)
+	var paths []string
+	for _, u := range in.After {
+		members, _ := in.Sectors.Members(u.Sector)
+		for _, mc := range members {
+			paths = append(paths, u.Sector+"/"+mc+"/"+in.Key)
+		}
+	}
+	raw, err := r.Bus.PromotionRecords(key, promotion.MaxRecordBytes, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +266,9 @@ func (r *HostedClusterPackageReconciler) updateCommit(ctx context.Context, s *sc
 	}
 	cr := &appsv1.ControllerRevision{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cr); err != nil {
-		return "", client.IgnoreNotFound(err)
+		// Note: a revision not in the cache yet must not read as "none": promotion would then
+		// be free to pick an older commit.
+		return "", fmt.Errorf("reading the update revision %s: %w", name, err)
 	}
 	sr, err := decodeRevision(cr)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -26,20 +27,24 @@ const (
 	maxPublishBackoff = 5 * time.Minute
 )
 
-// PublishRemotes gives the Publisher what it pushes with and what it merges into: the remote
-// of a GitSource with its credentials, and the records its last poll brought in. The GitSource
-// store is one.
+// maxPending bounds the states of one record waiting for a push.
+const maxPending = 2 * promotion.MaxCommits
+
+// PublishRemotes gives the Publisher the remote of a GitSource with its credentials. The
+// GitSource store is one.
 type PublishRemotes interface {
 	Remote(ctx context.Context, key sources.Key) (sources.Remote, error)
-	PromotionRecords(key sources.Key, maxBytes int64) (map[string][]byte, error)
 }
 
 // Publisher publishes this management cluster's rollouts on the promotion refs of their
 // package repositories, beside the rollout and never in its path: Report only records the
 // state wanted, and one worker pushes the latest wanted state of each record, at most one push
-// per record every Interval, each within Timeout, with a backoff after a failure. A record is
-// merged into what the repository holds (the ref the last poll brought in) before its first
-// push, so that a restarted controller keeps the history it published.
+// per record every Interval, each within Timeout, with a backoff after a failure. Every state
+// reported is merged into the record in order, so that a withdrawal waiting for its push is
+// never replaced by the next commit's progress. Before its first push a record is merged into
+// what the remote holds (read from the remote itself), so that a restarted controller, or a
+// store behind the remote, keeps the history it published. One HostedClusterPackage owns each
+// record: another with the same key is refused.
 type Publisher struct {
 	// Identity names the publisher; a zero Identity publishes nothing.
 	Identity Identity
@@ -59,8 +64,11 @@ type Publisher struct {
 type publication struct {
 	source sources.Key
 	key    string
-	want   promotion.CommitRecord
-	// pushed is the record last pushed; nil until the first push (or read).
+	// owner is the HostedClusterPackage that publishes it.
+	owner string
+	// pending are the states reported since the last push, oldest first.
+	pending []promotion.CommitRecord
+	// pushed is the record last pushed; nil until the first push.
 	pushed *promotion.Record
 	dirty  bool
 	// failures counts the failed pushes in a row; next is when the next push may go.
@@ -68,11 +76,12 @@ type publication struct {
 	next     time.Time
 }
 
-// Report asks for c to be published in the record of key, on the repository of source. It
-// never waits.
-func (p *Publisher) Report(source sources.Key, key string, c promotion.CommitRecord) {
+// Report asks for c to be published in the record of key, on the repository of source, for
+// the HostedClusterPackage owner. It never waits; it refuses a key another HostedClusterPackage
+// publishes.
+func (p *Publisher) Report(owner string, source sources.Key, key string, c promotion.CommitRecord) error {
 	if p == nil || p.Identity == (Identity{}) {
-		return
+		return nil
 	}
 	ref := sources.PromotionRef(p.Identity.Sector, p.Identity.ManagementCluster, key)
 	p.mu.Lock()
@@ -80,19 +89,46 @@ func (p *Publisher) Report(source sources.Key, key string, c promotion.CommitRec
 	p.init()
 	e := p.entries[ref]
 	if e == nil {
-		e = &publication{source: source, key: key}
+		e = &publication{source: source, key: key, owner: owner}
 		p.entries[ref] = e
 	}
+	if e.owner != owner {
+		return fmt.Errorf("promotion key %s is published by HostedClusterPackage %s already", key, e.owner)
+	}
 	if e.source != source {
-		e.source, e.pushed = source, nil
+		e.source, e.pushed, e.pending = source, nil, nil
 	}
-	if e.pushed != nil && samePublished(*e.pushed, c) {
-		return
+	last := e.pushed
+	if n := len(e.pending); n > 0 {
+		merged := promotion.Record{Commits: []promotion.CommitRecord{e.pending[n-1]}}
+		last = &merged
 	}
-	e.want, e.dirty = c, true
+	if last != nil && samePublished(*last, c) {
+		return nil
+	}
+	e.pending = append(e.pending, c)
+	if len(e.pending) > maxPending {
+		e.pending = e.pending[len(e.pending)-maxPending:]
+	}
+	e.dirty = true
 	select {
 	case p.wake <- struct{}{}:
 	default:
+	}
+	return nil
+}
+
+// Forget drops the record of the HostedClusterPackage owner (deleted), so that its key is free.
+func (p *Publisher) Forget(owner string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ref, e := range p.entries {
+		if e.owner == owner {
+			delete(p.entries, ref)
+		}
 	}
 }
 
@@ -143,7 +179,9 @@ func (p *Publisher) due() (string, publication, time.Duration) {
 		}
 		if !now.Before(e.next) {
 			e.dirty = false
-			return ref, *e, 0
+			out := *e
+			out.pending = append([]promotion.CommitRecord(nil), e.pending...)
+			return ref, out, 0
 		}
 		wait = min(wait, e.next.Sub(now))
 	}
@@ -169,41 +207,44 @@ func (p *Publisher) push(ctx context.Context, ref string, e publication) {
 		return
 	}
 	cur.failures, cur.pushed, cur.next = 0, &rec, p.now().Add(p.interval())
-	log.V(1).Info("Published the promotion record", "commit", e.want.Commit, "state", e.want.State)
+	cur.pending = cur.pending[min(len(e.pending), len(cur.pending)):] // reported since: pushed next
+	log.V(1).Info("Published the promotion record", "commits", len(rec.Commits))
 }
 
 // send builds the record (merging into the one published before) and pushes it.
 func (p *Publisher) send(ctx context.Context, ref string, e publication) (promotion.Record, error) {
-	base, err := p.base(ref, e)
-	if err != nil {
-		return promotion.Record{}, err
-	}
-	rec := base.Merge(e.want)
-	data, err := rec.Encode()
-	if err != nil {
-		return promotion.Record{}, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout())
 	defer cancel()
 	remote, err := p.Remotes.Remote(ctx, e.source)
 	if err != nil {
 		return promotion.Record{}, err
 	}
+	rec, err := p.base(ctx, remote, ref, e)
+	if err != nil {
+		return promotion.Record{}, err
+	}
+	for _, c := range e.pending {
+		rec = rec.Merge(c)
+	}
+	data, err := rec.Encode()
+	if err != nil {
+		return promotion.Record{}, err
+	}
 	return rec, sources.PushPromotionRecord(ctx, remote, ref, data, p.now())
 }
 
-// base returns the record to merge into: the one last pushed, else the one the repository
-// holds, else an empty one. A record there that does not decode is replaced, not kept.
-func (p *Publisher) base(ref string, e publication) (promotion.Record, error) {
+// base returns the record to merge into: the one last pushed, else the one the remote holds,
+// else an empty one. A record there that does not decode is replaced, not kept: it is this
+// publisher's own ref.
+func (p *Publisher) base(ctx context.Context, remote sources.Remote, ref string, e publication) (promotion.Record, error) {
 	if e.pushed != nil {
 		return *e.pushed, nil
 	}
 	empty := promotion.Record{ManagementCluster: p.Identity.ManagementCluster, Sector: p.Identity.Sector, Key: e.key}
-	raw, err := p.Remotes.PromotionRecords(e.source, promotion.MaxRecordBytes)
+	data, ok, err := sources.FetchPromotionRecord(ctx, remote, ref, promotion.MaxRecordBytes)
 	if err != nil {
 		return promotion.Record{}, fmt.Errorf("reading the published record: %w", err)
 	}
-	data, ok := raw[ref[len(sources.PromotionRefPrefix):]]
 	if !ok {
 		return empty, nil
 	}
@@ -273,5 +314,10 @@ func (r *HostedClusterPackageReconciler) publishPromotion(_ context.Context, s *
 	case s.plan.Completed:
 		c.State = promotion.Completed
 	}
-	r.Publisher.Report(key, promotionKey(s.obj), c)
+	if err := r.Publisher.Report(s.obj.Name, key, promotionKey(s.obj), c); err != nil {
+		r.event(s, corev1.EventTypeWarning, PromotionConflictReason, "Not publishing: %v", err)
+	}
 }
+
+// PromotionConflictReason: the HostedClusterPackage's promotion key is published by another.
+const PromotionConflictReason = "PromotionKeyConflict"
