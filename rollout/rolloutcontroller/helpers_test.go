@@ -34,6 +34,13 @@ const (
 // every second.
 func newSource(t *testing.T, ns string) *gitserver.Repo {
 	t.Helper()
+	repo, _ := newSourceWithURL(t, ns)
+	return repo
+}
+
+// newSourceWithURL is newSource, with the repository's URL.
+func newSourceWithURL(t *testing.T, ns string) (*gitserver.Repo, string) {
+	t.Helper()
 	g := NewWithT(t)
 	srv, err := gitserver.New(t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -46,7 +53,7 @@ func newSource(t *testing.T, ns string) *gitserver.Repo {
 			Interval: &metav1.Duration{Duration: time.Second}},
 	}
 	g.Expect(env.Client.Create(context.Background(), gs)).To(Succeed())
-	return repo
+	return repo, srv.FileURL(sourceName)
 }
 
 // gatePackage returns the files of package "pkg" for commit n: one hosted-cluster phase with a

@@ -37,20 +37,9 @@ type promotionRepo struct {
 
 // newPromotionRepo creates the repository and its GitSource, polled every second.
 func newPromotionRepo(t *testing.T) *promotionRepo {
-	g := NewWithT(t)
 	ns := env.NewNamespace(t)
-	srv, err := gitserver.New(t.TempDir())
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(srv.Close)
-	repo, err := srv.CreateRepo(sourceName)
-	g.Expect(err).NotTo(HaveOccurred())
-	gs := &convoyv1alpha1.GitSource{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sourceName},
-		Spec: convoyv1alpha1.GitSourceSpec{URL: srv.FileURL(sourceName), Ref: convoyv1alpha1.GitRef{Branch: "main"},
-			Interval: &metav1.Duration{Duration: time.Second}},
-	}
-	g.Expect(env.Client.Create(context.Background(), gs)).To(Succeed())
-	return &promotionRepo{repo: repo, url: srv.FileURL(sourceName), ns: ns}
+	repo, url := newSourceWithURL(t, ns)
+	return &promotionRepo{repo: repo, url: url, ns: ns}
 }
 
 // commit commits revision n of the package with the sector map.
