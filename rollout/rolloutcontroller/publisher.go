@@ -319,5 +319,6 @@ func (r *HostedClusterPackageReconciler) publishPromotion(_ context.Context, s *
 	}
 }
 
-// PromotionConflictReason: the HostedClusterPackage's promotion key is published by another.
+// PromotionConflictReason is the reason of the event of a HostedClusterPackage whose promotion key
+// another publishes.
 const PromotionConflictReason = "PromotionKeyConflict"
