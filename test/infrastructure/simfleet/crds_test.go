@@ -15,6 +15,7 @@ var convoyCRDNames = []string{
 	"hostedclusterpackages.convoy.dev",
 	"objectdeployments.convoy.dev",
 	"packages.convoy.dev",
+	"promotionapprovals.convoy.dev",
 	"rolloutapprovals.convoy.dev",
 }
 
