@@ -19,8 +19,10 @@ import (
 
 // Publisher defaults.
 const (
-	// DefaultPublishInterval is the least time between two pushes of one record.
-	DefaultPublishInterval = 2 * time.Second
+	// DefaultPublishInterval is the least time between two pushes of one record: every push
+	// makes each downstream management cluster fetch, so a rollout's progress is coalesced;
+	// within a poll interval of a minute it delays nothing a downstream sector waits for.
+	DefaultPublishInterval = 10 * time.Second
 	// DefaultPublishTimeout bounds one push.
 	DefaultPublishTimeout = 30 * time.Second
 	// maxPublishBackoff caps the wait after failed pushes of one record.
