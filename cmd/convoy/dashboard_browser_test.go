@@ -28,7 +28,7 @@ import (
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
-	"github.com/convoy-gitops/convoy/test/monitoring"
+	"github.com/convoy-gitops/convoy/test/deploymetrics"
 )
 
 // Environment of the browser test.
@@ -154,7 +154,7 @@ func checkNarrowFleet(page context.Context, g Gomega, shots string) {
 func checkMonitoringMetrics(g Gomega, addr string) {
 	root, err := simfleet.RepositoryRoot()
 	g.Expect(err).NotTo(HaveOccurred())
-	m, err := monitoring.Load(filepath.Join(root, "deploy", "monitoring"))
+	m, err := deploymetrics.Load(filepath.Join(root, "deploy", "monitoring"))
 	g.Expect(err).NotTo(HaveOccurred())
 	resp, err := http.Get("http://" + addr + "/metrics")
 	g.Expect(err).NotTo(HaveOccurred())
