@@ -296,8 +296,15 @@ func fetchRecord(ctx context.Context, remote Remote, ref plumbing.ReferenceName,
 	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: remoteName, URLs: []string{remote.URL}}); err != nil {
 		return nil, false, err
 	}
-	if err := fetch(ctx, repo, remote, config.RefSpec("+"+ref+":"+ref)); err != nil {
+	auth, err := remote.Auth.transportAuth(remote.URL)
+	if err != nil {
 		return nil, false, err
+	}
+	// Note: one commit deep: a ref pointed at a long history must not fill the memory.
+	err = repo.FetchContext(ctx, &git.FetchOptions{RemoteName: remoteName, RefSpecs: []config.RefSpec{config.RefSpec("+" + ref + ":" + ref)},
+		Auth: auth, CABundle: remote.Auth.caBundle(), Tags: git.NoTags, Force: true, Depth: 1})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil, false, fmt.Errorf("fetching %s: %w", ref, err)
 	}
 	r, err := repo.Reference(ref, false)
 	if err != nil {
