@@ -89,10 +89,10 @@ func (s *Store) IsAncestor(ctx context.Context, key Key, ancestor, commit string
 }
 
 // FirstParents returns commit and its first parents, newest first, at most limit commits: the
-// commits a branch's head had, one after the other, as pull requests merged. It stops early at
-// a commit the store does not hold (a shallow or collected history). commit is fetched on
-// demand, as by Open.
-func (s *Store) FirstParents(ctx context.Context, key Key, commit string, limit int) ([]string, error) {
+// commits a branch's head had, one after the other, as pull requests merged. It stops after
+// until (which it includes), and early at a commit the store does not hold (a shallow or
+// collected history). commit is fetched on demand, as by Open.
+func (s *Store) FirstParents(ctx context.Context, key Key, commit, until string, limit int) ([]string, error) {
 	if _, err := s.Open(ctx, key, commit); err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (s *Store) FirstParents(ctx context.Context, key Key, commit string, limit 
 			break
 		}
 		out = append(out, c.Hash.String())
-		if len(c.ParentHashes) == 0 {
+		if len(c.ParentHashes) == 0 || c.Hash.String() == until {
 			break
 		}
 		next = c.ParentHashes[0]

@@ -56,7 +56,7 @@ func (id Identity) Validate() error {
 type PromotionBus interface {
 	Open(ctx context.Context, key sources.Key, commit string) (fs.FS, error)
 	PromotionRecords(key sources.Key, maxBytes int64, paths []string) (map[string][]byte, error)
-	FirstParents(ctx context.Context, key sources.Key, commit string, limit int) ([]string, error)
+	FirstParents(ctx context.Context, key sources.Key, commit, until string, limit int) ([]string, error)
 	IsAncestor(ctx context.Context, key sources.Key, ancestor, commit string) (bool, error)
 }
 
@@ -134,7 +134,8 @@ func (r *HostedClusterPackageReconciler) decidePromotion(ctx context.Context, s 
 	if in.Records, err = r.upstreamRecords(key, in); err != nil {
 		return promotion.Decision{}, err
 	}
-	if in.History, err = r.Bus.FirstParents(ctx, key, head, historyLimit); err != nil {
+	// Note: Decide never walks past the current commit, so neither does the history.
+	if in.History, err = r.Bus.FirstParents(ctx, key, head, current, historyLimit); err != nil {
 		return promotion.Decision{}, fmt.Errorf("reading the history of %s: %w", shortCommit(head), err)
 	}
 	if in.Manual, err = r.manualPromotions(ctx, s.obj.Name); err != nil {
