@@ -25,10 +25,10 @@ import (
 	"github.com/convoy-gitops/convoy/cmd/convoy-dev/devdemo"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
+	"github.com/convoy-gitops/convoy/test/deploymetrics"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
-	"github.com/convoy-gitops/convoy/test/deploymetrics"
 )
 
 // Environment of the browser test.
