@@ -47,11 +47,11 @@ E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesE
 	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyEveryScenario TestFaultsShort \
 	TestStoreStaysBoundedOver1000Commits TestChartRenderParity \
 	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout TestFixedTokenSecretIsUsedAtOnce \
-	TestImageRunsItsConvoyBinary
+	TestACommitCrossesTheSectors TestImageRunsItsConvoyBinary
 EMPTY :=
 E2E_REGEX := ^($(subst $(EMPTY) $(EMPTY),|,$(strip $(E2E_TESTS))))$$
 # E2E_PACKAGES hold the E2E_TESTS; those also in RACE_PACKAGES run under -race.
-E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop ./hack/image
+E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop ./test/sectors ./hack/image
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 SOAK_ARGS ?=
@@ -219,6 +219,10 @@ e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollou
 .PHONY: e2e-forge
 e2e-forge: $(CONTROL_PLANE) $(FORGE) build ## Run only the pull-request loop against Gitea (test/forgeloop, part of `make e2e`): about 2 minutes.
 	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/forgeloop -count=1 -v -timeout 15m
+
+.PHONY: e2e-sectors
+e2e-sectors: $(CONTROL_PLANE) $(FORGE) build ## Run only the promotion across four management clusters and Gitea (test/sectors, part of `make e2e`): about 5 minutes.
+	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/sectors -count=1 -v -timeout 20m
 
 .PHONY: chromium
 chromium: ## Install Chromium with apt-get for the dashboard's browser test when it is missing (root with apt only).

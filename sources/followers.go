@@ -73,14 +73,16 @@ func ArtifactChangedPredicate() predicate.Predicate {
 }
 
 // ArtifactOrPromotionChangedPredicate passes what ArtifactChangedPredicate passes and updates
-// that change status.promotion: a record published on the repository's promotion refs, or the
-// refs becoming unreadable or readable again. HostedClusterPackages that promote across
-// sectors follow both.
+// that change status.promotion (a record published on the repository's promotion refs, or the
+// refs becoming unreadable or readable again) or the FetchFailed condition (the repository
+// itself out of reach, or back): promotion holds, and says so, while the bus cannot be read.
+// HostedClusterPackages that promote across sectors follow them.
 func ArtifactOrPromotionChangedPredicate() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return revisionOf(e.Object) != "" },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return revisionOf(e.ObjectOld) != revisionOf(e.ObjectNew) || promotionOf(e.ObjectOld) != promotionOf(e.ObjectNew)
+			return revisionOf(e.ObjectOld) != revisionOf(e.ObjectNew) || promotionOf(e.ObjectOld) != promotionOf(e.ObjectNew) ||
+				fetchFailed(e.ObjectOld) != fetchFailed(e.ObjectNew)
 		},
 		DeleteFunc: func(event.DeleteEvent) bool { return true },
 	}
@@ -93,6 +95,12 @@ func promotionOf(o client.Object) convoyv1alpha1.PromotionRefsStatus {
 		return convoyv1alpha1.PromotionRefsStatus{}
 	}
 	return *gs.Status.Promotion
+}
+
+// fetchFailed reports whether a GitSource's last poll could not fetch its repository.
+func fetchFailed(o client.Object) bool {
+	gs, ok := o.(*convoyv1alpha1.GitSource)
+	return ok && apimeta.IsStatusConditionTrue(gs.Status.Conditions, convoyv1alpha1.FetchFailedCondition)
 }
 
 // revisionOf returns the artifact revision of a GitSource, or "".

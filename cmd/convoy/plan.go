@@ -33,7 +33,10 @@ func newPlanCmd() *cobra.Command {
 			"rollout's windows, once the previous partition's checks passed (the forecast assumes every " +
 			"check passes once its duration is over), and for a partition that requires an approval, " +
 			"once approved (the forecast assumes the approval given when asked for and prints the " +
-			"command that gives it); for a partition with checks, it says when they pass at the earliest.",
+			"command that gives it); for a partition with checks, it says when they pass at the earliest. " +
+			"Under spec.promotion, while the GitSource's newest commit waits for the upstream sectors, it says " +
+			"what each did with it and when it can enter this sector: at the end of the soak of the last " +
+			"upstream sector to complete it.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newCLIClient(opts.kubeconfig)

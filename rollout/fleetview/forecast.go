@@ -47,6 +47,9 @@ type Forecast struct {
 	// holds one or a partition has checks, so that a rollout without gates is forecast as
 	// before.
 	Partitions []PartitionForecast `json:"partitions,omitempty"`
+	// Promotion says when the GitSource's newest commit can enter this management cluster's
+	// sector; set only while it waits for the upstream sectors.
+	Promotion *PromotionForecast `json:"promotion,omitempty"`
 
 	// now is the clock of the first pass, for "in 3m".
 	now time.Time
@@ -99,7 +102,8 @@ func NewForecast(snap *Snapshot, opts ForecastOptions) (*Forecast, error) {
 		return nil, err
 	}
 	f := &Forecast{Name: h.Name, Strategy: strategyText(h.Spec.Strategy),
-		Revision: RevisionRef{Name: in.UpdateRevision.Name, Commit: in.UpdateRevision.Commit}, now: opts.Now}
+		Revision: RevisionRef{Name: in.UpdateRevision.Name, Commit: in.UpdateRevision.Commit}, now: opts.Now,
+		Promotion: promotionForecast(h, opts.Now)}
 	switch {
 	case in.CurrentRevision != nil:
 		f.From = &RevisionRef{Name: in.CurrentRevision.Name, Commit: in.CurrentRevision.Commit}

@@ -16,6 +16,12 @@ func (f *Forecast) WriteMarkdown(w io.Writer) error {
 	p.printf("- **Revision:** %s, from %s\n", mdCell(f.Revision.text("")), mdCell(f.From.text("none (first rollout)")))
 	p.printf("- **Strategy:** %s\n", mdCell(f.Strategy))
 	p.printf("- **Already updated:** %d\n", f.AlreadyUpdated)
+	if pf := f.Promotion; pf != nil {
+		p.printf("- **Promotion:** commit `%s` %s\n", shortID(pf.Commit), mdCell(f.promotionStartText()))
+		for _, s := range pf.Sectors {
+			p.printf("  - %s\n", mdCell(s))
+		}
+	}
 	if len(f.Batches) > 0 {
 		p.printf("\n#### Batches\n\n| Batch | Partition | HostedCluster | Action | Revision | Reason |\n|---:|---|---|---|---|---|\n")
 		for i, b := range f.Batches {

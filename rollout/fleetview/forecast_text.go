@@ -22,6 +22,7 @@ func (f *Forecast) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	f.writePromotionText(w)
 	if err := f.writeBatches(w); err != nil {
 		return err
 	}

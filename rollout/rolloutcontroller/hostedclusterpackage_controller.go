@@ -122,6 +122,10 @@ type HostedClusterPackageReconciler struct {
 	failures sync.Map
 	// rejected holds the ControllerRevisions this process rejected until the cache shows it.
 	rejected rejections
+	// announced holds the partitions' states each HostedClusterPackage's last pass wrote, by
+	// its name (partitionNotes), so that a pass that starts from a cached status behind that
+	// write announces no partition again.
+	announced sync.Map
 }
 
 // scope is what one pass reads and computes; each step documents what it fills in.
@@ -420,6 +424,7 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.passes.Delete(name)
 	r.conflicts.Delete(name)
 	r.failures.Delete(name)
+	r.announced.Delete(name)
 	r.compiled.Delete(name)
 	r.rejected.forget(name)
 	if r.CommitStatus != nil {

@@ -3,6 +3,7 @@ package rolloutcontroller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,14 +142,15 @@ func (r *HostedClusterPackageReconciler) reconcileStatus(ctx context.Context, s 
 // reportRollout compares the new status with the one the pass started from and announces each
 // decision of the rollout once, by an event and a log line: partitions started and completed,
 // a gate starting to hold the rollout, the update revision rejected, Packages newly failed,
-// checks newly passed, failed or inconclusive, targets newly in conflict (an event only), and
-// the rollout completed.
+// checks newly passed, failed or inconclusive, targets newly in conflict (an event only), a
+// commit newly promoted or a promotion newly held, and the rollout completed.
 func (r *HostedClusterPackageReconciler) reportRollout(ctx context.Context, s *scope) {
 	r.reportPartitions(ctx, s)
 	r.reportGates(ctx, s)
 	r.reportFailures(ctx, s)
 	r.reportChecks(ctx, s)
 	r.emitConflicts(s)
+	r.reportPromotion(ctx, s)
 	if s.plan.Completed && s.before.CurrentRevision != s.obj.Status.CurrentRevision {
 		after := &s.obj.Status
 		r.event(s, corev1.EventTypeNormal, RolloutCompletedReason, "Revision %s is rolled out: %d/%d packages progressed",
@@ -159,7 +161,9 @@ func (r *HostedClusterPackageReconciler) reportRollout(ctx context.Context, s *s
 }
 
 // reportPartitions announces the partitions that started or completed the update revision
-// since the previous pass; after a new update revision, every partition reached is new.
+// since the previous pass; after a new update revision, every partition reached is new. What
+// the previous pass of this process wrote counts before the status the pass started from
+// (partitionNotes), which may lag that pass's patch in the cache.
 func (r *HostedClusterPackageReconciler) reportPartitions(ctx context.Context, s *scope) {
 	before, after := s.before, &s.obj.Status
 	old := map[string]string{}
@@ -168,6 +172,7 @@ func (r *HostedClusterPackageReconciler) reportPartitions(ctx context.Context, s
 			old[p.Name] = p.State
 		}
 	}
+	r.partitionNotes(s.obj.Name, after.UpdateRevision, old, after.Partitions)
 	log := ctrl.LoggerFrom(ctx)
 	for _, p := range after.Partitions {
 		switch {
@@ -181,6 +186,28 @@ func (r *HostedClusterPackageReconciler) reportPartitions(ctx context.Context, s
 				"progressed", p.Progressed, "total", p.Total)
 		}
 	}
+}
+
+// partitionNotes are the partitions' states of the update revision as this process last wrote
+// them.
+type partitionNotes struct {
+	revision string
+	states   map[string]string
+}
+
+// partitionNotes overwrites old with the states this process's previous pass wrote for the
+// HostedClusterPackage's update revision, and notes the states of now for the next pass.
+func (r *HostedClusterPackageReconciler) partitionNotes(name, revision string, old map[string]string,
+	now []convoyv1alpha1.PartitionStatus) {
+	v, ok := r.announced.Load(name)
+	if notes, _ := v.(partitionNotes); ok && notes.revision == revision {
+		maps.Copy(old, notes.states)
+	}
+	states := make(map[string]string, len(now))
+	for _, p := range now {
+		states[p.Name] = p.State
+	}
+	r.announced.Store(name, partitionNotes{revision: revision, states: states})
 }
 
 // reportFailures emits a Warning for each failed Package whose message is new in status, and

@@ -25,7 +25,7 @@ const (
 
 // gateTypes are the values of the gate label: each is 1 while that gate holds the rollout, else 0.
 var gateTypes = []string{convoyv1alpha1.GateSoak, convoyv1alpha1.GateApproval, convoyv1alpha1.GateWindow,
-	convoyv1alpha1.GateFailures, convoyv1alpha1.GateCheck}
+	convoyv1alpha1.GateFailures, convoyv1alpha1.GateCheck, convoyv1alpha1.GatePromotion}
 
 // checkStates are the values of the state label of the checks gauge, by check state.
 var checkStates = map[string]string{convoyv1alpha1.CheckRunning: "running", convoyv1alpha1.CheckPassed: "passed",
@@ -71,7 +71,7 @@ var (
 
 	gateGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "convoy_rollout_gate",
-		Help: "1 while the gate (Soak, Approval, Window, Failures, Check) holds the rollout of a HostedClusterPackage, else 0.",
+		Help: "1 while the gate (Soak, Approval, Window, Failures, Check, Promotion) holds the rollout of a HostedClusterPackage, else 0.",
 	}, []string{hcpkgLabel, gateLabel})
 
 	awaitingApprovalGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -243,7 +243,7 @@ func (m *rolloutMetrics) forget(name string) {
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{packagesGauge, rolloutDuration, partitionDuration, failuresCounter, gateGauge, awaitingApprovalGauge, rollbacksCounter,
-		checkEvaluations, checksGauge} {
+		checkEvaluations, checksGauge, promotionHeldGauge, promotionBehindGauge} {
 		vec.DeletePartialMatch(prometheus.Labels{hcpkgLabel: name})
 	}
 	prefix := name + "/"

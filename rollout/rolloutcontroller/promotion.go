@@ -81,7 +81,7 @@ func (r *HostedClusterPackageReconciler) reconcilePromotion(ctx context.Context,
 	s.obj.Status.Promotion = s.promotion // written even when the pass waits
 	d, err := r.decidePromotion(ctx, s, spec, key, head, current)
 	if err != nil {
-		s.promotion.Message = "Promotion holds: " + err.Error()
+		s.promotion.Message = promotionHoldPrefix + err.Error()
 		if current == "" {
 			return "", pass.Waitf(convoyv1alpha1.AwaitingPromotionReason, promotionRecheck, "%s", s.promotion.Message)
 		}

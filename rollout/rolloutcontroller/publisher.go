@@ -202,12 +202,14 @@ func (p *Publisher) push(ctx context.Context, ref string, e publication) {
 		return
 	}
 	if err != nil {
+		promotionPushes.WithLabelValues("failure").Inc()
 		cur.failures++
 		cur.dirty = true
 		cur.next = p.now().Add(min(maxPublishBackoff, p.interval()<<min(cur.failures, 10)))
 		log.Error(err, "Publishing the promotion record failed", "failures", cur.failures)
 		return
 	}
+	promotionPushes.WithLabelValues("success").Inc()
 	cur.failures, cur.pushed, cur.next = 0, &rec, p.now().Add(p.interval())
 	cur.pending = cur.pending[min(len(e.pending), len(cur.pending)):] // reported since: pushed next
 	log.V(1).Info("Published the promotion record", "commits", len(rec.Commits))

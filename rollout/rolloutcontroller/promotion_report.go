@@ -1,0 +1,79 @@
+package rolloutcontroller
+
+import (
+	"context"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Reasons of the promotion's events.
+const (
+	// PromotedReason: a new commit came through the upstream sectors (or by hand) and becomes
+	// the update revision's.
+	PromotedReason = "Promoted"
+	// PromotionHeldReason: the bus cannot be read, and promotion holds until it can.
+	PromotionHeldReason = "PromotionHeld"
+)
+
+// promotionHoldPrefix starts status.promotion.message while the bus cannot be read.
+const promotionHoldPrefix = "Promotion holds: "
+
+// Metrics of promotion across management clusters.
+var (
+	promotionHeldGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "convoy_promotion_held",
+		Help: "1 while the promotion of a HostedClusterPackage holds because the bus (promotion refs, sector map, history) cannot be read, else 0.",
+	}, []string{hcpkgLabel})
+
+	promotionBehindGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "convoy_promotion_waiting",
+		Help: "1 while the GitSource's head of a HostedClusterPackage with upstream sectors waits for them (its commit is not the promoted one), else 0.",
+	}, []string{hcpkgLabel})
+
+	promotionPushes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convoy_promotion_record_pushes_total",
+		Help: "Pushes of this management cluster's promotion records, by outcome (success, failure).",
+	}, []string{outcomeLabel})
+)
+
+func init() {
+	metrics.Registry.MustRegister(promotionHeldGauge, promotionBehindGauge, promotionPushes)
+}
+
+// reportPromotion sets the promotion's gauges of the pass and announces, by an event and a log
+// line, a newly promoted commit and a bus that newly holds promotion.
+func (r *HostedClusterPackageReconciler) reportPromotion(ctx context.Context, s *scope) {
+	name, before, after := s.obj.Name, s.before.Promotion, s.promotion
+	if after == nil {
+		promotionHeldGauge.DeleteLabelValues(name)
+		promotionBehindGauge.DeleteLabelValues(name)
+		return
+	}
+	held := strings.HasPrefix(after.Message, promotionHoldPrefix)
+	promotionHeldGauge.WithLabelValues(name).Set(boolValue(held))
+	promotionBehindGauge.WithLabelValues(name).Set(boolValue(after.Commit != after.HeadCommit))
+	log := ctrl.LoggerFrom(ctx)
+	if after.Commit != "" && (before == nil || before.Commit != after.Commit) {
+		how := "through the upstream sectors"
+		if after.ByHand {
+			how = "by a PromotionApproval"
+		}
+		r.event(s, corev1.EventTypeNormal, PromotedReason, "Commit %s came %s", shortCommit(after.Commit), how)
+		log.Info("Commit promoted", "commit", after.Commit, "byHand", after.ByHand)
+	}
+	if held && (before == nil || !strings.HasPrefix(before.Message, promotionHoldPrefix)) {
+		r.event(s, corev1.EventTypeWarning, PromotionHeldReason, "%s", after.Message)
+		log.Info("Promotion held", "message", after.Message)
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
