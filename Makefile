@@ -47,11 +47,11 @@ E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesE
 	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyEveryScenario TestFaultsShort \
 	TestStoreStaysBoundedOver1000Commits TestChartRenderParity \
 	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout TestFixedTokenSecretIsUsedAtOnce \
-	TestACommitCrossesTheSectors TestImageRunsItsConvoyBinary
+	TestACommitCrossesTheSectors TestDevSectorsMovesACommitSectorBySector TestImageRunsItsConvoyBinary
 EMPTY :=
 E2E_REGEX := ^($(subst $(EMPTY) $(EMPTY),|,$(strip $(E2E_TESTS))))$$
 # E2E_PACKAGES hold the E2E_TESTS; those also in RACE_PACKAGES run under -race.
-E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./test/bench ./test/forgeloop ./test/sectors ./hack/image
+E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./cmd/convoy-dev ./test/bench ./test/forgeloop ./test/sectors ./hack/image
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 SOAK_ARGS ?=

@@ -39,8 +39,8 @@ func convoyBinary(path string) (string, error) {
 // controllerProcess runs `convoy controller` of bin as a process, as a management cluster runs
 // its Deployment, with the demo's settings: no metrics, probe or webhook listeners (several
 // demos may run on one machine), no leader election, quick probes and file:// Git.
-func controllerProcess(bin string) func(ctx context.Context, cfg *rest.Config, storage string, log io.Writer) error {
-	return func(ctx context.Context, cfg *rest.Config, storage string, log io.Writer) error {
+func controllerProcess(bin string) func(ctx context.Context, cfg *rest.Config, storage string, log io.Writer, args ...string) error {
+	return func(ctx context.Context, cfg *rest.Config, storage string, log io.Writer, args ...string) error {
 		if err := os.MkdirAll(storage, 0o700); err != nil {
 			return err
 		}
@@ -48,10 +48,10 @@ func controllerProcess(bin string) func(ctx context.Context, cfg *rest.Config, s
 		if err := writeControllerKubeconfig(cfg, kubeconfig); err != nil {
 			return err
 		}
-		cmd := exec.Command(bin, "controller", "--kubeconfig="+kubeconfig, "--storage-path="+storage,
+		cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig=" + kubeconfig, "--storage-path=" + storage,
 			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-elect=false",
 			"--webhook-addr=", "--probe-interval=1s", sources.AllowFileURLsFlag,
-			"--concurrency=4", "--rollout-concurrency=1")
+			"--concurrency=4", "--rollout-concurrency=1"}, args...)...)
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("starting %s controller: %w", bin, err)
@@ -68,6 +68,18 @@ func approveProcess(bin string) func(ctx context.Context, kubeconfig, hcpkg, par
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("%s approve %s --partition %s: %w", bin, hcpkg, partition, err)
+		}
+		return nil
+	}
+}
+
+// sectorsProcess runs `convoy sectors` of bin as a process, as a person types it.
+func sectorsProcess(bin string) func(ctx context.Context, url, key string, out io.Writer) error {
+	return func(ctx context.Context, url, key string, out io.Writer) error {
+		cmd := exec.CommandContext(ctx, bin, "sectors", "--url", url, "--key", key)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s sectors --url %s: %w", bin, url, err)
 		}
 		return nil
 	}

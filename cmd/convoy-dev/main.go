@@ -46,7 +46,7 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts.RunController, opts.Approve = controllerProcess(bin), approveProcess(bin)
+			opts.RunController, opts.Approve, opts.PrintSectors = controllerProcess(bin), approveProcess(bin), sectorsProcess(bin)
 			return devdemo.Run(ctx, cmd.OutOrStdout(), opts)
 		},
 	}
@@ -58,6 +58,9 @@ func newRootCmd() *cobra.Command {
 	fs.StringVar(&opts.Examples, "examples", "", "The examples folder (default: examples/ of the repository around the working directory).")
 	fs.StringVar(&convoy, "convoy", "", "The convoy binary whose controller runs (default: convoy next to this binary).")
 	fs.BoolVar(&opts.ExitAfterRollout, "exit-after-rollout", false, "Exit with a summary once the second revision reached every cluster, running the approve commands it prints itself.")
+	fs.IntVar(&opts.Sectors, "sectors", 0, "Run the sectors demo instead: this many management clusters (2 to 5), "+
+		"one per sector (canary, eu, us, ap, sa), each with --clusters hosted clusters and its own controller, "+
+		"and a commit promoted from each sector to the next through the Git repository.")
 	fs.BoolVar(&opts.AsServiceAccount, "as-service-account", false,
 		"Run the controller as its ServiceAccount, with only the RBAC of deploy/rbac.")
 	return cmd

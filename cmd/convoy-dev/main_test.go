@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 // runDev runs the demo as the convoy-dev command does, with the controller and the approve
 // command of convoyBin.
 func runDev(ctx context.Context, out io.Writer, opts devdemo.Options) error {
-	opts.RunController, opts.Approve = controllerProcess(convoyBin), approveProcess(convoyBin)
+	opts.RunController, opts.Approve, opts.PrintSectors = controllerProcess(convoyBin), approveProcess(convoyBin), sectorsProcess(convoyBin)
 	return devdemo.Run(ctx, out, opts)
 }
 
@@ -108,6 +108,27 @@ func TestDevExitAfterRolloutLeavesEveryClusterOnTheSecondRevision(t *testing.T) 
 	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apiServersServing(cfg.Host)).To(BeEmpty())
+}
+
+// TestDevSectorsMovesACommitSectorBySector runs `convoy-dev --sectors=3 --exit-after-rollout`:
+// three management clusters, each with its controller; the second commit reaches eu only after
+// canary completed and soaked it, and us after eu, and the bus lists all three.
+func TestDevSectorsMovesACommitSectorBySector(t *testing.T) {
+	fleet.RequireAPIServers(t)
+	g := NewWithT(t)
+	opts := devdemo.Options{Clusters: 3, Sectors: 3, Kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), ExitAfterRollout: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out fleet.SyncBuffer
+	g.Expect(runDev(ctx, &out, opts)).To(Succeed(), out.String())
+	output := out.String()
+	g.Expect(output).To(MatchRegexp(`eu +Commit [0-9a-f]{12} waits for the upstream sectors: canary: mc-canary (progressing|completed)`))
+	g.Expect(output).To(MatchRegexp(`us +Commit [0-9a-f]{12} waits for the upstream sectors: eu: mc-eu`))
+	summary := regexp.MustCompile(`(?m)^  (canary|eu|us) +started \+ *([0-9.]+)s +completed \+ *([0-9.]+)s$`).FindAllStringSubmatch(output, -1)
+	g.Expect(summary).To(HaveLen(3), output)
+	for _, sector := range []string{"canary", "eu", "us"} {
+		g.Expect(output).To(MatchRegexp(`(?m)^%s +mc-%s +metrics-forwarder +[0-9a-f]{7} +Completed `, sector, sector))
+	}
 }
 
 // expectGatesExplained checks that the output of a demo under exitAfterRollout says when the

@@ -31,8 +31,8 @@ func devControllerOptions(storage string) (controllerOptions, error) {
 
 // inProcessController is a devdemo.Options.RunController that runs the controllers in the
 // test's process with devControllerOptions, changed by adjust, logging to log.
-func inProcessController(adjust func(*controllerOptions)) func(context.Context, *rest.Config, string, io.Writer) error {
-	return func(ctx context.Context, cfg *rest.Config, storage string, log io.Writer) error {
+func inProcessController(adjust func(*controllerOptions)) func(context.Context, *rest.Config, string, io.Writer, ...string) error {
+	return func(ctx context.Context, cfg *rest.Config, storage string, log io.Writer, _ ...string) error {
 		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(log))))
 		opts, err := devControllerOptions(storage)
 		if err != nil {

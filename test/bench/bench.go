@@ -20,14 +20,17 @@ const (
 	ScenarioFleet   = "fleet"
 	// ScenarioWriteCost measures variants of a Package status patch against a ConfigMap apply.
 	ScenarioWriteCost = "writecost"
+	// ScenarioSectors promotes a commit across three management clusters in a chain of sectors.
+	ScenarioSectors = "sectors"
 )
 
 // AllScenarios lists every scenario in the order they run.
-var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted, ScenarioFleet, ScenarioWriteCost}
+var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted, ScenarioSectors, ScenarioFleet,
+	ScenarioWriteCost}
 
 // DefaultScenarios are the scenarios of `make bench` (about 16 minutes on 2 cores): all but the
 // fleet, which takes about an hour and runs on its own (`make bench-fleet`).
-var DefaultScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted}
+var DefaultScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted, ScenarioSectors}
 
 // Config is one benchmark run.
 type Config struct {
@@ -66,6 +69,9 @@ type Config struct {
 	FleetSteps []string `json:"fleetSteps,omitempty"`
 	// HostedClusters is the number of hosted API servers of the hosted scenario; default 5.
 	HostedClusters int `json:"hostedClusters"`
+	// SectorClusters is the number of HostedClusters of each management cluster of the sectors
+	// scenario; default 200 (30 when Short).
+	SectorClusters int `json:"sectorClusters"`
 	// FleetAddons is the number of add-ons (HostedClusterPackages) of the fleet scenario;
 	// default 20 (4 when Short).
 	FleetAddons int `json:"fleetAddons"`
@@ -159,6 +165,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.GitBenchTime = map[bool]string{false: "20x", true: "5x"}[c.Short]
 	}
 	c.HostedClusters = cmp(c.HostedClusters, 5)
+	c.SectorClusters = cmp(c.SectorClusters, map[bool]int{false: 200, true: 30}[c.Short])
 	c.FleetAddons = cmp(c.FleetAddons, map[bool]int{false: 20, true: 4}[c.Short])
 	c.FleetHostedAddons = cmp(c.FleetHostedAddons, map[bool]int{false: 2, true: 1}[c.Short])
 	c.FleetClusters = cmp(c.FleetClusters, map[bool]int{false: 500, true: 50}[c.Short])
@@ -259,6 +266,11 @@ func runScenarios(ctx context.Context, cfg Config, res *Results) error {
 	if slices.Contains(cfg.Scenarios, ScenarioHosted) {
 		if err := runHosted(ctx, cfg, res); err != nil {
 			fail(ScenarioHosted, err)
+		}
+	}
+	if slices.Contains(cfg.Scenarios, ScenarioSectors) {
+		if err := runSectors(ctx, cfg, res); err != nil {
+			fail(ScenarioSectors, err)
 		}
 	}
 	if slices.Contains(cfg.Scenarios, ScenarioFleet) {

@@ -35,9 +35,8 @@ const (
 	partitionKey  = "tier"
 	// canarySoak is how long eu and us wait after both canary clusters completed a commit.
 	canarySoak = 5
-	// partitionSoak holds canary's late partition after its early one, so that a commit is in
-	// flight in canary long enough for the next one to supersede it (a push, a poll a second).
-	partitionSoak = 5
+	// partitionSoak holds each late partition a little after its early one.
+	partitionSoak = 2
 )
 
 // tiers are the partitions of each management cluster, one HostedCluster each.
@@ -152,6 +151,17 @@ func (m *managementCluster) createHostedClusterPackage(ctx context.Context, t *t
 		hcpkg.Spec.Promotion.After = []convoyv1alpha1.UpstreamSector{{Sector: "canary", SoakSeconds: canarySoak}}
 	}
 	NewWithT(t).Expect(m.fleet.Client.Create(ctx, hcpkg)).To(Succeed())
+}
+
+// setPartitionSoak changes how long the HostedClusterPackage's partitions soak (no new revision:
+// the strategy is not part of the template).
+func (m *managementCluster) setPartitionSoak(ctx context.Context, t *testing.T, seconds int32) {
+	t.Helper()
+	g := NewWithT(t)
+	h := m.hcpkg(g)
+	patch := client.MergeFrom(h.DeepCopy())
+	h.Spec.Strategy.RollingUpgrade.SoakSeconds = seconds
+	g.Expect(m.fleet.Client.Patch(ctx, h, patch)).To(Succeed())
 }
 
 // start starts the management cluster's controller (again, after a kill).

@@ -38,15 +38,23 @@ type Options struct {
 	// AsServiceAccount runs the controller as its ServiceAccount, with only the RBAC of
 	// deploy/rbac, by impersonation.
 	AsServiceAccount bool
+	// Sectors, when at least 2, runs the sectors demo instead: that many management clusters,
+	// one per sector of SectorNames, each with Clusters hosted clusters and its own controller,
+	// and a commit promoted from each sector to the next.
+	Sectors int
 	// Refresh is how often the rollout's progress is read; default 250ms.
 	Refresh time.Duration
-	// RunController runs convoy's controllers against cfg, keeping Git under storagePath and
-	// writing their log to log, until ctx is done (required: the command owns the wiring).
-	RunController func(ctx context.Context, cfg *rest.Config, storagePath string, log io.Writer) error
+	// RunController runs convoy's controllers against cfg, with more flags args, keeping Git
+	// under storagePath and writing their log to log, until ctx is done (required: the command
+	// owns the wiring).
+	RunController func(ctx context.Context, cfg *rest.Config, storagePath string, log io.Writer, args ...string) error
 	// Approve approves partition of the HostedClusterPackage hcpkg at its update revision as
 	// `convoy approve` does, against the cluster of kubeconfig, and writes what it approved to
 	// out (required under ExitAfterRollout).
 	Approve func(ctx context.Context, kubeconfig, hcpkg, partition string, out io.Writer) error
+	// PrintSectors prints the promotion records of key on the repository of url as `convoy
+	// sectors` does, at the end of the sectors demo; nil prints nothing.
+	PrintSectors func(ctx context.Context, url, key string, out io.Writer) error
 }
 
 // Run runs the demo, writing its progress to out, until ctx is done or, under exitAfterRollout, until the second rollout
@@ -54,6 +62,9 @@ type Options struct {
 func Run(ctx context.Context, out io.Writer, opts Options) error {
 	if err := opts.complete(); err != nil {
 		return err
+	}
+	if opts.Sectors > 0 {
+		return ignoreCanceled(ctx, runSectors(ctx, out, opts))
 	}
 	fmt.Fprintln(out, "Starting the management cluster...")
 	f, err := simfleet.Start(ctx, simfleet.Options{BinaryDir: opts.Binaries})
@@ -83,6 +94,12 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 func (o *Options) complete() error {
 	if o.Clusters < 1 {
 		return fmt.Errorf("--clusters must be at least 1, got %d", o.Clusters)
+	}
+	if o.Sectors != 0 && (o.Sectors < 2 || o.Sectors > len(SectorNames)) {
+		return fmt.Errorf("--sectors must be from 2 to %d, got %d", len(SectorNames), o.Sectors)
+	}
+	if o.Sectors > 0 && o.AsServiceAccount {
+		return errors.New("--sectors and --as-service-account do not go together")
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = 250 * time.Millisecond

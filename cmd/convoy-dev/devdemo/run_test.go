@@ -22,7 +22,7 @@ func TestDevClustersSpreadOverPartitionsInOrder(t *testing.T) {
 
 func TestCompleteMakesTheKubeconfigAbsoluteAndNeedsApproveToExitAfterRollout(t *testing.T) {
 	g := NewWithT(t)
-	run := func(context.Context, *rest.Config, string, io.Writer) error { return nil }
+	run := func(context.Context, *rest.Config, string, io.Writer, ...string) error { return nil }
 	opts := Options{Clusters: 6, Kubeconfig: "kubeconfig", Examples: "examples", RunController: run}
 	g.Expect(opts.complete()).To(Succeed())
 	g.Expect(filepath.IsAbs(opts.Kubeconfig)).To(BeTrue(), opts.Kubeconfig)
@@ -31,5 +31,10 @@ func TestCompleteMakesTheKubeconfigAbsoluteAndNeedsApproveToExitAfterRollout(t *
 	opts.ExitAfterRollout = true
 	g.Expect(opts.complete()).To(MatchError(ContainSubstring("exitAfterRollout needs Approve")))
 	opts.Approve = func(context.Context, string, string, string, io.Writer) error { return nil }
+	g.Expect(opts.complete()).To(Succeed())
+
+	opts.Sectors = 1
+	g.Expect(opts.complete()).To(MatchError("--sectors must be from 2 to 5, got 1"))
+	opts.Sectors = 3
 	g.Expect(opts.complete()).To(Succeed())
 }

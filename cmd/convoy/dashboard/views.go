@@ -33,6 +33,9 @@ type FleetItem struct {
 	// ApproveCommands are, by partition, the commands that approve the partitions awaiting an
 	// approval.
 	ApproveCommands map[string]string `json:"approveCommands,omitempty"`
+	// Promotion is what the upstream sectors let through and did with the GitSource's newest
+	// commit, under spec.promotion; nil without.
+	Promotion *convoyv1alpha1.PromotionStatus `json:"promotion,omitempty"`
 }
 
 // Condition is a status condition as the page shows it.
@@ -63,7 +66,8 @@ func BuildFleet(ctx context.Context, r client.Reader) (*FleetView, error) {
 // fleetItem summarises the HostedClusterPackage of snap.
 func fleetItem(snap *fleetview.Snapshot) FleetItem {
 	conds := snap.HostedClusterPackage.Status.Conditions
-	item := FleetItem{Report: fleetview.NewReport(snap), Conditions: conditionsOf(conds)}
+	item := FleetItem{Report: fleetview.NewReport(snap), Conditions: conditionsOf(conds),
+		Promotion: snap.HostedClusterPackage.Status.Promotion}
 	stalled := apimeta.FindStatusCondition(conds, convoyv1alpha1.StalledCondition)
 	if stalled != nil && stalled.Status == metav1.ConditionTrue {
 		item.Stalled, item.StalledMessage = true, stalled.Message

@@ -60,3 +60,22 @@ func TestRolloutViewShowsEachPartitionsChecks(t *testing.T) {
 	page := get(g, "/static/app.js")
 	g.Expect(page).To(ContainSubstring("checksList(row.checks)"), "the rollout view draws the checks of each row")
 }
+
+func TestFleetItemShowsWhatTheUpstreamSectorsDid(t *testing.T) {
+	g := NewWithT(t)
+	h := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "addon"}}
+	h.Status.Promotion = &convoyv1alpha1.PromotionStatus{Commit: "1f0e3c9a6b2d4e5f708192a3b4c5d6e7f8091a2b",
+		HeadCommit: "8a9b7c6d5e4f30211f0e3c9a6b2d4e5f708192a3", Upstream: []convoyv1alpha1.UpstreamSectorStatus{{Sector: "canary",
+			ManagementClusters: []convoyv1alpha1.ManagementClusterStatus{{Name: "mc-canary-1", State: "Completed"},
+				{Name: "mc-canary-2", State: "Progressing", Progress: "2/3 partitions, 31/44 clusters"}}}}}
+	raw, err := json.Marshal(fleetItem(&fleetview.Snapshot{HostedClusterPackage: h}))
+	g.Expect(err).NotTo(HaveOccurred())
+	var page map[string]any
+	g.Expect(json.Unmarshal(raw, &page)).To(Succeed())
+	g.Expect(page).To(HaveKeyWithValue("promotion", And(HaveKeyWithValue("commit", h.Status.Promotion.Commit),
+		HaveKeyWithValue("upstream", ContainElement(HaveKeyWithValue("managementClusters",
+			ContainElement(HaveKeyWithValue("progress", "2/3 partitions, 31/44 clusters"))))))))
+
+	page2 := get(g, "/static/app.js")
+	g.Expect(page2).To(ContainSubstring("promotionCard(it, now)"), "the fleet page draws each rollout's promotion")
+}

@@ -113,6 +113,29 @@ function gateBanner(it, now) {
   return html;
 }
 
+// promotionCard says which commit the upstream sectors let through and what each of their
+// management clusters did with the GitSource's newest commit.
+function promotionCard(it, now) {
+  const p = it.promotion;
+  if (!p) return "";
+  const short = (c) => (c ? "<code>" + esc(c.slice(0, 12)) + "</code>" : '<span class="muted">none yet</span>');
+  let html = '<div class="promotion" data-promoted="' + esc(p.commit || "") + '"><div class="row"><span>promoted ' + short(p.commit) +
+    (p.byHand ? ' <span class="pill tone-held">by hand</span>' : "") + "</span><span>head " + short(p.headCommit) + "</span></div>";
+  if (p.message) html += '<div class="banner gated">' + esc(p.message) + "</div>";
+  if (p.headCommit && p.headCommit !== p.commit) {
+    html += (p.upstream || []).map((u) => '<div class="row sector" data-sector="' + esc(u.sector) + '"><strong>' + esc(u.sector) + "</strong>" +
+      (u.managementClusters || []).map((m) => '<span class="pill tone-' + sectorTone(m.state) + '" data-management-cluster="' + esc(m.name) + '">' +
+        esc(m.name) + " " + esc(m.state || "not started") + (m.progress ? " " + esc(m.progress) : "") + "</span>").join(" ") +
+      (u.completedAt ? ' <span class="muted">completed ' + when(u.completedAt, now) + "</span>" : "") + "</div>").join("");
+  }
+  return html + "</div>";
+}
+
+// sectorTone colours what a management cluster did with a commit.
+function sectorTone(state) {
+  return { Completed: "good", Failed: "bad", Rejected: "bad", Progressing: "progress", Superseded: "unknown" }[state] || "held";
+}
+
 // conditionPills shows each condition coloured by its tone, which the server decides from what
 // the condition type means (good, bad, progress, held, unknown).
 function conditionPills(conds) {
@@ -135,7 +158,7 @@ function fleetPage(v) {
       "</span>" + partitionBar(p) + "<span>" + p.progressed + "/" + p.total + " " +
       stateBadge(p.state, p.until, (it.approveCommands || {})[p.name], now) + "</span></div>").join("");
     return '<div class="card hcp" data-name="' + esc(it.name) + '"><div class="row"><h2><a href="#/rollout/' + enc(it.name) + '">' + esc(it.name) +
-      '</a></h2><span class="muted">' + esc(it.strategy) + (it.paused ? ", paused" : "") + "</span></div>" + stalledBanner(it) + gateBanner(it, now) +
+      '</a></h2><span class="muted">' + esc(it.strategy) + (it.paused ? ", paused" : "") + "</span></div>" + stalledBanner(it) + gateBanner(it, now) + promotionCard(it, now) +
       '<div class="row"><span>current ' + rev(it.currentRevision) + "</span><span>update " + rev(it.updateRevision) + "</span></div>" +
       '<div class="row counts">' + c.total + " total · " + c.updated + " updated · " + c.available + " available · " + c.progressed +
       " progressed · " + c.failed + " failed · " + (c.skipped || 0) + " skipped</div>" + parts +
