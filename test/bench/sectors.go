@@ -88,6 +88,11 @@ func (s *sectorsRun) prepare(ctx context.Context) error {
 		return err
 	}
 	s.bus().commit = commit
+	// Anonymous pushes, as git http-backend serves them only when told: the management
+	// clusters push their records with the GitSource's credentials, which are none here.
+	if out, err := exec.CommandContext(ctx, "git", "--git-dir", s.bus().repo.Dir, "config", "http.receivepack", "true").CombinedOutput(); err != nil {
+		return fmt.Errorf("enabling pushes over HTTP: %w: %s", err, out)
+	}
 	for i, e := range s.envs {
 		if err := e.followBus(ctx, s.bus().git.HTTPURL(repoName)); err != nil {
 			return err

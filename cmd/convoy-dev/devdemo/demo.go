@@ -60,16 +60,11 @@ func (d *demo) run(ctx context.Context) error {
 	// Note: watches and the controller end with this context, before the API servers stop.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "convoy-dev-git-")
+	srv, dir, cleanup, err := startGitServer("convoy-dev-git-")
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	srv, err := gitserver.New(dir)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
+	defer cleanup()
 	repo, err := d.seedRepository(srv)
 	if err != nil {
 		return err
@@ -118,6 +113,20 @@ func (d *demo) followRollouts(ctx context.Context, repo *gitserver.Repo) error {
 	fmt.Fprintln(d.out, "\nPress Ctrl-C to stop.")
 	<-ctx.Done()
 	return nil
+}
+
+// startGitServer makes a temporary folder named after prefix and serves Git repositories from
+// it; cleanup stops the server and removes the folder, where the demo also keeps the
+// controllers' storage.
+func startGitServer(prefix string) (srv *gitserver.Server, dir string, cleanup func(), err error) {
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return nil, "", nil, err
+	}
+	if srv, err = gitserver.New(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, "", nil, err
+	}
+	return srv, dir, func() { srv.Close(); _ = os.RemoveAll(dir) }, nil
 }
 
 // seedRepository creates the demo's repository with examples/packages at its root.

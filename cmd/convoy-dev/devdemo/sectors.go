@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -44,16 +43,11 @@ type managementCluster struct {
 // clusters and its own controller, one Git repository as the bus; a commit moves across them,
 // each sector after the one before completed and soaked it.
 func runSectors(ctx context.Context, out io.Writer, opts Options) error {
-	dir, err := os.MkdirTemp("", "convoy-dev-sectors-")
+	srv, dir, cleanup, err := startGitServer("convoy-dev-sectors-")
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	srv, err := gitserver.New(dir)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
+	defer cleanup()
 	sectors := SectorNames[:opts.Sectors]
 	repo, err := seedSectorsRepository(srv, opts.Examples, sectors, out)
 	if err != nil {
