@@ -126,6 +126,9 @@ type HostedClusterPackageReconciler struct {
 	// its name (partitionNotes), so that a pass that starts from a cached status behind that
 	// write announces no partition again.
 	announced sync.Map
+	// promoted holds what each HostedClusterPackage's last pass wrote of its promotion, by its
+	// name (promotionNote), for the same reason.
+	promoted sync.Map
 }
 
 // scope is what one pass reads and computes; each step documents what it fills in.
@@ -425,6 +428,7 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.conflicts.Delete(name)
 	r.failures.Delete(name)
 	r.announced.Delete(name)
+	r.promoted.Delete(name)
 	r.compiled.Delete(name)
 	r.rejected.forget(name)
 	if r.CommitStatus != nil {

@@ -45,19 +45,30 @@ func init() {
 }
 
 // reportPromotion sets the promotion's gauges of the pass and announces, by an event and a log
-// line, a newly promoted commit and a bus that newly holds promotion.
+// line, a newly promoted commit and a bus that newly holds promotion. Like the partitions'
+// announcements, each is made against what this process's previous pass wrote
+// (promotionNotes) as well as the status the pass started from, which may lag it.
 func (r *HostedClusterPackageReconciler) reportPromotion(ctx context.Context, s *scope) {
-	name, before, after := s.obj.Name, s.before.Promotion, s.promotion
+	name, after := s.obj.Name, s.promotion
 	if after == nil {
 		promotionHeldGauge.DeleteLabelValues(name)
 		promotionBehindGauge.DeleteLabelValues(name)
+		r.promoted.Delete(name)
 		return
 	}
 	held := strings.HasPrefix(after.Message, promotionHoldPrefix)
 	promotionHeldGauge.WithLabelValues(name).Set(boolValue(held))
 	promotionBehindGauge.WithLabelValues(name).Set(boolValue(after.Commit != after.HeadCommit))
+	before := promotionNote{}
+	if b := s.before.Promotion; b != nil {
+		before = promotionNote{commit: b.Commit, held: strings.HasPrefix(b.Message, promotionHoldPrefix)}
+	}
+	last, seen := r.promoted.Swap(name, promotionNote{commit: after.Commit, held: held})
+	if seen {
+		before = last.(promotionNote)
+	}
 	log := ctrl.LoggerFrom(ctx)
-	if after.Commit != "" && (before == nil || before.Commit != after.Commit) {
+	if after.Commit != "" && after.Commit != before.commit {
 		how := "through the upstream sectors"
 		if after.ByHand {
 			how = "by a PromotionApproval"
@@ -65,10 +76,17 @@ func (r *HostedClusterPackageReconciler) reportPromotion(ctx context.Context, s 
 		r.event(s, corev1.EventTypeNormal, PromotedReason, "Commit %s came %s", shortCommit(after.Commit), how)
 		log.Info("Commit promoted", "commit", after.Commit, "byHand", after.ByHand)
 	}
-	if held && (before == nil || !strings.HasPrefix(before.Message, promotionHoldPrefix)) {
+	if held && !before.held {
 		r.event(s, corev1.EventTypeWarning, PromotionHeldReason, "%s", after.Message)
 		log.Info("Promotion held", "message", after.Message)
 	}
+}
+
+// promotionNote is what a pass wrote of the promotion: the commit promoted, and whether the bus
+// held it.
+type promotionNote struct {
+	commit string
+	held   bool
 }
 
 func boolValue(b bool) float64 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -105,6 +106,8 @@ func TestPromotionFollowsTheUpstreamSector(t *testing.T) {
 	p.publish(t, "mc-canary-2", name, promotion.CommitRecord{Commit: first, State: promotion.Completed, Since: done})
 	g.Eventually(func(g Gomega) string { return updateRevisionCommit(g, p.ns, name) }).Should(Equal(first))
 	g.Expect(time.Since(done)).To(BeNumerically(">=", 3*time.Second))
+	g.Eventually(func(g Gomega) []string { return eventNotes(g, name, PromotedReason) }).Should(
+		ContainElement("Commit " + first[:12] + " came through the upstream sectors"))
 	g.Eventually(func(g Gomega) promotion.State {
 		rec, ok := p.published(g, name)
 		g.Expect(ok).To(BeTrue())
@@ -130,6 +133,8 @@ func TestPromotionFollowsTheUpstreamSector(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, approval) })
 	g.Eventually(func(g Gomega) string { return updateRevisionCommit(g, p.ns, name) }).Should(Equal(second))
 	g.Eventually(func(g Gomega) bool { return getHCPkg(g, name).Status.Promotion.ByHand }).Should(BeTrue())
+	g.Eventually(func(g Gomega) []string { return eventNotes(g, name, PromotedReason) }).Should(
+		ContainElement("Commit " + second[:12] + " came by a PromotionApproval"))
 
 	By(t, "a malformed record holds promotion and changes nothing")
 	third := p.commit(t, 3)
@@ -139,6 +144,8 @@ func TestPromotionFollowsTheUpstreamSector(t *testing.T) {
 	g.Eventually(func(g Gomega) string { return getHCPkg(g, name).Status.Promotion.Message }).Should(
 		ContainSubstring("the record of management cluster mc-canary-1 (sector canary)"))
 	g.Consistently(func(g Gomega) string { return updateRevisionCommit(g, p.ns, name) }, 2*time.Second).Should(Equal(second))
+	g.Eventually(func(g Gomega) []string { return eventNotes(g, name, PromotionHeldReason) }).Should(
+		ContainElement(ContainSubstring("the record of management cluster mc-canary-1 (sector canary)")))
 
 	By(t, "the record mended, the newest commit comes")
 	p.publish(t, "mc-canary-1", name, promotion.CommitRecord{Commit: third, State: promotion.Completed, Since: done})
@@ -151,6 +158,19 @@ func TestPromotionFollowsTheUpstreamSector(t *testing.T) {
 		}
 		return states
 	}).Should(Equal([]string{third[:7] + " Completed", second[:7] + " Completed", first[:7] + " Completed"}))
+}
+
+// eventNotes returns the notes of the events of HostedClusterPackage name with reason.
+func eventNotes(g Gomega, name, reason string) []string {
+	list := &eventsv1.EventList{}
+	g.Expect(env.Client.List(context.Background(), list)).To(Succeed())
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "HostedClusterPackage" && e.Regarding.Name == name && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
 }
 
 // By logs a step of a test.

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -56,6 +59,9 @@ type Publisher struct {
 	Interval, Timeout time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Recorder, when set, announces on the owning HostedClusterPackage that its record could
+	// not be pushed (at the first failure in a row) and that it is pushed again.
+	Recorder events.EventRecorder
 
 	mu      sync.Mutex
 	entries map[string]*publication
@@ -66,8 +72,9 @@ type Publisher struct {
 type publication struct {
 	source sources.Key
 	key    string
-	// owner is the HostedClusterPackage that publishes it.
-	owner string
+	// owner is the HostedClusterPackage that publishes it; ownerUID its UID, for the events.
+	owner    string
+	ownerUID types.UID
 	// pending are the states reported since the last push, oldest first.
 	pending []promotion.CommitRecord
 	// pushed is the record last pushed; nil until the first push.
@@ -81,10 +88,11 @@ type publication struct {
 // Report asks for c to be published in the record of key, on the repository of source, for
 // the HostedClusterPackage owner. It never waits; it refuses a key another HostedClusterPackage
 // publishes.
-func (p *Publisher) Report(owner string, source sources.Key, key string, c promotion.CommitRecord) error {
+func (p *Publisher) Report(ownerObj *convoyv1alpha1.HostedClusterPackage, source sources.Key, key string, c promotion.CommitRecord) error {
 	if p == nil || p.Identity == (Identity{}) {
 		return nil
 	}
+	owner := ownerObj.Name
 	ref := sources.PromotionRef(p.Identity.Sector, p.Identity.ManagementCluster, key)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -93,6 +101,9 @@ func (p *Publisher) Report(owner string, source sources.Key, key string, c promo
 	if e == nil {
 		e = &publication{source: source, key: key, owner: owner}
 		p.entries[ref] = e
+	}
+	if e.owner == owner {
+		e.ownerUID = ownerObj.UID
 	}
 	if e.owner != owner {
 		return fmt.Errorf("promotion key %s is published by HostedClusterPackage %s already", key, e.owner)
@@ -205,11 +216,17 @@ func (p *Publisher) push(ctx context.Context, ref string, e publication) {
 		promotionPushes.WithLabelValues("failure").Inc()
 		cur.failures++
 		cur.dirty = true
+		if cur.failures == 1 {
+			p.event(cur, corev1.EventTypeWarning, PromotionNotPublishedReason, "Could not push %s: %v", ref, err)
+		}
 		cur.next = p.now().Add(min(maxPublishBackoff, p.interval()<<min(cur.failures, 10)))
 		log.Error(err, "Publishing the promotion record failed", "failures", cur.failures)
 		return
 	}
 	promotionPushes.WithLabelValues("success").Inc()
+	if cur.failures > 0 {
+		p.event(cur, corev1.EventTypeNormal, PromotionPublishedReason, "Pushed %s again after %d failures", ref, cur.failures)
+	}
 	cur.failures, cur.pushed, cur.next = 0, &rec, p.now().Add(p.interval())
 	cur.pending = cur.pending[min(len(e.pending), len(cur.pending)):] // reported since: pushed next
 	log.V(1).Info("Published the promotion record", "commits", len(rec.Commits))
@@ -257,6 +274,16 @@ func (p *Publisher) base(ctx context.Context, remote sources.Remote, ref string,
 		return empty, nil
 	}
 	return rec, nil
+}
+
+// event announces on the publication's owner, when the Publisher has a Recorder.
+func (p *Publisher) event(e *publication, eventType, reason, format string, args ...any) {
+	if p.Recorder == nil {
+		return
+	}
+	owner := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: e.owner, UID: e.ownerUID}}
+	owner.SetGroupVersionKind(convoyv1alpha1.GroupVersion.WithKind("HostedClusterPackage"))
+	p.Recorder.Eventf(owner, nil, eventType, reason, eventAction, format, args...)
 }
 
 func (p *Publisher) init() {
@@ -318,11 +345,18 @@ func (r *HostedClusterPackageReconciler) publishPromotion(_ context.Context, s *
 	case s.plan.Completed:
 		c.State = promotion.Completed
 	}
-	if err := r.Publisher.Report(s.obj.Name, key, promotionKey(s.obj), c); err != nil {
+	if err := r.Publisher.Report(s.obj, key, promotionKey(s.obj), c); err != nil {
 		r.event(s, corev1.EventTypeWarning, PromotionConflictReason, "Not publishing: %v", err)
 	}
 }
 
-// PromotionConflictReason is the reason of the event of a HostedClusterPackage whose promotion key
-// another publishes.
-const PromotionConflictReason = "PromotionKeyConflict"
+// Reasons of the Publisher's events.
+const (
+	// PromotionConflictReason: the HostedClusterPackage's promotion key is another's.
+	PromotionConflictReason = "PromotionKeyConflict"
+	// PromotionNotPublishedReason: the first of a run of failed pushes of its record; the
+	// downstream sectors wait on it until a push succeeds.
+	PromotionNotPublishedReason = "PromotionNotPublished"
+	// PromotionPublishedReason: a push succeeded after failures.
+	PromotionPublishedReason = "PromotionPublished"
+)

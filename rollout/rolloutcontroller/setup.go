@@ -107,6 +107,7 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding, Trees: o.Trees,
 		Secrets: mgr.GetAPIReader(), CommitStatus: o.CommitStatus, Identity: o.Identity, Bus: o.Bus, Publisher: o.Publisher}
 	if o.Publisher != nil && o.Identity != (Identity{}) {
+		o.Publisher.Recorder = r.Recorder
 		if err := mgr.Add(o.Publisher); err != nil {
 			return err
 		}
