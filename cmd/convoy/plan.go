@@ -35,8 +35,8 @@ func newPlanCmd() *cobra.Command {
 			"once approved (the forecast assumes the approval given when asked for and prints the " +
 			"command that gives it); for a partition with checks, it says when they pass at the earliest. " +
 			"Under spec.promotion, while the GitSource's newest commit waits for the upstream sectors, it says " +
-			"what each did with it and when it can enter this sector: at the end of the soak of the last " +
-			"upstream sector to complete it.",
+			"what each did with it and when it can enter this sector: once every upstream sector completed it, " +
+			"at the latest of their completions plus their soaks.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newCLIClient(opts.kubeconfig)

@@ -12,8 +12,8 @@ import (
 )
 
 // PromotionForecast says when the GitSource's newest commit can enter this management cluster's
-// sector, from what the last pass read of the upstream sectors (status.promotion): at the end
-// of the soak of the last upstream sector to complete it, once every one did.
+// sector, from what the last pass read of the upstream sectors (status.promotion): once every
+// upstream sector completed it, at the latest of their completions plus their soaks.
 type PromotionForecast struct {
 	// Commit is the GitSource's newest commit, which the upstream sectors are reported for.
 	Commit string `json:"commit"`
@@ -33,8 +33,9 @@ type PromotionForecast struct {
 // HostedClusterPackage has upstream sectors and its head is not the promoted commit.
 func promotionForecast(h *convoyv1alpha1.HostedClusterPackage, now time.Time) *PromotionForecast {
 	spec, st := h.Spec.Promotion, h.Status.Promotion
-	if spec == nil || len(spec.After) == 0 || st == nil || st.HeadCommit == "" || st.HeadCommit == st.Commit {
-		return nil
+	if spec == nil || len(spec.After) == 0 || st == nil || st.HeadCommit == "" || st.HeadCommit == st.Commit ||
+		len(st.Upstream) == 0 {
+		return nil // nothing promotes, or the bus did not read (status.promotion.message says why)
 	}
 	soaks := map[string]time.Duration{}
 	for _, u := range spec.After {
@@ -75,7 +76,9 @@ func sectorForecast(u convoyv1alpha1.UpstreamSectorStatus, soak time.Duration, n
 			did = append(did, mc.Name+" progressing "+mc.Progress)
 		default:
 			did = append(did, mc.Name+" "+strings.ToLower(mc.State))
-			if mc.State == "Failed" || mc.State == "Rejected" {
+			// Note: a commit superseded upstream before it completed never comes (rule 4 of
+			// rollout/promotion); one failed or rejected is withdrawn.
+			if mc.State == "Failed" || mc.State == "Rejected" || mc.State == "Superseded" {
 				never = fmt.Sprintf("management cluster %s of sector %s %s it", mc.Name, u.Sector, strings.ToLower(mc.State))
 			}
 		}

@@ -57,6 +57,7 @@ func (r *HostedClusterPackageReconciler) summarize(ctx context.Context, s *scope
 	}
 	logStall(ctx, s, err)
 	r.reportCommitStatus(ctx, s, err)
+	r.reportPromotion(ctx, s)
 	r.publishPromotion(ctx, s, err)
 	sum := pass.Summary{Err: err, Interval: interval, Reason: convoyv1alpha1.SucceededReason}
 	if s.plan != nil {
@@ -142,15 +143,15 @@ func (r *HostedClusterPackageReconciler) reconcileStatus(ctx context.Context, s 
 // reportRollout compares the new status with the one the pass started from and announces each
 // decision of the rollout once, by an event and a log line: partitions started and completed,
 // a gate starting to hold the rollout, the update revision rejected, Packages newly failed,
-// checks newly passed, failed or inconclusive, targets newly in conflict (an event only), a
-// commit newly promoted or a promotion newly held, and the rollout completed.
+// checks newly passed, failed or inconclusive, targets newly in conflict (an event only), and
+// the rollout completed. The promotion is announced by summarize (reportPromotion), also when
+// the pass waits before a plan.
 func (r *HostedClusterPackageReconciler) reportRollout(ctx context.Context, s *scope) {
 	r.reportPartitions(ctx, s)
 	r.reportGates(ctx, s)
 	r.reportFailures(ctx, s)
 	r.reportChecks(ctx, s)
 	r.emitConflicts(s)
-	r.reportPromotion(ctx, s)
 	if s.plan.Completed && s.before.CurrentRevision != s.obj.Status.CurrentRevision {
 		after := &s.obj.Status
 		r.event(s, corev1.EventTypeNormal, RolloutCompletedReason, "Revision %s is rolled out: %d/%d packages progressed",

@@ -81,7 +81,13 @@ func (r *HostedClusterPackageReconciler) reconcilePromotion(ctx context.Context,
 	s.obj.Status.Promotion = s.promotion // written even when the pass waits
 	d, err := r.decidePromotion(ctx, s, spec, key, head, current)
 	if err != nil {
-		s.promotion.Message = promotionHoldPrefix + err.Error()
+		// A record's content is quoted in its errors: bounded like every message a tenant writes.
+		s.promotion.Message = promotionHoldPrefix + rollout.BoundSample(err.Error())
+		// The sector goes on running the commit it runs: still the one promoted.
+		s.promotion.Commit = current
+		if b := s.before.Promotion; b != nil && b.Commit == current {
+			s.promotion.ByHand = b.ByHand
+		}
 		if current == "" {
 			return "", pass.Waitf(convoyv1alpha1.AwaitingPromotionReason, promotionRecheck, "%s", s.promotion.Message)
 		}

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/convoy-gitops/convoy/rollout"
 )
 
 // Reasons of the promotion's events.
@@ -31,7 +33,7 @@ var (
 
 	promotionBehindGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "convoy_promotion_waiting",
-		Help: "1 while the GitSource's head of a HostedClusterPackage with upstream sectors waits for them (its commit is not the promoted one), else 0.",
+		Help: "1 while the GitSource's head of a HostedClusterPackage with upstream sectors waits for them (its commit is not the promoted one, and the bus reads), else 0.",
 	}, []string{hcpkgLabel})
 
 	promotionPushes = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -51,14 +53,17 @@ func init() {
 func (r *HostedClusterPackageReconciler) reportPromotion(ctx context.Context, s *scope) {
 	name, after := s.obj.Name, s.promotion
 	if after == nil {
-		promotionHeldGauge.DeleteLabelValues(name)
-		promotionBehindGauge.DeleteLabelValues(name)
-		r.promoted.Delete(name)
+		// Note: a pass that failed before promotion was decided says nothing of it.
+		if p := s.obj.Spec.Promotion; p == nil || len(p.After) == 0 {
+			promotionHeldGauge.DeleteLabelValues(name)
+			promotionBehindGauge.DeleteLabelValues(name)
+			r.promoted.Delete(name)
+		}
 		return
 	}
 	held := strings.HasPrefix(after.Message, promotionHoldPrefix)
 	promotionHeldGauge.WithLabelValues(name).Set(boolValue(held))
-	promotionBehindGauge.WithLabelValues(name).Set(boolValue(after.Commit != after.HeadCommit))
+	promotionBehindGauge.WithLabelValues(name).Set(boolValue(!held && after.Commit != after.HeadCommit))
 	before := promotionNote{}
 	if b := s.before.Promotion; b != nil {
 		before = promotionNote{commit: b.Commit, held: strings.HasPrefix(b.Message, promotionHoldPrefix)}
@@ -77,8 +82,8 @@ func (r *HostedClusterPackageReconciler) reportPromotion(ctx context.Context, s 
 		log.Info("Commit promoted", "commit", after.Commit, "byHand", after.ByHand)
 	}
 	if held && !before.held {
-		r.event(s, corev1.EventTypeWarning, PromotionHeldReason, "%s", after.Message)
-		log.Info("Promotion held", "message", after.Message)
+		r.event(s, corev1.EventTypeWarning, PromotionHeldReason, "%s", rollout.BoundSample(after.Message))
+		log.Info("Promotion held", "message", rollout.BoundSample(after.Message))
 	}
 }
 

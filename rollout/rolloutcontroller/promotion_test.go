@@ -146,6 +146,8 @@ func TestPromotionFollowsTheUpstreamSector(t *testing.T) {
 	g.Consistently(func(g Gomega) string { return updateRevisionCommit(g, p.ns, name) }, 2*time.Second).Should(Equal(second))
 	g.Eventually(func(g Gomega) []string { return eventNotes(g, name, PromotionHeldReason) }).Should(
 		ContainElement(ContainSubstring("the record of management cluster mc-canary-1 (sector canary)")))
+	g.Expect(getHCPkg(g, name).Status.Promotion).To(And(HaveField("Commit", second), HaveField("ByHand", true)),
+		"a held bus keeps saying which commit the sector runs")
 
 	By(t, "the record mended, the newest commit comes")
 	p.publish(t, "mc-canary-1", name, promotion.CommitRecord{Commit: third, State: promotion.Completed, Since: done})
@@ -158,6 +160,9 @@ func TestPromotionFollowsTheUpstreamSector(t *testing.T) {
 		}
 		return states
 	}).Should(Equal([]string{third[:7] + " Completed", second[:7] + " Completed", first[:7] + " Completed"}))
+	g.Expect(eventNotes(g, name, PromotedReason)).To(ConsistOf("Commit "+first[:12]+" came through the upstream sectors",
+		"Commit "+second[:12]+" came by a PromotionApproval", "Commit "+third[:12]+" came through the upstream sectors"),
+		"each commit announced once, the hold and its end included")
 }
 
 // eventNotes returns the notes of the events of HostedClusterPackage name with reason.

@@ -16,6 +16,7 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
+	"github.com/convoy-gitops/convoy/rollout"
 	"github.com/convoy-gitops/convoy/rollout/promotion"
 	"github.com/convoy-gitops/convoy/sources"
 )
@@ -65,6 +66,7 @@ type Publisher struct {
 
 	mu      sync.Mutex
 	entries map[string]*publication
+	lastID  uint64
 	wake    chan struct{}
 }
 
@@ -75,8 +77,14 @@ type publication struct {
 	// owner is the HostedClusterPackage that publishes it; ownerUID its UID, for the events.
 	owner    string
 	ownerUID types.UID
-	// pending are the states reported since the last push, oldest first.
-	pending []promotion.CommitRecord
+	// id tells this publication from a later one of the same ref (after Forget), whose state
+	// the outcome of a push of this one must not touch.
+	id uint64
+	// pending are the states reported since the last push, oldest first; firstSeq numbers
+	// pending[0], and each state after it the next number, so that a push removes exactly the
+	// states it carried, however many Report dropped from the front meanwhile.
+	pending  []promotion.CommitRecord
+	firstSeq uint64
 	// pushed is the record last pushed; nil until the first push.
 	pushed *promotion.Record
 	dirty  bool
@@ -99,7 +107,8 @@ func (p *Publisher) Report(ownerObj *convoyv1alpha1.HostedClusterPackage, source
 	p.init()
 	e := p.entries[ref]
 	if e == nil {
-		e = &publication{source: source, key: key, owner: owner}
+		p.lastID++
+		e = &publication{id: p.lastID, source: source, key: key, owner: owner}
 		p.entries[ref] = e
 	}
 	if e.owner == owner {
@@ -109,6 +118,7 @@ func (p *Publisher) Report(ownerObj *convoyv1alpha1.HostedClusterPackage, source
 		return fmt.Errorf("promotion key %s is published by HostedClusterPackage %s already", key, e.owner)
 	}
 	if e.source != source {
+		e.firstSeq += uint64(len(e.pending))
 		e.source, e.pushed, e.pending = source, nil, nil
 	}
 	last := e.pushed
@@ -120,8 +130,8 @@ func (p *Publisher) Report(ownerObj *convoyv1alpha1.HostedClusterPackage, source
 		return nil
 	}
 	e.pending = append(e.pending, c)
-	if len(e.pending) > maxPending {
-		e.pending = e.pending[len(e.pending)-maxPending:]
+	if drop := len(e.pending) - maxPending; drop > 0 {
+		e.pending, e.firstSeq = e.pending[drop:], e.firstSeq+uint64(drop)
 	}
 	e.dirty = true
 	select {
@@ -201,15 +211,20 @@ func (p *Publisher) due() (string, publication, time.Duration) {
 	return "", publication{}, wait
 }
 
-// push merges the wanted state into the record and pushes it; a failure makes the entry due
-// again after a backoff.
+// push merges the wanted state into the record and pushes it.
 func (p *Publisher) push(ctx context.Context, ref string, e publication) {
-	log := ctrl.LoggerFrom(ctx).WithValues("ref", ref, "source", e.source.String())
 	rec, err := p.send(ctx, ref, e)
+	p.settle(ctx, ref, e, rec, err)
+}
+
+// settle records the outcome of the push of e (a snapshot of the entry of ref): on success the
+// states it carried leave the pending ones; on failure the entry is due again after a backoff.
+func (p *Publisher) settle(ctx context.Context, ref string, e publication, rec promotion.Record, err error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("ref", ref, "source", e.source.String())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cur := p.entries[ref]
-	if cur == nil {
+	if cur == nil || cur.id != e.id {
 		return
 	}
 	if err != nil {
@@ -217,7 +232,7 @@ func (p *Publisher) push(ctx context.Context, ref string, e publication) {
 		cur.failures++
 		cur.dirty = true
 		if cur.failures == 1 {
-			p.event(cur, corev1.EventTypeWarning, PromotionNotPublishedReason, "Could not push %s: %v", ref, err)
+			p.event(cur, corev1.EventTypeWarning, PromotionNotPublishedReason, "Could not push %s: %s", ref, rollout.BoundSample(err.Error()))
 		}
 		cur.next = p.now().Add(min(maxPublishBackoff, p.interval()<<min(cur.failures, 10)))
 		log.Error(err, "Publishing the promotion record failed", "failures", cur.failures)
@@ -228,7 +243,10 @@ func (p *Publisher) push(ctx context.Context, ref string, e publication) {
 		p.event(cur, corev1.EventTypeNormal, PromotionPublishedReason, "Pushed %s again after %d failures", ref, cur.failures)
 	}
 	cur.failures, cur.pushed, cur.next = 0, &rec, p.now().Add(p.interval())
-	cur.pending = cur.pending[min(len(e.pending), len(cur.pending)):] // reported since: pushed next
+	if carried := e.firstSeq + uint64(len(e.pending)); carried > cur.firstSeq { // those reported since are pushed next
+		drop := min(carried-cur.firstSeq, uint64(len(cur.pending)))
+		cur.pending, cur.firstSeq = cur.pending[drop:], cur.firstSeq+drop
+	}
 	log.V(1).Info("Published the promotion record", "commits", len(rec.Commits))
 }
 

@@ -2,6 +2,7 @@ package rolloutcontroller
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -63,4 +64,36 @@ func TestPublisherSaysWhenItsRecordCannotBePushed(t *testing.T) {
 	remote.set(srv.FileURL("addons"))
 	g.Eventually(recorder.Events, 10*time.Second).Should(Receive(MatchRegexp(
 		`^Normal PromotionPublished Pushed refs/convoy/promotion/eu/mc-eu-1/addon again after \d+ failures$`)))
+}
+
+// TestPublisherKeepsWhatWasReportedDuringAPush: states reported while a push is in flight, even
+// past the pending bound, stay pending for the next push; only those the push carried leave.
+func TestPublisherKeepsWhatWasReportedDuringAPush(t *testing.T) {
+	g := NewWithT(t)
+	p := &Publisher{Identity: Identity{ManagementCluster: "mc-eu-1", Sector: "eu"}, Remotes: &switchableRemote{}}
+	owner := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "addon"}}
+	source := sources.KeyFor("fleet", "addons")
+	report := func(i int) {
+		commit := fmt.Sprintf("%040x", i)
+		g.Expect(p.Report(owner, source, "addon", promotion.CommitRecord{Commit: commit, State: promotion.Progressing,
+			Since: time.Unix(int64(i), 0)})).To(Succeed())
+	}
+	for i := range 10 {
+		report(i)
+	}
+	ref, snapshot, _ := p.due()
+	g.Expect(snapshot.pending).To(HaveLen(10))
+	for i := 10; i < 10+maxPending; i++ { // the push is slow: the pending bound drops the oldest
+		report(i)
+	}
+	p.settle(context.Background(), ref, snapshot, promotion.Record{}, nil)
+	left := p.entries[ref].pending
+	g.Expect(left).To(HaveLen(maxPending), "none reported during the push is lost")
+	g.Expect(left[len(left)-1].Commit).To(Equal(fmt.Sprintf("%040x", 9+maxPending)))
+
+	p.Forget("addon")
+	report(100)
+	p.settle(context.Background(), ref, snapshot, promotion.Record{}, nil) // a push of the forgotten owner ends late
+	g.Expect(p.entries[ref].pending).To(HaveLen(1))
+	g.Expect(p.entries[ref].pushed).To(BeNil())
 }

@@ -167,6 +167,10 @@ func (s *sectorsDemo) follow(ctx context.Context, repo *gitserver.Repo) error {
 	return nil
 }
 
+// sectorsAwaitBound bounds the wait for a commit to cross every sector: a controller that died
+// would otherwise keep the demo waiting.
+const sectorsAwaitBound = 10 * time.Minute
+
 // sectorTimes are when a sector started and completed a commit.
 type sectorTimes struct{ started, completed time.Time }
 
@@ -175,7 +179,12 @@ type sectorTimes struct{ started, completed time.Time }
 func (s *sectorsDemo) await(ctx context.Context, commit string) ([]sectorTimes, error) {
 	times := make([]sectorTimes, len(s.mcs))
 	last := make([]string, len(s.mcs))
+	deadline := time.Now().Add(sectorsAwaitBound)
 	for {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("commit %s has not reached every sector after %s: see each management cluster's controller.log",
+				shortCommit(commit), sectorsAwaitBound)
+		}
 		done := 0
 		for i, m := range s.mcs {
 			line, running, complete, err := s.sectorState(ctx, m, commit)

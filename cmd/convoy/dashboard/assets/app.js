@@ -115,7 +115,7 @@ function gateBanner(it, now) {
 
 // promotionCard says which commit the upstream sectors let through and what each of their
 // management clusters did with the GitSource's newest commit.
-function promotionCard(it, now) {
+function promotionCard(it) {
   const p = it.promotion;
   if (!p) return "";
   const short = (c) => (c ? "<code>" + esc(c.slice(0, 12)) + "</code>" : '<span class="muted">none yet</span>');
@@ -126,14 +126,16 @@ function promotionCard(it, now) {
     html += (p.upstream || []).map((u) => '<div class="row sector" data-sector="' + esc(u.sector) + '"><strong>' + esc(u.sector) + "</strong>" +
       (u.managementClusters || []).map((m) => '<span class="pill tone-' + sectorTone(m.state) + '" data-management-cluster="' + esc(m.name) + '">' +
         esc(m.name) + " " + esc(m.state || "not started") + (m.progress ? " " + esc(m.progress) : "") + "</span>").join(" ") +
-      (u.completedAt ? ' <span class="muted">completed ' + when(u.completedAt, now) + "</span>" : "") + "</div>").join("");
+      (u.completedAt ? ' <span class="muted">completed <time datetime="' + esc(u.completedAt) + '">' + esc(utc(u.completedAt)) + "</time></span>" : "") +
+      "</div>").join("");
   }
   return html + "</div>";
 }
 
 // sectorTone colours what a management cluster did with a commit.
 function sectorTone(state) {
-  return { Completed: "good", Failed: "bad", Rejected: "bad", Progressing: "progress", Superseded: "unknown" }[state] || "held";
+  const tones = { Completed: "good", Failed: "bad", Rejected: "bad", Progressing: "progress", Superseded: "unknown" };
+  return Object.hasOwn(tones, state) ? tones[state] : "held";
 }
 
 // conditionPills shows each condition coloured by its tone, which the server decides from what
@@ -158,7 +160,7 @@ function fleetPage(v) {
       "</span>" + partitionBar(p) + "<span>" + p.progressed + "/" + p.total + " " +
       stateBadge(p.state, p.until, (it.approveCommands || {})[p.name], now) + "</span></div>").join("");
     return '<div class="card hcp" data-name="' + esc(it.name) + '"><div class="row"><h2><a href="#/rollout/' + enc(it.name) + '">' + esc(it.name) +
-      '</a></h2><span class="muted">' + esc(it.strategy) + (it.paused ? ", paused" : "") + "</span></div>" + stalledBanner(it) + gateBanner(it, now) + promotionCard(it, now) +
+      '</a></h2><span class="muted">' + esc(it.strategy) + (it.paused ? ", paused" : "") + "</span></div>" + stalledBanner(it) + gateBanner(it, now) + promotionCard(it) +
       '<div class="row"><span>current ' + rev(it.currentRevision) + "</span><span>update " + rev(it.updateRevision) + "</span></div>" +
       '<div class="row counts">' + c.total + " total · " + c.updated + " updated · " + c.available + " available · " + c.progressed +
       " progressed · " + c.failed + " failed · " + (c.skipped || 0) + " skipped</div>" + parts +
