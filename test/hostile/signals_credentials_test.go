@@ -23,7 +23,7 @@ func (s *signalRun) credentialCorpus() []signalCase {
 	outside := []string{"of the check's secretRef is refused, and nothing was sent: a check reads a Secret only in the namespace " +
 		"of the HostedClusterPackage's GitSource", `annotation convoy.dev/check-credentials lists the HostedClusterPackage`}
 	return []signalCase{
-		{name: "rollout check: a Secret of `kube-system` (a service account's token)", check: check(s.listener.URL + "/judge"),
+		{name: "rollout check: a Secret of `kube-system`", check: check(s.listener.URL + "/judge"),
 			secret: func(g Gomega, s *signalRun, ns string) *convoyv1alpha1.SecretReference {
 				return s.plantSecret(g, "kube-system", "hostile-"+ns, corev1.SecretTypeOpaque)
 			},
