@@ -128,8 +128,8 @@ func transportError(ctx context.Context, err error) error {
 	return err
 }
 
-// getJSON GETs u asking for JSON with in's credentials, within requestTimeout, and returns the answer's status and
-// its body, read up to max bytes.
+// getJSON GETs u asking for JSON with in's credentials, within requestTimeout, and returns
+// the answer's status and its body, read up to max bytes.
 func getJSON(ctx context.Context, u *url.URL, in Input, max int64) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
