@@ -170,10 +170,15 @@ type HTTPCheck struct {
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
 }
 
-// SecretReference names a Secret in a namespace the HostedClusterPackage states. A check reads
-// its key "token" (sent as Authorization: Bearer), or "username" and "password" (basic
-// authentication), and the optional "ca.crt" (PEM) to verify the server. Credentials never
-// appear in status, events, logs or errors.
+// SecretReference names a Secret of type Opaque for a check's credentials: in the namespace of
+// the HostedClusterPackage's GitSource (spec.template.spec.sourceRef.namespace), or in another
+// namespace when the Secret's annotation convoy.dev/check-credentials lists the
+// HostedClusterPackage's name (or is "*"); any other Secret is refused (its keys are never used)
+// and the check is inconclusive. A check reads its key "token" (sent as Authorization: Bearer), or
+// "username" and "password" (basic authentication), and the optional "ca.crt" (PEM) to verify
+// the server; it sends them over https:// only, unless the controller runs with
+// --check-allow-insecure-http, and never follows a redirect. Credentials never appear in
+// status, events, logs or errors.
 type SecretReference struct {
 	// namespace of the Secret.
 	// +required

@@ -52,6 +52,12 @@ const (
 
 	// Finalizer lets convoy tear down what a Package or ObjectDeployment applied.
 	Finalizer = "convoy.dev/finalizer"
+
+	// CheckCredentialsAnnotation on a Secret outside the namespace of a HostedClusterPackage's
+	// GitSource lets that rollout's checks read it: its value lists the HostedClusterPackages
+	// allowed, by name and separated by commas, or is "*" for every one. A check reads no
+	// other Secret of another namespace.
+	CheckCredentialsAnnotation = "convoy.dev/check-credentials"
 )
 
 // Phase classes.

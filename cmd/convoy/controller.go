@@ -64,6 +64,7 @@ type controllerOptions struct {
 	sync                    synccontroller.SetupOptions
 	rollout                 rolloutcontroller.SetupOptions
 	commitStatus            commitStatusOptions
+	network                 networkOptions
 	promotion               promotionOptions
 	shards                  shardOptions
 
@@ -110,6 +111,7 @@ func newControllerCmd() *cobra.Command {
 	fs.DurationVar(&opts.rollout.CRDPollInterval, "rollout-crd-poll-interval", rolloutcontroller.DefaultCRDPollInterval, "How often to check whether the HostedCluster CRD got installed, when it is not.")
 	fs.StringVar(&opts.eventsAddr, "events-addr", "", "URL to POST events to in Flux's event format, e.g. a notification-controller; empty posts none.")
 	opts.commitStatus.bindFlags(fs)
+	opts.network.bindFlags(fs)
 	opts.promotion.bindFlags(fs)
 	opts.sources.BindFlags(fs)
 	opts.sync.BindFlags(fs)
@@ -227,6 +229,7 @@ func memoizedMapper(cfg *rest.Config, httpClient *http.Client) (apimeta.RESTMapp
 // Package and ObjectDeployment controllers with a store that fetches on demand; on the
 // unsharded one, also the GitSource and HostedClusterPackage controllers.
 func setupControllers(mgr ctrl.Manager, opts controllerOptions) error {
+	opts.network.apply(&opts)
 	opts.sync.Shard = opts.shards.shard
 	if opts.shards.shard != "" {
 		store, err := sourcecontroller.SetupFetchOnly(mgr, opts.sources)

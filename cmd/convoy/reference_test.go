@@ -84,7 +84,7 @@ func controllerFlagGroups() []clidocs.FlagGroup {
 			i = 1
 		case syncFlags.Lookup(f.Name) != nil || f.Name == "concurrency":
 			i = 2
-		case strings.HasPrefix(f.Name, "rollout-"):
+		case strings.HasPrefix(f.Name, "rollout-") || strings.HasPrefix(f.Name, "check-"):
 			i = 3
 		case shards.Lookup(f.Name) != nil:
 			i = 4

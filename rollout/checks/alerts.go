@@ -23,6 +23,7 @@ func init() {
 			return &AlertsCheck{Address: a.Address, Matchers: a.Matchers}
 		},
 		SecretRef: func(a *convoyv1alpha1.AlertsCheck) *convoyv1alpha1.SecretReference { return a.SecretRef },
+		Address:   func(a *convoyv1alpha1.AlertsCheck) (string, string) { return "alerts.address", a.Address },
 		Subject: func(a *convoyv1alpha1.AlertsCheck) string {
 			return fmt.Sprintf("alerts matching {%s}", strings.Join(a.Matchers, ", "))
 		},
@@ -90,7 +91,7 @@ func (a *alertsCheck) Evaluate(ctx context.Context, in Input) (Evaluation, error
 		texts = append(texts, m.String())
 	}
 	selector := "{" + strings.Join(texts, ", ") + "}"
-	alerts, err := a.fetch(ctx, texts, in.Credentials)
+	alerts, err := a.fetch(ctx, texts, in)
 	if err != nil {
 		return inconclusive("alerts %s at %s: %v", selector, redactURL(a.address), err), nil
 	}
@@ -144,9 +145,9 @@ type alert struct {
 
 // fetch asks Alertmanager's /api/v2/alerts for the active, not silenced, not inhibited alerts
 // the filters select.
-func (a *alertsCheck) fetch(ctx context.Context, filters []string, creds *Credentials) ([]alert, error) {
+func (a *alertsCheck) fetch(ctx context.Context, filters []string, in Input) ([]alert, error) {
 	q := url.Values{"filter": filters, "active": {"true"}, "silenced": {"false"}, "inhibited": {"false"}}
-	status, body, err := getJSON(ctx, endpoint(a.address, "/api/v2/alerts", q), creds, MaxAlertsBody)
+	status, body, err := getJSON(ctx, endpoint(a.address, "/api/v2/alerts", q), in, MaxAlertsBody)
 	if err != nil {
 		return nil, err
 	}

@@ -68,7 +68,7 @@ func TestAlertsCheckAsksForActiveAlertsOnly(t *testing.T) {
 	g := NewWithT(t)
 	am := startServer(t, answerWith(200, alertsAnswer()))
 	_, err := evaluate(t, partitionAlertsCheck(am.URL), Input{Data: partitionData(), Since: partitionStart,
-		Credentials: &Credentials{Username: "user", Password: "pass"}})
+		Credentials: &Credentials{Username: "user", Password: "pass"}, AllowInsecureHTTP: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	req := am.last()
 	g.Expect(req.Path).To(Equal("/api/v2/alerts"))

@@ -47,18 +47,20 @@ func endpoint(base *url.URL, path string, q url.Values) *url.URL {
 }
 
 // newClient returns an HTTP client for one evaluation: TLS verified against the system's roots
-// plus the credentials' CA, no redirect followed, no connection kept.
-func newClient(creds *Credentials) (*http.Client, error) {
+// plus the credentials' CA, connections only where in.Network allows, no redirect followed, no
+// connection kept.
+func newClient(in Input) (*http.Client, error) {
 	roots, err := x509.SystemCertPool()
 	if err != nil || roots == nil {
 		roots = x509.NewCertPool()
 	}
+	creds := in.Credentials
 	if creds != nil && len(creds.CA) > 0 && !roots.AppendCertsFromPEM(creds.CA) {
 		return nil, errors.New("the CA of the credentials (ca.crt) holds no PEM certificate")
 	}
 	transport := &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DialContext:            in.Network.Dialer(&net.Dialer{Timeout: 10 * time.Second}),
 		TLSClientConfig:        &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:    10 * time.Second,
 		DisableKeepAlives:      true,
@@ -83,16 +85,30 @@ func authorize(req *http.Request, creds *Credentials) {
 	}
 }
 
-// do sends req with creds through a client of its own and returns the answer; the caller
-// closes its body. A transport error is described without the request's URL user information
-// and without the credentials.
-func do(ctx context.Context, req *http.Request, creds *Credentials) (*http.Response, error) {
-	client, err := newClient(creds)
+// InsecureHTTPFlag is the controller flag that lets a check send its credentials over http://.
+const InsecureHTTPFlag = "--check-allow-insecure-http"
+
+// errInsecureCredentials refuses credentials over http:// (see Input.AllowInsecureHTTP).
+var errInsecureCredentials = errors.New("refused: the check's secretRef credentials would go in clear over http://; use https:// (allowed only with the controller flag " + InsecureHTTPFlag + ")")
+
+// do sends req with in's credentials through a client of its own and returns the answer; the
+// caller closes its body. It sends nothing when the credentials would go over http:// and
+// in.AllowInsecureHTTP is false, or when the URL's host is an address in.Network refuses (a
+// proxy resolves names itself; the dialer judges them otherwise). A transport error is
+// described without the request's URL user information and without the credentials.
+func do(ctx context.Context, req *http.Request, in Input) (*http.Response, error) {
+	if in.Credentials != nil && req.URL.Scheme != "https" && !in.AllowInsecureHTTP {
+		return nil, errInsecureCredentials
+	}
+	if err := in.Network.CheckHost(req.URL.Hostname()); err != nil {
+		return nil, err
+	}
+	client, err := newClient(in)
 	if err != nil {
 		return nil, err
 	}
 	defer client.CloseIdleConnections()
-	authorize(req, creds)
+	authorize(req, in.Credentials)
 	resp, err := client.Do(req.WithContext(ctx))
 	if err != nil {
 		return nil, transportError(ctx, err)
@@ -112,9 +128,9 @@ func transportError(ctx context.Context, err error) error {
 	return err
 }
 
-// getJSON GETs u asking for JSON, within requestTimeout, and returns the answer's status and
-// its body, read up to max bytes.
-func getJSON(ctx context.Context, u *url.URL, creds *Credentials, max int64) (int, []byte, error) {
+// getJSON GETs u asking for JSON with in's credentials, within requestTimeout, and returns
+// the answer's status and its body, read up to max bytes.
+func getJSON(ctx context.Context, u *url.URL, in Input, max int64) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -122,12 +138,12 @@ func getJSON(ctx context.Context, u *url.URL, creds *Credentials, max int64) (in
 		return 0, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := do(ctx, req, creds)
+	resp, err := do(ctx, req, in)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := readBounded(resp.Body, max, creds)
+	body, err := readBounded(resp.Body, max, in.Credentials)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -3,7 +3,11 @@ package checks
 import (
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
+
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
 // Keys of the Secret a check's secretRef names.
@@ -54,4 +58,25 @@ func (c *Credentials) Validate() error {
 		return errors.New("ca.crt holds no PEM certificate")
 	}
 	return nil
+}
+
+// InsecureCredentials returns a *SpecError when c names credentials (a secretRef) and sends
+// them to an http:// address while allowInsecureHTTP is false (--check-allow-insecure-http):
+// the token or password would cross the network in clear. The controller asks before reading
+// the Secret, so nothing is read nor sent.
+func InsecureCredentials(c *convoyv1alpha1.RolloutCheck, allowInsecureHTTP bool) error {
+	k, _ := kindOf(c)
+	if k == nil || k.secretRef(c) == nil || allowInsecureHTTP {
+		return nil
+	}
+	field, address := k.address(c)
+	u, err := url.Parse(address)
+	if err != nil {
+		return nil // Compile refuses it, naming the field
+	}
+	if u.Scheme == "https" {
+		return nil
+	}
+	return specError(field, "must be an https:// URL when secretRef names credentials (http:// only with the controller flag "+InsecureHTTPFlag+")",
+		fmt.Errorf("is %s", redactURL(u)))
 }

@@ -57,7 +57,8 @@ func TestCredentialsNeverAppearInAnOutput(t *testing.T) {
 			t.Run(srv.name+" with "+credName, func(t *testing.T) {
 				g := NewWithT(t)
 				s := startServer(t, srv.answer)
-				ev, err := evaluate(t, srv.spec(s.URL), Input{Data: partitionData(), Since: partitionStart, Credentials: cred})
+				ev, err := evaluate(t, srv.spec(s.URL), Input{Data: partitionData(), Since: partitionStart, Credentials: cred,
+					AllowInsecureHTTP: true})
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(s.last().Authorization).NotTo(BeEmpty(), "the credentials were sent")
 				for _, leak := range append(leaks, secretToken[:12], secretPassword[:12]) {

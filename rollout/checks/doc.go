@@ -47,4 +47,11 @@
 //     strings as a last line of defence.
 //   - Redirects are never followed; an HTTP check that is redirected fails, naming the host it
 //     was sent to. TLS is verified against the system's roots plus the Credentials' CA.
+//   - Credentials go over https:// only: InsecureCredentials refuses a check whose secretRef
+//     would send them to an http:// address (each kind's Address says where they go), and an
+//     evaluation sends nothing when they would, unless Input.AllowInsecureHTTP
+//     (--check-allow-insecure-http). Which Secrets a check may read is the controller's rule
+//     (rolloutcontroller/check_secrets.go).
+//   - A check connects only where Input.Network allows: no link-local or cloud metadata
+//     address (internal/dialpolicy), judged on the address each connection is made to.
 package checks

@@ -21,6 +21,7 @@ func init() {
 		Field:     func(c *convoyv1alpha1.RolloutCheck) *convoyv1alpha1.HTTPCheck { return c.HTTP },
 		Spec:      func(h *convoyv1alpha1.HTTPCheck) Spec { return &HTTPCheck{URL: h.URL, Timeout: h.Timeout()} },
 		SecretRef: func(h *convoyv1alpha1.HTTPCheck) *convoyv1alpha1.SecretReference { return h.SecretRef },
+		Address:   func(h *convoyv1alpha1.HTTPCheck) (string, string) { return "http.url", h.URL },
 		Subject:   func(h *convoyv1alpha1.HTTPCheck) string { return "POST " + h.URL },
 	})
 }
@@ -125,7 +126,7 @@ func (h *httpCheck) post(ctx context.Context, in Input) Evaluation {
 		return inconclusive("POST %s: %v", target, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := do(ctx, req, in.Credentials)
+	resp, err := do(ctx, req, in)
 	if err != nil {
 		return inconclusive("POST %s: %v", target, err)
 	}

@@ -27,6 +27,10 @@ type Kind[T any] struct {
 	// SecretRef returns the Secret the field names for credentials; nil when it names none. A
 	// kind that takes no credentials leaves SecretRef nil.
 	SecretRef func(f *T) *convoyv1alpha1.SecretReference
+	// Address returns the field's name and the URL the credentials are sent to ("http.url",
+	// "https://..."), so that credentials over http:// are refused before any I/O
+	// (InsecureCredentials). A kind with a SecretRef must set it.
+	Address func(f *T) (field, address string)
 	// Subject says what the check asks, for the planner's message of a failed check: "query
 	// `up` with condition `values.all(v, v > 0)`".
 	Subject func(f *T) string
@@ -46,6 +50,7 @@ type registered interface {
 	field(c *convoyv1alpha1.RolloutCheck) (any, bool)
 	spec(c *convoyv1alpha1.RolloutCheck) Spec
 	secretRef(c *convoyv1alpha1.RolloutCheck) *convoyv1alpha1.SecretReference
+	address(c *convoyv1alpha1.RolloutCheck) (string, string)
 	subject(c *convoyv1alpha1.RolloutCheck) string
 }
 
@@ -60,6 +65,9 @@ var kinds []registered
 func Register[T any](k Kind[T]) {
 	if k.Name == "" || k.Field == nil || k.Spec == nil || k.Subject == nil {
 		panic(fmt.Sprintf("checks.Register: kind %q lacks its Name, Field, Spec or Subject", k.Name))
+	}
+	if k.SecretRef != nil && k.Address == nil {
+		panic(fmt.Sprintf("checks.Register: kind %q takes credentials (SecretRef) but does not say where they go (Address)", k.Name))
 	}
 	if slices.Contains(Kinds(), k.Name) {
 		panic(fmt.Sprintf("checks.Register: kind %q is registered twice", k.Name))
@@ -175,6 +183,13 @@ func (k Kind[T]) secretRef(c *convoyv1alpha1.RolloutCheck) *convoyv1alpha1.Secre
 		return nil
 	}
 	return k.SecretRef(k.Field(c))
+}
+
+func (k Kind[T]) address(c *convoyv1alpha1.RolloutCheck) (string, string) {
+	if k.Address == nil {
+		return "", ""
+	}
+	return k.Address(k.Field(c))
 }
 
 func (k Kind[T]) subject(c *convoyv1alpha1.RolloutCheck) string { return k.Subject(k.Field(c)) }

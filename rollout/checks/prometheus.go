@@ -23,6 +23,7 @@ func init() {
 			return &PrometheusCheck{Address: p.Address, Query: p.Query, SuccessCondition: p.SuccessCondition}
 		},
 		SecretRef: func(p *convoyv1alpha1.PrometheusCheck) *convoyv1alpha1.SecretReference { return p.SecretRef },
+		Address:   func(p *convoyv1alpha1.PrometheusCheck) (string, string) { return "prometheus.address", p.Address },
 		Subject: func(p *convoyv1alpha1.PrometheusCheck) string {
 			return fmt.Sprintf("query %s with condition %s", quoteSubject(p.Query), quoteSubject(p.SuccessCondition))
 		},
@@ -89,7 +90,7 @@ func (p *prometheusCheck) Evaluate(ctx context.Context, in Input) (Evaluation, e
 	if err != nil {
 		return Evaluation{}, err
 	}
-	answer, err := p.run(ctx, query, in.Credentials)
+	answer, err := p.run(ctx, query, in)
 	if err != nil {
 		return inconclusive("query %s at %s: %v", quote(query), redactURL(p.address), err), nil
 	}
@@ -116,11 +117,11 @@ func (p *prometheusCheck) Describe() string {
 func (p *prometheusCheck) Timeout() time.Duration { return requestTimeout }
 
 // run sends query to Prometheus's /api/v1/query and returns its vector or scalar.
-func (p *prometheusCheck) run(ctx context.Context, query string, creds *Credentials) ([]series, error) {
+func (p *prometheusCheck) run(ctx context.Context, query string, in Input) ([]series, error) {
 	// Note: in seconds, as Prometheus reads a number; it refuses a fraction with a unit ("8.9s").
 	seconds := strconv.FormatFloat(queryTimeout(ctx).Seconds(), 'f', 3, 64)
 	q := url.Values{"query": {query}, "timeout": {seconds}}
-	status, body, err := getJSON(ctx, endpoint(p.address, "/api/v1/query", q), creds, MaxPrometheusBody)
+	status, body, err := getJSON(ctx, endpoint(p.address, "/api/v1/query", q), in, MaxPrometheusBody)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func TestPrometheusCheckSendsAnInstantQuery(t *testing.T) {
 	g := NewWithT(t)
 	prom := startServer(t, answerWith(200, vectorAnswer(0)))
 	spec := errorRatioCheck(prom.URL + "/prometheus/")
-	_, err := evaluate(t, spec, Input{Data: partitionData(), Credentials: &Credentials{Token: "tok"}})
+	_, err := evaluate(t, spec, Input{Data: partitionData(), Credentials: &Credentials{Token: "tok"}, AllowInsecureHTTP: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	req := prom.last()
 	g.Expect(req.Method).To(Equal(http.MethodGet))

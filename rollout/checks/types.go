@@ -1,6 +1,10 @@
 package checks
 
-import "time"
+import (
+	"time"
+
+	"github.com/convoy-gitops/convoy/internal/dialpolicy"
+)
 
 // Outcome is the verdict of one evaluation.
 type Outcome string
@@ -72,6 +76,12 @@ type Input struct {
 	// Since is the partition's start: an alert that started before it does not fail an
 	// alerts check.
 	Since time.Time
-	// Credentials, when not nil, authenticate the requests.
+	// Credentials, when not nil, authenticate the requests. They go over https:// only,
+	// unless AllowInsecureHTTP.
 	Credentials *Credentials
+	// AllowInsecureHTTP lets Credentials go over http:// (--check-allow-insecure-http).
+	AllowInsecureHTTP bool
+	// Network says which addresses the check may connect to; the zero Policy refuses
+	// link-local and metadata addresses (--allow-link-local-addresses).
+	Network dialpolicy.Policy
 }

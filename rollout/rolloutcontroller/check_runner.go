@@ -2,11 +2,8 @@ package rolloutcontroller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,13 +93,13 @@ func (r *HostedClusterPackageReconciler) compiledChecksOf(obj *convoyv1alpha1.Ho
 		}
 	}
 	c := &compiledChecks{uid: obj.UID, generation: obj.Generation, byKey: map[string]*checks.Check{}}
-	names, err := c.compile("spec.checks", obj.Spec.Checks)
+	names, err := c.compile("spec.checks", obj.Spec.Checks, r.Checks.AllowInsecureHTTP)
 	if err != nil {
 		return nil, err
 	}
 	if obj.Spec.Partition != nil {
 		for i, pol := range obj.Spec.Partition.Policies {
-			more, err := c.compile(fmt.Sprintf("spec.partition.policies[%d].checks", i), pol.Checks)
+			more, err := c.compile(fmt.Sprintf("spec.partition.policies[%d].checks", i), pol.Checks, r.Checks.AllowInsecureHTTP)
 			if err != nil {
 				return nil, err
 			}
@@ -114,8 +111,10 @@ func (r *HostedClusterPackageReconciler) compiledChecksOf(obj *convoyv1alpha1.Ho
 	return c, nil
 }
 
-// compile compiles the checks of the list at path and returns their names.
-func (c *compiledChecks) compile(path string, list []convoyv1alpha1.RolloutCheck) ([]string, error) {
+// compile compiles the checks of the list at path and returns their names. A check that
+// would send its Secret's credentials over http:// without allowInsecureHTTP is refused like
+// one that does not compile, naming the Secret: before the Secret is read or anything sent.
+func (c *compiledChecks) compile(path string, list []convoyv1alpha1.RolloutCheck, allowInsecureHTTP bool) ([]string, error) {
 	names := make([]string, 0, len(list))
 	for i := range list {
 		names = append(names, list[i].Name)
@@ -127,63 +126,14 @@ func (c *compiledChecks) compile(path string, list []convoyv1alpha1.RolloutCheck
 		if err != nil {
 			return nil, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%s[%d] (check %s): %w", path, i, list[i].Name, err)
 		}
+		if err := checks.InsecureCredentials(&list[i], allowInsecureHTTP); err != nil {
+			ref := checks.SecretRef(&list[i])
+			return nil, pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%s[%d] (check %s, credentials of Secret %s/%s): %w",
+				path, i, list[i].Name, ref.Namespace, ref.Name, err)
+		}
 		c.byKey[key] = compiled
 	}
 	return names, nil
-}
-
-// checkCredentials are the credentials read from one Secret, or why there are none.
-type checkCredentials struct {
-	creds *checks.Credentials
-	// problem says why the Secret gives no credentials (missing, a key missing, unreadable);
-	// the evaluations of its checks are inconclusive with it as their message.
-	problem string
-}
-
-// readCheckSecrets reads, once each, the Secrets the due checks name, by namespace/name. A
-// Secret that is missing or holds no usable keys is a problem, never an absence of
-// credentials: the check would otherwise ask anonymously and might pass.
-func (r *HostedClusterPackageReconciler) readCheckSecrets(ctx context.Context, due []rollout.DueCheck) map[types.NamespacedName]checkCredentials {
-	out := map[types.NamespacedName]checkCredentials{}
-	for i := range due {
-		ref := checks.SecretRef(&due[i].Check)
-		if ref == nil {
-			continue
-		}
-		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
-		if _, ok := out[key]; !ok {
-			out[key] = r.readCheckSecret(ctx, key)
-		}
-	}
-	return out
-}
-
-// readCheckSecret reads the credentials of the Secret key. Its errors name the Secret and its
-// keys, never a value.
-func (r *HostedClusterPackageReconciler) readCheckSecret(ctx context.Context, key types.NamespacedName) checkCredentials {
-	secret := &corev1.Secret{}
-	err := r.secretReader().Get(ctx, key, secret)
-	switch {
-	case apierrors.IsNotFound(err):
-		return checkCredentials{problem: fmt.Sprintf("Secret %s of the check's secretRef is not found", key)}
-	case err != nil:
-		return checkCredentials{problem: fmt.Sprintf("reading Secret %s of the check's secretRef: %s", key, apiErrorReason(err))}
-	}
-	creds, err := checks.CredentialsFromSecret(secret.Data)
-	if err != nil {
-		return checkCredentials{problem: fmt.Sprintf("Secret %s of the check's secretRef: %v", key, err)}
-	}
-	return checkCredentials{creds: creds}
-}
-
-// apiErrorReason says why the API server refused a read, without echoing more than its
-// reason and status.
-func apiErrorReason(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return fmt.Sprintf("%s (%d)", status.Status().Reason, status.Status().Code)
-	}
-	return err.Error()
 }
 
 // startChecks starts the evaluations of the due checks, as many as the HostedClusterPackage's
@@ -196,23 +146,23 @@ func (r *HostedClusterPackageReconciler) startChecks(ctx context.Context, s *sco
 		return
 	}
 	due = due[:min(room, len(due))]
-	creds := r.readCheckSecrets(ctx, due)
+	creds := r.readCheckSecrets(ctx, s.obj, due)
 	ctx, now := context.WithoutCancel(ctx), s.now // the evaluation outlives the pass; its timeout bounds it
 	for i := range due {
 		d := &due[i]
 		r.runs.start(checkRunKeyOf(s.obj, d), func() (rollout.Evaluation, error) {
-			eval, err := evaluateCheck(ctx, compiled, d, creds)
+			eval, err := r.evaluateCheck(ctx, compiled, d, creds)
 			eval.At = now
 			return eval, err
 		})
 	}
 }
 
-// evaluateCheck evaluates d once: inconclusive without I/O when its Secret gave no
-// credentials. The error is a template of d that does not render.
-func evaluateCheck(ctx context.Context, compiled *compiledChecks, d *rollout.DueCheck,
+// evaluateCheck evaluates d once, under the controller's CheckOptions: inconclusive without I/O
+// when its Secret gave no credentials or was refused. The error is a template of d that does not render.
+func (r *HostedClusterPackageReconciler) evaluateCheck(ctx context.Context, compiled *compiledChecks, d *rollout.DueCheck,
 	creds map[types.NamespacedName]checkCredentials) (rollout.Evaluation, error) {
-	in := checks.Input{Data: checkData(d), Since: d.Since}
+	in := checks.Input{Data: checkData(d), Since: d.Since, AllowInsecureHTTP: r.Checks.AllowInsecureHTTP, Network: r.Checks.Network}
 	if ref := checks.SecretRef(&d.Check); ref != nil {
 		c := creds[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}]
 		if c.problem != "" {

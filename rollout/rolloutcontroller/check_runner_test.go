@@ -9,17 +9,9 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -61,41 +53,12 @@ func TestCompiledChecksOfCompilesOncePerGeneration(t *testing.T) {
 	g.Expect(errors.As(err, new(*checks.SpecError))).To(BeTrue())
 }
 
-// TestReadCheckSecretNamesTheSecretNeverAValue: a missing Secret, one without usable keys and
-// one the API server refuses are problems naming the Secret; a token is read, trimmed.
-func TestReadCheckSecretNamesTheSecretNeverAValue(t *testing.T) {
-	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	objs := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mon", Name: "token"}, Data: map[string][]byte{"token": []byte("s3cr3t\n")}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mon", Name: "empty"}, Data: map[string][]byte{"tokn": []byte("s3cr3t")}},
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if key.Name == "forbidden" {
-				return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, key.Name, errors.New("no"))
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-	}).Build()
-	r := &HostedClusterPackageReconciler{Secrets: c}
-	read := func(name string) checkCredentials {
-		return r.readCheckSecret(context.Background(), types.NamespacedName{Namespace: "mon", Name: name})
-	}
-	g.Expect(read("token").creds).To(HaveField("Token", "s3cr3t"))
-	g.Expect(read("missing").problem).To(Equal("Secret mon/missing of the check's secretRef is not found"))
-	g.Expect(read("empty").problem).To(And(HavePrefix("Secret mon/empty of the check's secretRef: "),
-		ContainSubstring("token"), Not(ContainSubstring("s3cr3t"))))
-	g.Expect(read("forbidden").problem).To(Equal("reading Secret mon/forbidden of the check's secretRef: Forbidden (403)"))
-}
-
 // TestEvaluateCheckWithoutCredentialsIsInconclusive: a check whose Secret gave no credentials
 // is inconclusive with the problem as its message, without evaluating it.
 func TestEvaluateCheckWithoutCredentialsIsInconclusive(t *testing.T) {
 	g := NewWithT(t)
 	check := promCheck("errors", "size(values) == 0")
-	check.Prometheus.Address = "http://127.0.0.1:1" // never asked
+	check.Prometheus.Address = "https://127.0.0.1:1" // never asked
 	check.Prometheus.SecretRef = &convoyv1alpha1.SecretReference{Namespace: "mon", Name: "gone"}
 	r := &HostedClusterPackageReconciler{}
 	obj := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "addon"}}
@@ -103,7 +66,7 @@ func TestEvaluateCheckWithoutCredentialsIsInconclusive(t *testing.T) {
 	compiled, err := r.compiledChecksOf(obj)
 	g.Expect(err).NotTo(HaveOccurred())
 	creds := map[types.NamespacedName]checkCredentials{{Namespace: "mon", Name: "gone"}: {problem: "Secret mon/gone is not found"}}
-	ev, err := evaluateCheck(context.Background(), compiled, &rollout.DueCheck{Check: check}, creds)
+	ev, err := r.evaluateCheck(context.Background(), compiled, &rollout.DueCheck{Check: check}, creds)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ev).To(Equal(rollout.Evaluation{Outcome: rollout.CheckError, Message: "Secret mon/gone is not found"}))
 }

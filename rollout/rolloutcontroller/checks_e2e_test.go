@@ -3,6 +3,7 @@ package rolloutcontroller
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,12 +24,13 @@ import (
 // appear nowhere but in the request's header.
 const checkToken = "tok-7f3a9c51e2d84b06"
 
-// tokenServer answers 200 to a request carrying checkToken as its bearer token and 401 to any
-// other, echoing the Authorization header it got in both answers, so that a leak of the token
-// into what the controller writes would show. It counts its requests.
+// tokenServer answers, over TLS (credentials go over https:// only), 200 to a request carrying
+// checkToken as its bearer token and 401 to any other, echoing the Authorization header it got
+// in both answers, so that a leak of the token into what the controller writes would show. It
+// counts its requests.
 func tokenServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	var requests atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
 		got := r.Header.Get("Authorization")
 		if got != "Bearer "+checkToken {
@@ -55,7 +57,8 @@ func TestCheckCredentialsAndSpecErrors(t *testing.T) {
 	f.addClusters(prefixed(f.name, []string{"e1:early", "e2:early"}, "")...)
 	srv, requests := tokenServer(t)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "check-creds"},
-		StringData: map[string]string{"token": checkToken + "\n"}}
+		StringData: map[string]string{"token": checkToken + "\n",
+			"ca.crt": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))}}
 	newHostedClusterPackage(t, f.name, f.ns, func(o *convoyv1alpha1.HostedClusterPackage) {
 		o.Spec.Checks = []convoyv1alpha1.RolloutCheck{{Name: "web", IntervalSeconds: 1,
 			HTTP: &convoyv1alpha1.HTTPCheck{URL: srv.URL + "/judge", TimeoutSeconds: 2,

@@ -88,6 +88,9 @@ type HostedClusterPackageReconciler struct {
 	// CheckConcurrency bounds the checks of one HostedClusterPackage evaluated in parallel;
 	// default DefaultCheckConcurrency.
 	CheckConcurrency int
+	// Checks say how the checks' requests travel: credentials over https:// only, no
+	// link-local or metadata address, unless allowed.
+	Checks CheckOptions
 	// CommitStatus reports each pass's outcome on the commit rolled out, when the GitSource
 	// has spec.commitStatus; nil reports nothing.
 	CommitStatus *commitstatus.Reporter

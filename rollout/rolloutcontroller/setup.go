@@ -48,6 +48,9 @@ type SetupOptions struct {
 	// Publisher publishes this management cluster's rollouts; Setup runs it on the leader.
 	// Nil publishes nothing.
 	Publisher *Publisher
+	// Checks say how the checks' requests travel (--check-allow-insecure-http,
+	// --allow-link-local-addresses).
+	Checks CheckOptions
 }
 
 // ConfigureCache restricts the manager's cache of ControllerRevisions to the rollout's own, so
@@ -105,7 +108,8 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	}
 	r := &HostedClusterPackageReconciler{Client: mgr.GetClient(), Informers: mgr.GetCache(), ApplyConcurrency: o.ApplyConcurrency,
 		Recorder: mgr.GetEventRecorder("convoy-rollout"), Sharding: o.Sharding, Trees: o.Trees,
-		Secrets: mgr.GetAPIReader(), CommitStatus: o.CommitStatus, Identity: o.Identity, Bus: o.Bus, Publisher: o.Publisher}
+		Secrets: mgr.GetAPIReader(), CommitStatus: o.CommitStatus, Identity: o.Identity, Bus: o.Bus, Publisher: o.Publisher,
+		Checks: o.Checks}
 	if o.Publisher != nil && o.Identity != (Identity{}) {
 		o.Publisher.Recorder = r.Recorder
 		if err := mgr.Add(o.Publisher); err != nil {

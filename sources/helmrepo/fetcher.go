@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/dialpolicy"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
 )
@@ -43,8 +44,15 @@ type Options struct {
 	MaxChartSize int64
 	// CacheBytes bounds the charts kept by digest; DefaultCacheBytes when zero.
 	CacheBytes int64
-	// Client makes the requests; http.DefaultClient's transport when nil.
+	// Client makes the requests; when nil, New makes one that connects only where Network
+	// allows and follows redirects to the same host only (unless AllowRedirectsToOtherHosts).
 	Client *http.Client
+	// Network says which addresses chart repositories may be reached at: no link-local or
+	// metadata address unless allowed (--allow-link-local-addresses).
+	Network dialpolicy.Policy
+	// AllowRedirectsToOtherHosts lets a chart repository's answer redirect the request to
+	// another scheme, host or port (--chart-allow-redirects-to-other-hosts).
+	AllowRedirectsToOtherHosts bool
 }
 
 // Fetcher fetches packaged charts from Helm repositories and keeps them by digest. It is safe
@@ -79,7 +87,7 @@ func New(o Options) *Fetcher {
 		o.CacheBytes = DefaultCacheBytes
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{}
+		o.Client = newClient(o)
 	}
 	return &Fetcher{opts: o, order: list.New(), byKey: map[string]*list.Element{}}
 }
@@ -205,6 +213,9 @@ func (f *Fetcher) getURL(ctx context.Context, u string, max int64) ([]byte, erro
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
+	}
+	if err := f.opts.Network.CheckHost(req.URL.Hostname()); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
 	resp, err := f.opts.Client.Do(req)
 	if err != nil {

@@ -3,6 +3,7 @@ package sourcecontroller
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +21,9 @@ type Options struct {
 	WebhookAddr string
 	// WebhookMaxBodyBytes bounds webhook bodies (--webhook-max-body-bytes).
 	WebhookMaxBodyBytes int64
+	// WebhookReplayWindow is how long a webhook body is remembered against replays
+	// (--webhook-replay-window).
+	WebhookReplayWindow time.Duration
 	// Limits bound the trees of stored commits (--git-max-files, --git-max-file-size,
 	// --git-max-total-size).
 	Limits sources.Limits
@@ -39,6 +43,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StoragePath, "storage-path", "/var/lib/convoy/sources", "Directory holding one bare Git repository per GitSource.")
 	fs.StringVar(&o.WebhookAddr, "webhook-addr", ":9292", "Listen address of the Git webhook receiver (POST /hooks/<namespace>/<name>); empty disables it.")
 	fs.Int64Var(&o.WebhookMaxBodyBytes, "webhook-max-body-bytes", DefaultWebhookMaxBodyBytes, "Largest webhook request body accepted.")
+	fs.DurationVar(&o.WebhookReplayWindow, "webhook-replay-window", DefaultWebhookReplayWindow,
+		"How long a webhook call's signed body is remembered: the same body for the same GitSource within it is a replay, answered 200 without a poll; negative remembers nothing.")
 	fs.IntVar(&o.Limits.MaxFiles, "git-max-files", def.MaxFiles, "Largest number of files in a source tree.")
 	fs.Int64Var(&o.Limits.MaxFileSize, "git-max-file-size", def.MaxFileSize, "Largest file in a source tree, in bytes.")
 	fs.Int64Var(&o.Limits.MaxTotalBytes, "git-max-total-size", def.MaxTotalBytes, "Largest total size of a source tree, in bytes.")
@@ -62,7 +68,7 @@ func Setup(mgr ctrl.Manager, o Options) (*sources.Store, error) {
 	}
 	if o.WebhookAddr != "" {
 		recv := &WebhookReceiver{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(),
-			Addr: o.WebhookAddr, MaxBodyBytes: o.WebhookMaxBodyBytes}
+			Addr: o.WebhookAddr, MaxBodyBytes: o.WebhookMaxBodyBytes, ReplayWindow: o.WebhookReplayWindow}
 		if err := mgr.Add(recv); err != nil {
 			return nil, fmt.Errorf("adding the webhook receiver: %w", err)
 		}

@@ -102,11 +102,17 @@ type WebhookReceiver struct {
 	// MaxInFlight bounds the calls handled at once; one more is answered 503 with Retry-After
 	// (forges retry). Default DefaultWebhookMaxInFlight.
 	MaxInFlight int
+	// ReplayWindow is how long an authenticated call's body is remembered: the same body for
+	// the same GitSource within it is a replay, answered 200 without a patch. Default
+	// DefaultWebhookReplayWindow; negative remembers nothing.
+	ReplayWindow time.Duration
 
-	tokensOnce sync.Once
-	tokens     *webhookTokens
-	slotsOnce  sync.Once
-	slots      chan struct{}
+	tokensOnce  sync.Once
+	tokens      *webhookTokens
+	slotsOnce   sync.Once
+	slots       chan struct{}
+	replaysOnce sync.Once
+	replays     *replayCache
 }
 
 // Start serves webhooks on Addr until ctx is done (manager.Runnable).
@@ -168,13 +174,41 @@ func (w *WebhookReceiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		http.Error(rw, unauthorizedBody, http.StatusUnauthorized)
 		return
 	}
+	w.requestPoll(rw, req, nn, body)
+}
+
+// requestPoll asks for a poll of the authenticated call's GitSource nn, unless the same body
+// asked within the replay window (replayCache): 202 when asked, 200 for a replay.
+func (w *WebhookReceiver) requestPoll(rw http.ResponseWriter, req *http.Request, nn types.NamespacedName, body []byte) {
+	log := ctrl.LoggerFrom(req.Context()).WithName("webhook")
+	replays := w.replayCache()
+	key := replayKey(nn, body)
+	if replays != nil && !replays.claim(key) {
+		log.V(1).Info("Answered a replayed call without a poll", "gitsource", nn)
+		_, _ = io.WriteString(rw, "replayed delivery: the poll was already requested\n")
+		return
+	}
 	if err := w.requestReconcile(req.Context(), nn); err != nil {
+		if replays != nil {
+			replays.release(key)
+		}
 		log.Error(err, "Requesting a poll", "gitsource", nn)
 		http.Error(rw, "internal error", http.StatusInternalServerError)
 		return
 	}
 	log.V(1).Info("Poll requested", "gitsource", nn)
 	rw.WriteHeader(http.StatusAccepted)
+}
+
+// replayCache returns the cache of recent calls, made on first use; nil when ReplayWindow is
+// negative.
+func (w *WebhookReceiver) replayCache() *replayCache {
+	w.replaysOnce.Do(func() {
+		if w.ReplayWindow >= 0 {
+			w.replays = newReplayCache(cmp.Or(w.ReplayWindow, DefaultWebhookReplayWindow), time.Now)
+		}
+	})
+	return w.replays
 }
 
 func (w *WebhookReceiver) maxBody() int64 {

@@ -3,6 +3,7 @@ package sourcecontroller
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -83,8 +84,25 @@ func TestWebhookTriggersPoll(t *testing.T) {
 	})
 	t.Run("valid GitLab token and generic signature are accepted", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(postHook(t, gs, body, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusAccepted))
-		g.Expect(postHook(t, gs, body, map[string]string{SignatureHeader: sha256Header(body, "hook-token")})).To(Equal(http.StatusAccepted))
+		gitlab, generic := []byte(`{"ref":"refs/heads/main","via":"gitlab"}`), []byte(`{"ref":"refs/heads/main","via":"generic"}`)
+		g.Expect(postHook(t, gs, gitlab, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusAccepted))
+		g.Expect(postHook(t, gs, generic, map[string]string{SignatureHeader: sha256Header(generic, "hook-token")})).To(Equal(http.StatusAccepted))
+	})
+	t.Run("a replayed call is answered without a patch", func(t *testing.T) {
+		g := NewWithT(t)
+		replayed := []byte(`{"ref":"refs/heads/main","after":"replayed"}`)
+		headers := map[string]string{GitHubSignatureHeader: sha256Header(replayed, "hook-token"), "X-GitHub-Delivery": "d-1"}
+		g.Expect(postHook(t, gs, replayed, headers)).To(Equal(http.StatusAccepted))
+		first := fetchSource(g, gs)
+		for i := range 5 {
+			headers["X-GitHub-Delivery"] = fmt.Sprintf("d-%d", i+2) // unsigned: a replay may change it
+			code, answer := postHookAnswer(t, gs, replayed, headers)
+			g.Expect(code).To(Equal(http.StatusOK))
+			g.Expect(answer).To(Equal("replayed delivery: the poll was already requested\n"))
+		}
+		after := fetchSource(g, gs)
+		g.Expect(after.Annotations[convoyv1alpha1.RequestedAtAnnotation]).To(Equal(first.Annotations[convoyv1alpha1.RequestedAtAnnotation]))
+		g.Expect(managedTime(after, webhookFieldOwner)).To(Equal(managedTime(first, webhookFieldOwner)), "no patch by the receiver")
 	})
 	t.Run("body over the limit is refused", func(t *testing.T) {
 		g := NewWithT(t)
@@ -109,7 +127,8 @@ func TestWebhookTriggersPoll(t *testing.T) {
 	})
 	t.Run("refused calls read no Secret from the API server", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(postHook(t, gs, body, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusAccepted))
+		fresh := []byte(`{"ref":"refs/heads/main","after":"reads"}`)
+		g.Expect(postHook(t, gs, fresh, map[string]string{GitLabTokenHeader: "hook-token"})).To(Equal(http.StatusAccepted))
 		before := webhookSecretReads.reads.Load()
 		missing := gs.DeepCopy()
 		missing.Name = "missing"
@@ -119,6 +138,16 @@ func TestWebhookTriggersPoll(t *testing.T) {
 		}
 		g.Expect(webhookSecretReads.reads.Load()).To(Equal(before), "the token is cached per resourceVersion")
 	})
+}
+
+// managedTime returns the time of the last write of the field manager owner to gs.
+func managedTime(gs *convoyv1alpha1.GitSource, owner string) string {
+	for _, m := range gs.ManagedFields {
+		if m.Manager == owner && m.Time != nil {
+			return m.Time.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	return ""
 }
 
 func TestParseHookPath(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/convoy-gitops/convoy/internal/dialpolicy"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/sources/helmrepo"
@@ -47,6 +48,12 @@ type SetupOptions struct {
 	// DefaultServiceAccount is the ServiceAccount management objects are applied as when a
 	// Package names none (--default-service-account); empty means the controller's own rights.
 	DefaultServiceAccount string
+	// ChartNetwork says which addresses Helm chart repositories may be reached at
+	// (--allow-link-local-addresses, owned by the command: the rollout checks share it).
+	ChartNetwork dialpolicy.Policy
+	// ChartAllowRedirectsToOtherHosts lets a chart repository redirect a fetch to another host
+	// (--chart-allow-redirects-to-other-hosts).
+	ChartAllowRedirectsToOtherHosts bool
 	// Shard is the convoy.dev/shard value of the Packages and ObjectDeployments reconciled;
 	// empty reconciles the unlabelled ones only (--shard, owned by the command, which also
 	// calls ConfigureShardCache).
@@ -82,6 +89,8 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&k.AllowFiles, strings.TrimPrefix(hosted.InsecureKubeconfigFilesFlag, "--"), false, "Honour tokenFile and certificate, key and CA file paths in kubeconfig Secrets (files of the controller).")
 	fs.BoolVar(&k.AllowProxy, strings.TrimPrefix(hosted.InsecureKubeconfigProxyFlag, "--"), false, "Honour proxy-url in kubeconfig Secrets.")
 	fs.Int64Var(&o.RenderCacheBytes, "render-cache-bytes", manifests.DefaultCacheBytes, "Bytes of package text (files and template output) of the rendered packages kept in memory.")
+	fs.BoolVar(&o.ChartAllowRedirectsToOtherHosts, strings.TrimPrefix(helmrepo.AllowRedirectsToOtherHostsFlag, "--"), false,
+		"Let a Helm chart repository a package names redirect a fetch to another scheme, host or port (charts served from GitHub releases need it); same-host redirects are always followed.")
 	o.RenderBudget.BindFlags(fs)
 }
 
@@ -112,7 +121,8 @@ func Setup(mgr ctrl.Manager, store Opener, o SetupOptions) error {
 		MaxEntries: o.RenderCacheSize, MaxBytes: o.RenderCacheBytes, Budget: o.RenderBudget}),
 		Environment:        &ClusterEnvironment{Discovery: disc, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Resources: disc},
 		HostedEnvironments: &HostedEnvironments{Clients: clients},
-		Charts:             helmrepo.New(helmrepo.Options{MaxChartSize: maxFileSize(store)})}
+		Charts: helmrepo.New(helmrepo.Options{MaxChartSize: maxFileSize(store), Network: o.ChartNetwork,
+			AllowRedirectsToOtherHosts: o.ChartAllowRedirectsToOtherHosts})}
 	pkg.Engine = engineOf(engine.Options{Controller: "package", Concurrency: o.ApplyConcurrency, ProbeInterval: o.ProbeInterval},
 		common.applied, true)
 	pkg.Recorder = mgr.GetEventRecorder("convoy-package")

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/internal/pass"
 	"github.com/convoy-gitops/convoy/sources"
 	"github.com/convoy-gitops/convoy/test/infrastructure/gitserver"
 	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
@@ -194,6 +195,14 @@ subjects: [{kind: ServiceAccount, name: default}]
 			reason: convoyv1alpha1.ApplyFailedReason, within: answerBound,
 			message: []string{"grab", "system:serviceaccount:$NS:deployer", "forbidden"},
 			absent:  []objectRef{{"rbac.authorization.k8s.io/v1", "RoleBinding", "$NS", "grab"}}},
+		{name: "chart repository that redirects to another port of the same machine",
+			attack: commitRedirectedChart, retried: true, reason: pass.FailedReason, within: answerBound,
+			message: []string{"fetching chart hostile version 1.0.0 of http://127.0.0.1:", "redirected to http://127.0.0.1:",
+				", another host: refused unless the controller runs with --chart-allow-redirects-to-other-hosts"},
+			verify: func(g Gomega, r *run) {
+				g.Expect(r.chartHop.requests.Load()).To(BeNumerically(">=", 1), "the repository was asked")
+				g.Expect(r.chartElsewhere.requests.Load()).To(BeZero(), "the redirect to another port was followed")
+			}},
 	}
 }
 
@@ -285,6 +294,7 @@ func TestHostileInputs(t *testing.T) {
 			answers = append(answers, a)
 		})
 	}
+	t.Run("replayed signed webhook delivery", func(t *testing.T) { answers = append(answers, r.runReplayCase(t)) })
 	t.Run("no credential leaked, no panic", func(t *testing.T) { r.expectNoLeak(NewWithT(t)) })
 	t.Log("\n" + markdownTable(answers))
 }

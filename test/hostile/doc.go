@@ -22,5 +22,12 @@
 // one check pointed at a hostile endpoint (signals_servers_test.go) or a real Prometheus started
 // once for the package; early's check must reach its state with a clear message and event (or
 // the rollout stall with InvalidSpec), late must never take the commit, and what the client read
-// of a flood must stay within rollout/checks' bounds.
+// of a flood must stay within rollout/checks' bounds. Its credential rows (signals_credentials_test.go)
+// name Secrets a check may not read (kube-system's, another tenant's, a service account token)
+// or credentials over http://: each is refused, naming the Secret and the rule, and the check's
+// listener gets no request.
+//
+// network_test.go adds what a spec makes the controller connect to: a chart repository that
+// redirects to another local port (refused; that port gets nothing), and a signed webhook
+// delivery replayed twenty times (one patch of the GitSource in all).
 package hostile

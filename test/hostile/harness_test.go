@@ -60,6 +60,11 @@ type run struct {
 	flood *faultnet.FloodingServer
 	// healthyRevision counts the healthy tenant's commits.
 	healthyRevision int
+	// webhookAddr is the controller's webhook receiver.
+	webhookAddr string
+	// chartHop is a chart repository that redirects every request to chartElsewhere, another
+	// port of this machine, which must get no request.
+	chartHop, chartElsewhere *countingServer
 }
 
 // tenant is a namespace with its own repository, GitSource and Package, Ready at good.
@@ -92,7 +97,9 @@ func startRun(t *testing.T) *run {
 	g.Expect(err).NotTo(HaveOccurred())
 	createControllerClusterRole(ctx, g, r.c)
 
-	r.ctrl = startController(t, buildConvoy(t))
+	r.startChartServers(t)
+	r.webhookAddr = freeAddress(t)
+	r.ctrl = startController(t, buildConvoy(t), r.webhookAddr)
 	r.pid = r.ctrl.PID()
 	r.healthy = r.newTenant(t, hostileCase{})
 	return r
@@ -114,9 +121,10 @@ const (
 )
 
 // startController runs `convoy controller` against the management cluster with its defaults
-// (no file:// URLs, no clear-text credentials, no insecure kubeconfigs) but a smaller render
-// budget.
-func startController(t *testing.T, binary string) *bench.Controller {
+// (no file:// URLs, no clear-text credentials, no insecure kubeconfigs, no link-local address,
+// no chart redirect to another host) but a smaller render budget, and its webhook receiver on
+// webhookAddr.
+func startController(t *testing.T, binary, webhookAddr string) *bench.Controller {
 	t.Helper()
 	g := NewWithT(t)
 	dir := t.TempDir()
@@ -126,7 +134,8 @@ func startController(t *testing.T, binary string) *bench.Controller {
 	g.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
 	ctrl, err := bench.StartController(context.Background(), bench.ControllerInput{
 		Binary: binary, Kubeconfig: path, Dir: dir, Concurrency: 4,
-		Args: []string{"--render-cpu-limit", renderCPULimit.String(), "--render-memory-limit", strconv.Itoa(renderMemoryLimit)}})
+		Args: []string{"--render-cpu-limit", renderCPULimit.String(), "--render-memory-limit", strconv.Itoa(renderMemoryLimit),
+			"--webhook-addr", webhookAddr}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = ctrl.Stop() })
 	return ctrl

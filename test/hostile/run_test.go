@@ -52,6 +52,8 @@ type hostileCase struct {
 	absent []objectRef
 	// within bounds the time from the hostile change to the condition.
 	within time.Duration
+	// verify, when set, checks more once the condition is in.
+	verify func(g Gomega, r *run)
 }
 
 // objectRef names an object of the management cluster; namespace "$NS" is the tenant's and ""
@@ -86,6 +88,9 @@ func (r *run) runCase(t *testing.T, tc hostileCase) answer {
 	out := answer{name: tc.name, reason: stalled.Reason, message: stalled.Message, retried: tc.retried, took: time.Since(start)}
 	out.peakRSS = r.expectControllerAlive(g)
 	r.expectNothingPruned(g, tn)
+	if tc.verify != nil {
+		tc.verify(g, r)
+	}
 	for _, ref := range tc.absent {
 		ns := strings.ReplaceAll(ref.namespace, "$NS", tn.ns)
 		g.Expect(kubetest.Exists(g, r.c, kubetest.Object(ref.apiVersion, ref.kind, ns, ref.name, nil))).

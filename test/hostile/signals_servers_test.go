@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"bytes"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
@@ -132,17 +133,30 @@ type countingServer struct {
 	requests, authorized atomic.Int32
 }
 
-// newCountingServer starts a server whose answer is made by answer from the request.
-func newCountingServer(t *testing.T, answer func(w http.ResponseWriter, r *http.Request)) *countingServer {
+// newCountingServer starts a server whose answer is made by answer from the request: over TLS
+// when secure (checks send credentials over https:// only; every such server has the
+// certificate of testCA), else plain HTTP.
+func newCountingServer(t *testing.T, secure bool, answer func(w http.ResponseWriter, r *http.Request)) *countingServer {
 	t.Helper()
 	c := &countingServer{}
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.requests.Add(1)
 		if r.Header.Get("Authorization") != "" {
 			c.authorized.Add(1)
 		}
 		answer(w, r)
 	}))
+	if secure {
+		c.StartTLS()
+	} else {
+		c.Start()
+	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// testCA returns the PEM certificate of the TLS test servers (httptest's, shared by all), which
+// a check's Secret gives as its ca.crt.
+func testCA(c *countingServer) string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate().Raw}))
 }

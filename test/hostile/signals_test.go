@@ -74,8 +74,12 @@ type signalRun struct {
 	elsewhere   *countingServer
 	echo        *countingServer
 	// refused is the address of the checks whose spec is refused: it must get no request.
-	refused    *countingServer
-	metricsURL string
+	refused *countingServer
+	// listener is the https:// address of the checks whose Secret is refused, and cleartext
+	// the http:// one of the check whose credentials would go in clear: neither may get a
+	// request.
+	listener, cleartext *countingServer
+	metricsURL          string
 }
 
 // startSignals starts what the signal cases share.
@@ -100,16 +104,17 @@ func startSignals(t *testing.T, r *run) *signalRun {
 	s.httpFlood = newFloodServer(t, http.StatusServiceUnavailable, "text/plain", "", "overloaded ")
 	s.promFlood = newFloodServer(t, http.StatusOK, "application/json",
 		`{"status":"success","data":{"resultType":"vector","result":[`, `{"metric":{},"value":[0,"0"]},`)
-	s.elsewhere = newCountingServer(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.elsewhere = newCountingServer(t, false, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	elsewhere := strings.Replace(s.elsewhere.URL, "127.0.0.1", "localhost", 1) + "/collect"
-	s.redirect = newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	s.redirect = newCountingServer(t, true, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, elsewhere, http.StatusTemporaryRedirect)
 	})
-	s.echo = newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	s.echo = newCountingServer(t, true, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write([]byte("denied; you sent " + r.Header.Get("Authorization")))
 	})
-	s.refused = newCountingServer(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
+	s.refused, s.listener, s.cleartext = newCountingServer(t, true, ok), newCountingServer(t, true, ok), newCountingServer(t, false, ok)
 	s.metricsURL = "http://" + r.ctrl.MetricsAddress() + "/metrics"
 	return s
 }
@@ -120,8 +125,12 @@ type signalCase struct {
 	name string
 	// check is the hostile check; its name is set to checkName.
 	check convoyv1alpha1.RolloutCheck
-	// withSecret points the check's secretRef at a Secret holding the planted credential.
+	// withSecret points the check's secretRef at a Secret of the rollout's namespace (its
+	// GitSource's) holding the planted credential and the test servers' CA.
 	withSecret bool
+	// secret, when set, makes a hostile Secret for the rollout of namespace ns and returns the
+	// secretRef the check names.
+	secret func(g Gomega, s *signalRun, ns string) *convoyv1alpha1.SecretReference
 	// state is the check's expected state in early; empty when the spec itself is refused.
 	state string
 	// reason is the event reason of the check's state (CheckFailed, CheckInconclusive), or the
@@ -145,7 +154,7 @@ func (s *signalRun) signalCorpus() []signalCase {
 		return convoyv1alpha1.RolloutCheck{IntervalSeconds: 1, Prometheus: &convoyv1alpha1.PrometheusCheck{
 			Address: address, Query: query, SuccessCondition: "size(values) == 0"}}
 	}
-	return []signalCase{
+	return append([]signalCase{
 		{name: "rollout check: an HTTP URL that accepts and never answers", check: httpCheck(s.silent.URL()+"/judge", 1),
 			state: convoyv1alpha1.CheckInconclusive, reason: convoyv1alpha1.CheckInconclusiveReason, within: checkBound,
 			message: []string{"POST " + s.silent.URL() + "/judge: no answer before the timeout"},
@@ -200,7 +209,7 @@ func (s *signalRun) signalCorpus() []signalCase {
 			check:  promCheck(s.refused.URL, `up{token="{{ .Secret.token }}"}`),
 			reason: convoyv1alpha1.InvalidSpecReason, within: checkBound,
 			message: []string{"check " + checkName + " of partition early: prometheus.query", "Secret"}},
-	}
+	}, s.credentialCorpus()...)
 }
 
 // expectReadBounded checks that no answer of f was read much beyond bound: what the kernel
@@ -259,8 +268,11 @@ func (s *signalRun) newRollout(t *testing.T, sc signalCase) (string, string) {
 	check.Name = checkName
 	if sc.withSecret {
 		g.Expect(s.c.Create(s.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: checkSecret},
-			StringData: map[string]string{checks.TokenKey: planted}})).To(Succeed())
+			StringData: map[string]string{checks.TokenKey: planted, checks.CAKey: testCA(s.echo)}})).To(Succeed())
 		setSecretRef(&check, &convoyv1alpha1.SecretReference{Namespace: ns, Name: checkSecret})
+	}
+	if sc.secret != nil {
+		setSecretRef(&check, sc.secret(g, s, ns))
 	}
 	obj := signalRollout(ns, check)
 	g.Expect(s.c.Create(s.ctx, obj)).To(Succeed())
@@ -337,6 +349,9 @@ func (s *signalRun) expectRolloutStalled(g Gomega, sc signalCase, name string) a
 		return "the status: " + s.describeRollout(name)
 	})
 	g.Expect(s.refused.requests.Load()).To(BeZero(), "a request for a spec that is refused")
+	if sc.verify != nil {
+		sc.verify(g, name, nil)
+	}
 	return answer{reason: sc.reason, message: stalled.Message}
 }
 
