@@ -19,6 +19,10 @@ type Dependency struct {
 	// Missing is true when no HostedClusterPackage has that name: every target waits.
 	Missing bool
 
+	// Problem, when Missing, says why instead: no HostedClusterPackage, or several, roll out a
+	// package that the manifest's spec.dependencies names.
+	Problem string
+
 	// Selector is its spec.hostedClusterSelector; nil selects every HostedCluster.
 	Selector *metav1.LabelSelector
 
@@ -105,7 +109,10 @@ func dependencySelector(s *metav1.LabelSelector) labels.Selector {
 // the commit meets the minimum.
 func dependencyWait(d *Dependency, selector labels.Selector, t *target) string {
 	head := fmt.Sprintf("HostedClusterPackage %s on HostedCluster %s", d.Name, t.key)
-	if d.Missing {
+	switch {
+	case d.Missing && d.Problem != "":
+		return fmt.Sprintf("waits on HostedCluster %s: %s", t.key, d.Problem)
+	case d.Missing:
 		return fmt.Sprintf("waits for %s: no HostedClusterPackage %s exists", head, d.Name)
 	}
 	if !selector.Matches(labels.Set(t.cluster.Labels)) {

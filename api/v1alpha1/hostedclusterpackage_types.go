@@ -275,6 +275,20 @@ type HostedClusterPackageStatus struct {
 	// +optional
 	PendingDeletions int32 `json:"pendingDeletions,omitempty"`
 
+	// packageName is the metadata.name of the manifest of the package the update revision
+	// rolls out: the name Package Operator's spec.dependencies of other packages refer to.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PackageName string `json:"packageName,omitempty"`
+
+	// dependencies names the HostedClusterPackages this one waits for on each HostedCluster:
+	// those of spec.dependsOn, then those rolling out the packages that the manifest's
+	// spec.dependencies (Package Operator's format) names.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Dependencies []string `json:"dependencies,omitempty"`
+
 	// waitingPackages are targets whose Package waits for a dependency (spec.dependsOn) to be
 	// available on their HostedCluster before it installs or moves.
 	// +optional

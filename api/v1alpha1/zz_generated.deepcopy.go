@@ -518,6 +518,11 @@ func (in *HostedClusterPackageStatus) DeepCopyInto(out *HostedClusterPackageStat
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Dependencies != nil {
+		in, out := &in.Dependencies, &out.Dependencies
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Waiting != nil {
 		in, out := &in.Waiting, &out.Waiting
 		*out = make([]DependencyWait, len(*in))

@@ -3,8 +3,8 @@ package rolloutcontroller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,28 +22,39 @@ import (
 // dependsOnIndex indexes HostedClusterPackages by the names their spec.dependsOn lists.
 const dependsOnIndex = ".spec.dependsOn"
 
-// indexDependsOn returns the names a HostedClusterPackage depends on.
+// indexDependsOn returns the names a HostedClusterPackage depends on: spec.dependsOn, and
+// those its last pass mapped from its manifest (status.dependencies).
 func indexDependsOn(o client.Object) []string {
 	hcpkg, ok := o.(*convoyv1alpha1.HostedClusterPackage)
 	if !ok {
 		return nil
 	}
-	names := make([]string, 0, len(hcpkg.Spec.DependsOn))
+	names := make([]string, 0, len(hcpkg.Spec.DependsOn)+len(hcpkg.Status.Dependencies))
 	for _, d := range hcpkg.Spec.DependsOn {
 		names = append(names, d.Name)
+	}
+	for _, name := range hcpkg.Status.Dependencies {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
 	}
 	return names
 }
 
 // reconcileDependencies reads into s.in what the planner needs of the dependencies (rule 26 of
-// package rollout): each HostedClusterPackage of spec.dependsOn and its Packages, with the
-// commits they applied judged against the entry's minimum, and the Packages of the
-// HostedClusterPackages that depend on this one, by namespace. Everything comes from the
-// cache, by index: one list of Packages per dependency and per dependant, whatever the number
-// of clusters. A cycle through this HostedClusterPackage stalls with DependencyCycle, naming
-// its members, before anything is planned or applied.
+// package rollout): each HostedClusterPackage of spec.dependsOn, and of the manifest's
+// spec.dependencies (resolveDependencies), and its Packages, with the commits they applied
+// judged against the entry's minimum, and the Packages of the HostedClusterPackages that
+// depend on this one, by namespace. Everything comes from the cache, by index: one list of
+// Packages per dependency and per dependant, whatever the number of clusters. It writes
+// status.packageName and status.dependencies. A cycle through this HostedClusterPackage
+// stalls with DependencyCycle, naming its members, before anything is planned or applied.
 func (r *HostedClusterPackageReconciler) reconcileDependencies(ctx context.Context, s *scope) error {
-	if len(s.obj.Spec.DependsOn) > 0 {
+	entries, unmapped, err := r.resolveDependencies(ctx, s)
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
 		cycle, err := r.findCycle(ctx, s.obj)
 		if err != nil {
 			return err
@@ -53,14 +64,14 @@ func (r *HostedClusterPackageReconciler) reconcileDependencies(ctx context.Conte
 				"spec.dependsOn forms a cycle: %s; nothing is applied until it is broken", strings.Join(cycle, " → "))
 		}
 	}
-	for _, entry := range s.obj.Spec.DependsOn {
+	for _, entry := range entries {
 		d, err := r.readDependency(ctx, entry)
 		if err != nil {
 			return err
 		}
 		s.in.Dependencies = append(s.in.Dependencies, d)
 	}
-	var err error
+	s.in.Dependencies = append(s.in.Dependencies, unmapped...)
 	s.in.Dependants, err = r.dependantPackages(ctx, s.obj.Name)
 	return err
 }
@@ -219,9 +230,10 @@ func (r *HostedClusterPackageReconciler) dependantPackages(ctx context.Context, 
 	return out, nil
 }
 
-// ancestryCache remembers the answers of IsAncestor, which never change for two commits.
+// ancestryCache remembers the answers of IsAncestor, which never change for two commits, at
+// most maxSameDirs of them.
 type ancestryCache struct {
-	m sync.Map
+	answers sameDirCache
 }
 
 // isAncestor asks bus whether ancestor is commit or one of its ancestors, once per pair.
@@ -230,14 +242,14 @@ func (c *ancestryCache) isAncestor(ctx context.Context, bus PromotionBus, key so
 		return true, nil
 	}
 	k := key.String() + "/" + ancestor + "/" + commit
-	if v, ok := c.m.Load(k); ok {
-		return v.(bool), nil
+	if ok, known := c.answers.get(k); known {
+		return ok, nil
 	}
 	ok, err := bus.IsAncestor(ctx, key, ancestor, commit)
 	if err != nil {
 		return false, err
 	}
-	c.m.Store(k, ok)
+	c.answers.put(k, ok)
 	return ok, nil
 }
 

@@ -45,6 +45,8 @@ func depPackages(n int, gated map[string]bool) map[string]string {
 	}
 	addonFiles(files, "solo-a", n, false)
 	addonFiles(files, "solo-b", n, false)
+	pkoUserFiles(files, "pko-user", "solo-b.addons")
+	pkoUserFiles(files, "pko-orphan", "nobody.addons")
 	files["crds/crd.yaml"] = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -96,6 +98,26 @@ metadata:
   annotations: {convoy.dev/phase: hosted}
 data: {gated: "%[4]t"}
 `, name, n, addonLabel, gated)
+}
+
+// pkoUserFiles adds a Package Operator package name, the same at every commit, with a
+// management-side ConfigMap, whose spec.dependencies names the package dependency.
+func pkoUserFiles(files map[string]string, name, dependency string) {
+	files[name+"/manifest.yaml"] = fmt.Sprintf(`apiVersion: manifests.package-operator.run/v1alpha1
+kind: PackageManifest
+metadata: {name: %s}
+spec:
+  scopes: [Namespaced]
+  phases: [{name: deploy}]
+  dependencies:
+  - image: {name: base, package: %s, range: '>=1.0.0'}
+`, name, dependency)
+	files[name+"/cm.yaml"] = fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %s
+  annotations: {package-operator.run/phase: deploy}
+`, name)
 }
 
 // depFleet is the state of TestDependenciesAcrossTheFleet.
@@ -152,6 +174,7 @@ func TestDependenciesAcrossTheFleet(t *testing.T) {
 
 	t.Run("a root upgrade broken on one cluster holds its dependants there only", func(t *testing.T) { f.testBrokenRoot(t) })
 	t.Run("a cycle and a missing dependency", func(t *testing.T) { f.testBadGraphs(t) })
+	t.Run("Package Operator dependencies map to HostedClusterPackages", func(t *testing.T) { f.testPKODependencies(t) })
 	t.Run("a deleted cluster loses dependants first", func(t *testing.T) { f.testTeardown(t) })
 }
 
@@ -395,4 +418,31 @@ func (f *depFleet) testTeardown(t *testing.T) {
 	for _, a := range depAddons {
 		g.Expect(packagesOf(g, f.hcpkg(a.name))).To(ConsistOf(HaveField("Namespace", HaveSuffix("h2"))), a.name)
 	}
+}
+
+// testPKODependencies rolls out two Package Operator packages whose spec.dependencies name
+// packages: solo-b, which HostedClusterPackage "late" rolls out (testBadGraphs), maps to it;
+// nobody, which none rolls out, holds every cluster and says so.
+func (f *depFleet) testPKODependencies(t *testing.T) {
+	g := NewWithT(t)
+	f.newAddon("pko-user", "pko-user")
+	f.newAddon("pko-orphan", "pko-orphan")
+	g.Eventually(func(g Gomega) {
+		st := getHCPkg(g, f.hcpkg("pko-user")).Status
+		g.Expect(st.PackageName).To(Equal("pko-user"))
+		g.Expect(st.Dependencies).To(Equal([]string{f.hcpkg("late")}))
+		g.Expect(getHCPkg(g, f.hcpkg("late")).Status.PackageName).To(Equal("solo-b"))
+	}).Should(Succeed())
+	f.expectReady(g, "pko-user")
+	pkg := packagesOf(g, f.hcpkg("pko-user"))["h2"]
+	g.Expect(pkg.Status.Warnings).To(ContainElement(ContainSubstring(
+		`the HostedClusterPackage rolling out package "solo-b" is available there; the range ">=1.0.0"`)))
+
+	g.Eventually(func(g Gomega) {
+		ready := apimeta.FindStatusCondition(getHCPkg(g, f.hcpkg("pko-orphan")).Status.Conditions, convoyv1alpha1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(convoyv1alpha1.DependencyNotReadyReason))
+		g.Expect(ready.Message).To(ContainSubstring("names package nobody, which no HostedClusterPackage rolls out"))
+	}).Should(Succeed())
+	g.Expect(packagesOf(g, f.hcpkg("pko-orphan"))).To(BeEmpty())
 }

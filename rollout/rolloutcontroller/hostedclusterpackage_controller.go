@@ -124,6 +124,9 @@ type HostedClusterPackageReconciler struct {
 	rejected rejections
 	// ancestry remembers which commits contain which, for the minimums of spec.dependsOn.
 	ancestry ancestryCache
+	// heads holds the name and dependencies of the manifest at each commit, path and component
+	// (manifests.ManifestHead), which never change.
+	heads headCache
 }
 
 // scope is what one pass reads and computes; each step documents what it fills in.

@@ -106,6 +106,8 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 			r.packageEventDelay), builder.WithPredicates(packageChanged())).
 		Watches(&convoyv1alpha1.HostedClusterPackage{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependants),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&convoyv1alpha1.HostedClusterPackage{}, handler.EnqueueRequestsFromMapFunc(r.requestsForAll),
+			builder.WithPredicates(packageNameChanged())).
 		Watches(&convoyv1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(requestForForeignName)).
 		Watches(&hyperv1.HostedCluster{}, r.hostedClusterHandler(), builder.WithPredicates(hostedClusterChanged())).
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
