@@ -37,11 +37,16 @@ const addonLabel = "test.convoy.dev/addon"
 
 // depPackages returns the files of commit n: one directory per add-on, each with a hosted
 // ConfigMap "<add-on>-<n>" that its probe requires to be opened (readyAnnotation) when the
-// add-on is in gated, and two ungated add-ons, solo-a and solo-b.
-func depPackages(n int, gated map[string]bool) map[string]string {
+// add-on is in gated, two ungated add-ons, solo-a and solo-b, and two Package Operator
+// packages. at, when it names an add-on, replaces its n and gated, so that a commit can leave
+// an add-on's directory as it was.
+func depPackages(n int, gated map[string]bool, at ...addonAt) map[string]string {
 	files := map[string]string{}
 	for _, a := range depAddons {
 		addonFiles(files, a.name, n, gated[a.name])
+	}
+	for _, a := range at {
+		addonFiles(files, a.name, a.n, a.gated)
 	}
 	addonFiles(files, "solo-a", n, false)
 	addonFiles(files, "solo-b", n, false)
@@ -72,6 +77,13 @@ metadata:
 spec: {size: 1}
 `
 	return files
+}
+
+// addonAt is an add-on's directory as of commit n.
+type addonAt struct {
+	name  string
+	n     int
+	gated bool
 }
 
 // addonFiles adds the manifest and ConfigMap of add-on name at commit n to files.
@@ -178,10 +190,10 @@ func TestDependenciesAcrossTheFleet(t *testing.T) {
 	t.Run("a deleted cluster loses dependants first", func(t *testing.T) { f.testTeardown(t) })
 }
 
-// push commits depPackages(n, gated) and returns its hash.
-func (f *depFleet) push(n int, gated map[string]bool) string {
+// push commits depPackages(n, gated, at...) and returns its hash.
+func (f *depFleet) push(n int, gated map[string]bool, at ...addonAt) string {
 	f.t.Helper()
-	c, err := f.repo.Commit("main", fmt.Sprintf("commit %d", n), depPackages(n, gated))
+	c, err := f.repo.Commit("main", fmt.Sprintf("commit %d", n), depPackages(n, gated, at...))
 	NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
 	return c
 }
@@ -307,14 +319,24 @@ func (f *depFleet) expectNoFailedApply(g *WithT) {
 	}
 }
 
-// testBrokenRoot pushes commit 2, whose crds stays gated on h2: crds fails there, its
-// dependants (certs, monitoring) move on h1 and wait on h2 without a failure, past their own
-// progress deadline; webhook and app, which need only certs and monitoring available, move
-// everywhere. Once crds is opened on h2, everything completes.
+// testBrokenRoot upgrades crds to a commit that stays gated on h2, then the other add-ons: crds
+// fails on h2, its dependants (certs, monitoring) move on h1 and wait on h2 without a
+// failure, past their own progress deadline; webhook and app, which need only certs and
+// monitoring available, move everywhere. Once crds is opened on h2, everything completes.
+//
+// Note: the other add-ons' commit comes once crds's upgrade started on h2. Were both in one
+// commit, a dependant's pass could come first and find crds still available at its old commit:
+// it would move, as its dependsOn asks only for an available crds (a minCommit asks more).
 func (f *depFleet) testBrokenRoot(t *testing.T) {
 	g := NewWithT(t)
-	c2 := f.push(2, map[string]bool{"crds": true})
+	gatedAt1 := []addonAt{{"certs", 1, true}, {"webhook", 1, true}, {"monitoring", 1, true}, {"app", 1, true},
+		{"solo-a", 1, false}, {"solo-b", 1, false}}
+	root := f.push(2, map[string]bool{"crds": true}, gatedAt1...)
+	g.Eventually(func(g Gomega) {
+		g.Expect(onCommit(packagesOf(g, f.hcpkg("crds")), root)).To(ConsistOf("h1", "h2"))
+	}).Should(Succeed())
 	f.openAddon(g, "crds", "h1", 2)
+	c2 := f.push(2, map[string]bool{"crds": true})
 	g.Eventually(func(g Gomega) {
 		st := getHCPkg(g, f.hcpkg("crds")).Status
 		g.Expect(st.FailedPackages).To(BeEquivalentTo(1))
@@ -344,7 +366,8 @@ func (f *depFleet) testBrokenRoot(t *testing.T) {
 	f.openAddon(g, "crds", "h2", 2)
 	for _, a := range depAddons {
 		f.expectReady(g, a.name)
-		g.Expect(onCommit(packagesOf(g, f.hcpkg(a.name)), c2)).To(ConsistOf("h1", "h2"), a.name)
+		want := map[bool]string{true: root, false: c2}[a.name == "crds"]
+		g.Expect(onCommit(packagesOf(g, f.hcpkg(a.name)), want)).To(ConsistOf("h1", "h2"), a.name)
 	}
 	f.expectNoFailedApply(g)
 }
