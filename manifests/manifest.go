@@ -44,7 +44,7 @@ type manifest struct {
 	constraints Constraints
 	// dependencies are Package Operator's spec.dependencies, mapped (decodeDependencies).
 	dependencies []Dependency
-	spec        convoyv1alpha1.PackageManifestSpec
+	spec         convoyv1alpha1.PackageManifestSpec
 	// phases maps a phase name to its index in spec.phases.
 	phases map[string]int
 	probes []probe.Rule

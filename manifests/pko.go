@@ -20,10 +20,10 @@ const (
 // pkoManifest is what convoy reads of a Package Operator manifest beyond convoy's own fields.
 type pkoManifest struct {
 	Spec struct {
-		Scopes      []string    `json:"scopes"`
-		Images      []pkoImage  `json:"images"`
-		Components  *struct{}   `json:"components"`
-		Filter      pkoFilter   `json:"filter"`
+		Scopes       []string        `json:"scopes"`
+		Images       []pkoImage      `json:"images"`
+		Components   *struct{}       `json:"components"`
+		Filter       pkoFilter       `json:"filter"`
 		Constraints  Constraints     `json:"constraints"`
 		Dependencies []pkoDependency `json:"dependencies"`
 	} `json:"spec"`
