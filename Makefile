@@ -40,7 +40,7 @@ RACE_PACKAGES := ./test/infrastructure/controlplane/... ./test/infrastructure/gi
 # (TestImageRunsItsConvoyBinary: its static build of convoy shares no package with the other
 # tests' builds). Top-level test names, each defined in a package of E2E_PACKAGES (a test of
 # test/deploy checks it).
-E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesEndToEnd \
+E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesEndToEnd TestDependenciesAcrossTheFleet \
 	TestHelmChartRollsOutAcrossPartitions TestFleetSafetyOnABadDay TestControllerStartsWhenTheHostedClusterCRDAppears \
 	TestClusterScopedPKOPackageRollsOutIntoHostedClusters TestRolloutLogTellsTheStory \
 	TestDashboardInBrowserFollowsARolloutAndAFailure TestControllerPostsRolloutEventsInFluxFormat \

@@ -196,10 +196,7 @@ func TestLoadErrorLimit(t *testing.T) {
 }
 
 func TestLoadErrorUnsupported(t *testing.T) {
-	pko := strings.Replace(testManifest, "convoy.dev/v1alpha1", "manifests.package-operator.run/v1alpha1", 1)
 	cases := []errorCase{
-		{name: "pko dependencies", files: map[string]string{"manifest.yaml": pko + "  dependencies: []\n"},
-			file: "manifest.yaml", line: 10, fragment: "spec.dependencies"},
 		{name: "negated ignore pattern", files: map[string]string{".convoyignore": "docs/\n!docs/keep.yaml\n"},
 			file: ".convoyignore", line: 2, fragment: "negated"},
 	}

@@ -109,6 +109,9 @@ type Rendered struct {
 	// Constraints are the package's spec.constraints, which the cluster it is installed in
 	// must meet (Constraints.Check).
 	Constraints Constraints
+	// Dependencies are Package Operator's spec.dependencies: the packages whose
+	// HostedClusterPackages must be available on a HostedCluster before this one installs there.
+	Dependencies []Dependency
 
 	// size is the size of the files read and the templates' output, what a Cache counts.
 	size int64
@@ -171,7 +174,7 @@ func (r *Rendered) digestPhases() {
 // The copy has no Digests, nor ProbesDigest: it is made to be changed.
 func (r *Rendered) DeepCopy() *Rendered {
 	out := &Rendered{Name: r.Name, Probes: r.Probes, Config: deepCopyJSON(r.Config), Warnings: r.Warnings, size: r.size, files: r.files,
-		Scope: r.Scope, Constraints: r.Constraints}
+		Scope: r.Scope, Constraints: r.Constraints, Dependencies: r.Dependencies}
 	out.Phases = make([]Phase, len(r.Phases))
 	for i, ph := range r.Phases {
 		objs := make([]*unstructured.Unstructured, len(ph.Objects))
@@ -320,7 +323,7 @@ func loadPackage(fsys fs.FS, dir string, data TemplateData, b RenderBudget) (*Re
 	}
 	placeForScope(phases, scope)
 	r := &Rendered{Name: m.name, Phases: phases, Probes: m.probes, Config: config, Warnings: errs.warnings, size: int64(pf.size),
-		Scope: scope, Constraints: m.constraints}
+		Scope: scope, Constraints: m.constraints, Dependencies: m.dependencies}
 	if data.testCase {
 		r.files = fileTexts(pf, rendered, objs, dropped)
 	}

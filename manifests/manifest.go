@@ -18,7 +18,8 @@ const maxPhaseNameLength = 63
 
 // pkoUnsupportedFields are Package Operator manifest features that would change what is applied
 // and that convoy does not implement; a manifest using them is refused rather than half-applied.
-var pkoUnsupportedFields = []string{"dependencies"}
+// None is left: spec.dependencies became an order between HostedClusterPackages.
+var pkoUnsupportedFields []string
 
 // manifest is a parsed and checked manifest.yaml.
 type manifest struct {
@@ -41,7 +42,9 @@ type manifest struct {
 	filter pkoFilter
 	// constraints are Package Operator's spec.constraints.
 	constraints Constraints
-	spec        convoyv1alpha1.PackageManifestSpec
+	// dependencies are Package Operator's spec.dependencies, mapped (decodeDependencies).
+	dependencies []Dependency
+	spec         convoyv1alpha1.PackageManifestSpec
 	// phases maps a phase name to its index in spec.phases.
 	phases map[string]int
 	probes []probe.Rule

@@ -20,11 +20,12 @@ const (
 // pkoManifest is what convoy reads of a Package Operator manifest beyond convoy's own fields.
 type pkoManifest struct {
 	Spec struct {
-		Scopes      []string    `json:"scopes"`
-		Images      []pkoImage  `json:"images"`
-		Components  *struct{}   `json:"components"`
-		Filter      pkoFilter   `json:"filter"`
-		Constraints Constraints `json:"constraints"`
+		Scopes       []string        `json:"scopes"`
+		Images       []pkoImage      `json:"images"`
+		Components   *struct{}       `json:"components"`
+		Filter       pkoFilter       `json:"filter"`
+		Constraints  Constraints     `json:"constraints"`
+		Dependencies []pkoDependency `json:"dependencies"`
 	} `json:"spec"`
 	Test struct {
 		Template    []TestCase `json:"template"`
@@ -76,6 +77,7 @@ func (m *manifest) decodePKO(j []byte, errs *errorList) {
 	m.components = pm.Spec.Components != nil
 	m.filter = pm.Spec.Filter
 	m.constraints = pm.Spec.Constraints
+	m.decodeDependencies(pm.Spec.Dependencies, errs)
 	if pm.Test.Kubeconform != nil {
 		errs.warn(m.file, m.lines.line("test.kubeconform"), RuleUnsupported,
 			"test.kubeconform (Package Operator's schema check against downloaded schemas) is not run by convoy: ignored")
@@ -196,7 +198,9 @@ func readLock(pf *packageFiles, errs *errorList) ([]pkoImage, bool) {
 		}
 	}
 	if len(lock.Spec.Dependencies) > 0 {
-		errs.add(pkoLockFile, 0, RuleUnsupported, "spec.dependencies (Package Operator's package dependencies) is not supported by convoy")
+		errs.warn(pkoLockFile, 0, RuleUnsupported,
+			"spec.dependencies: the images Package Operator locked for the package's dependencies are not used by convoy, "+
+				"which orders the dependencies on each HostedCluster instead")
 	}
 	return lock.Spec.Images, true
 }

@@ -30,6 +30,7 @@ func TestPKOCorpusVerdicts(t *testing.T) {
 		{dir: "valid/multi-component"},
 		{dir: "valid/conditional"},
 		{dir: "valid/cluster-scope-only"},
+		{dir: "valid/dependencies"},
 		{dir: "invalid/no-scopes", rule: RuleInvalidManifest, file: "manifest.yaml", fragment: "spec.scopes is required"},
 		{dir: "invalid/missing-lock-file", rule: RuleLockFile, file: "manifest.lock.yaml", fragment: "has no manifest.lock.yaml"},
 		{dir: "invalid/lock-mismatch", rule: RuleLockFile, file: "manifest.lock.yaml", fragment: `"quay.io/example/app:v1" in manifest.lock.yaml`},
@@ -39,7 +40,6 @@ func TestPKOCorpusVerdicts(t *testing.T) {
 		{dir: "invalid/bad-condition-annotation", rule: RuleFilter, file: "a.yaml.gotmpl", fragment: "not a bool"},
 		{dir: "invalid/fixture-mismatch", rule: RuleTestFixture, file: ".test-fixtures/default/a.yaml", fragment: `render has "  name: rendered"`},
 		{dir: "invalid/nested-component", rule: RuleComponent, file: "manifest.yaml", fragment: "cannot be nested"},
-		{dir: "invalid/dependencies", rule: RuleUnsupported, file: "manifest.yaml", fragment: "spec.dependencies"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.dir, func(t *testing.T) {

@@ -186,15 +186,16 @@ func (p *planner) shardMoves(pkg *convoyv1alpha1.Package) bool {
 	return p.in.ShardFor(pkg.Namespace, current) != current
 }
 
-// creatable reports whether t has no Package, may get one and has no Change yet.
+// creatable reports whether t has no Package, may get one, waits for no dependency and has no
+// Change yet.
 func (p *planner) creatable(t *target) bool {
-	return t.eligible() && !t.planned && !t.state.exists
+	return t.eligible() && !t.planned && !t.state.exists && !t.waits()
 }
 
-// updatable reports whether t's existing Package may move to the update revision and has no
-// Change yet.
+// updatable reports whether t's existing Package may move to the update revision, waits for no
+// dependency and has no Change yet.
 func (p *planner) updatable(t *target) bool {
-	return t.eligible() && p.changeable(t)
+	return t.eligible() && p.changeable(t) && !t.waits()
 }
 
 // changeable reports whether t's Package exists, is not being deleted, is not at the update

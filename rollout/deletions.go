@@ -63,9 +63,12 @@ func (p *planner) beforeInRollout(a, b orphan) bool {
 }
 
 // releaseGone deletes the Packages whose HostedCluster is gone or being deleted: at once, at no
-// cost, even under spec.paused.
+// cost, even under spec.paused; only the Packages of dependants go first (rule 26).
 func (p *planner) releaseGone(plan *Plan) {
 	for _, o := range p.gone {
+		if p.holdForDependants(plan, o) {
+			continue
+		}
 		d := Deletion{Package: packageKey(o.pkg), Reason: HostedClusterGoneReason}
 		if o.cluster != nil {
 			d.HostedCluster, d.Reason = o.cluster.key(), HostedClusterDeletingReason
@@ -80,7 +83,7 @@ func (p *planner) releaseGone(plan *Plan) {
 // and would hold its slot for as long as the cluster is down.
 func (p *planner) deleteDeselected(plan *Plan) {
 	for _, o := range p.deselected {
-		if (p.free <= 0 && !p.instant) || !o.cluster.Available {
+		if (p.free <= 0 && !p.instant) || !o.cluster.Available || p.holdForDependants(plan, o) {
 			plan.DeletionsWaiting++
 			continue
 		}

@@ -189,6 +189,22 @@
 //     with targets still to start. A withdrawn commit is rejected under a Rollback failure
 //     policy (not under spec.paused), and rolls back as in rule 21. Waiting names a newer
 //     commit that its upstream has not let through; it holds nothing.
+//  26. Dependencies: spec.dependsOn names HostedClusterPackages (cluster-scoped, so by name)
+//     whose Package must be available on a HostedCluster before this one's Package installs
+//     there or moves to another revision; the controller reads them into Input.Dependencies.
+//     A dependency's Package is available when it exists, is not being deleted, has
+//     progressed at the commit its spec pins (a dependency in the middle of its own upgrade on
+//     the cluster is not), its package's constraints hold there, and the commit it applied
+//     meets the entry's minimum (Git ancestry, decided by the controller). Per cluster: an
+//     eligible target whose Package is not on the update revision and one of whose
+//     dependencies is not available there waits (DependencyNotReady, naming the dependency,
+//     the cluster and what it waits for, in Plan.Waiting): it is neither created nor moved
+//     (rollbacks still go back), holds no budget slot and does not fail, whatever its
+//     Package's state, and its partition is not done while it waits; other clusters go on. A
+//     dependency that does not exist, or whose selector does not select the cluster, holds
+//     it too. Teardown goes in reverse: a Package is not deleted, for any reason, while a
+//     HostedClusterPackage that depends on this one still has a Package in its namespace
+//     (Input.Dependants; DependantsRemain in Plan.Waiting).
 //
 // The controller applies the Plan, writes Plan.WriteStatus into the status when it changed, moves
 // currentRevision when Plan.Completed, and requeues after Plan.RequeueAfter.

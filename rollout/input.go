@@ -65,6 +65,15 @@ type Input struct {
 	// two replicas never apply two revisions of one Package at once.
 	ShardFor func(namespace, current string) string
 
+	// Dependencies holds what each HostedClusterPackage of spec.dependsOn has on the
+	// HostedClusters, in the order of spec.dependsOn (rule 26); nil without spec.dependsOn.
+	Dependencies []Dependency
+
+	// Dependants names, by HCP namespace, the HostedClusterPackages that depend on this one
+	// and still have a Package there, deleting or not: this one's Package there is not deleted
+	// before theirs are gone (rule 26).
+	Dependants map[string][]string
+
 	// Now is the clock.
 	Now time.Time
 }

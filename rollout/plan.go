@@ -47,6 +47,11 @@ type Plan struct {
 	// MaxSkippedSamples.
 	Ineligible []IneligibleTarget
 
+	// Waiting lists the deletions that wait for the Packages of dependants to be gone, then
+	// the targets whose Package waits for a dependency, in rollout order (rule 26); status
+	// keeps the first MaxWaitingSamples.
+	Waiting []WaitingTarget
+
 	// Partitions reports each partition in rollout order.
 	Partitions []convoyv1alpha1.PartitionStatus
 
@@ -249,6 +254,8 @@ type Counts struct {
 	Failed int32
 	// Skipped targets are ineligible: the rollout leaves them alone for now.
 	Skipped int32
+	// Waiting targets' Packages wait for a dependency (rule 26).
+	Waiting int32
 }
 
 // Compute plans the next step of the rollout. It fails only on a spec that admission should

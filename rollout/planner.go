@@ -84,6 +84,7 @@ func newPlanner(in Input) (*planner, error) {
 		return nil, err
 	}
 	p.selectTargets(selector)
+	p.waitForDependencies()
 	p.partitionTargets()
 	p.findOrphans()
 	p.maxUnavailable, err = maxUnavailable(hcpkg.Spec.Strategy, p.countEligible())
@@ -155,9 +156,10 @@ func (p *planner) countHolders() int {
 // holdsBudget reports whether t's Package counts against maxUnavailable: it is being deleted,
 // unavailable, or updating or installing (not progressed for minReadySeconds yet). A missing
 // Package holds nothing, so a target waiting for its partition cannot stall the partitions
-// before it; creating one takes a slot when the plan makes it (advanceWithinBudget).
+// before it; creating one takes a slot when the plan makes it (advanceWithinBudget). Nor does
+// one that waits for a dependency (rule 26): its state may be the dependency's doing.
 func (p *planner) holdsBudget(t *target) bool {
-	return t.state.exists && (t.state.deleting || !t.state.ready)
+	return t.state.exists && (t.state.deleting || !t.state.ready) && !t.waits()
 }
 
 // newTargetRevision returns the revision a target without a Package gets: the update revision

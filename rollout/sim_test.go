@@ -36,6 +36,8 @@ type sim struct {
 	events  []*event
 	// check, when set, inspects each plan before it is applied.
 	check func(plan *Plan)
+	// amend, when set, completes each step's input (the dependencies of TestPropertyDependencies).
+	amend func(in *Input)
 	// checker, when set, evaluates each due check of a step before the step's plan, as the
 	// controller does; the step's plan carries the results to the next step, as status does.
 	checker func(s *sim, d DueCheck) Evaluation
@@ -147,6 +149,9 @@ func (s *sim) pendingEvents() int {
 func (s *sim) advance() *Plan {
 	fired := s.fireEvents()
 	in := s.input()
+	if s.amend != nil {
+		s.amend(&in)
+	}
 	evaluated := s.evaluateChecks(&in)
 	plan, err := Compute(in)
 	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())

@@ -79,6 +79,7 @@ func (p *planner) partitionStatus(part *partition, total *Counts) (convoyv1alpha
 		Available:  c.Available,
 		Progressed: c.Progressed,
 		Skipped:    c.Skipped,
+		Waiting:    c.Waiting,
 		State:      p.partitionState(part, c),
 		Until:      metaTime(part.until),
 		Checks:     p.checkStatuses(part),
@@ -116,6 +117,7 @@ func (c *Counts) add(t *target) {
 	c.Paused += one(s.paused)
 	c.Failed += one(t.accountable() && s.failed)
 	c.Skipped += one(!t.eligible())
+	c.Waiting += one(t.waits())
 }
 
 // sum adds the counts of o.
@@ -127,6 +129,7 @@ func (c *Counts) sum(o Counts) {
 	c.Paused += o.Paused
 	c.Failed += o.Failed
 	c.Skipped += o.Skipped
+	c.Waiting += o.Waiting
 }
 
 // one converts a bool to a count.
@@ -144,6 +147,7 @@ func (p *planner) reportTarget(plan *Plan, t *target) {
 			HostedCluster: t.key, Partition: t.partition.name, Reason: t.skipReason, Message: t.skipMessage,
 		})
 	}
+	p.reportWaiting(plan, t)
 	if t.accountable() && t.state.failed {
 		plan.Failed = append(plan.Failed, convoyv1alpha1.PackageFailure{
 			HostedCluster: t.key, Reason: t.state.failReason, Message: t.state.failure,
@@ -236,6 +240,12 @@ func (plan *Plan) WriteStatus(status *convoyv1alpha1.HostedClusterPackageStatus)
 	status.ProgressedPackages, status.PausedPackages, status.FailedPackages = c.Progressed, c.Paused, c.Failed
 	status.Partitions = plan.Partitions
 	status.SkippedPackages, status.PendingDeletions = c.Skipped, int32(plan.DeletionsWaiting)
+	status.WaitingPackages = c.Waiting
+	status.Waiting = nil
+	for _, w := range plan.Waiting[:min(len(plan.Waiting), convoyv1alpha1.MaxWaitingSamples)] {
+		status.Waiting = append(status.Waiting, convoyv1alpha1.DependencyWait{HostedCluster: w.HostedCluster,
+			Partition: w.Partition, Dependency: w.Dependency, Reason: w.Reason, Message: BoundSample(w.Message)})
+	}
 	status.Failures = nil
 	for _, f := range plan.Failed[:min(len(plan.Failed), convoyv1alpha1.MaxFailureSamples)] {
 		f.Message = BoundSample(f.Message)

@@ -34,6 +34,11 @@ type target struct {
 
 	// planned is set once a Change for the target is in the plan.
 	planned bool
+
+	// waitFor names the dependency (rule 26) the target's Package waits for, and waitMessage
+	// says what it waits for; both empty when it waits for none.
+	waitFor     string
+	waitMessage string
 }
 
 // eligible reports whether the rollout may change the target's Package now.

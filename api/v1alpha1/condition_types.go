@@ -62,7 +62,8 @@ const (
 	InvalidSpecReason = "InvalidSpec"
 
 	// DependencyNotReadyReason: something this object needs (a GitSource artifact, a
-	// hosted cluster) is not ready yet.
+	// hosted cluster, a HostedClusterPackage of spec.dependsOn on some HostedCluster) is not ready
+	// yet.
 	DependencyNotReadyReason = "DependencyNotReady"
 )
 

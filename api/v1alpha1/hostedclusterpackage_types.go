@@ -83,6 +83,16 @@ type HostedClusterPackageSpec struct {
 	// +optional
 	Promotion *PromotionSpec `json:"promotion,omitempty"`
 
+	// dependsOn lists the HostedClusterPackages whose Package must be available on a
+	// HostedCluster before this one's Package installs there or moves to a new revision; a
+	// dependency's Package is deleted from a HostedCluster only after this one's is gone.
+	// Waiting is not failing: it takes no budget and no progress deadline runs.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	DependsOn []PackageDependency `json:"dependsOn,omitempty"`
+
 	// failurePolicy says how many failed Packages the rollout tolerates, and what it does once
 	// it stops.
 	// +optional
@@ -265,6 +275,32 @@ type HostedClusterPackageStatus struct {
 	// +optional
 	PendingDeletions int32 `json:"pendingDeletions,omitempty"`
 
+	// packageName is the metadata.name of the manifest of the package the update revision
+	// rolls out: the name Package Operator's spec.dependencies of other packages refer to.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PackageName string `json:"packageName,omitempty"`
+
+	// dependencies names the HostedClusterPackages this one waits for on each HostedCluster:
+	// those of spec.dependsOn, then those rolling out the packages that the manifest's
+	// spec.dependencies (Package Operator's format) names.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Dependencies []string `json:"dependencies,omitempty"`
+
+	// waitingPackages are targets whose Package waits for a dependency (spec.dependsOn) to be
+	// available on their HostedCluster before it installs or moves.
+	// +optional
+	WaitingPackages int32 `json:"waitingPackages,omitempty"`
+
+	// waiting samples the Packages that wait for a dependency, or for their dependants to be
+	// gone before they are deleted, at most 10, in rollout order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Waiting []DependencyWait `json:"waiting,omitempty"`
+
 	// currentRevision names the ControllerRevision every Package had when the last rollout
 	// completed.
 	// +optional
@@ -346,6 +382,10 @@ type PartitionStatus struct {
 	// status.skipped).
 	// +optional
 	Skipped int32 `json:"skipped,omitempty"`
+	// waiting is the number of its targets whose Package waits for a dependency (see
+	// status.waiting).
+	// +optional
+	Waiting int32 `json:"waiting,omitempty"`
 	// state of the partition: Pending, Progressing, Done, Blocked, Soaking, Checking,
 	// AwaitingApproval or OutsideWindow.
 	// +required

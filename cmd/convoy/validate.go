@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -35,7 +36,8 @@ func newValidateCmd() *cobra.Command {
 	return cmd
 }
 
-// runValidate validates each directory, printing problems as they are found. A Package
+// runValidate validates each directory, printing problems as they are found, then the graph
+// of their spec.dependencies (validateGraph). A Package
 // Operator package is validated as `kubectl package validate` does when no --config is given:
 // by running its test.template cases (see validateTestCases), or, without any, by checking its
 // manifest and plain files only; with --config it is also rendered for the flags.
@@ -48,6 +50,9 @@ func runValidate(w io.Writer, dirs []string, f *templateDataFlags, updateFixture
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d package(s) invalid", failed, len(dirs))
+	}
+	if !validateGraph(w, dirs) {
+		return errors.New("the packages' spec.dependencies form a cycle")
 	}
 	return nil
 }

@@ -42,6 +42,13 @@ type Forecast struct {
 	Ineligible []Skipped `json:"ineligible,omitempty"`
 	// Blocked says why the forecast stops before every eligible target is on the revision.
 	Blocked string `json:"blocked,omitempty"`
+	// Order lists, level by level, the HostedClusterPackages this one depends on, directly or
+	// not, itself last: on each HostedCluster a level installs once the levels before it are
+	// available. Empty without dependencies.
+	Order [][]string `json:"order,omitempty"`
+	// Waiting samples the HostedClusters where a Package waits for a dependency in the first
+	// pass, and what it waits for; the forecast holds the dependencies as they are now.
+	Waiting []rollout.WaitingTarget `json:"waiting,omitempty"`
 	// Partitions say, in rollout order, when each partition could start, what holds it before
 	// and when its checks pass; set only when a gate (a soak, an approval, a window, a check)
 	// holds one or a partition has checks, so that a rollout without gates is forecast as
@@ -104,6 +111,9 @@ func NewForecast(snap *Snapshot, opts ForecastOptions) (*Forecast, error) {
 	f := &Forecast{Name: h.Name, Strategy: strategyText(h.Spec.Strategy),
 		Revision: RevisionRef{Name: in.UpdateRevision.Name, Commit: in.UpdateRevision.Commit}, now: opts.Now,
 		Promotion: promotionForecast(h, opts.Now)}
+	if len(snap.Order) > 1 {
+		f.Order = snap.Order
+	}
 	switch {
 	case in.CurrentRevision != nil:
 		f.From = &RevisionRef{Name: in.CurrentRevision.Name, Commit: in.CurrentRevision.Commit}
@@ -118,7 +128,8 @@ func NewForecast(snap *Snapshot, opts ForecastOptions) (*Forecast, error) {
 func forecastInput(snap *Snapshot, opts ForecastOptions) (rollout.Input, error) {
 	h := snap.HostedClusterPackage
 	in := rollout.Input{HostedClusterPackage: h.DeepCopy(), HostedClusters: snap.HostedClusters, Now: opts.Now,
-		Approvals: append([]rollout.Approval(nil), snap.Approvals...), CheckResults: rollout.CheckResultsOf(h.Status.Partitions)}
+		Approvals: append([]rollout.Approval(nil), snap.Approvals...), CheckResults: rollout.CheckResultsOf(h.Status.Partitions),
+		Dependencies: snap.Dependencies, Dependants: snap.Dependants}
 	for _, p := range snap.Packages {
 		in.Packages = append(in.Packages, *p.DeepCopy())
 	}

@@ -32,6 +32,7 @@ func (f *Forecast) WriteText(w io.Writer) error {
 	if err := f.writeIneligible(w); err != nil {
 		return err
 	}
+	f.writeDependencies(w)
 	switch {
 	case f.Blocked != "":
 		fmt.Fprintf(w, "\nThe rollout would stop: %s\n", f.Blocked)
@@ -160,4 +161,21 @@ func (w Wait) text() string {
 		s += " until " + w.Until.UTC().Format(timeLayout)
 	}
 	return s
+}
+
+// writeDependencies prints the order of the HostedClusterPackages on each HostedCluster, level
+// by level, and the Packages that wait for a dependency in the first pass.
+func (f *Forecast) writeDependencies(w io.Writer) {
+	if len(f.Order) > 0 {
+		fmt.Fprintln(w, "\nOrder on each HostedCluster (a level installs or moves once the levels before it are available):")
+		for i, level := range f.Order {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, strings.Join(level, ", "))
+		}
+	}
+	if len(f.Waiting) > 0 {
+		fmt.Fprintln(w, "\nWaiting (held until what they wait for is available; the forecast holds dependencies as they are now):")
+		for _, wt := range f.Waiting {
+			fmt.Fprintf(w, "  %s\t%s\n", wt.Reason, wt.Message)
+		}
+	}
 }

@@ -41,6 +41,12 @@ type Report struct {
 	Failures []convoyv1alpha1.PackageFailure `json:"failures,omitempty"`
 	// Skipped samples the targets the rollout leaves alone for now, with why.
 	Skipped []convoyv1alpha1.SkippedTarget `json:"skipped,omitempty"`
+	// DependsOn names the HostedClusterPackages it waits for on each HostedCluster
+	// (status.dependencies).
+	DependsOn []string `json:"dependsOn,omitempty"`
+	// Waiting samples the Packages that wait for a dependency, or for their dependants to be
+	// gone, with what they wait for.
+	Waiting []convoyv1alpha1.DependencyWait `json:"waiting,omitempty"`
 	// Stale is true while the controller has not observed the current generation of the spec.
 	Stale bool `json:"stale,omitempty"`
 	// Now is the clock WriteText measures waits against ("in 3m"); the zero time prints
@@ -69,6 +75,8 @@ type Counts struct {
 	Skipped int32 `json:"skipped,omitempty"`
 	// PendingDeletions are Packages of deselected HostedClusters waiting to be deleted.
 	PendingDeletions int32 `json:"pendingDeletions,omitempty"`
+	// Waiting targets' Packages wait for a dependency (status.waiting says which).
+	Waiting int32 `json:"waiting,omitempty"`
 }
 
 // Condition is a status condition without its timestamps.
@@ -91,12 +99,15 @@ func NewReport(snap *Snapshot) Report {
 		UpdateRevision:  snap.revisionRef(st.UpdateRevision),
 		Packages: Counts{Total: st.TotalPackages, Updated: st.UpdatedPackages, Available: st.AvailablePackages,
 			Unavailable: st.UnavailablePackages, Progressed: st.ProgressedPackages, Paused: st.PausedPackages,
-			Failed: st.FailedPackages, Skipped: st.SkippedPackages, PendingDeletions: st.PendingDeletions},
+			Failed: st.FailedPackages, Skipped: st.SkippedPackages, PendingDeletions: st.PendingDeletions,
+			Waiting: st.WaitingPackages},
 		Partitions:       st.Partitions,
 		Gate:             st.Gate,
 		RejectedRevision: snap.revisionRef(st.RejectedRevision),
 		Failures:         st.Failures,
 		Skipped:          st.Skipped,
+		DependsOn:        st.Dependencies,
+		Waiting:          st.Waiting,
 		Stale:            st.ObservedGeneration != h.Generation,
 	}
 	for _, c := range st.Conditions {
@@ -130,6 +141,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "HostedClusterPackage %s (%s%s)\n", r.Name, r.Strategy, pausedText(r.Paused, r.Stale))
 	fmt.Fprintf(tw, "  Revision\t%s\n", r.revisionsText())
 	r.writeGate(tw)
+	if len(r.DependsOn) > 0 {
+		fmt.Fprintf(tw, "  Depends on\t%s\n", strings.Join(r.DependsOn, ", "))
+	}
 	c := r.Packages
 	fmt.Fprintf(tw, "  Packages\t%d total, %d updated, %d available, %d progressed, %d failed, %d paused%s\n",
 		c.Total, c.Updated, c.Available, c.Progressed, c.Failed, c.Paused, c.extraText())
@@ -138,6 +152,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeConditions(tw)
 	r.writeFailures(tw)
 	r.writeSkipped(tw)
+	r.writeWaiting(tw)
 	return tw.Flush()
 }
 
@@ -224,6 +239,9 @@ func (c Counts) extraText() string {
 	if c.PendingDeletions > 0 {
 		s += fmt.Sprintf(", %d deletions pending", c.PendingDeletions)
 	}
+	if c.Waiting > 0 {
+		s += fmt.Sprintf(", %d waiting for dependencies", c.Waiting)
+	}
 	return s
 }
 
@@ -234,6 +252,15 @@ func (r *Report) writeSkipped(w io.Writer) {
 		rows[i] = sampledTarget{t.HostedCluster, t.Reason, t.Message}
 	}
 	writeSampled(w, "Skipped", r.Packages.Skipped, rows)
+}
+
+// writeWaiting prints the sampled Packages that wait, with what they wait for.
+func (r *Report) writeWaiting(w io.Writer) {
+	rows := make([]sampledTarget, len(r.Waiting))
+	for i, t := range r.Waiting {
+		rows[i] = sampledTarget{t.HostedCluster, t.Reason, t.Message}
+	}
+	writeSampled(w, "Waiting", max(r.Packages.Waiting, int32(len(rows))), rows)
 }
 
 // sampledTarget is one HostedCluster of a sample that status keeps: failed or skipped.

@@ -40,6 +40,7 @@ func (s *simulation) run(f *Forecast) error {
 		}
 		if pass == 0 {
 			f.MaxUnavailable, f.Ineligible, f.AlreadyUpdated = plan.MaxUnavailable, skipped(plan), plan.Counts.Updated
+			f.Waiting = plan.Waiting[:min(len(plan.Waiting), convoyv1alpha1.MaxWaitingSamples)]
 		}
 		s.gates.notePlan(plan, s.in.Now)
 		settled := s.settleInFlight(plan)
@@ -155,6 +156,10 @@ func (s *simulation) blockedReason(plan *rollout.Plan) string {
 	if n := len(plan.Failed); n > 0 {
 		f := plan.Failed[0]
 		return fmt.Sprintf("%d failed Package(s) hold the budget of %d; first: %s: %s", n, plan.MaxUnavailable, f.HostedCluster, f.Message)
+	}
+	if n := plan.Counts.Waiting; n > 0 {
+		return fmt.Sprintf("%d Package(s) wait for their dependencies, which the forecast holds as they are now; first: %s",
+			n, plan.Waiting[len(plan.Waiting)-int(n)].Message)
 	}
 	var states []string
 	for _, p := range plan.Partitions {

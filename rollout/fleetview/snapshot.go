@@ -38,6 +38,15 @@ type Snapshot struct {
 
 	// Approvals are the RolloutApprovals that name the HostedClusterPackage.
 	Approvals []rollout.Approval
+
+	// Dependencies and Dependants are what the planner reads of the HostedClusterPackages it
+	// depends on and of those that depend on it (rule 26 of package rollout).
+	Dependencies []rollout.Dependency
+	Dependants   map[string][]string
+
+	// Order lists, level by level, the HostedClusterPackages this one reaches through its
+	// dependencies, itself last: the order in which each HostedCluster gets them.
+	Order [][]string
 }
 
 // ReadStatus reads the HostedClusterPackage name (every one when name is empty) and its revisions:
@@ -70,7 +79,8 @@ func ReadStatus(ctx context.Context, c client.Reader, name string) ([]*Snapshot,
 }
 
 // Read reads the HostedClusterPackage name with its revisions, every HostedCluster, the Packages
-// it owns, the commit of its GitSource and its RolloutApprovals: what a forecast needs.
+// it owns, the commit of its GitSource, its RolloutApprovals and its dependencies: what a
+// forecast needs.
 func Read(ctx context.Context, c client.Reader, name string) (*Snapshot, error) {
 	snaps, err := ReadStatus(ctx, c, name)
 	if err != nil {
@@ -87,6 +97,9 @@ func Read(ctx context.Context, c client.Reader, name string) (*Snapshot, error) 
 		return nil, err
 	}
 	if snap.Approvals, err = listApprovals(ctx, c, snap.HostedClusterPackage.Name); err != nil {
+		return nil, err
+	}
+	if err := snap.readDependencies(ctx, c); err != nil {
 		return nil, err
 	}
 	return snap, nil

@@ -132,6 +132,11 @@ type HostedClusterPackageReconciler struct {
 	// promoted holds what each HostedClusterPackage's last pass wrote of its promotion, by its
 	// name (promotionNote), for the same reason.
 	promoted sync.Map
+	// ancestry remembers which commits contain which, for the minimums of spec.dependsOn.
+	ancestry ancestryCache
+	// heads holds the name and dependencies of the manifest at each commit, path and component
+	// (manifests.ManifestHead), which never change.
+	heads headCache
 }
 
 // scope is what one pass reads and computes; each step documents what it fills in.
@@ -169,7 +174,7 @@ type scope struct {
 	plan *rollout.Plan
 }
 
-// Reconcile runs the steps shards → source → revisions → input → checks → plan → reject →
+// Reconcile runs the steps shards → source → revisions → input → dependencies → checks → plan → reject →
 // status → apply → history on a HostedClusterPackage whose cache reflects the previous pass's
 // writes; the deferred status finalizer writes the summary conditions and patches only a
 // change.
@@ -203,7 +208,7 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 		res, retErr = fin.Finalize(ctx, r.summarize(ctx, s, retErr))
 	}()
 	return ctrl.Result{}, pass.RunSteps(ctx, s, r.reconcileShards, r.reconcileSource, r.reconcileRevisions, r.reconcileInput,
-		r.reconcileChecks, r.reconcilePlan, r.reconcileReject, r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
+		r.reconcileDependencies, r.reconcileChecks, r.reconcilePlan, r.reconcileReject, r.reconcileStatus, r.reconcileApply, r.reconcileHistory)
 }
 
 // reconcileSource resolves the update revision from the template and its GitSource's artifact

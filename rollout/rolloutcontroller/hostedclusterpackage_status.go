@@ -83,7 +83,8 @@ func skippedNote(plan *rollout.Plan) string {
 // while Packages go back), stalled by a failed check (the planner lists them first: the message
 // names the check, what it asks and the value it saw), stalled by failed Packages the failure policy does not tolerate
 // (looked at again after interval, and on every Package event, so that it clears when a fix
-// progresses), paused, held by a gate, or progressing.
+// progresses), paused, held by a gate, waiting for dependencies (DependencyNotReady, naming
+// the first HostedCluster and what it waits for), or progressing.
 func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Plan, interval time.Duration) error {
 	if plan.Completed && len(plan.Failed) == 0 && plan.DeletionsWaiting == 0 {
 		return nil
@@ -108,6 +109,11 @@ func rolloutProgress(obj *convoyv1alpha1.HostedClusterPackage, plan *rollout.Pla
 	case plan.Gate != nil:
 		return pass.Waitf(convoyv1alpha1.GatedReason, 0, "Rollout of revision %s is gated (%s): %s %d/%d packages progressed.",
 			plan.UpdateRevision, plan.Gate.Type, describeGate(plan.Gate, plan.UpdateRevision), c.Progressed, c.Total)
+	case len(plan.Waiting) > 0:
+		w := plan.Waiting[0]
+		return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, 0,
+			"Rollout of revision %s waits for dependencies on %d HostedCluster(s), first %s: %s. %d/%d packages progressed.",
+			plan.UpdateRevision, len(plan.Waiting), w.HostedCluster, w.Message, c.Progressed, c.Total)
 	case plan.Completed:
 		return pass.Waitf(convoyv1alpha1.ProgressingReason, 0,
 			"Deleting the Packages of HostedClusters no longer selected: %d waiting.", plan.DeletionsWaiting)

@@ -58,6 +58,9 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &convoyv1alpha1.HostedClusterPackage{}, templateSourceIndex, indexTemplateSource); err != nil {
 		return fmt.Errorf("indexing HostedClusterPackages by source: %w", err)
 	}
+	if err := idx.IndexField(ctx, &convoyv1alpha1.HostedClusterPackage{}, dependsOnIndex, indexDependsOn); err != nil {
+		return fmt.Errorf("indexing HostedClusterPackages by dependency: %w", err)
+	}
 	if err := idx.IndexField(ctx, &convoyv1alpha1.RolloutApproval{}, approvalIndex, indexApproval); err != nil {
 		return fmt.Errorf("indexing RolloutApprovals by HostedClusterPackage: %w", err)
 	}
@@ -99,6 +102,12 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 			batched(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &convoyv1alpha1.HostedClusterPackage{}, handler.OnlyControllerOwner()),
 				r.packageEventDelay),
 			builder.WithPredicates(packageChanged())).
+		Watches(&convoyv1alpha1.Package{}, batched(handler.EnqueueRequestsFromMapFunc(r.requestsForDependencyGraph),
+			r.packageEventDelay), builder.WithPredicates(packageChanged())).
+		Watches(&convoyv1alpha1.HostedClusterPackage{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependants),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&convoyv1alpha1.HostedClusterPackage{}, handler.EnqueueRequestsFromMapFunc(r.requestsForAll),
+			builder.WithPredicates(packageNameChanged())).
 		Watches(&convoyv1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(requestForForeignName)).
 		Watches(&hyperv1.HostedCluster{}, r.hostedClusterHandler(), builder.WithPredicates(hostedClusterChanged())).
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
