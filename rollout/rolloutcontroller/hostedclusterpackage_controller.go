@@ -141,9 +141,11 @@ type scope struct {
 	orphanedShards map[string]bool
 	// packages are the Packages the HostedClusterPackage owns.
 	packages ownedPackages
-	// update, updateData: set by reconcileSource.
-	update     rollout.Revision
-	updateData []byte
+	// update, updateData, updateLegacy (the update revision's name in the releases before): set
+	// by reconcileSource.
+	update       rollout.Revision
+	updateData   []byte
+	updateLegacy string
 	// promotion, promotionGate, promotionWake: set by reconcileSource under spec.promotion
 	// (reconcilePromotion): the status, the planner's Promotion gate, and when an upstream
 	// soak ends or a held bus is looked at again.
@@ -217,7 +219,7 @@ func (r *HostedClusterPackageReconciler) reconcileSource(ctx context.Context, s 
 		}
 	}
 	commit = r.unchangedCommit(ctx, s, key, commit)
-	s.update, s.updateData, err = newRevision(s.obj.Name, s.obj.Spec.Template.Spec, commit)
+	s.update, s.updateData, s.updateLegacy, err = newRevision(s.obj.Name, s.obj.Spec.Template.Spec, commit)
 	if err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.template.spec: %w", err)
 	}

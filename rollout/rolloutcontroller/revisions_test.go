@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -23,18 +24,19 @@ func TestRevisionNameAndData(t *testing.T) {
 		Config: &runtime.RawExtension{Raw: []byte(`{ "b": 1, "a": {"y": true, "x": "s"} }`)},
 	}
 	commit := strings.Repeat("a", 40)
-	rev, data, err := newRevision("addon", template, commit)
+	rev, data, legacy, err := newRevision("addon", template, commit)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(rev.Name).To(MatchRegexp(`^addon-[0-9a-f]{10}$`))
+	g.Expect(rev.Name).To(MatchRegexp(`^addon-[0-9a-f]{16}$`), "64 bits of the hash")
+	g.Expect(legacy).To(Equal(rev.Name[:len(rev.Name)-6]), "the releases before kept 40 bits")
 	g.Expect(string(rev.Template.Config.Raw)).To(Equal(`{"a":{"x":"s","y":true},"b":1}`), "canonical config")
 
-	same, _, err := newRevision("addon", rev.Template, commit)
+	same, _, _, err := newRevision("addon", rev.Template, commit)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(same.Name).To(Equal(rev.Name), "the hash does not depend on the config's formatting")
-	other, _, _ := newRevision("addon", template, strings.Repeat("b", 40))
+	other, _, _, _ := newRevision("addon", template, strings.Repeat("b", 40))
 	g.Expect(other.Name).NotTo(Equal(rev.Name), "a new commit is a new revision")
 	template.Path = "other"
-	edited, _, _ := newRevision("addon", template, commit)
+	edited, _, _, _ := newRevision("addon", template, commit)
 	g.Expect(edited.Name).NotTo(Equal(rev.Name), "a template edit is a new revision")
 
 	decoded, err := decodeRevision(&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: rev.Name},
@@ -42,7 +44,46 @@ func TestRevisionNameAndData(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decoded.rev).To(Equal(rev), "the data rebuilds the template and the commit")
 
-	g.Expect(revisionName(strings.Repeat("x", 250), "0123456789")).To(HaveLen(253))
+	g.Expect(revisionName(strings.Repeat("x", 250), "0123456789abcdef")).To(HaveLen(253))
+}
+
+// TestLegacyRevisionIsAdopted checks the upgrade from the releases that named revisions with
+// 40 bits of the hash: the same commit and template keep the legacy ControllerRevision (and so
+// the rollout in flight, its status and approvals); a legacy name with another commit, the
+// grinding of those 40 bits, adopts nothing.
+func TestLegacyRevisionIsAdopted(t *testing.T) {
+	template := convoyv1alpha1.PackageTemplateSpec{SourceRef: convoyv1alpha1.SourceReference{Namespace: "fleet", Name: "addons"}, Path: "pkg"}
+	commit := strings.Repeat("a", 40)
+	stored := func(name, commit string, template convoyv1alpha1.PackageTemplateSpec) storedRevision {
+		return storedRevision{obj: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			rev: rollout.Revision{Name: name, Commit: commit, Template: template}}
+	}
+	edited := template
+	edited.Path = "other"
+	for _, tc := range []struct {
+		name  string
+		with  func(legacy string) storedRevision
+		adopt bool
+	}{
+		{"same commit and template", func(legacy string) storedRevision { return stored(legacy, commit, template) }, true},
+		{"another commit under the legacy name", func(legacy string) storedRevision {
+			return stored(legacy, strings.Repeat("b", 40), template)
+		}, false},
+		{"another template under the legacy name", func(legacy string) storedRevision { return stored(legacy, commit, edited) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			rev, _, legacy, err := newRevision("addon", template, commit)
+			g.Expect(err).NotTo(HaveOccurred())
+			s := &scope{update: rev, updateLegacy: legacy, revisions: []storedRevision{tc.with(legacy)}}
+			adoptLegacyRevision(s)
+			if tc.adopt {
+				g.Expect(s.update.Name).To(Equal(legacy))
+			} else {
+				g.Expect(s.update.Name).To(Equal(rev.Name))
+			}
+		})
+	}
 }
 
 func TestRevisionsToPrune(t *testing.T) {
