@@ -48,8 +48,8 @@ const cacheLagRecheck = time.Second
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/finalizers,verbs=update
 // +kubebuilder:rbac:groups=convoy.dev,resources=packages,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=convoy.dev,resources=gitsources,verbs=get;list;watch
-// +kubebuilder:rbac:groups=convoy.dev,resources=rolloutapprovals,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=convoy.dev,resources=promotionapprovals,verbs=get;list;watch
+// +kubebuilder:rbac:groups=convoy.dev,resources=partitionapprovals;rolloutapprovals,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=convoy.dev,resources=manualpromotions;promotionapprovals,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

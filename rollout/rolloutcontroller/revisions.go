@@ -106,7 +106,7 @@ func decodeRevision(cr *appsv1.ControllerRevision) (storedRevision, error) {
 		return storedRevision{}, err
 	}
 	return storedRevision{obj: cr, rev: rollout.Revision{Name: cr.Name, Commit: d.Commit, Number: cr.Revision, Template: template,
-		Rejected: isRejected(cr)}}, nil
+		Rejected: isRejected(cr), CreatedAt: cr.CreationTimestamp.Time}}, nil
 }
 
 // isRejected reports whether a rollback rejected the revision of cr: it carries
@@ -155,6 +155,7 @@ func (r *HostedClusterPackageReconciler) ensureRevision(ctx context.Context, s *
 			}
 			s.updateObj = sr.obj
 			s.update.Rejected = sr.rev.Rejected
+			s.update.CreatedAt = sr.obj.CreationTimestamp.Time
 		}
 	}
 	if s.updateObj != nil {
@@ -183,6 +184,7 @@ func (r *HostedClusterPackageReconciler) ensureRevision(ctx context.Context, s *
 		"Created revision %s for commit %s", cr.Name, shortCommit(s.update.Commit))
 	s.updateObj = cr
 	s.update.Number = cr.Revision
+	s.update.CreatedAt = cr.CreationTimestamp.Time
 	s.revisions = append(s.revisions, storedRevision{obj: cr, rev: s.update})
 	return nil
 }
