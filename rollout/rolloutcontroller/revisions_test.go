@@ -133,7 +133,7 @@ func TestRevisionHistoryIsPruned(t *testing.T) {
 			g.Expect(st.CurrentRevision).To(Equal(st.UpdateRevision))
 			g.Expect(revisions(g)).To(ContainElement(HaveField("Name", st.UpdateRevision)))
 		}).Should(Succeed())
-		approve(g, name, getHCPkg(g, name).Status.UpdateRevision)
+		approve(g, name, ns, "all", getHCPkg(g, name).Status.UpdateRevision)
 		c, err := repo.Commit("main", "next", gatePackage(n, true, false))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Eventually(func(g Gomega) {
@@ -165,16 +165,30 @@ func TestRevisionHistoryIsPruned(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// approve creates a RolloutApproval of the partition "all" of hcpkg at revision.
-func approve(g Gomega, hcpkg, revision string) {
-	a := &convoyv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{GenerateName: hcpkg + "-"},
-		Spec: convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: hcpkg, Partition: "all", Revision: revision}}
-	g.Expect(env.Client.Create(context.Background(), a)).To(Succeed())
+// approve creates, as `convoy approve` does, a PartitionApproval in namespace (the GitSource's)
+// of partition of hcpkg at revision: bound to hcpkg's UID and to the commit of the revision's
+// ControllerRevision (zeros when there is none).
+func approve(g Gomega, hcpkg, namespace, partition, revision string) *convoyv1alpha1.PartitionApproval {
+	ctx := context.Background()
+	obj := &convoyv1alpha1.HostedClusterPackage{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: hcpkg}, obj)).To(Succeed())
+	commit := strings.Repeat("0", 40)
+	cr := &appsv1.ControllerRevision{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: revision}, cr); err == nil {
+		var data revisionData
+		g.Expect(json.Unmarshal(cr.Data.Raw, &data)).To(Succeed())
+		commit = data.Commit
+	}
+	a := &convoyv1alpha1.PartitionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: hcpkg + "-"},
+		Spec: convoyv1alpha1.PartitionApprovalSpec{HostedClusterPackage: hcpkg, HostedClusterPackageUID: string(obj.UID),
+			Partition: partition, Revision: revision, Commit: commit}}
+	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
+	return a
 }
 
-// approvedRevisions returns the revisions of the RolloutApprovals of hcpkg.
+// approvedRevisions returns the revisions of the PartitionApprovals of hcpkg.
 func approvedRevisions(g Gomega, hcpkg string) []string {
-	list := &convoyv1alpha1.RolloutApprovalList{}
+	list := &convoyv1alpha1.PartitionApprovalList{}
 	g.Expect(env.Client.List(context.Background(), list)).To(Succeed())
 	var out []string
 	for _, a := range list.Items {
