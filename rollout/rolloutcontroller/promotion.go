@@ -324,4 +324,3 @@ func metaTimeOf(t time.Time) *metav1.Time {
 	mt := metav1.NewTime(t)
 	return &mt
 }
-

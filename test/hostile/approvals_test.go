@@ -56,12 +56,12 @@ func TestHostileApprovals(t *testing.T) {
 	rev1 := r.awaitApproval(g, a, c1)
 
 	forged := map[string]client.Object{
-		"an approval of another rollout's UID": a.approval(a.ns, b.uid, rev1, c1),
+		"an approval of another rollout's UID":                       a.approval(a.ns, b.uid, rev1, c1),
 		"an approval of another commit under the same revision name": a.approval(a.ns, a.uid, rev1, strings.Repeat("f", 40)),
 		"an approval from another team's namespace":                  a.approval(b.ns, a.uid, rev1, c1),
 		"a cluster-scoped RolloutApproval the rollout does not own": &convoyv1alpha1.RolloutApproval{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "forged-"},
-			Spec: convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: a.name, Partition: "late", Revision: rev1, Commit: c1}},
+			Spec:       convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: a.name, Partition: "late", Revision: rev1, Commit: c1}},
 	}
 	for name, obj := range forged {
 		t.Run(name, func(t *testing.T) {
