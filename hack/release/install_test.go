@@ -25,8 +25,9 @@ func TestInstallPinsTheImageDigest(t *testing.T) {
 	g.Expect(kinds["CustomResourceDefinition"]).To(ConsistOf("gitsources.convoy.dev", "packages.convoy.dev",
 		"objectdeployments.convoy.dev", "hostedclusterpackages.convoy.dev", "partitionapprovals.convoy.dev",
 		"manualpromotions.convoy.dev", "rolloutapprovals.convoy.dev", "promotionapprovals.convoy.dev"))
-	g.Expect(kinds["ClusterRole"]).To(ContainElements(serviceAccount, "convoy-metrics-reader"))
-	g.Expect(kinds["ServiceAccount"]).To(ConsistOf(serviceAccount))
+	g.Expect(kinds["ClusterRole"]).To(ContainElements(serviceAccount, "convoy-metrics-reader", applierServiceAccount,
+		"convoy-rollout-approver", "convoy-rollout-reader", "convoy-promoter"))
+	g.Expect(kinds["ServiceAccount"]).To(ConsistOf(serviceAccount, applierServiceAccount))
 	g.Expect(kinds["Deployment"]).To(ConsistOf(serviceAccount))
 	for _, obj := range installed {
 		if obj.GetKind() != "Deployment" {
