@@ -149,7 +149,7 @@ func widenApplier(ctx context.Context, g Gomega) {
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
 			ResourceNames: []string{"service-network-admin-kubeconfig"}, Verbs: []string{"get"}}}})).To(Succeed())
 	g.Expect(env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "extra-component-applier"},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "extra-component-applier"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "extra-component-applier"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: controllerNamespace, Name: applierServiceAccount}}})).To(Succeed())
 }
 
@@ -216,10 +216,10 @@ func lockdownFlags(g Gomega) []string {
 // ResourceQuota, a kind convoy's ClusterRole lacks) and the example extra-component.
 func packageFiles(t *testing.T) map[string]string {
 	files := map[string]string{
-		"config/manifest.yaml": manifest("config"),
-		"config/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations: {convoy.dev/phase: deploy}\ndata: {level: info}\n",
-		"quota/manifest.yaml":  manifest("quota"),
-		"quota/quota.yaml":     "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: limits\n  annotations: {convoy.dev/phase: deploy}\nspec:\n  hard: {pods: \"10\"}\n",
+		"config/manifest.yaml":   manifest("config"),
+		"config/settings.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations: {convoy.dev/phase: deploy}\ndata: {level: info}\n",
+		"quota/manifest.yaml":    manifest("quota"),
+		"quota/quota.yaml":       "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: limits\n  annotations: {convoy.dev/phase: deploy}\nspec:\n  hard: {pods: \"10\"}\n",
 		"escalate/manifest.yaml": manifest("escalate"),
 		"escalate/binding.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: grab-secrets\n" +
 			"  annotations: {convoy.dev/phase: deploy}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: convoy-controller}\n" +

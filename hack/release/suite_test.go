@@ -26,7 +26,7 @@ const (
 	// applierServiceAccount is the least-privileged ServiceAccount Packages apply as when they
 	// name none (the Deployment's --default-service-account).
 	applierServiceAccount = "convoy-package-applier"
-	deployDir           = "../../deploy"
+	deployDir             = "../../deploy"
 	// testRepository is where the test release says its image is.
 	testRepository = "registry.example.com/convoy/convoy:" + releaseTag
 )
