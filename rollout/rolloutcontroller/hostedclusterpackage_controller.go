@@ -38,7 +38,7 @@ const DefaultResyncInterval = 10 * time.Minute
 // no Package event come first.
 const cacheLagRecheck = time.Second
 
-// The HostedClusterPackage controller reads HostedClusters, GitSources, RolloutApprovals and its
+// The HostedClusterPackage controller reads HostedClusters, GitSources, approvals and its
 // revisions, and writes Packages, ControllerRevisions, its status and events. Sharding, it reads
 // the shards ConfigMap and the shard replicas' leases. Its checks read the Secrets their
 // secretRef names, in any namespace, one GET at a time (never listed nor cached).
@@ -239,7 +239,7 @@ func (r *HostedClusterPackageReconciler) reconcileRevisions(ctx context.Context,
 	return r.ensureRevision(ctx, s, key.Namespace, s.updateData)
 }
 
-// reconcileInput reads the HostedClusters, the foreign Packages and the RolloutApprovals into
+// reconcileInput reads the HostedClusters, the foreign Packages and the approvals into
 // s.in, the planner's input.
 func (r *HostedClusterPackageReconciler) reconcileInput(ctx context.Context, s *scope) error {
 	hcs, err := r.listHostedClusters(ctx)
@@ -310,7 +310,7 @@ func (r *HostedClusterPackageReconciler) reconcileApply(ctx context.Context, s *
 }
 
 // reconcileHistory deletes the ControllerRevisions beyond revisionHistoryLimit that are
-// neither the update nor the current revision nor used by a Package, and the RolloutApprovals
+// neither the update nor the current revision nor used by a Package, and the approvals
 // of the revisions it deletes: they could let nothing through any more.
 func (r *HostedClusterPackageReconciler) reconcileHistory(ctx context.Context, s *scope) error {
 	keep := map[string]bool{s.update.Name: true}

@@ -73,8 +73,8 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 // conflict appears or clears); HostedClusters (creation, deletion, and changes of
 // labels, availability or deletion), for the HostedClusterPackages whose selector matches the
 // old or the new labels; and GitSource artifact changes, for the HostedClusterPackages whose
-// template uses that source; and RolloutApprovals coming and going, for the
-// HostedClusterPackage they approve. When sharding names a ConfigMap, it watches that ConfigMap's data;
+// template uses that source; and approvals and manual promotions (of the four kinds of
+// approvalKinds) coming and going, for the HostedClusterPackage they name. When sharding names a ConfigMap, it watches that ConfigMap's data;
 // when it names a lease namespace, the shard replicas' leases coming and going
 // (shardLeaseWatch); both for every HostedClusterPackage.
 func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts HostedClusterPackageReconcilerOptions) error {
