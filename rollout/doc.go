@@ -163,8 +163,8 @@
 //     revision never completes; a new commit or template change makes a new update revision,
 //     which rolls out as usual.
 //  22. Approval: a partition whose policy requires an approval starts only once a
-//     RolloutApproval names it and the update revision (an approval of another revision never
-//     counts); it shows AwaitingApproval meanwhile. Under a rolling upgrade the frontier
+//     PartitionApproval approves it at the update revision (Approval.Approves: the rollout's
+//     UID, the revision's name and commit; an approval of another revision never counts); it shows AwaitingApproval meanwhile. Under a rolling upgrade the frontier
 //     partition waits; under the instant strategy every partition that requires one is not
 //     reached until approved.
 //  23. Windows: the rollout is inside its windows at Input.Now when an Allow window is open

@@ -24,6 +24,15 @@ const (
 
 // revision returns the n-th revision of the test package: its own commit ("<n in hex>eee…"),
 // the same template.
+// hcpkgUID is the UID of the worlds' HostedClusterPackage.
+const hcpkgUID = "uid-of-addon"
+
+// approval returns the approval named name of partition at rev, bound to the worlds'
+// HostedClusterPackage.
+func approval(name, partition string, rev Revision) Approval {
+	return Approval{Name: name, HostedClusterPackageUID: hcpkgUID, Partition: partition, Revision: rev.Name, Commit: rev.Commit}
+}
+
 func revision(n int) Revision {
 	return Revision{
 		Name:   fmt.Sprintf("rev%d", n),
@@ -60,7 +69,7 @@ func newWorld() *world {
 	cur := revision(1)
 	return &world{
 		hcpkg: &convoyv1alpha1.HostedClusterPackage{
-			ObjectMeta: metav1.ObjectMeta{Name: hcpkgName, Generation: 1},
+			ObjectMeta: metav1.ObjectMeta{Name: hcpkgName, UID: hcpkgUID, Generation: 1},
 			Spec: convoyv1alpha1.HostedClusterPackageSpec{
 				Partition: &convoyv1alpha1.PartitionSpec{
 					LabelKey: riskKey,

@@ -147,7 +147,7 @@ func (p *planner) soakHold(part *partition) *convoyv1alpha1.RolloutGate {
 }
 
 // approvalHold returns the Approval gate of part when its policy requires an approval that no
-// RolloutApproval of the update revision gives; nil otherwise.
+// approval of the update revision gives; nil otherwise.
 func (p *planner) approvalHold(part *partition) *convoyv1alpha1.RolloutGate {
 	if !p.awaitsApproval(part) {
 		return nil
@@ -160,15 +160,15 @@ func (p *planner) approvalHold(part *partition) *convoyv1alpha1.RolloutGate {
 	}
 }
 
-// awaitsApproval reports whether part has not started, requires an approval, and no
-// RolloutApproval names it with the update revision.
+// awaitsApproval reports whether part has not started, requires an approval, and no approval
+// approves it at the update revision (Approval.Approves).
 func (p *planner) awaitsApproval(part *partition) bool {
 	pol := p.policy(part.name)
 	if part.started || pol == nil || !pol.RequireApproval {
 		return false
 	}
-	for _, a := range p.in.Approvals {
-		if a.Partition == part.name && a.Revision == p.in.UpdateRevision.Name {
+	for i := range p.in.Approvals {
+		if p.in.Approvals[i].Approves(p.in.HostedClusterPackage, part.name, &p.in.UpdateRevision) {
 			return false
 		}
 	}

@@ -126,7 +126,7 @@ func TestGoldenApproval(t *testing.T) {
 	g := NewWithT(t)
 	w := gatedWorld(1)
 	policies(w, convoyv1alpha1.PartitionPolicy{Name: "normal", RequireApproval: true})
-	w.approvals = []Approval{{Name: "normal-rev1", Partition: "normal", Revision: "rev1"}}
+	w.approvals = []Approval{approval("normal-rev1", "normal", revision(1))}
 	s := gatedSim(t, w)
 	s.run(30)
 
@@ -138,7 +138,7 @@ func TestGoldenApproval(t *testing.T) {
 
 	approvedAt := s.now
 	s.on("approve normal at rev2", atStep(s.step), func(s *sim) {
-		s.approvals = append(s.approvals, Approval{Name: "normal-rev2", Partition: "normal", Revision: "rev2"})
+		s.approvals = append(s.approvals, approval("normal-rev2", "normal", revision(2)))
 	})
 	s.run(100)
 	g.Expect(s.current.Name).To(Equal("rev2"))

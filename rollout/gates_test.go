@@ -18,7 +18,7 @@ func TestInstantStrategyReachesOnlyApprovedPartitions(t *testing.T) {
 		{Name: "early", RequireApproval: true, SoakSeconds: ptr(int32(3600))},
 		{Name: "late", RequireApproval: true},
 	}
-	w.approvals = []Approval{{Name: "a", Partition: "late", Revision: "rev2"}, {Name: "b", Partition: "early", Revision: "rev1"}}
+	w.approvals = []Approval{approval("a", "late", revision(2)), approval("b", "early", revision(1))}
 
 	plan := compute(g, w)
 	g.Expect(describe(plan)).To(ConsistOf("update normal-1 rev2 WithinBudget", "update late-1 rev2 WithinBudget"))
@@ -56,14 +56,14 @@ func TestApprovalHoldsTheReplacementOfAFailedPackage(t *testing.T) {
 	w := newWorld().fleet(1, "early", "normal").progressedAll(revision(1))
 	w.hcpkg.Spec.Strategy = rolling(intstr.FromInt32(3))
 	w.hcpkg.Spec.Partition.Policies = []convoyv1alpha1.PartitionPolicy{{Name: "normal", RequireApproval: true}}
-	w.approvals = []Approval{{Name: "a", Partition: "normal", Revision: "rev2"}}
+	w.approvals = []Approval{approval("a", "normal", revision(2))}
 	setSpec(w.packages[namespaceOf("normal-1")], revision(2), t0.Add(-time.Hour)) // failed at rev2
 	w.update, w.history = revision(3), append(w.history, revision(3))
 
 	plan := compute(g, w)
 	g.Expect(describe(plan)).To(ConsistOf("update early-1 rev3 WithinBudget"), "the approval of rev2 does not let rev3 through")
 
-	w.approvals = append(w.approvals, Approval{Name: "b", Partition: "normal", Revision: "rev3"})
+	w.approvals = append(w.approvals, approval("b", "normal", revision(3)))
 	plan = compute(g, w)
 	g.Expect(describe(plan)).To(ConsistOf("update normal-1 rev3 ReplaceFailed", "update early-1 rev3 WithinBudget"))
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
@@ -45,8 +47,9 @@ type Input struct {
 	// revisions Packages still use.
 	OlderRevisions []Revision
 
-	// Approvals lists the RolloutApprovals of the HostedClusterPackage: a partition that
-	// requires an approval starts only once one names it and UpdateRevision.Name.
+	// Approvals lists the approvals that name the HostedClusterPackage: a partition that
+	// requires an approval starts only once one of them approves it at UpdateRevision
+	// (Approval.Approves).
 	Approvals []Approval
 
 	// Promotion is what the upstream sectors say of the update revision (spec.promotion); the
@@ -120,22 +123,41 @@ type Revision struct {
 	// Rejected is set on a revision a rollback rejected (RejectedAnnotation on its
 	// ControllerRevision): the planner never rolls it out again.
 	Rejected bool
+
+	// CreatedAt is the creation timestamp of its ControllerRevision, set by the API server: an
+	// approval older than it was given for another ControllerRevision of the same name, one
+	// pruned since, and does not count.
+	CreatedAt time.Time
 }
 
 // RejectedAnnotation marks a ControllerRevision that a rollback rejected; its value is the
 // reason, for humans. The controller writes it when a Plan says Reject.
 const RejectedAnnotation = "convoy.dev/rejected"
 
-// Approval is the part of a RolloutApproval the planner reads.
+// Approval is the part of a PartitionApproval (or of a legacy RolloutApproval) the planner
+// reads; Approves says when it counts.
 type Approval struct {
-	// Name of the RolloutApproval.
+	// Name of the approval.
 	Name string
+
+	// Namespace of the PartitionApproval; empty for a legacy, cluster-scoped RolloutApproval.
+	Namespace string
+
+	// HostedClusterPackageUID is the UID of the HostedClusterPackage it approves: the spec's,
+	// or the owner reference's of a legacy RolloutApproval.
+	HostedClusterPackageUID types.UID
 
 	// Partition it approves.
 	Partition string
 
 	// Revision it approves: the name of a ControllerRevision.
 	Revision string
+
+	// Commit of that revision.
+	Commit string
+
+	// CreatedAt is the approval's creation timestamp, set by the API server.
+	CreatedAt time.Time
 }
 
 // ForeignPackage is a Package the HostedClusterPackage does not own.

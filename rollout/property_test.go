@@ -432,12 +432,11 @@ func (pc *propertyCheck) perturbGates(rng *rand.Rand) {
 	names := append(slices.Clone(groups[:len(groups)-1]), "*", "unknown")
 	switch rng.IntN(16) {
 	case 0, 1:
-		rev := s.update.Name
+		rev := s.update
 		if rng.IntN(3) == 0 {
-			rev = s.history[rng.IntN(len(s.history))].Name
+			rev = s.history[rng.IntN(len(s.history))]
 		}
-		s.approvals = append(s.approvals, Approval{Name: fmt.Sprintf("a%d", len(s.approvals)),
-			Partition: names[rng.IntN(len(names))], Revision: rev})
+		s.approvals = append(s.approvals, approval(fmt.Sprintf("a%d", len(s.approvals)), names[rng.IntN(len(names))], rev))
 	case 2:
 		if len(s.clusters) > 0 {
 			s.breakOn(s.clusters[rng.IntN(len(s.clusters))].Name, s.update)
@@ -459,9 +458,9 @@ func (pc *propertyCheck) settleGates() {
 	s := pc.sim
 	s.hcpkg.Spec.Windows = nil
 	s.badOn = map[string]bool{}
-	next := revision(len(s.history) + 1).Name
+	next := revision(len(s.history) + 1)
 	for _, name := range append(slices.Clone(groups[:len(groups)-1]), "*", "unknown") {
-		s.approvals = append(s.approvals, Approval{Name: "final-" + name, Partition: name, Revision: next})
+		s.approvals = append(s.approvals, approval("final-"+name, name, next))
 	}
 	for ns, p := range s.packages {
 		if _, ok := s.progressedAt[ns]; !ok {

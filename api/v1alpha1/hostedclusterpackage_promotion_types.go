@@ -139,12 +139,15 @@ type PromotionApprovalSpec struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// PromotionApproval lets one commit into one sector without waiting for the upstream sectors: the
-// emergency fix. It is a kind of its own so that who may promote by hand is granted apart from
-// who may edit the rollout; `convoy promote` creates one, owned by the HostedClusterPackage.
+// PromotionApproval is the cluster-scoped manual promotion of the releases before
+// ManualPromotion, which replaces it: whoever may create one may promote into every rollout.
+// Deprecated: the controller still honours one owned by the HostedClusterPackage it names (as
+// `convoy promote` of those releases made it), which binds it to that rollout's UID; no role of
+// deploy/ grants creating one.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=promotion,categories=convoy
+// +kubebuilder:deprecatedversion:warning="convoy.dev/v1alpha1 PromotionApproval is deprecated; create a ManualPromotion in the namespace of the rollout's GitSource (convoy promote)"
 // +kubebuilder:printcolumn:name="Rollout",type=string,JSONPath=`.spec.hostedClusterPackage`
 // +kubebuilder:printcolumn:name="Sector",type=string,JSONPath=`.spec.sector`
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.spec.commit`

@@ -70,9 +70,9 @@ type PackageTemplateSpec struct {
 
 	// serviceAccountName makes the controller apply, prune and tear down the package's
 	// management-side objects as this ServiceAccount of the Package's namespace, with its
-	// rights only. Empty means the controller's --default-service-account, or the controller's
-	// own rights when that is empty too. Phases of class hosted-cluster keep using the hosted
-	// cluster's kubeconfig.
+	// rights only. Empty means the controller's --default-service-account (deploy/ sets
+	// convoy-system/convoy-package-applier), or the controller's own rights when that is empty
+	// too. Phases of class hosted-cluster keep using the hosted cluster's kubeconfig.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`

@@ -5,8 +5,7 @@ import (
 )
 
 // RolloutApprovalSpec names what a person approves: one partition of one HostedClusterPackage,
-// at one revision. An approval of one revision never lets another through, so a newer commit
-// waits for an approval of its own.
+// at one revision.
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an approval cannot be changed; create another"
 type RolloutApprovalSpec struct {
 	// hostedClusterPackage is the name of the approved HostedClusterPackage.
@@ -28,20 +27,22 @@ type RolloutApprovalSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	Revision string `json:"revision"`
 
-	// commit is the Git commit of that revision, for the people reading the approval; the
-	// rollout matches on revision only.
+	// commit is the Git commit of that revision; an approval without it, or of another commit,
+	// does not count.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Commit string `json:"commit,omitempty"`
 }
 
-// RolloutApproval lets a partition of a HostedClusterPackage start at one revision. It is a kind
-// of its own so that who may approve (create RolloutApprovals) is granted apart from who may
-// edit the rollout; `convoy approve` creates one, owned by the HostedClusterPackage so that it
-// goes when the rollout does.
+// RolloutApproval is the cluster-scoped approval of the releases before PartitionApproval, which
+// replaces it: whoever may create one may approve every rollout. Deprecated: the controller
+// still honours one that `convoy approve` of those releases made (owned by the
+// HostedClusterPackage it names, which binds it to that rollout's UID, with the commit of the
+// revision), under the same rules as a PartitionApproval; no role of deploy/ grants creating one.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=approval,categories=convoy
+// +kubebuilder:deprecatedversion:warning="convoy.dev/v1alpha1 RolloutApproval is deprecated; create a PartitionApproval in the namespace of the rollout's GitSource (convoy approve)"
 // +kubebuilder:printcolumn:name="Rollout",type=string,JSONPath=`.spec.hostedClusterPackage`
 // +kubebuilder:printcolumn:name="Partition",type=string,JSONPath=`.spec.partition`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.revision`

@@ -27,12 +27,13 @@ func newApproveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approve NAME --partition PARTITION",
 		Short: "Let a partition of a HostedClusterPackage start at its update revision",
-		Long: "approve creates a RolloutApproval of the partition PARTITION of the HostedClusterPackage " +
+		Long: "approve creates a PartitionApproval of the partition PARTITION of the HostedClusterPackage " +
 			"NAME at its update revision (or --revision), which a partition with requireApproval waits " +
-			"for. The approval names the revision, so it never lets a newer commit through; it is " +
-			"owned by the HostedClusterPackage and goes with it. An approval that exists already is " +
-			"not created twice. Approving needs the ClusterRole convoy-rollout-approver, not the right " +
-			"to edit the HostedClusterPackage.",
+			"for. The approval names the rollout by UID and the revision by name and commit, so it never " +
+			"lets another rollout or a newer commit through; it lives in the namespace of the rollout's " +
+			"GitSource, is owned by the HostedClusterPackage and goes with it. An approval that exists " +
+			"already is not created twice. Approving needs the ClusterRole convoy-rollout-approver bound " +
+			"in that namespace (and convoy-rollout-reader), not the right to edit the HostedClusterPackage.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newCLIClient(opts.kubeconfig)
@@ -53,6 +54,7 @@ func newApproveCmd() *cobra.Command {
 // approval is what `convoy approve` approves, as read from the cluster.
 type approval struct {
 	hcpkg             *convoyv1alpha1.HostedClusterPackage
+	namespace         string
 	partition         string
 	revision, commit  string
 	requiresApproval  bool
@@ -60,7 +62,7 @@ type approval struct {
 	partitionsPresent []string
 }
 
-// runApprove creates the RolloutApproval of opts.partition of the HostedClusterPackage name at
+// runApprove creates the PartitionApproval of opts.partition of the HostedClusterPackage name at
 // the update revision or opts.revision, unless one exists, and says what it approved.
 func runApprove(ctx context.Context, c client.Client, out io.Writer, name string, opts approveOptions) error {
 	a, err := readApproval(ctx, c, name, opts)
@@ -69,14 +71,14 @@ func runApprove(ctx context.Context, c client.Client, out io.Writer, name string
 	}
 	what := fmt.Sprintf("partition %s of %s at revision %s (commit %s)", a.partition, name, a.revision, shortApprovedCommit(a.commit))
 	if a.existing != "" {
-		_, err := fmt.Fprintf(out, "already approved: %s by RolloutApproval %s; nothing created\n", what, a.existing)
+		_, err := fmt.Fprintf(out, "already approved: %s by PartitionApproval %s/%s; nothing created\n", what, a.namespace, a.existing)
 		return err
 	}
-	obj := newRolloutApproval(a)
+	obj := newPartitionApproval(a)
 	if err := c.Create(ctx, obj); err != nil {
-		return fmt.Errorf("creating the RolloutApproval of %s: %w", what, err)
+		return fmt.Errorf("creating the PartitionApproval of %s in namespace %s: %w", what, a.namespace, err)
 	}
-	if _, err := fmt.Fprintf(out, "approved %s: RolloutApproval %s\n", what, obj.Name); err != nil {
+	if _, err := fmt.Fprintf(out, "approved %s: PartitionApproval %s/%s\n", what, obj.Namespace, obj.Name); err != nil {
 		return err
 	}
 	if !a.requiresApproval {
@@ -94,7 +96,11 @@ func readApproval(ctx context.Context, c client.Client, name string, opts approv
 		return nil, err
 	}
 	snap := snaps[0]
-	a := &approval{hcpkg: snap.HostedClusterPackage, partition: opts.partition, revision: opts.revision}
+	a := &approval{hcpkg: snap.HostedClusterPackage, partition: opts.partition, revision: opts.revision,
+		namespace: snap.HostedClusterPackage.Spec.Template.Spec.SourceRef.Namespace}
+	if a.namespace == "" {
+		return nil, fmt.Errorf("HostedClusterPackage %s names no namespace for its GitSource, where approvals live", name)
+	}
 	if a.revision == "" {
 		if a.revision = a.hcpkg.Status.UpdateRevision; a.revision == "" {
 			return nil, fmt.Errorf("HostedClusterPackage %s has no update revision yet: its controller has not planned it; try again, or give --revision", name)
@@ -112,40 +118,46 @@ func readApproval(ctx context.Context, c client.Client, name string, opts approv
 		return nil, fmt.Errorf("HostedClusterPackage %s has no partition %q; its partitions are: %s", name, a.partition, partitionList(a.partitionsPresent))
 	}
 	a.requiresApproval = requiresApproval(a.hcpkg, a.partition)
-	if a.existing, err = existingApproval(ctx, c, name, a.partition, a.revision); err != nil {
+	if rev.Rejected {
+		return nil, fmt.Errorf("revision %s of %s is rejected: it rolls out nowhere again, and an approval of it would never count", a.revision, name)
+	}
+	if a.existing, err = existingApproval(ctx, c, a); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-// existingApproval returns the name of a RolloutApproval of (hcpkg, partition, revision), or "".
-func existingApproval(ctx context.Context, c client.Reader, hcpkg, partition, revision string) (string, error) {
-	list := &convoyv1alpha1.RolloutApprovalList{}
-	if err := c.List(ctx, list); err != nil {
-		return "", fmt.Errorf("listing RolloutApprovals: %w", err)
+// existingApproval returns the name of a PartitionApproval of a (the rollout by UID, the
+// partition, the revision and commit) in a.namespace, or "".
+func existingApproval(ctx context.Context, c client.Reader, a *approval) (string, error) {
+	list := &convoyv1alpha1.PartitionApprovalList{}
+	if err := c.List(ctx, list, client.InNamespace(a.namespace)); err != nil {
+		return "", fmt.Errorf("listing PartitionApprovals in %s: %w", a.namespace, err)
 	}
 	for _, item := range list.Items {
 		s := item.Spec
-		if s.HostedClusterPackage == hcpkg && s.Partition == partition && s.Revision == revision {
+		if s.HostedClusterPackageUID == string(a.hcpkg.UID) && s.Partition == a.partition && s.Revision == a.revision && s.Commit == a.commit {
 			return item.Name, nil
 		}
 	}
 	return "", nil
 }
 
-// newRolloutApproval returns the RolloutApproval of a: named after the HostedClusterPackage by
-// the API server, labelled with it, and owned by it (not as its controller, and without blocking
-// its deletion: an approver may not set finalizers on it) so that it is garbage collected with it.
-func newRolloutApproval(a *approval) *convoyv1alpha1.RolloutApproval {
-	return &convoyv1alpha1.RolloutApproval{
+// newPartitionApproval returns the PartitionApproval of a, in the namespace of the rollout's
+// GitSource: named after the HostedClusterPackage by the API server, labelled with it, and owned
+// by it (not as its controller, and without blocking its deletion: an approver may not set
+// finalizers on it) so that it is garbage collected with it.
+func newPartitionApproval(a *approval) *convoyv1alpha1.PartitionApproval {
+	return &convoyv1alpha1.PartitionApproval{
 		ObjectMeta: metav1.ObjectMeta{
+			Namespace:    a.namespace,
 			GenerateName: a.hcpkg.Name + "-",
 			Labels:       map[string]string{convoyv1alpha1.HostedClusterPackageLabel: a.hcpkg.Name},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: convoyv1alpha1.GroupVersion.String(),
 				Kind: "HostedClusterPackage", Name: a.hcpkg.Name, UID: a.hcpkg.UID}},
 		},
-		Spec: convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: a.hcpkg.Name, Partition: a.partition,
-			Revision: a.revision, Commit: a.commit},
+		Spec: convoyv1alpha1.PartitionApprovalSpec{HostedClusterPackage: a.hcpkg.Name, HostedClusterPackageUID: string(a.hcpkg.UID),
+			Partition: a.partition, Revision: a.revision, Commit: a.commit},
 	}
 }
 

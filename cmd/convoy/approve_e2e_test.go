@@ -142,7 +142,7 @@ func runApproveLine(g *WithT, kubeconfig, line, rev, commit string) {
 	args := append(strings.Fields(line)[1:], "--kubeconfig", kubeconfig)
 	out, _, err := runCLI(args...)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(HavePrefix("approved partition normal of addon at revision " + rev + " (commit " + commit[:7] + "): RolloutApproval addon-"))
+	g.Expect(out).To(HavePrefix("approved partition normal of addon at revision " + rev + " (commit " + commit[:7] + "): PartitionApproval " + shardTestNamespace + "/addon-"))
 }
 
 // awaitRolledOut waits until every Package of the add-on is on commit and the rollout is Ready.

@@ -30,11 +30,13 @@ func newPromoteCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "promote NAME --commit COMMIT --sector SECTOR",
 		Short: "Let one commit into a sector without waiting for its upstream sectors",
-		Long: "promote creates a PromotionApproval that lets the commit COMMIT into the sector SECTOR for " +
+		Long: "promote creates a ManualPromotion that lets the commit COMMIT into the sector SECTOR for " +
 			"the HostedClusterPackage NAME, skipping the sectors of its spec.promotion.after: the " +
 			"emergency fix. Only that commit is let through; the rollout inside the sector keeps its " +
 			"partitions, budget and gates. Run it against each management cluster of the sector. " +
-			"Promoting needs the ClusterRole convoy-promoter, not the right to edit the HostedClusterPackage.",
+			"The ManualPromotion names the rollout by UID and lives in the namespace of its GitSource: " +
+			"promoting needs the ClusterRole convoy-promoter bound in that namespace (and " +
+			"convoy-rollout-reader), not the right to edit the HostedClusterPackage.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newCLIClient(opts.kubeconfig)
@@ -48,13 +50,13 @@ func newPromoteCmd() *cobra.Command {
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
 	fs.StringVar(&opts.commit, "commit", "", "Full commit id to promote (required).")
 	fs.StringVar(&opts.sector, "sector", "", "Sector the commit enters: the management cluster's --sector (required).")
-	fs.StringVar(&opts.reason, "reason", "", "Why, for the people reading the PromotionApproval later.")
+	fs.StringVar(&opts.reason, "reason", "", "Why, for the people reading the ManualPromotion later.")
 	_ = cmd.MarkFlagRequired("commit")
 	_ = cmd.MarkFlagRequired("sector")
 	return cmd
 }
 
-// runPromote creates the PromotionApproval of opts.commit into opts.sector for the
+// runPromote creates the ManualPromotion of opts.commit into opts.sector for the
 // HostedClusterPackage name, unless one exists, and says what it promoted.
 func runPromote(ctx context.Context, c client.Client, out io.Writer, name string, opts promoteOptions) error {
 	if !fullCommit.MatchString(opts.commit) {
@@ -64,20 +66,24 @@ func runPromote(ctx context.Context, c client.Client, out io.Writer, name string
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, hcpkg); err != nil {
 		return fmt.Errorf("reading HostedClusterPackage %s: %w", name, err)
 	}
+	namespace := hcpkg.Spec.Template.Spec.SourceRef.Namespace
+	if namespace == "" {
+		return fmt.Errorf("HostedClusterPackage %s names no namespace for its GitSource, where promotions live", name)
+	}
 	what := fmt.Sprintf("commit %s into sector %s for %s", opts.commit[:12], opts.sector, name)
-	existing, err := existingPromotion(ctx, c, name, opts.sector, opts.commit)
+	existing, err := existingPromotion(ctx, c, hcpkg, opts.sector, opts.commit)
 	if err != nil {
 		return err
 	}
 	if existing != "" {
-		_, err := fmt.Fprintf(out, "already promoted: %s by PromotionApproval %s; nothing created\n", what, existing)
+		_, err := fmt.Fprintf(out, "already promoted: %s by ManualPromotion %s/%s; nothing created\n", what, namespace, existing)
 		return err
 	}
-	obj := newPromotionApproval(hcpkg, opts)
+	obj := newManualPromotion(hcpkg, opts)
 	if err := c.Create(ctx, obj); err != nil {
-		return fmt.Errorf("creating the PromotionApproval of %s: %w", what, err)
+		return fmt.Errorf("creating the ManualPromotion of %s in namespace %s: %w", what, namespace, err)
 	}
-	if _, err := fmt.Fprintf(out, "promoted %s: PromotionApproval %s\n", what, obj.Name); err != nil {
+	if _, err := fmt.Fprintf(out, "promoted %s: ManualPromotion %s/%s\n", what, obj.Namespace, obj.Name); err != nil {
 		return err
 	}
 	if p := hcpkg.Spec.Promotion; p == nil || len(p.After) == 0 {
@@ -86,33 +92,35 @@ func runPromote(ctx context.Context, c client.Client, out io.Writer, name string
 	return err
 }
 
-// existingPromotion returns the name of a PromotionApproval of (hcpkg, sector, commit), or "".
-func existingPromotion(ctx context.Context, c client.Reader, hcpkg, sector, commit string) (string, error) {
-	list := &convoyv1alpha1.PromotionApprovalList{}
-	if err := c.List(ctx, list); err != nil {
-		return "", fmt.Errorf("listing PromotionApprovals: %w", err)
+// existingPromotion returns the name of a ManualPromotion of (hcpkg by UID, sector, commit) in
+// the namespace of its GitSource, or "".
+func existingPromotion(ctx context.Context, c client.Reader, hcpkg *convoyv1alpha1.HostedClusterPackage, sector, commit string) (string, error) {
+	list := &convoyv1alpha1.ManualPromotionList{}
+	if err := c.List(ctx, list, client.InNamespace(hcpkg.Spec.Template.Spec.SourceRef.Namespace)); err != nil {
+		return "", fmt.Errorf("listing ManualPromotions: %w", err)
 	}
 	for _, item := range list.Items {
 		s := item.Spec
-		if s.HostedClusterPackage == hcpkg && s.Sector == sector && s.Commit == commit {
+		if s.HostedClusterPackageUID == string(hcpkg.UID) && s.Sector == sector && s.Commit == commit {
 			return item.Name, nil
 		}
 	}
 	return "", nil
 }
 
-// newPromotionApproval returns the PromotionApproval of opts, named after the
-// HostedClusterPackage by the API server and owned by it (without blocking its deletion) so
-// that it goes with it.
-func newPromotionApproval(hcpkg *convoyv1alpha1.HostedClusterPackage, opts promoteOptions) *convoyv1alpha1.PromotionApproval {
-	return &convoyv1alpha1.PromotionApproval{
+// newManualPromotion returns the ManualPromotion of opts in the namespace of the rollout's
+// GitSource, named after the HostedClusterPackage by the API server and owned by it (without
+// blocking its deletion) so that it goes with it.
+func newManualPromotion(hcpkg *convoyv1alpha1.HostedClusterPackage, opts promoteOptions) *convoyv1alpha1.ManualPromotion {
+	return &convoyv1alpha1.ManualPromotion{
 		ObjectMeta: metav1.ObjectMeta{
+			Namespace:    hcpkg.Spec.Template.Spec.SourceRef.Namespace,
 			GenerateName: hcpkg.Name + "-",
 			Labels:       map[string]string{convoyv1alpha1.HostedClusterPackageLabel: hcpkg.Name},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: convoyv1alpha1.GroupVersion.String(),
 				Kind: "HostedClusterPackage", Name: hcpkg.Name, UID: hcpkg.UID}},
 		},
-		Spec: convoyv1alpha1.PromotionApprovalSpec{HostedClusterPackage: hcpkg.Name, Sector: opts.sector,
-			Commit: opts.commit, Reason: opts.reason},
+		Spec: convoyv1alpha1.ManualPromotionSpec{HostedClusterPackage: hcpkg.Name, HostedClusterPackageUID: string(hcpkg.UID),
+			Sector: opts.sector, Commit: opts.commit, Reason: opts.reason},
 	}
 }

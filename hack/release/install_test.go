@@ -23,10 +23,11 @@ func TestInstallPinsTheImageDigest(t *testing.T) {
 		g.Expect(obj.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/version", releaseTag), "%s %s", obj.GetKind(), obj.GetName())
 	}
 	g.Expect(kinds["CustomResourceDefinition"]).To(ConsistOf("gitsources.convoy.dev", "packages.convoy.dev",
-		"objectdeployments.convoy.dev", "hostedclusterpackages.convoy.dev", "rolloutapprovals.convoy.dev",
-		"promotionapprovals.convoy.dev"))
-	g.Expect(kinds["ClusterRole"]).To(ContainElements(serviceAccount, "convoy-metrics-reader"))
-	g.Expect(kinds["ServiceAccount"]).To(ConsistOf(serviceAccount))
+		"objectdeployments.convoy.dev", "hostedclusterpackages.convoy.dev", "partitionapprovals.convoy.dev",
+		"manualpromotions.convoy.dev", "rolloutapprovals.convoy.dev", "promotionapprovals.convoy.dev"))
+	g.Expect(kinds["ClusterRole"]).To(ContainElements(serviceAccount, "convoy-metrics-reader", applierServiceAccount,
+		"convoy-rollout-approver", "convoy-rollout-reader", "convoy-promoter"))
+	g.Expect(kinds["ServiceAccount"]).To(ConsistOf(serviceAccount, applierServiceAccount))
 	g.Expect(kinds["Deployment"]).To(ConsistOf(serviceAccount))
 	for _, obj := range installed {
 		if obj.GetKind() != "Deployment" {

@@ -11,10 +11,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,7 +95,19 @@ func TestReleasedControllerRunsAsItsServiceAccount(t *testing.T) {
 			HaveField("Reason", convoyv1alpha1.ApplyFailedReason),
 			HaveField("Message", And(
 				ContainSubstring(`resourcequotas "limits" is forbidden`),
-				MatchRegexp(`User "system:serviceaccount:convoy-system:convoy-controller" cannot (get|patch) resource "resourcequotas" in API group "" in the namespace "%s"`, key.Namespace)))))
+				MatchRegexp(`User "system:serviceaccount:convoy-system:convoy-package-applier" cannot (get|patch) resource "resourcequotas" in API group "" in the namespace "%s"`, key.Namespace)))))
+	})
+	t.Run("refuses a RoleBinding beyond the rights of the ServiceAccount it applies as", func(t *testing.T) {
+		g := NewWithT(t)
+		key := createPackage(ctx, g, env.NewNamespace(t), "escalate")
+		g.Eventually(packageCondition(ctx, key, convoyv1alpha1.StalledCondition), settleTimeout).Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Reason", convoyv1alpha1.ApplyFailedReason),
+			HaveField("Message", And(ContainSubstring(`rolebindings.rbac.authorization.k8s.io "grab-secrets" is forbidden`),
+				ContainSubstring(`user "system:serviceaccount:convoy-system:convoy-package-applier"`),
+				ContainSubstring("attempting to grant RBAC permissions not currently held")))))
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: "grab-secrets"}, &rbacv1.RoleBinding{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing was bound")
 	})
 }
 
@@ -105,6 +121,7 @@ func rollOutToHostedClusters(t *testing.T, hosted []*fleet.HostedCluster) {
 	g.Expect(err).NotTo(HaveOccurred())
 	hcpkg := &convoyv1alpha1.HostedClusterPackage{}
 	g.Expect(yaml.UnmarshalStrict(raw, hcpkg)).To(Succeed())
+	widenApplier(ctx, g)
 	g.Expect(env.Client.Create(ctx, hcpkg)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(hcpkg), hcpkg)).To(Succeed())
@@ -121,6 +138,19 @@ func rollOutToHostedClusters(t *testing.T, hosted []*fleet.HostedCluster) {
 			"the rbac phase created the namespace in hosted cluster %s", hc.Name)
 		g.Expect(ns.Labels).To(HaveKeyWithValue("app.kubernetes.io/part-of", "extra-component"))
 	}
+}
+
+// widenApplier grants the ServiceAccount Packages apply as the one more right the example's
+// Role hands its controller, reading the HCP namespace's service-network kubeconfig Secret, as
+// docs/operations/installing.md shows: the API server refuses a Role that grants what its
+// creator does not hold.
+func widenApplier(ctx context.Context, g Gomega) {
+	g.Expect(env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "extra-component-applier"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: []string{"service-network-admin-kubeconfig"}, Verbs: []string{"get"}}}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "extra-component-applier"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "extra-component-applier"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: controllerNamespace, Name: applierServiceAccount}}})).To(Succeed())
 }
 
 // serviceAccountKubeconfig requests a token of the controller's ServiceAccount and writes a
@@ -151,7 +181,7 @@ func startControllerAs(t *testing.T, kubeconfig string) *bench.Controller {
 		"-X github.com/convoy-gitops/convoy/internal/buildinfo.version="+releaseTag, "../../cmd/convoy").CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
 	ctrl, err := bench.StartController(context.Background(), bench.ControllerInput{Binary: binary,
-		Kubeconfig: kubeconfig, Dir: dir, Concurrency: 4, LeaseNamespace: controllerNamespace})
+		Kubeconfig: kubeconfig, Dir: dir, Concurrency: 4, LeaseNamespace: controllerNamespace, Args: lockdownFlags(g)})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		_ = ctrl.Stop()
@@ -163,14 +193,37 @@ func startControllerAs(t *testing.T, kubeconfig string) *bench.Controller {
 	return ctrl
 }
 
+// lockdownFlags returns the --default-service-account flag of the install's Deployment: the
+// controller runs locked down, as installed.
+func lockdownFlags(g Gomega) []string {
+	for _, obj := range installed {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d)).To(Succeed())
+		for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(arg, "--default-service-account=") {
+				return []string{arg}
+			}
+		}
+	}
+	g.Expect("--default-service-account").To(BeEmpty(), "the install's Deployment sets no default ServiceAccount")
+	return nil
+}
+
 // packageFiles are the packages of the test repository: config (a ConfigMap), quota (a
 // ResourceQuota, a kind convoy's ClusterRole lacks) and the example extra-component.
 func packageFiles(t *testing.T) map[string]string {
 	files := map[string]string{
-		"config/manifest.yaml": manifest("config"),
-		"config/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations: {convoy.dev/phase: deploy}\ndata: {level: info}\n",
-		"quota/manifest.yaml":  manifest("quota"),
-		"quota/quota.yaml":     "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: limits\n  annotations: {convoy.dev/phase: deploy}\nspec:\n  hard: {pods: \"10\"}\n",
+		"config/manifest.yaml":   manifest("config"),
+		"config/settings.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations: {convoy.dev/phase: deploy}\ndata: {level: info}\n",
+		"quota/manifest.yaml":    manifest("quota"),
+		"quota/quota.yaml":       "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: limits\n  annotations: {convoy.dev/phase: deploy}\nspec:\n  hard: {pods: \"10\"}\n",
+		"escalate/manifest.yaml": manifest("escalate"),
+		"escalate/binding.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: grab-secrets\n" +
+			"  annotations: {convoy.dev/phase: deploy}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: convoy-controller}\n" +
+			"subjects:\n- {kind: ServiceAccount, name: default}\n",
 	}
 	root := "../../examples/packages/extra-component"
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {

@@ -23,7 +23,10 @@ const (
 	releaseTag          = "v0.1.0"
 	controllerNamespace = "convoy-system"
 	serviceAccount      = "convoy-controller"
-	deployDir           = "../../deploy"
+	// applierServiceAccount is the least-privileged ServiceAccount Packages apply as when they
+	// name none (the Deployment's --default-service-account).
+	applierServiceAccount = "convoy-package-applier"
+	deployDir             = "../../deploy"
 	// testRepository is where the test release says its image is.
 	testRepository = "registry.example.com/convoy/convoy:" + releaseTag
 )

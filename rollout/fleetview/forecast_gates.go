@@ -129,7 +129,7 @@ func (l *gateLog) noteRequiredApprovals(h *convoyv1alpha1.HostedClusterPackage, 
 	}
 	for _, p := range h.Spec.Partition.Policies {
 		approved := slices.ContainsFunc(approvals, func(a rollout.Approval) bool {
-			return a.Partition == p.Name && a.Revision == l.update.Name && a.Name != forecastApprovalName
+			return a.Name != forecastApprovalName && a.Approves(h, p.Name, &l.update)
 		})
 		if p.RequireApproval && !approved {
 			l.noteWait(&convoyv1alpha1.RolloutGate{Type: convoyv1alpha1.GateApproval, Partition: p.Name})
@@ -165,8 +165,10 @@ func (s *simulation) passGate(plan *rollout.Plan) bool {
 	}
 	switch {
 	case g.Type == convoyv1alpha1.GateApproval:
-		s.in.Approvals = append(s.in.Approvals, rollout.Approval{Name: forecastApprovalName, Partition: g.Partition,
-			Revision: s.in.UpdateRevision.Name})
+		h, u := s.in.HostedClusterPackage, s.in.UpdateRevision
+		s.in.Approvals = append(s.in.Approvals, rollout.Approval{Name: forecastApprovalName, HostedClusterPackageUID: h.UID,
+			Namespace: h.Spec.Template.Spec.SourceRef.Namespace, Partition: g.Partition, Revision: u.Name, Commit: u.Commit,
+			CreatedAt: u.CreatedAt})
 	case g.Until != nil && (g.Type == convoyv1alpha1.GateSoak || g.Type == convoyv1alpha1.GateWindow):
 		s.in.Now = later(s.in.Now.Add(s.tick), g.Until.Time)
 	case g.Type == convoyv1alpha1.GateCheck:

@@ -24,13 +24,23 @@ const gatedLabel = "example.com/risk-group"
 
 // gatedSnapshot is a fleet of six HostedClusters, every Package progressed an hour ago on the
 // current revision of "addon", about to roll out the update revision; mutate sets the gates.
+// gatedUID is the UID of the gated snapshot's HostedClusterPackage.
+const gatedUID = "uid-of-addon"
+
+// gatedApproval is an approval of partition at the revision named revision of commit
+// strings.Repeat(c, 40), bound to the gated snapshot's HostedClusterPackage.
+func gatedApproval(partition, revision, c string) rollout.Approval {
+	return rollout.Approval{Name: "a", Namespace: "fleet", HostedClusterPackageUID: gatedUID, Partition: partition,
+		Revision: revision, Commit: strings.Repeat(c, 40)}
+}
+
 func gatedSnapshot(mutate func(*convoyv1alpha1.HostedClusterPackageSpec)) *Snapshot {
 	template := convoyv1alpha1.PackageTemplateSpec{SourceRef: convoyv1alpha1.SourceReference{Name: "addons", Namespace: "fleet"}, Path: "addon"}
 	current := rollout.Revision{Name: "addon-1", Commit: strings.Repeat("a", 40), Template: template}
 	update := rollout.Revision{Name: "addon-2", Commit: strings.Repeat("b", 40), Template: template}
 	one := intstr.FromInt32(1)
 	h := &convoyv1alpha1.HostedClusterPackage{
-		ObjectMeta: metav1.ObjectMeta{Name: "addon", Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: "addon", UID: gatedUID, Generation: 1},
 		Spec: convoyv1alpha1.HostedClusterPackageSpec{
 			Partition: &convoyv1alpha1.PartitionSpec{LabelKey: gatedLabel, Order: convoyv1alpha1.PartitionOrder{Static: gatedPartitions}},
 			Strategy: convoyv1alpha1.HostedClusterPackageStrategy{
@@ -110,9 +120,11 @@ func TestForecastSaysWhichPartitionsAwaitApproval(t *testing.T) {
 		awaits    bool
 	}{
 		"no approval":                 {awaits: true},
-		"an approval of another one":  {approvals: []rollout.Approval{{Name: "a", Partition: "late", Revision: "addon-1"}}, awaits: true},
-		"an approval of another part": {approvals: []rollout.Approval{{Name: "a", Partition: "normal", Revision: "addon-2"}}, awaits: true},
-		"an approval of the revision": {approvals: []rollout.Approval{{Name: "a", Partition: "late", Revision: "addon-2"}}},
+		"an approval of another one":  {approvals: []rollout.Approval{gatedApproval("late", "addon-1", "a")}, awaits: true},
+		"an approval of another part": {approvals: []rollout.Approval{gatedApproval("normal", "addon-2", "b")}, awaits: true},
+		"an approval of another commit": {
+			approvals: []rollout.Approval{gatedApproval("late", "addon-2", "c")}, awaits: true},
+		"an approval of the revision": {approvals: []rollout.Approval{gatedApproval("late", "addon-2", "b")}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

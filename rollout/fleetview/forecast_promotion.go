@@ -25,7 +25,7 @@ type PromotionForecast struct {
 	// Sectors say, per upstream sector, what it did and when its soak ends.
 	Sectors []string `json:"sectors"`
 	// Never says why the commit will not come through the upstream sectors (one of them failed
-	// or rejected it); only a PromotionApproval lets it in then.
+	// or rejected it); only a ManualPromotion lets it in then.
 	Never string `json:"never,omitempty"`
 }
 

@@ -34,7 +34,7 @@ func DecodeRevision(cr *appsv1.ControllerRevision) (rollout.Revision, bool) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return rollout.Revision{}, false
 	}
-	rev := rollout.Revision{Name: cr.Name}
+	rev := rollout.Revision{Name: cr.Name, CreatedAt: cr.CreationTimestamp.Time}
 	_, rev.Rejected = cr.Annotations[rollout.RejectedAnnotation]
 	switch {
 	case s.Commit != "" && s.Template != nil:

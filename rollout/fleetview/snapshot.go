@@ -36,7 +36,8 @@ type Snapshot struct {
 	// SourceCommit is the commit of the template's GitSource artifact; empty when unknown.
 	SourceCommit string
 
-	// Approvals are the RolloutApprovals that name the HostedClusterPackage.
+	// Approvals are the PartitionApprovals of the GitSource's namespace and the legacy
+	// RolloutApprovals that name the HostedClusterPackage.
 	Approvals []rollout.Approval
 
 	// Dependencies and Dependants are what the planner reads of the HostedClusterPackages it
@@ -66,7 +67,7 @@ func ReadStatus(ctx context.Context, c client.Reader, name string) ([]*Snapshot,
 		}
 		items = list.Items
 	}
-	revisions, err := listRevisions(ctx, c)
+	revisions, err := listRevisions(ctx, c, items, name == "")
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +80,8 @@ func ReadStatus(ctx context.Context, c client.Reader, name string) ([]*Snapshot,
 }
 
 // Read reads the HostedClusterPackage name with its revisions, every HostedCluster, the Packages
-// it owns, the commit of its GitSource, its RolloutApprovals and its dependencies: what a
-// forecast needs.
+// it owns, the commit of its GitSource, its approvals and its dependencies: what a forecast
+// needs.
 func Read(ctx context.Context, c client.Reader, name string) (*Snapshot, error) {
 	snaps, err := ReadStatus(ctx, c, name)
 	if err != nil {
@@ -96,7 +97,7 @@ func Read(ctx context.Context, c client.Reader, name string) (*Snapshot, error) 
 	if snap.SourceCommit, err = sourceCommit(ctx, c, snap.HostedClusterPackage); err != nil {
 		return nil, err
 	}
-	if snap.Approvals, err = listApprovals(ctx, c, snap.HostedClusterPackage.Name); err != nil {
+	if snap.Approvals, err = listApprovals(ctx, c, snap.HostedClusterPackage); err != nil {
 		return nil, err
 	}
 	if err := snap.readDependencies(ctx, c); err != nil {
@@ -105,34 +106,65 @@ func Read(ctx context.Context, c client.Reader, name string) (*Snapshot, error) 
 	return snap, nil
 }
 
-// listApprovals reads the RolloutApprovals of the HostedClusterPackage name; none when the
-// cluster does not serve the kind yet (a CRD of an older release).
-func listApprovals(ctx context.Context, c client.Reader, name string) ([]rollout.Approval, error) {
-	list := &convoyv1alpha1.RolloutApprovalList{}
-	err := c.List(ctx, list)
-	if apimeta.IsNoMatchError(err) {
-		return nil, nil
+// listApprovals reads the approvals of hcpkg: the PartitionApprovals of its GitSource's
+// namespace that name it, and the legacy RolloutApprovals when the cluster serves them and the
+// caller may read them (an approver of one namespace may not); which count is
+// rollout.Approval.Approves's answer.
+func listApprovals(ctx context.Context, c client.Reader, hcpkg *convoyv1alpha1.HostedClusterPackage) ([]rollout.Approval, error) {
+	var out []rollout.Approval
+	if ns := hcpkg.Spec.Template.Spec.SourceRef.Namespace; ns != "" {
+		list := &convoyv1alpha1.PartitionApprovalList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil && !apimeta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("listing PartitionApprovals: %w", err)
+		}
+		for i := range list.Items {
+			if list.Items[i].Spec.HostedClusterPackage == hcpkg.Name {
+				out = append(out, rollout.ApprovalOf(&list.Items[i]))
+			}
+		}
+	}
+	legacy := &convoyv1alpha1.RolloutApprovalList{}
+	err := c.List(ctx, legacy)
+	if apimeta.IsNoMatchError(err) || apierrors.IsForbidden(err) {
+		return out, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listing RolloutApprovals: %w", err)
 	}
-	var out []rollout.Approval
-	for _, a := range list.Items {
-		if a.Spec.HostedClusterPackage == name {
-			out = append(out, rollout.Approval{Name: a.Name, Partition: a.Spec.Partition, Revision: a.Spec.Revision})
+	for i := range legacy.Items {
+		if legacy.Items[i].Spec.HostedClusterPackage == hcpkg.Name {
+			out = append(out, rollout.LegacyApprovalOf(&legacy.Items[i]))
 		}
 	}
 	return out, nil
 }
 
-// listRevisions lists the ControllerRevisions of HostedClusterPackages, in every namespace: those
-// labelled convoy.dev/hostedclusterpackage, not the revisions of every DaemonSet and StatefulSet.
-func listRevisions(ctx context.Context, c client.Reader) ([]appsv1.ControllerRevision, error) {
-	list := &appsv1.ControllerRevisionList{}
-	if err := c.List(ctx, list, client.HasLabels{convoyv1alpha1.HostedClusterPackageLabel}); err != nil {
-		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
+// listRevisions lists the ControllerRevisions of the HostedClusterPackages items, in the
+// namespaces of their GitSources, where the controller makes them: those labelled
+// convoy.dev/hostedclusterpackage, not the revisions of every DaemonSet and StatefulSet, and
+// never in a namespace no rollout names, so that an approver needs to read one namespace only.
+// With lenient, a namespace the caller may not read is skipped (`convoy status` of the whole
+// fleet by an approver of one team).
+func listRevisions(ctx context.Context, c client.Reader, items []convoyv1alpha1.HostedClusterPackage, lenient bool) ([]appsv1.ControllerRevision, error) {
+	seen := map[string]bool{}
+	var out []appsv1.ControllerRevision
+	for i := range items {
+		ns := items[i].Spec.Template.Spec.SourceRef.Namespace
+		if ns == "" || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		list := &appsv1.ControllerRevisionList{}
+		err := c.List(ctx, list, client.InNamespace(ns), client.HasLabels{convoyv1alpha1.HostedClusterPackageLabel})
+		if lenient && apierrors.IsForbidden(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing ControllerRevisions in %s: %w", ns, err)
+		}
+		out = append(out, list.Items...)
 	}
-	return list.Items, nil
+	return out, nil
 }
 
 // revisionsOf decodes the revisions that hcpkg owns.

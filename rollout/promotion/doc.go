@@ -28,7 +28,7 @@
 //     withdrawn: it is never promoted, whatever the others did, and a sector that already
 //     runs it stops there (the rollout's Promotion gate, and a rollback under a Rollback
 //     failure policy).
-//  3. A commit promoted by hand (a PromotionApproval naming the commit and the sector) is
+//  3. A commit promoted by hand (a ManualPromotion naming the rollout's UID, the commit and the sector) is
 //     promoted without its upstream, withdrawn or not, and only that commit: the person who
 //     promotes an emergency fix decides.
 //  4. Of the promoted commits, the sector rolls out the newest that the GitSource fetched: the

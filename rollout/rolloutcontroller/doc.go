@@ -1,6 +1,6 @@
 // Package rolloutcontroller is the HostedClusterPackage controller: it feeds the pure planner of
 // package rollout with what the manager's cache holds (the HostedClusterPackage, every
-// HostedCluster, the Packages it owns, its ControllerRevisions, its RolloutApprovals and its
+// HostedCluster, the Packages it owns, its ControllerRevisions, its approvals and its
 // GitSource's artifact), applies the resulting Plan, and writes the status only when it changed.
 //
 // A pass runs these steps, the first error stopping it:
@@ -9,13 +9,14 @@
 //     controller watches), and the condition ShardsReady naming each shard holding Packages whose
 //     replica holds no leader election lease (shardLeaseWatch re-plans when one is taken or lost).
 //  2. source: the update revision is (template spec, commit of the GitSource's artifact).
-//  3. revisions: each revision is an apps/v1 ControllerRevision "<hcpkg>-<hash>", in the
+//  3. revisions: each revision is an apps/v1 ControllerRevision "<hcpkg>-<hash>" (64 bits; one
+//     a release before named with 40 bits keeps its name while its commit and template stay), in the
 //     GitSource's namespace, owned by the HostedClusterPackage and labelled
 //     convoy.dev/hostedclusterpackage; its data holds the commit and the template. A revision
 //     whose ControllerRevision carries rollout.RejectedAnnotation is rejected.
-//  4. input: the planner's input, with the RolloutApprovals whose spec.hostedClusterPackage
-//     names the HostedClusterPackage (a cache index; an approval coming or going starts a
-//     pass) and the results of the checks in status.partitions[].checks.
+//  4. input: the planner's input, with the PartitionApprovals (and legacy RolloutApprovals)
+//     whose spec.hostedClusterPackage names the HostedClusterPackage (a cache index; an approval
+//     coming or going starts a pass; rollout.Approval.Approves says which count) and the results of the checks in status.partitions[].checks.
 //  5. checks (check_runner.go): the checks of the spec (spec.checks, partition.policies[].checks)
 //     are compiled once per generation through rollout/checks's table of kinds, which also names
 //     the Secret and the timeout of each; one that does not compile stalls with InvalidSpec

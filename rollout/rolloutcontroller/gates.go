@@ -28,33 +28,48 @@ const (
 	RevisionRejectedReason = "RevisionRejected"
 )
 
-// listApprovals returns the RolloutApprovals of the HostedClusterPackage named hcpkg, from the
-// cache, sorted by name.
+// listApprovals returns the PartitionApprovals and legacy RolloutApprovals that name the
+// HostedClusterPackage hcpkg, from the cache, sorted by namespace and name; the planner decides
+// which count (rollout.Approval.Approves).
 func (r *HostedClusterPackageReconciler) listApprovals(ctx context.Context, hcpkg string) ([]rollout.Approval, error) {
-	list := &convoyv1alpha1.RolloutApprovalList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{approvalIndex: hcpkg}, client.UnsafeDisableDeepCopy); err != nil {
+	byName := client.MatchingFields{approvalIndex: hcpkg}
+	list := &convoyv1alpha1.PartitionApprovalList{}
+	if err := r.Client.List(ctx, list, byName, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing PartitionApprovals: %w", err)
+	}
+	legacy := &convoyv1alpha1.RolloutApprovalList{}
+	if err := r.Client.List(ctx, legacy, byName, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing RolloutApprovals: %w", err)
 	}
-	out := make([]rollout.Approval, 0, len(list.Items))
+	out := make([]rollout.Approval, 0, len(list.Items)+len(legacy.Items))
 	for i := range list.Items {
-		a := &list.Items[i]
-		out = append(out, rollout.Approval{Name: a.Name, Partition: a.Spec.Partition, Revision: a.Spec.Revision})
+		out = append(out, rollout.ApprovalOf(&list.Items[i]))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	for i := range legacy.Items {
+		out = append(out, rollout.LegacyApprovalOf(&legacy.Items[i]))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Namespace < out[j].Namespace || (out[i].Namespace == out[j].Namespace && out[i].Name < out[j].Name)
+	})
 	return out, nil
 }
 
 // pruneApprovals deletes the approvals of the pruned revisions. An approval of a revision that
 // is not in the history for another reason (one given by hand, or before its revision was
 // seen) is left alone: only a revision this controller deleted is known to be gone for good.
+// One that escapes (made while its revision was pruned) never counts for a revision made again
+// under the same name: it is older than that revision (rollout.Approval.Approves).
 func (r *HostedClusterPackageReconciler) pruneApprovals(ctx context.Context, approvals []rollout.Approval, pruned map[string]bool) error {
 	for _, a := range approvals {
 		if !pruned[a.Revision] {
 			continue
 		}
-		obj := &convoyv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: a.Name}}
+		var obj client.Object = &convoyv1alpha1.PartitionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name}}
+		if a.Namespace == "" {
+			obj = &convoyv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: a.Name}}
+		}
 		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("pruning RolloutApproval %s of the pruned revision %s: %w", a.Name, a.Revision, err)
+			return fmt.Errorf("pruning the approval %s of the pruned revision %s: %w", a.Name, a.Revision, err)
 		}
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 
 // TestApprovalHoldsAPartitionUntilItsRevisionIsApproved: a partition that requires an approval
 // waits (status.gate Approval, partition AwaitingApproval, Ready Gated, an event, the metrics)
-// until a RolloutApproval of the update revision exists; an approval of another revision does
+// until a PartitionApproval of the update revision exists; an approval of another revision does
 // not release it, and the approval of one commit does not let the next one through.
 func TestApprovalHoldsAPartitionUntilItsRevisionIsApproved(t *testing.T) {
 	env.Require(t)
@@ -35,7 +35,7 @@ func TestApprovalHoldsAPartitionUntilItsRevisionIsApproved(t *testing.T) {
 	})
 
 	rev1 := f.expectAwaitingApproval(g, "normal", c1, clusters[0])
-	f.approve(g, "normal", f.name+"-0000000000")
+	f.approve(g, "normal", f.name+"-0000000000000000")
 	g.Consistently(func(g Gomega) {
 		g.Expect(getHCPkg(g, f.name).Status.Gate).To(HaveField("Type", convoyv1alpha1.GateApproval))
 		g.Expect(packagesOf(g, f.name)).NotTo(HaveKey(clusters[1]))
@@ -79,12 +79,10 @@ func (f *rolloutFleet) expectAwaitingApproval(g *WithT, partition, commit string
 	return rev
 }
 
-// approve creates a RolloutApproval of partition at revision, as `convoy approve` does.
+// approve creates a PartitionApproval of partition at revision, as `convoy approve` does.
 func (f *rolloutFleet) approve(g *WithT, partition, revision string) {
 	f.t.Helper()
-	a := &convoyv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{GenerateName: f.name + "-"},
-		Spec: convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: f.name, Partition: partition, Revision: revision}}
-	g.Expect(env.Client.Create(context.Background(), a)).To(Succeed())
+	a := approve(g, f.name, f.ns, partition, revision)
 	f.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), a) })
 }
 

@@ -2,6 +2,7 @@ package rolloutcontroller
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,12 +240,17 @@ func TestRecordGatesSetsTheGateMetrics(t *testing.T) {
 // to the HostedClusterPackage it names.
 func TestApprovalsAreIndexedByTheirHostedClusterPackage(t *testing.T) {
 	g := NewWithT(t)
-	a := &convoyv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "addon-x1"},
-		Spec: convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: "addon", Partition: "normal", Revision: "addon-b"}}
-	g.Expect(indexApproval(a)).To(Equal([]string{"addon"}))
-	reqs := requestForApproval(context.Background(), a)
-	g.Expect(reqs).To(HaveLen(1))
-	g.Expect(reqs[0].Name).To(Equal("addon"))
+	a := &convoyv1alpha1.PartitionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "addon-x1"},
+		Spec: convoyv1alpha1.PartitionApprovalSpec{HostedClusterPackage: "addon", HostedClusterPackageUID: "uid-a", Partition: "normal",
+			Revision: "addon-b", Commit: strings.Repeat("b", 40)}}
+	for _, o := range []client.Object{a, &convoyv1alpha1.RolloutApproval{Spec: convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: "addon"}},
+		&convoyv1alpha1.ManualPromotion{Spec: convoyv1alpha1.ManualPromotionSpec{HostedClusterPackage: "addon"}},
+		&convoyv1alpha1.PromotionApproval{Spec: convoyv1alpha1.PromotionApprovalSpec{HostedClusterPackage: "addon"}}} {
+		g.Expect(indexApproval(o)).To(Equal([]string{"addon"}), "%T", o)
+		reqs := requestForApproval(context.Background(), o)
+		g.Expect(reqs).To(HaveLen(1))
+		g.Expect(reqs[0].Name).To(Equal("addon"))
+	}
 	g.Expect(indexApproval(&convoyv1alpha1.Package{})).To(BeNil())
 
 	scheme := runtime.NewScheme()
@@ -253,13 +259,20 @@ func TestApprovalsAreIndexedByTheirHostedClusterPackage(t *testing.T) {
 	other.Name, other.Spec.HostedClusterPackage = "other-x1", "other"
 	earlier := a.DeepCopy()
 	earlier.Name, earlier.Spec.Revision = "addon-a0", "addon-a"
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(a, other, earlier).
+	legacy := &convoyv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{Name: "addon-l1", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: convoyv1alpha1.GroupVersion.String(), Kind: "HostedClusterPackage", Name: "addon", UID: "uid-a"}}},
+		Spec: convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: "addon", Partition: "normal", Revision: "addon-b", Commit: strings.Repeat("b", 40)}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(a, other, earlier, legacy).
+		WithIndex(&convoyv1alpha1.PartitionApproval{}, approvalIndex, indexApproval).
 		WithIndex(&convoyv1alpha1.RolloutApproval{}, approvalIndex, indexApproval).Build()
 	r := &HostedClusterPackageReconciler{Client: c}
 	got, err := r.listApprovals(context.Background(), "addon")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got).To(Equal([]rollout.Approval{{Name: "addon-a0", Partition: "normal", Revision: "addon-a"},
-		{Name: "addon-x1", Partition: "normal", Revision: "addon-b"}}), "the approvals of addon, every revision, by name")
+	g.Expect(got).To(HaveLen(3))
+	g.Expect(got[0]).To(And(HaveField("Name", "addon-l1"), HaveField("Namespace", ""), HaveField("HostedClusterPackageUID", types.UID("uid-a"))),
+		"a legacy approval binds its owner's UID")
+	g.Expect(got[1]).To(And(HaveField("Name", "addon-a0"), HaveField("Namespace", "team-a"), HaveField("Revision", "addon-a")))
+	g.Expect(got[2]).To(And(HaveField("Name", "addon-x1"), HaveField("Commit", strings.Repeat("b", 40))))
 }
 
 // TestRejectionsHoldUntilTheCacheShowsThem: a ControllerRevision this process rejected reads as

@@ -38,7 +38,7 @@ const DefaultResyncInterval = 10 * time.Minute
 // no Package event come first.
 const cacheLagRecheck = time.Second
 
-// The HostedClusterPackage controller reads HostedClusters, GitSources, RolloutApprovals and its
+// The HostedClusterPackage controller reads HostedClusters, GitSources, approvals and its
 // revisions, and writes Packages, ControllerRevisions, its status and events. Sharding, it reads
 // the shards ConfigMap and the shard replicas' leases. Its checks read the Secrets their
 // secretRef names, in any namespace, one GET at a time (never listed nor cached).
@@ -48,8 +48,8 @@ const cacheLagRecheck = time.Second
 // +kubebuilder:rbac:groups=convoy.dev,resources=hostedclusterpackages/finalizers,verbs=update
 // +kubebuilder:rbac:groups=convoy.dev,resources=packages,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=convoy.dev,resources=gitsources,verbs=get;list;watch
-// +kubebuilder:rbac:groups=convoy.dev,resources=rolloutapprovals,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=convoy.dev,resources=promotionapprovals,verbs=get;list;watch
+// +kubebuilder:rbac:groups=convoy.dev,resources=partitionapprovals;rolloutapprovals,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=convoy.dev,resources=manualpromotions;promotionapprovals,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -156,9 +156,11 @@ type scope struct {
 	orphanedShards map[string]bool
 	// packages are the Packages the HostedClusterPackage owns.
 	packages ownedPackages
-	// update, updateData: set by reconcileSource.
-	update     rollout.Revision
-	updateData []byte
+	// update, updateData, updateLegacy (the update revision's name in the releases before): set
+	// by reconcileSource.
+	update       rollout.Revision
+	updateData   []byte
+	updateLegacy string
 	// promotion, promotionGate, promotionWake: set by reconcileSource under spec.promotion
 	// (reconcilePromotion): the status, the planner's Promotion gate, and when an upstream
 	// soak ends or a held bus is looked at again.
@@ -232,7 +234,7 @@ func (r *HostedClusterPackageReconciler) reconcileSource(ctx context.Context, s 
 		}
 	}
 	commit = r.unchangedCommit(ctx, s, key, commit)
-	s.update, s.updateData, err = newRevision(s.obj.Name, s.obj.Spec.Template.Spec, commit)
+	s.update, s.updateData, s.updateLegacy, err = newRevision(s.obj.Name, s.obj.Spec.Template.Spec, commit)
 	if err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "spec.template.spec: %w", err)
 	}
@@ -252,7 +254,7 @@ func (r *HostedClusterPackageReconciler) reconcileRevisions(ctx context.Context,
 	return r.ensureRevision(ctx, s, key.Namespace, s.updateData)
 }
 
-// reconcileInput reads the HostedClusters, the foreign Packages and the RolloutApprovals into
+// reconcileInput reads the HostedClusters, the foreign Packages and the approvals into
 // s.in, the planner's input.
 func (r *HostedClusterPackageReconciler) reconcileInput(ctx context.Context, s *scope) error {
 	hcs, err := r.listHostedClusters(ctx)
@@ -323,7 +325,7 @@ func (r *HostedClusterPackageReconciler) reconcileApply(ctx context.Context, s *
 }
 
 // reconcileHistory deletes the ControllerRevisions beyond revisionHistoryLimit that are
-// neither the update nor the current revision nor used by a Package, and the RolloutApprovals
+// neither the update nor the current revision nor used by a Package, and the approvals
 // of the revisions it deletes: they could let nothing through any more.
 func (r *HostedClusterPackageReconciler) reconcileHistory(ctx context.Context, s *scope) error {
 	keep := map[string]bool{s.update.Name: true}

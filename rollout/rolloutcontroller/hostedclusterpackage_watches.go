@@ -35,7 +35,8 @@ const (
 	// foreignNameIndex indexes by name the Packages that no HostedClusterPackage of that name
 	// controls: those a HostedClusterPackage must not take over.
 	foreignNameIndex = ".metadata.name.foreign"
-	// approvalIndex indexes RolloutApprovals by the HostedClusterPackage they approve.
+	// approvalIndex indexes PartitionApprovals and ManualPromotions (and their legacy kinds,
+	// RolloutApprovals and PromotionApprovals) by the HostedClusterPackage they name.
 	approvalIndex = ".spec.hostedClusterPackage"
 )
 
@@ -61,8 +62,10 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &convoyv1alpha1.HostedClusterPackage{}, dependsOnIndex, indexDependsOn); err != nil {
 		return fmt.Errorf("indexing HostedClusterPackages by dependency: %w", err)
 	}
-	if err := idx.IndexField(ctx, &convoyv1alpha1.RolloutApproval{}, approvalIndex, indexApproval); err != nil {
-		return fmt.Errorf("indexing RolloutApprovals by HostedClusterPackage: %w", err)
+	for _, kind := range approvalKinds() {
+		if err := idx.IndexField(ctx, kind, approvalIndex, indexApproval); err != nil {
+			return fmt.Errorf("indexing %T by HostedClusterPackage: %w", kind, err)
+		}
 	}
 	return nil
 }
@@ -73,8 +76,8 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 // conflict appears or clears); HostedClusters (creation, deletion, and changes of
 // labels, availability or deletion), for the HostedClusterPackages whose selector matches the
 // old or the new labels; and GitSource artifact changes, for the HostedClusterPackages whose
-// template uses that source; and RolloutApprovals coming and going, for the
-// HostedClusterPackage they approve. When sharding names a ConfigMap, it watches that ConfigMap's data;
+// template uses that source; and approvals and manual promotions (of the four kinds of
+// approvalKinds) coming and going, for the HostedClusterPackage they name. When sharding names a ConfigMap, it watches that ConfigMap's data;
 // when it names a lease namespace, the shard replicas' leases coming and going
 // (shardLeaseWatch); both for every HostedClusterPackage.
 func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts HostedClusterPackageReconcilerOptions) error {
@@ -113,8 +116,10 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 		Watches(&convoyv1alpha1.GitSource{}, handler.EnqueueRequestsFromMapFunc(sources.RequestsForFollowers(r.Client,
 			func() client.ObjectList { return &convoyv1alpha1.HostedClusterPackageList{} }, templateSourceIndex)),
 			builder.WithPredicates(sources.ArtifactOrPromotionChangedPredicate())).
+		Watches(&convoyv1alpha1.PartitionApproval{}, handler.EnqueueRequestsFromMapFunc(requestForApproval)).
 		Watches(&convoyv1alpha1.RolloutApproval{}, handler.EnqueueRequestsFromMapFunc(requestForApproval)).
-		Watches(&convoyv1alpha1.PromotionApproval{}, handler.EnqueueRequestsFromMapFunc(requestForPromotionApproval)).
+		Watches(&convoyv1alpha1.ManualPromotion{}, handler.EnqueueRequestsFromMapFunc(requestForApproval)).
+		Watches(&convoyv1alpha1.PromotionApproval{}, handler.EnqueueRequestsFromMapFunc(requestForApproval)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Named("hostedclusterpackage").
 		Complete(r)
@@ -218,16 +223,33 @@ func requestForForeignName(_ context.Context, o client.Object) []reconcile.Reque
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 }
 
-// indexApproval returns the HostedClusterPackage a RolloutApproval approves.
-func indexApproval(o client.Object) []string {
-	a, ok := o.(*convoyv1alpha1.RolloutApproval)
-	if !ok || a.Spec.HostedClusterPackage == "" {
-		return nil
-	}
-	return []string{a.Spec.HostedClusterPackage}
+// approvalKinds are the kinds by which people let a rollout through: PartitionApproval and
+// ManualPromotion, and the legacy RolloutApproval and PromotionApproval.
+func approvalKinds() []client.Object {
+	return []client.Object{&convoyv1alpha1.PartitionApproval{}, &convoyv1alpha1.RolloutApproval{},
+		&convoyv1alpha1.ManualPromotion{}, &convoyv1alpha1.PromotionApproval{}}
 }
 
-// requestForApproval maps a RolloutApproval to the HostedClusterPackage it approves.
+// indexApproval returns the HostedClusterPackage an approval or a manual promotion names.
+func indexApproval(o client.Object) []string {
+	var name string
+	switch a := o.(type) {
+	case *convoyv1alpha1.PartitionApproval:
+		name = a.Spec.HostedClusterPackage
+	case *convoyv1alpha1.RolloutApproval:
+		name = a.Spec.HostedClusterPackage
+	case *convoyv1alpha1.ManualPromotion:
+		name = a.Spec.HostedClusterPackage
+	case *convoyv1alpha1.PromotionApproval:
+		name = a.Spec.HostedClusterPackage
+	}
+	if name == "" {
+		return nil
+	}
+	return []string{name}
+}
+
+// requestForApproval maps an approval or a manual promotion to the HostedClusterPackage it names.
 func requestForApproval(_ context.Context, o client.Object) []reconcile.Request {
 	names := indexApproval(o)
 	if len(names) == 0 {

@@ -76,7 +76,7 @@ var (
 
 	awaitingApprovalGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "convoy_rollout_partitions_awaiting_approval",
-		Help: "Partitions of a HostedClusterPackage that wait for a RolloutApproval of the update revision.",
+		Help: "Partitions of a HostedClusterPackage that wait for a PartitionApproval of the update revision.",
 	}, []string{hcpkgLabel})
 
 	rollbacksCounter = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
@@ -144,7 +143,7 @@ func (r *HostedClusterPackageReconciler) decidePromotion(ctx context.Context, s 
 	if in.History, err = r.Bus.FirstParents(ctx, key, head, current, historyLimit); err != nil {
 		return promotion.Decision{}, fmt.Errorf("reading the history of %s: %w", shortCommit(head), err)
 	}
-	if in.Manual, err = r.manualPromotions(ctx, s.obj.Name); err != nil {
+	if in.Manual, err = r.manualPromotions(ctx, s.obj); err != nil {
 		return promotion.Decision{}, err
 	}
 	d, err := promotion.Decide(in)
@@ -246,19 +245,32 @@ func (r *HostedClusterPackageReconciler) upstreamRecords(key sources.Key, in pro
 	return out, nil
 }
 
-// manualPromotions returns the commits PromotionApprovals let into this controller's sector for
-// the HostedClusterPackage named hcpkg.
-func (r *HostedClusterPackageReconciler) manualPromotions(ctx context.Context, hcpkg string) (map[string]bool, error) {
+// manualPromotions returns the commits that ManualPromotions (and legacy PromotionApprovals)
+// let into this controller's sector for the HostedClusterPackage hcpkg: those that name it by
+// UID, from the namespace of its GitSource (a legacy one by its owner reference, from the
+// cluster scope).
+func (r *HostedClusterPackageReconciler) manualPromotions(ctx context.Context, hcpkg *convoyv1alpha1.HostedClusterPackage) (map[string]bool, error) {
 	out := map[string]bool{}
 	if r.Identity.Sector == "" {
 		return out, nil
 	}
-	list := &convoyv1alpha1.PromotionApprovalList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing PromotionApprovals: %w", err)
+	byName := client.MatchingFields{approvalIndex: hcpkg.Name}
+	list := &convoyv1alpha1.ManualPromotionList{}
+	if err := r.Client.List(ctx, list, byName); err != nil {
+		return nil, fmt.Errorf("listing ManualPromotions: %w", err)
 	}
 	for _, a := range list.Items {
-		if a.Spec.HostedClusterPackage == hcpkg && a.Spec.Sector == r.Identity.Sector {
+		if a.Namespace == hcpkg.Spec.Template.Spec.SourceRef.Namespace && types.UID(a.Spec.HostedClusterPackageUID) == hcpkg.UID &&
+			a.Spec.Sector == r.Identity.Sector {
+			out[a.Spec.Commit] = true
+		}
+	}
+	legacy := &convoyv1alpha1.PromotionApprovalList{}
+	if err := r.Client.List(ctx, legacy, byName); err != nil {
+		return nil, fmt.Errorf("listing PromotionApprovals: %w", err)
+	}
+	for _, a := range legacy.Items {
+		if uid := rollout.OwnerUID(a.OwnerReferences, hcpkg.Name); uid != "" && uid == hcpkg.UID && a.Spec.Sector == r.Identity.Sector {
 			out[a.Spec.Commit] = true
 		}
 	}
@@ -317,13 +329,4 @@ func metaTimeOf(t time.Time) *metav1.Time {
 	}
 	mt := metav1.NewTime(t)
 	return &mt
-}
-
-// requestForPromotionApproval maps a PromotionApproval to the HostedClusterPackage it names.
-func requestForPromotionApproval(_ context.Context, o client.Object) []reconcile.Request {
-	a, ok := o.(*convoyv1alpha1.PromotionApproval)
-	if !ok || a.Spec.HostedClusterPackage == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.HostedClusterPackage}}}
 }

@@ -76,7 +76,7 @@ func (r *HostedClusterPackageReconciler) reportPromotion(ctx context.Context, s 
 	if after.Commit != "" && after.Commit != before.commit {
 		how := "through the upstream sectors"
 		if after.ByHand {
-			how = "by a PromotionApproval"
+			how = "by hand (a ManualPromotion)"
 		}
 		r.event(s, corev1.EventTypeNormal, PromotedReason, "Commit %s came %s", shortCommit(after.Commit), how)
 		log.Info("Commit promoted", "commit", after.Commit, "byHand", after.ByHand)

@@ -77,7 +77,7 @@ func (p *promotionRepo) published(g Gomega, key string) (promotion.Record, bool)
 // mc-eu-1 of sector eu, after sector canary (mc-canary-1 and mc-canary-2, whose records the
 // test pushes to the package repository as they would): nothing rolls out before both canary
 // clusters completed a commit and soaked it; a commit canary failed never comes, and holds
-// nothing but itself; a PromotionApproval lets one commit skip canary; a malformed record holds
+// nothing but itself; a ManualPromotion lets one commit skip canary; a malformed record holds
 // promotion; and eu publishes its own progress on the repository.
 func TestPromotionFollowsTheUpstreamSector(t *testing.T) {
 	env.Require(t)
@@ -126,15 +126,28 @@ func TestPromotionFollowsTheUpstreamSector(t *testing.T) {
 	g.Consistently(func(g Gomega) string { return updateRevisionCommit(g, p.ns, name) }, 3*time.Second).Should(Equal(first))
 	g.Expect(getHCPkg(g, name).Status.Gate).To(And(Not(BeNil()), HaveField("Type", convoyv1alpha1.GatePromotion)))
 
-	By(t, "a PromotionApproval lets that one commit through")
-	approval := &convoyv1alpha1.PromotionApproval{ObjectMeta: metav1.ObjectMeta{GenerateName: "promote-"},
-		Spec: convoyv1alpha1.PromotionApprovalSpec{HostedClusterPackage: name, Sector: "eu", Commit: second, Reason: "the fix"}}
-	g.Expect(env.Client.Create(ctx, approval)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, approval) })
+	By(t, "a ManualPromotion of another rollout's UID, of another namespace or an unowned PromotionApproval lets nothing through")
+	uid := string(getHCPkg(g, name).UID)
+	promote := func(ns, uid string) {
+		a := &convoyv1alpha1.ManualPromotion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "promote-"},
+			Spec: convoyv1alpha1.ManualPromotionSpec{HostedClusterPackage: name, HostedClusterPackageUID: uid, Sector: "eu", Commit: second, Reason: "the fix"}}
+		g.Expect(env.Client.Create(ctx, a)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, a) })
+	}
+	promote(p.ns, "uid-of-another-rollout")
+	promote(env.NewNamespace(t), uid)
+	unowned := &convoyv1alpha1.PromotionApproval{ObjectMeta: metav1.ObjectMeta{GenerateName: "promote-"},
+		Spec: convoyv1alpha1.PromotionApprovalSpec{HostedClusterPackage: name, Sector: "eu", Commit: second}}
+	g.Expect(env.Client.Create(ctx, unowned)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, unowned) })
+	g.Consistently(func(g Gomega) string { return updateRevisionCommit(g, p.ns, name) }, 2*time.Second).Should(Equal(first))
+
+	By(t, "a ManualPromotion in the GitSource's namespace, of the rollout's UID, lets that one commit through")
+	promote(p.ns, uid)
 	g.Eventually(func(g Gomega) string { return updateRevisionCommit(g, p.ns, name) }).Should(Equal(second))
 	g.Eventually(func(g Gomega) bool { return getHCPkg(g, name).Status.Promotion.ByHand }).Should(BeTrue())
 	g.Eventually(func(g Gomega) []string { return eventNotes(g, name, PromotedReason) }).Should(
-		ContainElement("Commit " + second[:12] + " came by a PromotionApproval"))
+		ContainElement("Commit " + second[:12] + " came by hand (a ManualPromotion)"))
 
 	By(t, "a malformed record holds promotion and changes nothing")
 	third := p.commit(t, 3)
@@ -161,7 +174,7 @@ func TestPromotionFollowsTheUpstreamSector(t *testing.T) {
 		return states
 	}).Should(Equal([]string{third[:7] + " Completed", second[:7] + " Completed", first[:7] + " Completed"}))
 	g.Expect(eventNotes(g, name, PromotedReason)).To(ConsistOf("Commit "+first[:12]+" came through the upstream sectors",
-		"Commit "+second[:12]+" came by a PromotionApproval", "Commit "+third[:12]+" came through the upstream sectors"),
+		"Commit "+second[:12]+" came by hand (a ManualPromotion)", "Commit "+third[:12]+" came through the upstream sectors"),
 		"each commit announced once, the hold and its end included")
 }
 

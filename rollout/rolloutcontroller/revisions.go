@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,8 +27,14 @@ import (
 // the update revision; the rollout duration metric is measured from it.
 const RolloutStartedAtAnnotation = "convoy.dev/rollout-started-at"
 
-// hashLength is the number of hex digits of the revision hash in a ControllerRevision's name.
-const hashLength = 10
+// hashLength is the number of hex digits of the revision hash in a ControllerRevision's name:
+// 64 bits, so that nobody who pushes to Git can grind a commit whose revision takes the name of
+// another. legacyHashLength is the 40 bits of the releases before, whose revisions a running
+// rollout keeps using (adoptLegacyRevision).
+const (
+	hashLength       = 16
+	legacyHashLength = 10
+)
 
 // revisionData is what a ControllerRevision stores: enough to rebuild the Package spec.
 type revisionData struct {
@@ -44,19 +51,21 @@ type storedRevision struct {
 }
 
 // newRevision returns the revision of (template, commit) of the HostedClusterPackage named
-// hcpkg, with its canonical template and its name "<hcpkg>-<hash>".
-func newRevision(hcpkg string, template convoyv1alpha1.PackageTemplateSpec, commit string) (rollout.Revision, []byte, error) {
+// hcpkg, with its canonical template and its name "<hcpkg>-<hash>", its data, and the name the
+// releases before gave it (legacyHashLength digits of the hash).
+func newRevision(hcpkg string, template convoyv1alpha1.PackageTemplateSpec, commit string) (rollout.Revision, []byte, string, error) {
 	template, err := canonicalTemplate(template)
 	if err != nil {
-		return rollout.Revision{}, nil, err
+		return rollout.Revision{}, nil, "", err
 	}
 	data, err := json.Marshal(revisionData{Commit: commit, Template: template})
 	if err != nil {
-		return rollout.Revision{}, nil, err
+		return rollout.Revision{}, nil, "", err
 	}
-	sum := sha256.Sum256(data)
-	return rollout.Revision{Name: revisionName(hcpkg, hex.EncodeToString(sum[:])[:hashLength]), Commit: commit,
-		Template: template}, data, nil
+	digest := sha256.Sum256(data)
+	sum := hex.EncodeToString(digest[:])
+	return rollout.Revision{Name: revisionName(hcpkg, sum[:hashLength]), Commit: commit, Template: template}, data,
+		revisionName(hcpkg, sum[:legacyHashLength]), nil
 }
 
 // revisionName returns "<hcpkg>-<hash>", shortening the prefix to fit a name.
@@ -97,7 +106,7 @@ func decodeRevision(cr *appsv1.ControllerRevision) (storedRevision, error) {
 		return storedRevision{}, err
 	}
 	return storedRevision{obj: cr, rev: rollout.Revision{Name: cr.Name, Commit: d.Commit, Number: cr.Revision, Template: template,
-		Rejected: isRejected(cr)}}, nil
+		Rejected: isRejected(cr), CreatedAt: cr.CreationTimestamp.Time}}, nil
 }
 
 // isRejected reports whether a rollback rejected the revision of cr: it carries
@@ -136,6 +145,7 @@ func (r *HostedClusterPackageReconciler) listRevisions(ctx context.Context, hcpk
 // namespace (with the next .revision number) or, when an older revision comes back, renumbering
 // it as the newest; a revision a rollback rejected comes back rejected (s.update.Rejected).
 func (r *HostedClusterPackageReconciler) ensureRevision(ctx context.Context, s *scope, namespace string, data []byte) error {
+	adoptLegacyRevision(s)
 	next := int64(1)
 	for _, sr := range s.revisions {
 		next = max(next, sr.obj.Revision+1)
@@ -145,6 +155,7 @@ func (r *HostedClusterPackageReconciler) ensureRevision(ctx context.Context, s *
 			}
 			s.updateObj = sr.obj
 			s.update.Rejected = sr.rev.Rejected
+			s.update.CreatedAt = sr.obj.CreationTimestamp.Time
 		}
 	}
 	if s.updateObj != nil {
@@ -173,8 +184,27 @@ func (r *HostedClusterPackageReconciler) ensureRevision(ctx context.Context, s *
 		"Created revision %s for commit %s", cr.Name, shortCommit(s.update.Commit))
 	s.updateObj = cr
 	s.update.Number = cr.Revision
+	s.update.CreatedAt = cr.CreationTimestamp.Time
 	s.revisions = append(s.revisions, storedRevision{obj: cr, rev: s.update})
 	return nil
+}
+
+// adoptLegacyRevision names the update revision s.updateLegacy when the HostedClusterPackage
+// owns a ControllerRevision of that name with the same commit and template: one a release
+// before made with a shorter hash. A rollout in flight at an upgrade thus keeps its revision,
+// its status and its approvals; the revisions of later commits get full names. A legacy name
+// alone never adopts anything: its 40 bits can be ground, the commit and template cannot.
+func adoptLegacyRevision(s *scope) {
+	if s.updateLegacy == "" || s.updateLegacy == s.update.Name {
+		return
+	}
+	for _, sr := range s.revisions {
+		if sr.obj.Name == s.updateLegacy && sr.rev.Commit == s.update.Commit &&
+			equality.Semantic.DeepEqual(sr.rev.Template, s.update.Template) {
+			s.update.Name = s.updateLegacy
+			return
+		}
+	}
 }
 
 // renumberRevision makes an existing revision that becomes the update revision again the

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout"
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
@@ -23,18 +24,19 @@ func TestRevisionNameAndData(t *testing.T) {
 		Config: &runtime.RawExtension{Raw: []byte(`{ "b": 1, "a": {"y": true, "x": "s"} }`)},
 	}
 	commit := strings.Repeat("a", 40)
-	rev, data, err := newRevision("addon", template, commit)
+	rev, data, legacy, err := newRevision("addon", template, commit)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(rev.Name).To(MatchRegexp(`^addon-[0-9a-f]{10}$`))
+	g.Expect(rev.Name).To(MatchRegexp(`^addon-[0-9a-f]{16}$`), "64 bits of the hash")
+	g.Expect(legacy).To(Equal(rev.Name[:len(rev.Name)-6]), "the releases before kept 40 bits")
 	g.Expect(string(rev.Template.Config.Raw)).To(Equal(`{"a":{"x":"s","y":true},"b":1}`), "canonical config")
 
-	same, _, err := newRevision("addon", rev.Template, commit)
+	same, _, _, err := newRevision("addon", rev.Template, commit)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(same.Name).To(Equal(rev.Name), "the hash does not depend on the config's formatting")
-	other, _, _ := newRevision("addon", template, strings.Repeat("b", 40))
+	other, _, _, _ := newRevision("addon", template, strings.Repeat("b", 40))
 	g.Expect(other.Name).NotTo(Equal(rev.Name), "a new commit is a new revision")
 	template.Path = "other"
-	edited, _, _ := newRevision("addon", template, commit)
+	edited, _, _, _ := newRevision("addon", template, commit)
 	g.Expect(edited.Name).NotTo(Equal(rev.Name), "a template edit is a new revision")
 
 	decoded, err := decodeRevision(&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: rev.Name},
@@ -42,7 +44,46 @@ func TestRevisionNameAndData(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decoded.rev).To(Equal(rev), "the data rebuilds the template and the commit")
 
-	g.Expect(revisionName(strings.Repeat("x", 250), "0123456789")).To(HaveLen(253))
+	g.Expect(revisionName(strings.Repeat("x", 250), "0123456789abcdef")).To(HaveLen(253))
+}
+
+// TestLegacyRevisionIsAdopted checks the upgrade from the releases that named revisions with
+// 40 bits of the hash: the same commit and template keep the legacy ControllerRevision (and so
+// the rollout in flight, its status and approvals); a legacy name with another commit, the
+// grinding of those 40 bits, adopts nothing.
+func TestLegacyRevisionIsAdopted(t *testing.T) {
+	template := convoyv1alpha1.PackageTemplateSpec{SourceRef: convoyv1alpha1.SourceReference{Namespace: "fleet", Name: "addons"}, Path: "pkg"}
+	commit := strings.Repeat("a", 40)
+	stored := func(name, commit string, template convoyv1alpha1.PackageTemplateSpec) storedRevision {
+		return storedRevision{obj: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			rev: rollout.Revision{Name: name, Commit: commit, Template: template}}
+	}
+	edited := template
+	edited.Path = "other"
+	for _, tc := range []struct {
+		name  string
+		with  func(legacy string) storedRevision
+		adopt bool
+	}{
+		{"same commit and template", func(legacy string) storedRevision { return stored(legacy, commit, template) }, true},
+		{"another commit under the legacy name", func(legacy string) storedRevision {
+			return stored(legacy, strings.Repeat("b", 40), template)
+		}, false},
+		{"another template under the legacy name", func(legacy string) storedRevision { return stored(legacy, commit, edited) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			rev, _, legacy, err := newRevision("addon", template, commit)
+			g.Expect(err).NotTo(HaveOccurred())
+			s := &scope{update: rev, updateLegacy: legacy, revisions: []storedRevision{tc.with(legacy)}}
+			adoptLegacyRevision(s)
+			if tc.adopt {
+				g.Expect(s.update.Name).To(Equal(legacy))
+			} else {
+				g.Expect(s.update.Name).To(Equal(rev.Name))
+			}
+		})
+	}
 }
 
 func TestRevisionsToPrune(t *testing.T) {
@@ -92,7 +133,7 @@ func TestRevisionHistoryIsPruned(t *testing.T) {
 			g.Expect(st.CurrentRevision).To(Equal(st.UpdateRevision))
 			g.Expect(revisions(g)).To(ContainElement(HaveField("Name", st.UpdateRevision)))
 		}).Should(Succeed())
-		approve(g, name, getHCPkg(g, name).Status.UpdateRevision)
+		approve(g, name, ns, "all", getHCPkg(g, name).Status.UpdateRevision)
 		c, err := repo.Commit("main", "next", gatePackage(n, true, false))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Eventually(func(g Gomega) {
@@ -124,16 +165,30 @@ func TestRevisionHistoryIsPruned(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// approve creates a RolloutApproval of the partition "all" of hcpkg at revision.
-func approve(g Gomega, hcpkg, revision string) {
-	a := &convoyv1alpha1.RolloutApproval{ObjectMeta: metav1.ObjectMeta{GenerateName: hcpkg + "-"},
-		Spec: convoyv1alpha1.RolloutApprovalSpec{HostedClusterPackage: hcpkg, Partition: "all", Revision: revision}}
-	g.Expect(env.Client.Create(context.Background(), a)).To(Succeed())
+// approve creates, as `convoy approve` does, a PartitionApproval in namespace (the GitSource's)
+// of partition of hcpkg at revision: bound to hcpkg's UID and to the commit of the revision's
+// ControllerRevision (zeros when there is none).
+func approve(g Gomega, hcpkg, namespace, partition, revision string) *convoyv1alpha1.PartitionApproval {
+	ctx := context.Background()
+	obj := &convoyv1alpha1.HostedClusterPackage{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: hcpkg}, obj)).To(Succeed())
+	commit := strings.Repeat("0", 40)
+	cr := &appsv1.ControllerRevision{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: revision}, cr); err == nil {
+		var data revisionData
+		g.Expect(json.Unmarshal(cr.Data.Raw, &data)).To(Succeed())
+		commit = data.Commit
+	}
+	a := &convoyv1alpha1.PartitionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: hcpkg + "-"},
+		Spec: convoyv1alpha1.PartitionApprovalSpec{HostedClusterPackage: hcpkg, HostedClusterPackageUID: string(obj.UID),
+			Partition: partition, Revision: revision, Commit: commit}}
+	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
+	return a
 }
 
-// approvedRevisions returns the revisions of the RolloutApprovals of hcpkg.
+// approvedRevisions returns the revisions of the PartitionApprovals of hcpkg.
 func approvedRevisions(g Gomega, hcpkg string) []string {
-	list := &convoyv1alpha1.RolloutApprovalList{}
+	list := &convoyv1alpha1.PartitionApprovalList{}
 	g.Expect(env.Client.List(context.Background(), list)).To(Succeed())
 	var out []string
 	for _, a := range list.Items {

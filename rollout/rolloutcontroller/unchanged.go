@@ -31,8 +31,8 @@ func (r *HostedClusterPackageReconciler) unchangedCommit(ctx context.Context, s 
 	if r.Trees == nil || prev == "" || prev == commit {
 		return commit
 	}
-	same, _, err := newRevision(s.obj.Name, s.obj.Spec.Template.Spec, prev)
-	if err != nil || same.Name != s.obj.Status.UpdateRevision {
+	same, _, legacy, err := newRevision(s.obj.Name, s.obj.Spec.Template.Spec, prev)
+	if err != nil || (same.Name != s.obj.Status.UpdateRevision && legacy != s.obj.Status.UpdateRevision) {
 		return commit // the template changed
 	}
 	if !r.sameDir(ctx, key, prev, commit, s.obj.Spec.Template.Spec.Path) {

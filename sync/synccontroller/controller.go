@@ -33,9 +33,9 @@ type Common struct {
 	// HealthCheckInterval caps the requeue delay of a settled object; zero leaves the object's
 	// own interval.
 	HealthCheckInterval time.Duration
-	// DefaultServiceAccount is the ServiceAccount, in each object's namespace, that management
-	// objects are applied, pruned and torn down as when the object names none; empty means the
-	// controller's own identity (--default-service-account).
+	// DefaultServiceAccount is the ServiceAccount ("<namespace>/<name>", or a name in each
+	// object's namespace) that management objects are applied, pruned and torn down as when the
+	// object names none; empty means the controller's own identity (--default-service-account).
 	DefaultServiceAccount string
 	// Shard is the value of the convoy.dev/shard label of the objects this replica reconciles;
 	// empty reconciles the unlabelled ones only (--shard).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -62,11 +63,11 @@ func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
 // with: one impersonating the ServiceAccount of the object (or the controller's default one),
 // else the controller's own.
 func (c *Common) managementClient(s *scope) (client.Client, error) {
-	sa := serviceAccountFor(s.serviceAccount, c.DefaultServiceAccount)
+	ns, sa := serviceAccountFor(s.obj.GetNamespace(), s.serviceAccount, c.DefaultServiceAccount)
 	if sa == "" {
 		return c.Direct, nil
 	}
-	return c.impersonating.clientFor(s.obj.GetNamespace(), sa)
+	return c.impersonating.clientFor(ns, sa)
 }
 
 // The engine impersonates the ServiceAccount a Package names (tenant lockdown).
@@ -110,12 +111,20 @@ func (s *serviceAccountClients) clientFor(namespace, name string) (client.Client
 }
 
 // serviceAccountFor returns the ServiceAccount the management side of an object is applied
-// as: its own, else the controller's default; empty means the controller's own identity.
-func serviceAccountFor(own, fallback string) string {
+// serviceAccountFor returns the namespace and name of the ServiceAccount the management objects
+// of an object in namespace are applied as: its own (own, in namespace), else the
+// --default-service-account fallback, which is "<namespace>/<name>" for one ServiceAccount of
+// the whole controller (deploy/ names convoy-system/convoy-package-applier, bound to the
+// least-privileged ClusterRole convoy-package-applier) or a bare name for that ServiceAccount of
+// each object's namespace; an empty name means the controller's own rights.
+func serviceAccountFor(namespace, own, fallback string) (string, string) {
 	if own != "" {
-		return own
+		return namespace, own
 	}
-	return fallback
+	if ns, name, ok := strings.Cut(fallback, "/"); ok {
+		return ns, name
+	}
+	return namespace, fallback
 }
 
 // hostedClientError classifies an error of the hosted client cache: a kubeconfig the policy

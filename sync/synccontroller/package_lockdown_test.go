@@ -104,7 +104,18 @@ func tenantServiceAccount(g Gomega, ns, name string) {
 
 func TestServiceAccountFor(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(serviceAccountFor("own", "fallback")).To(Equal("own"))
-	g.Expect(serviceAccountFor("", "fallback")).To(Equal("fallback"), "--default-service-account")
-	g.Expect(serviceAccountFor("", "")).To(BeEmpty(), "the controller's own rights")
+	at := func(ns, name string) []string { return []string{ns, name} }
+	for _, tc := range []struct {
+		own, fallback string
+		want          []string
+	}{
+		{"own", "fallback", at("tenant", "own")},
+		{"own", "convoy-system/applier", at("tenant", "own")},
+		{"", "fallback", at("tenant", "fallback")},
+		{"", "convoy-system/applier", at("convoy-system", "applier")},
+		{"", "", at("tenant", "")},
+	} {
+		ns, name := serviceAccountFor("tenant", tc.own, tc.fallback)
+		g.Expect(at(ns, name)).To(Equal(tc.want), "%q, %q", tc.own, tc.fallback)
+	}
 }

@@ -46,7 +46,8 @@ type SetupOptions struct {
 	// DefaultHealthCheckInterval).
 	HealthCheckInterval time.Duration
 	// DefaultServiceAccount is the ServiceAccount management objects are applied as when a
-	// Package names none (--default-service-account); empty means the controller's own rights.
+	// Package names none (--default-service-account): "<namespace>/<name>", or a name in each
+	// Package's namespace; empty means the controller's own rights.
 	DefaultServiceAccount string
 	// ChartNetwork says which addresses Helm chart repositories may be reached at
 	// (--allow-link-local-addresses, owned by the command: the rollout checks share it).
@@ -82,7 +83,7 @@ func (o *SetupOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HealthCheckInterval, "health-check-interval", DefaultHealthCheckInterval,
 		"Probe the hosted-cluster objects of a settled Package again this often, whatever its spec.interval; management objects are probed when their watch sees them change.")
 	fs.IntVar(&o.RenderCacheSize, "render-cache-size", manifests.DefaultCacheSize, "Number of rendered packages kept in memory.")
-	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each Package's namespace, that management objects are applied, pruned and torn down as when the Package names none; empty uses the controller's own rights.")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "ServiceAccount that management objects are applied, pruned and torn down as when the Package names none: NAMESPACE/NAME for one ServiceAccount, NAME for that ServiceAccount of each Package's namespace; empty uses the controller's own rights.")
 	k := &o.Hosted.Kubeconfig
 	fs.BoolVar(&k.AllowExec, strings.TrimPrefix(hosted.InsecureKubeconfigExecFlag, "--"), false, "Honour exec and auth-provider credential plugins in kubeconfig Secrets (they run in the controller).")
 	fs.BoolVar(&k.AllowInsecureTLS, strings.TrimPrefix(hosted.InsecureKubeconfigTLSFlag, "--"), false, "Honour insecure-skip-tls-verify in kubeconfig Secrets.")

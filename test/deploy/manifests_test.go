@@ -44,7 +44,8 @@ func TestKustomizeBuildHoldsTheCRDs(t *testing.T) {
 	g := NewWithT(t)
 	objs, err := buildDeploy()
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, name := range []string{"gitsources", "packages", "objectdeployments", "hostedclusterpackages"} {
+	for _, name := range []string{"gitsources", "packages", "objectdeployments", "hostedclusterpackages", "partitionapprovals",
+		"manualpromotions", "rolloutapprovals", "promotionapprovals"} {
 		g.Expect(findObject(objs, "CustomResourceDefinition", name+".convoy.dev")).NotTo(BeNil(), name)
 	}
 }

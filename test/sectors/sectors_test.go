@@ -2,6 +2,8 @@ package sectors
 
 import (
 	"context"
+	"os/exec"
+	"strings"
 	"slices"
 	"testing"
 	"time"
@@ -9,7 +11,6 @@ import (
 	"code.gitea.io/sdk/gitea"
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -186,7 +187,8 @@ func unreachableBus(ctx context.Context, t *testing.T, s sectors, repo *gitea.Re
 }
 
 // promotedByHand: canary cannot reach Git, so a new commit is not run there; a
-// PromotionApproval for eu lets it through in eu only, and the commit after it waits.
+// ManualPromotion for eu (`convoy promote`) lets it through in eu only, and the commit after it
+// waits.
 func promotedByHand(ctx context.Context, t *testing.T, s sectors, repo *gitea.Repository) string {
 	g := NewWithT(t)
 	for _, m := range s.canary {
@@ -195,10 +197,11 @@ func promotedByHand(ctx context.Context, t *testing.T, s sectors, repo *gitea.Re
 	fix := push(ctx, t, repo, "The emergency fix", packageFiles("7"))
 	eu, us := s.downstream[0], s.downstream[1]
 	g.Eventually(func(g Gomega) string { return eu.hcpkg(g).Status.Promotion.HeadCommit }).Should(Equal(fix))
-	approval := &convoyv1alpha1.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Name: "emergency-fix"},
-		Spec: convoyv1alpha1.PromotionApprovalSpec{HostedClusterPackage: addon, Sector: eu.sector, Commit: fix,
-			Reason: "the on-call engineer's fix"}}
-	g.Expect(eu.fleet.Client.Create(ctx, approval)).To(Succeed())
+	// As the on-call engineer types it: a ManualPromotion in the GitSource's namespace.
+	out, err := exec.CommandContext(ctx, eu.convoy, "promote", addon, "--commit", fix, "--sector", eu.sector,
+		"--reason", "the on-call engineer's fix", "--kubeconfig", eu.kubeconfig).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	t.Logf("convoy promote: %s", strings.TrimSpace(string(out)))
 	eu.expectRunning(ctx, t, fix, rolloutBound)
 	g.Expect(eu.hcpkg(g).Status.Promotion.ByHand).To(BeTrue())
 	after := push(ctx, t, repo, "The change after the fix", packageFiles("8"))

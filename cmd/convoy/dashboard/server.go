@@ -57,7 +57,8 @@ type memoized struct {
 // among them.
 func watchedKinds() []client.Object {
 	return []client.Object{&convoyv1alpha1.HostedClusterPackage{}, &convoyv1alpha1.Package{}, &convoyv1alpha1.GitSource{},
-		&hyperv1.HostedCluster{}, &appsv1.ControllerRevision{}, &corev1.Event{}, &convoyv1alpha1.RolloutApproval{}}
+		&hyperv1.HostedCluster{}, &appsv1.ControllerRevision{}, &corev1.Event{}, &convoyv1alpha1.PartitionApproval{},
+		&convoyv1alpha1.RolloutApproval{}}
 }
 
 // NewScheme returns the kinds the dashboard reads.

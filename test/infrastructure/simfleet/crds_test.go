@@ -13,8 +13,10 @@ import (
 var convoyCRDNames = []string{
 	"gitsources.convoy.dev",
 	"hostedclusterpackages.convoy.dev",
+	"manualpromotions.convoy.dev",
 	"objectdeployments.convoy.dev",
 	"packages.convoy.dev",
+	"partitionapprovals.convoy.dev",
 	"promotionapprovals.convoy.dev",
 	"rolloutapprovals.convoy.dev",
 }
