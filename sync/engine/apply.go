@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -29,11 +30,11 @@ func (e *Engine) writeStage(ctx context.Context, c *cluster, ph *Phase, states [
 		return c.classify(err)
 	}
 	if err := c.checkOwnership(ph, objectsOf(rest), out.observer); err != nil {
-		return err
+		return e.refuseStage(ctx, c, ph, states, out, err)
 	}
 	existed, err := e.createFresh(ctx, c, ph, fresh, out)
 	if err != nil {
-		return err
+		return e.refuseStage(ctx, c, ph, states, out, err)
 	}
 	rest = append(rest, existed...)
 	out.objects = append(out.objects, objectsOf(states)...)
@@ -47,6 +48,31 @@ func (e *Engine) writeStage(ctx context.Context, c *cluster, ph *Phase, states [
 	}
 	rest = append(rest, refused...)
 	return e.applyRead(ctx, c, rest, out)
+}
+
+// refuseStage returns the refusal of a stage in which an object is not this owner's (err, a
+// collision), naming every such object of the stage in its order, as a pass that read them
+// all would: it first reads the objects the memory let the stage apply without a read, save
+// those the stage created (and deleted again). Any other error it returns as it is.
+func (e *Engine) refuseStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome, err error) error {
+	var collision *pass.Stalling
+	if !errors.As(err, &collision) || error(collision) != err || collision.Reason != convoyv1alpha1.CollisionReason {
+		return err // not a collision, or one whose undoing failed too (undoCreated)
+	}
+	var all, unread []*unstructured.Unstructured
+	for _, s := range states {
+		if s.quiet || out.answered[keyOf(s.obj)] {
+			continue
+		}
+		all = append(all, s.obj)
+		if !out.observer.wasRead(s.obj) {
+			unread = append(unread, s.obj)
+		}
+	}
+	if err := out.observer.prefetch(ctx, unread, e.opts.Concurrency); err != nil {
+		return c.classify(err)
+	}
+	return c.checkOwnership(ph, all, out.observer)
 }
 
 // splitDirect splits the states that are not quiet into those the memory marked to apply

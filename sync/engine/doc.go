@@ -119,8 +119,11 @@
 //   - ledger: per object and cluster, the owner that last applied or read it as desired, the
 //     digest of that desired state, the resourceVersion and UID the API server answered, and
 //     the digest of the probes it was last judged available under (its verdict).
-//   - direct apply: the apply of an object the ledger says this owner applied in another
-//     state: no read and no dry-run, with the recorded UID as a precondition.
+//   - direct apply: the apply of an object the ledger says this owner applied in another state,
+//     and that the watch of the management cluster, or a list of the hosted cluster, last saw
+//     at the state that apply left: no read and no dry-run, with the recorded UID as a
+//     precondition. An object seen otherwise (changed, deleted, replaced by one that may not
+//     be this owner's) is read and its ownership checked, as a stateless pass would.
 //   - untouched: an object read at the resourceVersion and UID the ledger holds for its owner
 //     and desired state: nobody changed it, so it is not written.
 //   - verdict: that an object, at a resourceVersion, was judged available under a digest of
