@@ -2,135 +2,24 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/fluxcd/pkg/ssa"
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/internal/pass"
-	"github.com/convoy-gitops/convoy/manifests"
-	"github.com/convoy-gitops/convoy/manifests/probe"
 	"github.com/convoy-gitops/convoy/sync/engine/memory"
 )
 
 // ownerGroup is the prefix of the ownership labels, as fluxcd/pkg/ssa names it.
 const ownerGroup = "convoy.dev"
-
-// establishPoll is how often a pass re-reads CRDs it waits for.
-const establishPoll = 250 * time.Millisecond
-
-// phaseOutcome is what applying one phase did.
-type phaseOutcome struct {
-	// objects are the prepared objects, in phase order (definitions first).
-	objects []*unstructured.Unstructured
-	// observer holds their live state.
-	observer *observer
-	changes  Changes
-	// at is the phase's cluster as the memory sees it, with the rules the phase is judged under.
-	at memory.Cluster
-	// answered and forgotten are the objects a direct apply wrote, and those a direct apply
-	// refused or the pass deleted again, which the memory is told of (tell).
-	answered, forgotten map[objectKey]bool
-	// unwatched is set when an object is one no watch tells about: a hosted-cluster object, or
-	// a kind whose watch has not synced yet.
-	unwatched bool
-	// appliedDirectly is set when an object of the management cluster was applied without a
-	// read: the watch events of such an object are dropped while its apply is in flight.
-	appliedDirectly bool
-}
-
-// applyPhase applies the objects of ph to c: CustomResourceDefinitions and Namespaces first,
-// then, once the CRDs are established, the rest.
-func (e *Engine) applyPhase(ctx context.Context, c *cluster, ph *Phase, probes []probe.Rule, rules [sha256.Size]byte) (*phaseOutcome, error) {
-	out := &phaseOutcome{observer: newObserver(c.client, probes), at: c.memoryCluster(rules),
-		answered: map[objectKey]bool{}, forgotten: map[objectKey]bool{}}
-	defs, rest := splitStages(ph)
-	if len(defs) > 0 {
-		if err := e.applyStage(ctx, c, ph, defs, out); err != nil {
-			return out, err
-		}
-		if err := e.waitEstablished(ctx, c, objectsOf(defs), out.observer); err != nil {
-			return out, err
-		}
-	}
-	return out, e.applyStage(ctx, c, ph, rest, out)
-}
-
-// splitStages splits the objects of a phase into the definitions applied first
-// (CustomResourceDefinitions and Namespaces) and the rest, keeping their order. Each state
-// holds its source, read-only, and the source's digest.
-func splitStages(ph *Phase) (defs, rest []desiredState) {
-	rest = make([]desiredState, 0, len(ph.Objects))
-	for i, o := range ph.Objects {
-		s := desiredState{source: o}
-		s.sourceDigest, s.ok = ph.sourceDigest(i)
-		if isDefinition(o) {
-			defs = append(defs, s)
-		} else {
-			rest = append(rest, s)
-		}
-	}
-	return defs, rest
-}
-
-// isDefinition reports a CustomResourceDefinition or a Namespace.
-func isDefinition(o *unstructured.Unstructured) bool {
-	return isDefinitionKind(o.GroupVersionKind().GroupKind())
-}
-
-// isDefinitionKind reports the kinds whose deletion deletes other objects: a
-// CustomResourceDefinition (every custom resource of its kind) or a Namespace (everything in
-// it).
-func isDefinitionKind(gk schema.GroupKind) bool {
-	return (gk.Group == "apiextensions.k8s.io" && gk.Kind == "CustomResourceDefinition") ||
-		(gk.Group == "" && gk.Kind == "Namespace")
-}
-
-// sourceDigest returns the digest of object i of the phase.
-func (ph *Phase) sourceDigest(i int) (manifests.Digest, bool) {
-	if len(ph.Digests) == len(ph.Objects) {
-		return ph.Digests[i], true
-	}
-	return manifests.ObjectDigest(ph.Objects[i])
-}
-
-// applyStage places the objects of states and asks the memory about them (ask), then prepares,
-// reads, checks ownership of and applies those that are not quiet, and tells the memory what it
-// did (tell). Quiet ones are neither copied nor read (nothing changed them since they were
-// judged available); objects the memory says this owner applied in another state are applied
-// directly; objects nothing says exist are created without a read (create.go); the others are
-// read first, and those found as this owner left them are not written.
-func (e *Engine) applyStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome) error {
-	if len(states) == 0 {
-		return nil
-	}
-	p := preparationOf(c)
-	if err := e.place(c, ph, states, p); err != nil {
-		return err
-	}
-	stage := e.ask(ctx, c, states, out)
-	completed := false
-	defer func() { e.tell(stage, states, out, completed) }() // even on a panic: applies in flight end
-	if err := e.prepare(c, ph, states, p); err != nil {
-		return err
-	}
-	if err := e.writeStage(ctx, c, ph, states, out); err != nil {
-		return err
-	}
-	completed = true
-	e.countQuiet(c, states, out)
-	return nil
-}
 
 // writeStage reads, checks ownership of and applies the prepared objects of a stage that are
 // not quiet.
@@ -141,11 +30,11 @@ func (e *Engine) writeStage(ctx context.Context, c *cluster, ph *Phase, states [
 		return c.classify(err)
 	}
 	if err := c.checkOwnership(ph, objectsOf(rest), out.observer); err != nil {
-		return err
+		return e.refuseStage(ctx, c, ph, states, out, err)
 	}
 	existed, err := e.createFresh(ctx, c, ph, fresh, out)
 	if err != nil {
-		return err
+		return e.refuseStage(ctx, c, ph, states, out, err)
 	}
 	rest = append(rest, existed...)
 	out.objects = append(out.objects, objectsOf(states)...)
@@ -159,6 +48,31 @@ func (e *Engine) writeStage(ctx context.Context, c *cluster, ph *Phase, states [
 	}
 	rest = append(rest, refused...)
 	return e.applyRead(ctx, c, rest, out)
+}
+
+// refuseStage returns the refusal of a stage in which an object is not this owner's (err, a
+// collision), naming every such object of the stage in its order, as a pass that read them
+// all would: it first reads the objects the memory let the stage apply without a read, save
+// those the stage created (and deleted again). Any other error it returns as it is.
+func (e *Engine) refuseStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome, err error) error {
+	var collision *pass.Stalling
+	if !errors.As(err, &collision) || error(collision) != err || collision.Reason != convoyv1alpha1.CollisionReason {
+		return err // not a collision, or one whose undoing failed too (undoCreated)
+	}
+	var all, unread []*unstructured.Unstructured
+	for _, s := range states {
+		if s.quiet || out.answered[keyOf(s.obj)] {
+			continue
+		}
+		all = append(all, s.obj)
+		if !out.observer.wasRead(s.obj) {
+			unread = append(unread, s.obj)
+		}
+	}
+	if err := out.observer.prefetch(ctx, unread, e.opts.Concurrency); err != nil {
+		return c.classify(err)
+	}
+	return c.checkOwnership(ph, all, out.observer)
 }
 
 // splitDirect splits the states that are not quiet into those the memory marked to apply
@@ -175,6 +89,23 @@ func splitDirect(states []desiredState) (direct, rest []desiredState) {
 		}
 	}
 	return direct, rest
+}
+
+// createFresh applies the fresh states create-only and returns those that exist after all,
+// read and with their ownership checked. When the check refuses one, it deletes the objects it
+// created and returns the refusal.
+func (e *Engine) createFresh(ctx context.Context, c *cluster, ph *Phase, fresh []desiredState, out *phaseOutcome) ([]desiredState, error) {
+	existed, err := e.applyDirect(ctx, c, fresh, ssa.CreatedAction, out)
+	if err != nil {
+		return nil, err
+	}
+	if len(existed) == 0 {
+		return nil, nil
+	}
+	if err := e.readRefused(ctx, c, ph, existed, out); err != nil {
+		return nil, e.undoCreated(ctx, c, created(fresh, existed), out, err)
+	}
+	return existed, nil
 }
 
 // readRefused reads the objects a direct apply refused and checks their ownership again.
@@ -306,48 +237,6 @@ func (c *Changes) add(cs *ssa.ChangeSet, controller, cluster string) {
 		}
 		appliedObjects.WithLabelValues(controller, cluster, e.Action.String()).Inc()
 	}
-}
-
-// waitEstablished waits, for at most EstablishTimeout, until the CRDs among defs are
-// established; past that it returns a Waiting error.
-func (e *Engine) waitEstablished(ctx context.Context, c *cluster, defs []*unstructured.Unstructured, obs *observer) error {
-	for _, d := range defs {
-		if d.GetKind() != "CustomResourceDefinition" || obs.isQuiet(d) || established(obs.live(d)) {
-			continue
-		}
-		err := wait.PollUntilContextTimeout(ctx, establishPoll, e.opts.EstablishTimeout, true,
-			func(ctx context.Context) (bool, error) {
-				live := &unstructured.Unstructured{}
-				live.SetGroupVersionKind(d.GroupVersionKind())
-				if err := c.client.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
-					return false, err
-				}
-				obs.observe(live)
-				return established(live), nil
-			})
-		switch {
-		case wait.Interrupted(err):
-			return pass.Waitf(convoyv1alpha1.DependencyNotReadyReason, e.opts.ProbeInterval,
-				"CustomResourceDefinition %s is not established yet", d.GetName())
-		case err != nil:
-			return c.classify(err)
-		}
-	}
-	return nil
-}
-
-// established reports a CRD with Established=True.
-func established(crd *unstructured.Unstructured) bool {
-	if crd == nil {
-		return false
-	}
-	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	for _, raw := range conds {
-		if c, ok := raw.(map[string]any); ok && c["type"] == "Established" && c["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }
 
 // maxNamed bounds how many objects one message names.

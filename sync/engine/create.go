@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -35,23 +34,6 @@ func splitFresh(states []desiredState) (fresh, rest []desiredState) {
 		}
 	}
 	return fresh, rest
-}
-
-// createFresh applies the fresh states create-only and returns those that exist after all,
-// read and with their ownership checked. When the check refuses one, it deletes the objects it
-// created and returns the refusal.
-func (e *Engine) createFresh(ctx context.Context, c *cluster, ph *Phase, fresh []desiredState, out *phaseOutcome) ([]desiredState, error) {
-	existed, err := e.applyDirect(ctx, c, fresh, ssa.CreatedAction, out)
-	if err != nil {
-		return nil, err
-	}
-	if len(existed) == 0 {
-		return nil, nil
-	}
-	if err := e.readRefused(ctx, c, ph, existed, out); err != nil {
-		return nil, e.undoCreated(ctx, c, created(fresh, existed), out, err)
-	}
-	return existed, nil
 }
 
 // created returns the states of fresh not in existed.

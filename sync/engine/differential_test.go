@@ -26,10 +26,11 @@ import (
 
 // The memory saves requests and never changes an outcome: two owners, one synced by an engine
 // with a memory and one by a stateless engine, go through the same random history (revisions,
-// drift and deletions of their live objects, foreign objects adopted or refused, another owner
-// adopting one of theirs, gates opened and closed, the hosted cluster replaced, gone and back),
-// and every pass of both ends with the same result, the same live objects and the same
-// inventory. Only the requests differ; the test prints both counts.
+// drift and deletions of their live objects, live objects replaced by foreign ones, foreign
+// objects adopted or refused, another owner adopting one of theirs, gates opened and closed,
+// the hosted cluster replaced, gone and back), and every pass of both ends with the same
+// result, the same live objects and the same inventory. Only the requests differ; the test
+// prints both counts.
 func TestTheMemoryChangesNoOutcome(t *testing.T) {
 	env.Require(t)
 	for seed := range uint64(4) {
@@ -81,23 +82,55 @@ type world struct {
 func runDifferential(t *testing.T, seed uint64, steps int) {
 	g := NewWithT(t)
 	worlds := []*world{newWorld(t, "memory", true), newWorld(t, "stateless", false)}
-	quiet := ctrl.LoggerInto(context.Background(), logr.Discard())
 	h := &history{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), probes: gateRules(t)}
 	for step := range steps {
 		action := h.next(g, worlds)
-		var outcomes []string
-		for _, w := range worlds {
-			res, err := w.engine.Sync(quiet, w.target, h.revision(w), w.previous)
-			w.previous = res.Inventory
-			outcomes = append(outcomes, w.summary(res, err)+w.objects(g))
-		}
-		if outcomes[0] != outcomes[1] {
-			t.Fatalf("seed %d, step %d (%s): the outcomes differ\n--- with the memory:\n%s\n--- stateless:\n%s",
-				seed, step, action, outcomes[0], outcomes[1])
-		}
+		syncWorlds(t, g, h, worlds, fmt.Sprintf("seed %d, step %d (%s)", seed, step, action))
 	}
 	for _, w := range worlds {
 		t.Logf("seed %d, %d steps: %s engine sent %d requests %v", seed, steps, w.name, w.requests(), w.byVerb())
+	}
+}
+
+// syncWorlds syncs each world with the current revision and fails when the outcomes differ.
+func syncWorlds(t *testing.T, g Gomega, h *history, worlds []*world, what string) {
+	t.Helper()
+	quiet := ctrl.LoggerInto(context.Background(), logr.Discard())
+	var outcomes []string
+	for _, w := range worlds {
+		res, err := w.engine.Sync(quiet, w.target, h.revision(w), w.previous)
+		w.previous = res.Inventory
+		outcomes = append(outcomes, w.summary(res, err)+w.objects(g))
+	}
+	if outcomes[0] != outcomes[1] {
+		t.Fatalf("%s: the outcomes differ\n--- with the memory:\n%s\n--- stateless:\n%s", what, outcomes[0], outcomes[1])
+	}
+}
+
+// A live object replaced by a foreign one between two passes, while the revision changes it:
+// the memory must neither apply it nor another changed object of its stage before the
+// replacement is found, and must name it in the refusal as a stateless pass does.
+func TestAReplacedObjectChangesNoOutcome(t *testing.T) {
+	env.Require(t)
+	g := NewWithT(t)
+	worlds := []*world{newWorld(t, "memory", true), newWorld(t, "stateless", false)}
+	h := &history{probes: gateRules(t)}
+	revision := func(id string, names ...string) string {
+		h.spec = revisionSpec{id: id, digested: true}
+		for _, name := range names {
+			h.spec.management = append(h.spec.management, objectSpec{name: name, value: id})
+		}
+		return "revision " + id
+	}
+	replace := func(c client.Client, obj *unstructured.Unstructured) error { return replaceWithForeign(c, obj) }
+	for i, step := range []func() string{
+		func() string { return revision("r1", "a", "b") },
+		func() string { return h.onObject(g, worlds, "replace", "a", false, replace) },
+		func() string { return revision("r2", "a", "b") },
+		func() string { return h.foreignNamed(g, worlds, "c") },
+		func() string { return revision("r3", "a", "b", "c") },
+	} {
+		syncWorlds(t, g, h, worlds, fmt.Sprintf("step %d (%s)", i, step()))
 	}
 }
 
@@ -153,7 +186,7 @@ func (h *history) next(g Gomega, worlds []*world) string {
 		h.spec = h.randomRevision()
 		return "first revision"
 	}
-	switch h.rng.IntN(8) {
+	switch h.rng.IntN(9) {
 	case 0, 1:
 		h.spec = h.randomRevision()
 		return "revision " + h.spec.id
@@ -170,6 +203,10 @@ func (h *history) next(g Gomega, worlds []*world) string {
 		return h.foreign(g, worlds)
 	case 5:
 		return h.otherOwnerAdopts(g, worlds)
+	case 7:
+		return h.onLive(g, worlds, "replace", func(c client.Client, obj *unstructured.Unstructured) error {
+			return replaceWithForeign(c, obj)
+		})
 	case 6:
 		return h.onLive(g, worlds, "gate", func(c client.Client, obj *unstructured.Unstructured) error {
 			if obj.GetAnnotations()[kubetest.ReadyAnnotation] != "" {
@@ -181,6 +218,16 @@ func (h *history) next(g Gomega, worlds []*world) string {
 		})
 	}
 	return h.moveHosted(worlds)
+}
+
+// replaceWithForeign deletes obj and creates in its place, in one step, an object of the same
+// name that no owner's labels name: someone else's.
+func replaceWithForeign(c client.Client, obj *unstructured.Unstructured) error {
+	ctx := context.Background()
+	if err := c.Delete(ctx, obj); err != nil {
+		return err
+	}
+	return c.Create(ctx, kubetest.ConfigMap(obj.GetNamespace(), obj.GetName(), map[string]string{"v": "replaced"}))
 }
 
 func (h *history) randomRevision() revisionSpec {
@@ -205,7 +252,11 @@ func (h *history) onLive(g Gomega, worlds []*world, what string, f func(client.C
 		return what + ": nothing"
 	}
 	i := h.rng.IntN(len(all))
-	hosted := i >= len(h.spec.management)
+	return h.onObject(g, worlds, what, all[i].name, i >= len(h.spec.management), f)
+}
+
+// onObject plays f on live ConfigMap name of each world, management or hosted.
+func (h *history) onObject(g Gomega, worlds []*world, what, name string, hosted bool, f func(client.Client, *unstructured.Unstructured) error) string {
 	for _, w := range worlds {
 		c, ns := env.Client, w.target.Namespace
 		if hosted {
@@ -217,20 +268,24 @@ func (h *history) onLive(g Gomega, worlds []*world, what string, f func(client.C
 		live := &unstructured.Unstructured{}
 		live.SetAPIVersion("v1")
 		live.SetKind("ConfigMap")
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: all[i].name}, live); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, live); err != nil {
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 			continue
 		}
 		g.Expect(f(c, live)).To(Succeed())
 		w.events.deliver(w.target)
 	}
-	return fmt.Sprintf("%s %s (hosted: %t)", what, all[i].name, hosted)
+	return fmt.Sprintf("%s %s (hosted: %t)", what, name, hosted)
 }
 
 // foreign creates, in each world's namespace, a ConfigMap no owner's labels name, unless the
 // name is taken; a revision that holds it adopts it or is refused.
 func (h *history) foreign(g Gomega, worlds []*world) string {
-	name := names[h.rng.IntN(len(names))]
+	return h.foreignNamed(g, worlds, names[h.rng.IntN(len(names))])
+}
+
+// foreignNamed creates foreign ConfigMap name in each world's namespace, unless it is taken.
+func (h *history) foreignNamed(g Gomega, worlds []*world, name string) string {
 	for _, w := range worlds {
 		err := env.Client.Create(context.Background(), kubetest.ConfigMap(w.target.Namespace, name, map[string]string{"v": "foreign"}))
 		g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
@@ -249,7 +304,7 @@ func (h *history) otherOwnerAdopts(g Gomega, worlds []*world) string {
 	var outcomes []string
 	for _, w := range worlds {
 		other := &Target{Namespace: w.target.Namespace, Name: "other", Management: w.target.Management}
-		res, err := w.engine.Sync(context.Background(), other, rev, nil)
+		res, err := w.engine.Sync(ctrl.LoggerInto(context.Background(), logr.Discard()), other, rev, nil)
 		outcomes = append(outcomes, w.summary(res, err))
 		w.events.deliver(w.target)
 	}

@@ -6,29 +6,34 @@
 // Engine.Sync takes one Revision (ordered phases of objects plus availability probes), a
 // Target (the management cluster namespace of the owner and, for phases of class
 // hosted-cluster, the hosted cluster of that namespace) and the owner's previous inventory. A
-// revision goes through these steps, one file each, in this order:
+// revision goes through these steps, one file each; each calls the next, so a pass goes down
+// the list and back up it:
 //
 //   - sync.go: Sync asks the memory whether the pass would repeat the owner's settled pass, and
 //     returns its outcome if so (the seam, below). Otherwise it refuses what no pass could
 //     apply (a revision without objects, which would prune everything; an owner name that is
 //     no label value; hosted-cluster phases without a hosted cluster; management objects of
-//     another namespace), then runs the phases in order.
-//   - prepare.go: per stage of a phase (its CustomResourceDefinitions and Namespaces form a
-//     first stage and the rest a second, as applyPhase splits them), each object is placed
-//     (management objects in the owner's namespace, refused elsewhere or when cluster-scoped;
-//     hosted objects where the manifest says) and digested without being copied; only the
-//     objects the pass will read or write are copied and given the ownership labels, and
-//     management objects the owner's shard (Target.Shard). The revision's objects are shared
-//     between owners and never changed.
+//     another namespace), then runs the phases in order and, once every phase is available,
+//     the prune.
+//   - phase.go: a phase is split into two stages, its CustomResourceDefinitions and Namespaces
+//     first and the rest second, applied one after the other; between them the pass waits
+//     briefly for the CustomResourceDefinitions to be established. The phase is then judged.
+//   - stage.go: a stage is placed, asked about (the memory says which objects are quiet, which
+//     may be applied without a read), prepared and applied, and what it did is told.
+//   - prepare.go: each object of a stage is placed (management objects in the owner's
+//     namespace, refused elsewhere or when cluster-scoped; hosted objects where the manifest
+//     says) and digested without being copied; only the objects the pass will read or write
+//     are copied and given the ownership labels, and management objects the owner's shard
+//     (Target.Shard). The revision's objects are shared between owners and never changed.
 //   - apply.go: the objects that are not quiet are applied with server-side apply (field
 //     manager "convoy"). An object the owner applied before in another state is applied
-//     directly, one request; the others are read first (the observer), and an existing object
-//     that is not labelled as this owner's is refused unless the desired object carries
-//     convoy.dev/adopt: "true". Absent ones are created with one apply each, one found as the
-//     owner left it is not written, and the rest go through fluxcd/pkg/ssa, whose dry-run
-//     comparison leaves unchanged objects unwritten. Objects are only recreated on an
-//     immutable-field error when annotated convoy.dev/force: "true". The pass waits briefly
-//     for the stage's CustomResourceDefinitions to be established.
+//     directly, one request; one nothing says exists is created without a read (create.go);
+//     the others are read first (the observer), and an existing object that is not labelled as
+//     this owner's is refused unless the desired object carries convoy.dev/adopt: "true".
+//     Absent ones are created with one apply each, one found as the owner left it is not
+//     written, and the rest go through fluxcd/pkg/ssa, whose dry-run comparison leaves
+//     unchanged objects unwritten. Objects are only recreated on an immutable-field error when
+//     annotated convoy.dev/force: "true".
 //   - judge.go: availability is judged from the live objects the pass just read or wrote
 //     (manifests/probe), without extra requests; quiet objects keep their verdict. The first
 //     phase that is not available ends the pass with a Waiting error: the controller requeues
@@ -46,24 +51,28 @@
 // ("Applied revision", "Pruned objects", "Tore down") with the logger of the context; passes
 // that change nothing log nothing.
 //
-// A pass enters these files in that order, save that apply.go comes first for each phase:
-// applyPhase splits the phase into its stages, places each stage (prepare.go), asks the memory
-// about it, prepares and applies it.
+// A pass enters each of these files at most twice (pipeline_trace_test.go traces a few passes
+// and counts): sync.go calls phase.go once and prune.go once; phase.go calls stage.go and
+// judge.go; stage.go calls prepare.go twice (place, then prepare, around the memory's advice)
+// and apply.go once. Helpers of another file whose own calls stay in it (a key, a label, a
+// live state the observer holds) are read where they are called.
 //
 // # The seam
 //
 // The pipeline keeps nothing between passes: what the engine keeps is its memory
-// (Options.Memory, package sync/engine/memory), reached through one interface, Memory (memory.go, which also
-// makes the memory's values from the pipeline's types), at five points, each visited once per
-// pass, stage or phase:
+// (Options.Memory, package sync/engine/memory), reached through one interface, Memory
+// (memory.go), at five points, each visited once per pass, stage or phase, by the step that
+// makes what it tells the memory:
 //
 //  1. may this pass repeat a settled one (Memory.Repeat, by Sync, before it looks at any
 //     object): if so, Sync returns the settled pass's outcome;
 //  2. which objects of a stage are quiet, may be applied directly or created without a read,
-//     and at which state each was left (Memory.Ask, by applyStage, once the stage is placed);
+//     and at which state each was left (Memory.Ask, by applyStage in stage.go, once the stage
+//     is placed);
 //  3. what the stage applied or read (Memory.Applied, by applyStage at the stage's end, even
-//     when it fails; by prune and teardown, of what they are about to delete);
-//  4. what was judged (Memory.Judged, by syncPhase, for a phase found available);
+//     when it fails; by prune and teardown, of what they are about to delete: prune.go);
+//  4. what was judged (Memory.Judged, by syncPhase in phase.go, for a phase found available,
+//     with the verdicts judge.go makes);
 //  5. what the pass settled (Memory.Settle, by Sync, after the pass): the memory remembers a
 //     settled pass, and says whether the pass is stale (Result.Stale).
 //
@@ -79,17 +88,18 @@
 //
 // Which file holds what, besides the steps: sync.go also holds the Result, the digest of a
 // revision's probes, the inventory entry of an applied object and the two sides of a target
-// (cluster), which every step works on; prepare.go the ownership labels and the scopes of the
-// management cluster's kinds (scopes), which place and prepare ask; apply.go the split of a
-// phase into stages and the applies; create.go the create-only apply of objects nothing says
-// exist (an install's), one request each; observer.go the client the applies go through (the
-// observer: one read per object, every answer seen) and the keys of objects in a pass
-// (objectKey); memory.go the seam (Memory) and the values the pipeline tells the memory;
-// prune.go the inventory
-// entries (grouping, merging, naming them and the keys of their objects), which teardown.go
-// and preview.go use too. engine.go holds Options, the Engine and what the controllers ask
-// it; revision.go the inputs (Revision, Phase, Target); errors.go the classification of
-// errors, the one place that decides what is Stalling (only the user can fix it: collisions,
+// (cluster, and the cluster as the memory sees it), which every step works on; phase.go what
+// applying a phase did (phaseOutcome); prepare.go the ownership labels and the scopes of the
+// management cluster's kinds (scopes), which place and prepare ask; apply.go the applies and
+// the ownership check; create.go the create-only apply of objects nothing says exist (an
+// install's), one request each, and its undoing on a collision; observer.go the client the
+// applies go through (the observer: one read per object, every answer seen) and the keys of
+// objects in a pass (objectKey); memory.go the seam (Memory), the stateless memory and the
+// values of an object and its state as the memory sees them; prune.go the inventory entries
+// (grouping, merging, naming them and the keys of their objects), which teardown.go and
+// preview.go use too. engine.go holds Options, the Engine and what the controllers ask it;
+// revision.go the inputs (Revision, Phase, Target); errors.go the classification of errors,
+// the one place that decides what is Stalling (only the user can fix it: collisions,
 // forbidden targets, invalid objects), Waiting (clears by itself: probes, CRDs being
 // established, an unreachable hosted cluster) or transient, as internal/pass defines them;
 // preview.go DryRun, which previews a Sync with server-side dry runs and writes nothing
@@ -109,8 +119,11 @@
 //   - ledger: per object and cluster, the owner that last applied or read it as desired, the
 //     digest of that desired state, the resourceVersion and UID the API server answered, and
 //     the digest of the probes it was last judged available under (its verdict).
-//   - direct apply: the apply of an object the ledger says this owner applied in another
-//     state: no read and no dry-run, with the recorded UID as a precondition.
+//   - direct apply: the apply of an object the ledger says this owner applied in another state,
+//     and that the watch of the management cluster, or a list of the hosted cluster, last saw
+//     at the state that apply left: no read and no dry-run, with the recorded UID as a
+//     precondition. An object seen otherwise (changed, deleted, replaced by one that may not
+//     be this owner's) is read and its ownership checked, as a stateless pass would.
 //   - untouched: an object read at the resourceVersion and UID the ledger holds for its owner
 //     and desired state: nobody changed it, so it is not written.
 //   - verdict: that an object, at a resourceVersion, was judged available under a digest of

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/convoy-gitops/convoy/manifests/probe"
+	"github.com/convoy-gitops/convoy/sync/engine/memory"
 )
 
 // judgePhase judges the live state of a phase's objects, as the observer saw them during the
@@ -28,4 +29,18 @@ func judgePhase(rules []probe.Rule, out *phaseOutcome) (bool, string) {
 		return true, ""
 	}
 	return false, nameList(failures)
+}
+
+// verdictsOf is what the memory is told of a phase found available: each object's verdict.
+func verdictsOf(c *cluster, out *phaseOutcome) []memory.Verdict {
+	verdicts := make([]memory.Verdict, len(out.objects))
+	for i, obj := range out.objects {
+		v := memory.Verdict{GVK: obj.GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if v.Quiet = out.observer.isQuiet(obj); !v.Quiet {
+			live := out.observer.live(obj)
+			v.Live, v.Owned = observedOf(live), live != nil && c.owns(live)
+		}
+		verdicts[i] = v
+	}
+	return verdicts
 }

@@ -2,13 +2,10 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
 
-	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/sync/engine/memory"
 )
 
@@ -66,12 +63,8 @@ func (stateless) AppliedByEngine(client.Object) bool { return false }
 
 func (stateless) HoldsState(client.Object, func()) bool { return false }
 
-// The pipeline's side of the seam: the memory's values made from the pipeline's types.
-
-// memoryCluster is c as the memory sees it, judged under rules.
-func (c *cluster) memoryCluster(rules [sha256.Size]byte) memory.Cluster {
-	return memory.Cluster{Owner: c.target.owner(), Hosted: c.hosted(), Reader: c.client, Rules: rules, Previous: c.previous}
-}
+// The memory's values made from the pipeline's types. Each step makes the rest of what it tells
+// the memory where it tells it: the stage (stage.go), the judge (judge.go), the prune (prune.go).
 
 // desiredOf is the object of s as the memory sees it.
 func desiredOf(s *desiredState) memory.Desired {
@@ -85,112 +78,4 @@ func observedOf(live *unstructured.Unstructured) memory.Observed {
 		return memory.Observed{}
 	}
 	return memory.Observed{ResourceVersion: live.GetResourceVersion(), UID: live.GetUID()}
-}
-
-// ask asks the memory about the placed objects of a stage, once, and follows its advice: it
-// marks the quiet objects, those to apply directly and those to create without a read. It
-// returns what it asked, for tell. out is unwatched from then on unless the watch tells of
-// every object of the stage (watched).
-func (e *Engine) ask(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) []memory.Desired {
-	out.unwatched = out.unwatched || !e.watched(c, states)
-	stage := make([]memory.Desired, len(states))
-	for i := range states {
-		stage[i] = desiredOf(&states[i])
-	}
-	for i, a := range e.memory.Ask(ctx, out.at, stage) {
-		s := &states[i]
-		s.quiet, s.uid, s.createOnly, s.recorded = a.Quiet, a.UID, a.Fresh, a.Recorded
-		if s.quiet {
-			out.observer.markQuiet(s.obj)
-		}
-	}
-	return stage
-}
-
-// countQuiet counts the quiet objects of a stage that completed as unchanged: they are as they
-// were when judged available. A stage that did not complete counts none, as a stateless pass,
-// which reads them, would not.
-func (e *Engine) countQuiet(c *cluster, states []desiredState, out *phaseOutcome) {
-	quiet := 0
-	for i := range states {
-		if states[i].quiet {
-			quiet++
-		}
-	}
-	if quiet > 0 {
-		out.changes.Unchanged += quiet
-		appliedObjects.WithLabelValues(e.opts.Controller, c.name, ssa.UnchangedAction.String()).Add(float64(quiet))
-	}
-}
-
-// watched reports whether every object of states is of a kind the watch of the management
-// cluster has synced: a change of any of them will then make an event.
-func (e *Engine) watched(c *cluster, states []desiredState) bool {
-	if len(states) == 0 {
-		return true
-	}
-	if e.opts.Watch == nil || c.hosted() {
-		return false
-	}
-	for _, s := range states {
-		// The watch selects the owner's shard: an object whose manifest names another is not in it.
-		if s.shard != c.target.Shard || !e.opts.Watch.Synced(s.obj.GroupVersionKind()) {
-			return false
-		}
-	}
-	return true
-}
-
-// tell tells the memory, once at the end of a stage it asked about, what the stage did to each
-// object that was not quiet. A stage that completed tells the state each holds now, as the
-// observer last saw it; one that did not, only the answers of its direct applies, and to
-// forget the objects a direct apply refused or the stage deleted again: what it read may not
-// be what it wanted.
-func (e *Engine) tell(stage []memory.Desired, states []desiredState, out *phaseOutcome, completed bool) {
-	writes := make([]memory.Write, 0, len(states))
-	for i := range states {
-		s := &states[i]
-		if s.quiet {
-			continue
-		}
-		w := memory.Write{Desired: stage[i]}
-		key := keyOf(s.obj)
-		switch {
-		case completed:
-			w.Live = observedOf(out.observer.live(s.obj))
-		case out.forgotten[key]:
-			w.Forget = true
-		case out.answered[key]:
-			w.Live = observedOf(out.observer.live(s.obj))
-		}
-		writes = append(writes, w)
-	}
-	e.memory.Applied(out.at, writes)
-}
-
-// verdictsOf is what the memory is told of a phase found available: each object's verdict.
-func verdictsOf(c *cluster, out *phaseOutcome) []memory.Verdict {
-	verdicts := make([]memory.Verdict, len(out.objects))
-	for i, obj := range out.objects {
-		v := memory.Verdict{GVK: obj.GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		if v.Quiet = out.observer.isQuiet(obj); !v.Quiet {
-			live := out.observer.live(obj)
-			v.Live, v.Owned = observedOf(live), live != nil && c.owns(live)
-		}
-		verdicts[i] = v
-	}
-	return verdicts
-}
-
-// forgetting is what the memory is told of the objects of entries about to be deleted or
-// released: to forget them. An entry that names nothing has no object.
-func forgetting(entries []convoyv1alpha1.InventoryEntry) []memory.Write {
-	writes := make([]memory.Write, 0, len(entries))
-	for _, entry := range entries {
-		if obj, err := metadataFor(entry); err == nil {
-			writes = append(writes, memory.Write{Forget: true, Desired: memory.Desired{
-				GVK: obj.GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}})
-		}
-	}
-	return writes
 }

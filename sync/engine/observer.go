@@ -29,6 +29,7 @@ type observer struct {
 
 	mu      sync.Mutex
 	pending map[objectKey]*unstructured.Unstructured // nil value: not found
+	read    map[objectKey]bool                       // prefetched, found or not
 	seen    map[objectKey]*unstructured.Unstructured
 	applied map[objectKey]*unstructured.Unstructured // latest state: apply responses, fresher reads
 	quiet   map[objectKey]bool                       // not read: unchanged since judged available (sync/engine/memory)
@@ -39,6 +40,7 @@ func newObserver(c client.Client, probes []probe.Rule) *observer {
 		Client:  c,
 		probes:  probes,
 		pending: map[objectKey]*unstructured.Unstructured{},
+		read:    map[objectKey]bool{},
 		seen:    map[objectKey]*unstructured.Unstructured{},
 		applied: map[objectKey]*unstructured.Unstructured{},
 		quiet:   map[objectKey]bool{},
@@ -63,6 +65,7 @@ func (o *observer) prefetch(ctx context.Context, objs []*unstructured.Unstructur
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			o.pending[keyOf(obj)] = live
+			o.read[keyOf(obj)] = true
 			if live != nil {
 				o.seen[keyOf(obj)] = live
 			}
@@ -70,6 +73,13 @@ func (o *observer) prefetch(ctx context.Context, objs []*unstructured.Unstructur
 		})
 	}
 	return g.Wait()
+}
+
+// wasRead reports whether prefetch read obj.
+func (o *observer) wasRead(obj *unstructured.Unstructured) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.read[keyOf(obj)]
 }
 
 // existing returns what prefetch read for obj, nil when it does not exist.

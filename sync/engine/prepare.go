@@ -98,13 +98,15 @@ func (s *scopes) isNamespaced(c *cluster, obj *unstructured.Unstructured, fresh 
 // namespace, the shard label it will carry, the digest of the object as it will be applied
 // (the source, the labels added and the namespace determine it, so hashing them identifies it
 // without encoding it), and a stub naming it, which is all a quiet object needs. It uses the
-// scopes remembered (see scopes); prepare checks again what the pass will read or write.
-func (e *Engine) place(c *cluster, ph *Phase, states []desiredState, p preparation) error {
+// scopes remembered (see scopes); prepare checks again what the pass will read or write. It
+// returns what prepare adds to every object of c.
+func (e *Engine) place(c *cluster, ph *Phase, states []desiredState) (preparation, error) {
+	p := preparationOf(c)
 	for i := range states {
 		s := &states[i]
 		namespaced, err := e.scopes.isNamespaced(c, s.source, false)
 		if err != nil {
-			return c.classify(err)
+			return p, c.classify(err)
 		}
 		err = c.placeAs(ph, s, p, namespaced)
 		if err != nil && !c.hosted() {
@@ -112,10 +114,10 @@ func (e *Engine) place(c *cluster, ph *Phase, states []desiredState, p preparati
 			err = e.placeCurrent(c, ph, s, p, false)
 		}
 		if err != nil {
-			return err
+			return p, err
 		}
 	}
-	return nil
+	return p, nil
 }
 
 // ownerLabels are the labels every applied object gets.

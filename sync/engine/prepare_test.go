@@ -25,8 +25,8 @@ func TestPlacedDigestsTellEveryPreparedObjectApart(t *testing.T) {
 		}
 		_, rest := splitStages(ph)
 		c := target.cluster(convoyv1alpha1.ClassManagement)
-		p := preparationOf(c)
-		g.Expect(e.place(c, ph, rest, p)).To(Succeed())
+		p, err := e.place(c, ph, rest)
+		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(rest[0].obj.Object).To(HaveLen(3), "a stub: apiVersion, kind and metadata")
 		g.Expect(rest[0].obj.GetNamespace()).To(Equal(target.Namespace))
 		g.Expect(e.prepare(c, ph, rest, p)).To(Succeed())
@@ -58,17 +58,17 @@ func TestWhatAPassReadsOrWritesIsPlacedWithTheMappersCurrentAnswer(t *testing.T)
 	mgmt := target.cluster(convoyv1alpha1.ClassManagement)
 	ph := &Phase{Name: "deploy", Objects: []*unstructured.Unstructured{kubetest.ConfigMap("", "a", nil)}}
 	_, states := splitStages(ph)
-	p := preparationOf(mgmt)
-	g.Expect(e.place(mgmt, ph, states, p)).To(Succeed())
+	p, err := e.place(mgmt, ph, states)
+	g.Expect(err).NotTo(HaveOccurred())
 
 	c.scopes["ConfigMap"] = false // made again cluster-scoped: management phases refuse it
-	g.Expect(e.place(mgmt, ph, states, p)).To(Succeed(), "a remembered answer finds the quiet objects")
-	err := e.prepare(mgmt, ph, states, p)
+	g.Expect(e.place(mgmt, ph, states)).Error().NotTo(HaveOccurred(), "a remembered answer finds the quiet objects")
+	err = e.prepare(mgmt, ph, states, p)
 	g.Expect(err).To(HaveOccurred(), "an object the pass reads or writes is placed with the current answer")
 	g.Expect(err.Error()).To(ContainSubstring("is cluster-scoped"))
 
 	c.scopes["ConfigMap"] = true // namespaced again: the remembered refusal is asked again
-	g.Expect(e.place(mgmt, ph, states, p)).To(Succeed())
+	g.Expect(e.place(mgmt, ph, states)).Error().NotTo(HaveOccurred())
 	g.Expect(states[0].namespace).To(Equal("ns"))
 }
 

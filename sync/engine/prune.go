@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/sync/engine/memory"
 )
 
 // prune deletes the objects of the previous inventory that the revision no longer holds, in
@@ -285,4 +286,17 @@ func entryName(id string) string {
 		return m.GroupKind.Kind + " " + m.Name
 	}
 	return m.GroupKind.Kind + " " + m.Namespace + "/" + m.Name
+}
+
+// forgetting is what the memory is told of the objects of entries about to be deleted or
+// released: to forget them. An entry that names nothing has no object.
+func forgetting(entries []convoyv1alpha1.InventoryEntry) []memory.Write {
+	writes := make([]memory.Write, 0, len(entries))
+	for _, entry := range entries {
+		if obj, err := metadataFor(entry); err == nil {
+			writes = append(writes, memory.Write{Forget: true, Desired: memory.Desired{
+				GVK: obj.GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}})
+		}
+	}
+	return writes
 }

@@ -172,29 +172,6 @@ func (e *Engine) syncPhases(ctx context.Context, t *Target, rev *Revision, res *
 	return nil
 }
 
-// syncPhase applies phase i and judges it; it records both in res.
-func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int, res *Result) (bool, error) {
-	ph := &rev.Phases[i]
-	c := t.cluster(ph.Class)
-	c.previous = res.previous
-	out, err := e.applyPhase(ctx, c, ph, rev.Probes, res.rules)
-	res.record(c, ph, out)
-	if err != nil {
-		res.Phases[i].Message = err.Error()
-		markWaiting(res.Phases[i+1:], ph.Name)
-		return false, err
-	}
-	available, msg := judgePhase(rev.Probes, out)
-	res.Phases[i].Available, res.Phases[i].Message = available, msg
-	if available {
-		e.memory.Judged(res.mark, out.at, verdictsOf(c, out))
-	} else {
-		probeFailures.WithLabelValues(e.opts.Controller, c.name).Inc()
-		markWaiting(res.Phases[i+1:], ph.Name)
-	}
-	return available, nil
-}
-
 // checkNotEmpty refuses a revision without objects: applying it would prune every object of
 // the previous one, which is what a mistaken commit (a moved directory, a broken template
 // guard) looks like. Removing everything a Package applied is done by deleting the Package.
@@ -270,13 +247,6 @@ func (r *Result) mergeInventory() {
 	}
 }
 
-// markWaiting marks the phases after an unavailable one.
-func markWaiting(phases []convoyv1alpha1.PhaseStatus, blocking string) {
-	for i := range phases {
-		phases[i].Message = fmt.Sprintf("waiting for phase %q", blocking)
-	}
-}
-
 // probesDigest returns the digest of the revision's probes.
 func (r *Revision) probesDigest() [sha256.Size]byte {
 	if r.ProbesDigest != (manifests.Digest{}) {
@@ -348,4 +318,9 @@ func (c *cluster) owns(obj client.Object) bool {
 // owner is the owner of a target, as the memory names it.
 func (t *Target) owner() memory.Owner {
 	return memory.Owner{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Shard: t.Shard}
+}
+
+// memoryCluster is c as the memory sees it, judged under rules.
+func (c *cluster) memoryCluster(rules [sha256.Size]byte) memory.Cluster {
+	return memory.Cluster{Owner: c.target.owner(), Hosted: c.hosted(), Reader: c.client, Rules: rules, Previous: c.previous}
 }

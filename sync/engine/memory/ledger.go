@@ -17,9 +17,11 @@ const defaultLedgerSize = 200_000
 // applied it, a digest of what was applied and the resourceVersion the API server answered.
 // It lets a pass skip the reads a fluxcd/pkg/ssa apply would make:
 //
-//   - an object whose desired state changed since this owner applied it is applied directly:
-//     no read (ownership was checked when it was first applied) and no dry-run, with the UID
-//     it had as a precondition, so that an object deleted or replaced since is not written;
+//   - an object whose desired state changed since this owner applied it, and that was last
+//     seen without a read (the watch of the management cluster, a list of the hosted cluster)
+//     at the state that apply left, is applied directly: no read (it is still the object
+//     whose ownership was checked when it was first applied) and no dry-run, with the UID it
+//     had as a precondition, so that an object deleted or replaced since is not written;
 //   - an object whose desired state did not change is read, and when its resourceVersion is
 //     still the one recorded nobody changed it: it is unchanged without a dry-run.
 //
@@ -91,10 +93,31 @@ func managementKey(obj client.Object) ledgerKey {
 }
 
 // advise gives each object of stage that is not quiet the state this owner left it at as
-// desired now (Advice.Recorded) or, when this owner applied it in another state, the UID it had
-// then: it may be applied directly, with that UID as a precondition.
-func (l *ledger) advise(c Cluster, stage []Desired, advice []Advice) {
+// desired now (Advice.Recorded) or, when this owner applied it in another state and it was
+// last seen without a read at the state that apply left (seen: the watch of the management
+// cluster, a list of the hosted cluster), the UID it had then: it may be applied directly,
+// with that UID as a precondition. An object seen at another state, or not seen, was changed,
+// deleted or replaced since, perhaps by an object that is not this owner's: it is read first,
+// its ownership checked, as a pass without a memory would.
+func (l *ledger) advise(c Cluster, stage []Desired, advice []Advice, seen sightings) {
+	entries := l.ownEntries(c, stage, advice)
+	for i := range stage {
+		e := entries[i]
+		switch {
+		case e == nil:
+		case e.digest == stage[i].Digest:
+			advice[i].Recorded = Observed{ResourceVersion: e.resourceVersion, UID: e.uid}
+		case e.uid != "" && seen.sawState(&stage[i], *e):
+			advice[i].UID = e.uid
+		}
+	}
+}
+
+// ownEntries returns the entry this owner holds for each object of stage that is not quiet
+// and encodes; nil where there is none.
+func (l *ledger) ownEntries(c Cluster, stage []Desired, advice []Advice) []*ledgerEntry {
 	owner, cl := c.Owner.id(), c.name()
+	entries := make([]*ledgerEntry, len(stage))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range stage {
@@ -102,15 +125,11 @@ func (l *ledger) advise(c Cluster, stage []Desired, advice []Advice) {
 		if advice[i].Quiet || !d.Known {
 			continue
 		}
-		e, found := l.entries[ledgerKey{cluster: cl, object: d.key()}]
-		switch {
-		case !found || e.owner != owner:
-		case e.digest == d.Digest:
-			advice[i].Recorded = Observed{ResourceVersion: e.resourceVersion, UID: e.uid}
-		case e.uid != "":
-			advice[i].UID = e.uid
+		if e, found := l.entries[ledgerKey{cluster: cl, object: d.key()}]; found && e.owner == owner {
+			entries[i] = &e
 		}
 	}
+	return entries
 }
 
 // record notes, under the lock, that d is what live holds for owner.
@@ -131,6 +150,25 @@ func (l *ledger) verdict(c Cluster, owner string, d *Desired) (ledgerEntry, bool
 	defer l.mu.Unlock()
 	e, found := l.entries[ledgerKey{cluster: c.name(), object: d.key()}]
 	return e, found && e.owner == owner && e.digest == d.Digest && e.availableUnder == c.Rules
+}
+
+// listable reports whether owner judged d available as it is now under the rules of c
+// (judged: it may be quiet), or applied it in another state (applied: it may be applied
+// directly), which a list of the hosted cluster tells.
+func (l *ledger) listable(c Cluster, d *Desired) (judged, applied bool) {
+	if !d.Known {
+		return false, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, found := l.entries[ledgerKey{cluster: c.name(), object: d.key()}]
+	if !found || e.owner != c.Owner.id() {
+		return false, false
+	}
+	if e.digest != d.Digest {
+		return false, e.uid != ""
+	}
+	return c.Rules != ([sha256.Size]byte{}) && e.availableUnder == c.Rules, false
 }
 
 // beginAdvised notes applies in flight of the management objects advice says to apply without

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
@@ -37,6 +38,17 @@ func event(rv string) *unstructured.Unstructured {
 }
 
 func at(rv string) Observed { return Observed{ResourceVersion: rv, UID: "uid"} }
+
+// heldVersions is a synced watch of ConfigMaps in namespace ns that holds each named object at
+// its resourceVersion.
+type heldVersions map[string]string
+
+func (h heldVersions) ResourceVersion(_ schema.GroupVersionKind, _, name string) (string, bool) {
+	rv, ok := h[name]
+	return rv, ok
+}
+
+func (h heldVersions) Synced(schema.GroupVersionKind) bool { return true }
 
 func TestTheEngineOwnWritesAreToldApart(t *testing.T) {
 	g := NewWithT(t)
@@ -109,7 +121,7 @@ func TestTheEventsOfAnApplyInFlightAreHeldUntilItEnds(t *testing.T) {
 // those applies are the engine's own.
 func TestAskHoldsWhatItAdvisesToApplyWithoutARead(t *testing.T) {
 	g := NewWithT(t)
-	s := New(Options{Controller: "ask-in-flight-test"})
+	s := New(Options{Controller: "ask-in-flight-test", Versions: heldVersions{"b": "3"}})
 	a, b := desired("a", 1), desired("b", 1)
 	s.Applied(management, []Write{{Desired: b, Live: Observed{ResourceVersion: "3", UID: "b"}}})
 	advice := s.Ask(context.Background(), management, []Desired{a, desired("b", 2)})
@@ -124,6 +136,38 @@ func TestAskHoldsWhatItAdvisesToApplyWithoutARead(t *testing.T) {
 	g.Expect(s.Ask(context.Background(), inventoried, []Desired{b})).To(Equal([]Advice{{Recorded: Observed{ResourceVersion: "3", UID: "b"}}}),
 		"an object of the previous inventory is read, and not written when found as recorded")
 	g.Expect(s.ledger.applying).To(BeEmpty())
+}
+
+// An object this owner applied in another state is applied without a read only when it was
+// last seen, without a read, at the state that apply left: one changed since, deleted, or
+// replaced by another (perhaps not this owner's) is read first and its ownership checked.
+func TestOnlyAnObjectSeenAsItWasLeftIsAppliedWithoutARead(t *testing.T) {
+	for name, tc := range map[string]struct {
+		c      Cluster
+		seen   sightings
+		direct bool
+	}{
+		"management, the watch holds its state":         {c: management, seen: sightings{versions: heldVersions{"b": "3"}}, direct: true},
+		"management, changed since":                     {c: management, seen: sightings{versions: heldVersions{"b": "4"}}},
+		"management, out of the watch":                  {c: management, seen: sightings{versions: heldVersions{}}},
+		"management, no watch":                          {c: management},
+		"hosted, listed at its state":                   {c: hosted, seen: sightings{hosted: true, listed: map[Key]seenAt{{GK: configMapKind.GroupKind(), Namespace: "ns", Name: "b"}: {resourceVersion: "3", uid: "b", uidKnown: true}}}, direct: true},
+		"hosted, listed with another UID: replaced":     {c: hosted, seen: sightings{hosted: true, listed: map[Key]seenAt{{GK: configMapKind.GroupKind(), Namespace: "ns", Name: "b"}: {resourceVersion: "3", uid: "other", uidKnown: true}}}},
+		"hosted, not listed: gone, or not this owner's": {c: hosted, seen: sightings{hosted: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			l := newLedger(10)
+			l.tell(tc.c, []Write{{Desired: desired("b", 1), Live: Observed{ResourceVersion: "3", UID: "b"}}})
+			advice := []Advice{{}}
+			l.advise(tc.c, []Desired{desired("b", 2)}, advice, tc.seen)
+			if tc.direct {
+				g.Expect(advice[0].UID).To(Equal(types.UID("b")))
+			} else {
+				g.Expect(advice[0].UID).To(BeEmpty())
+			}
+		})
+	}
 }
 
 func TestTheLedgerStartsOverPastItsBound(t *testing.T) {
@@ -155,6 +199,6 @@ func TestAVerdictNeedsTheSameObject(t *testing.T) {
 	g.Expect(l.availableAt(c, owner, &a, seenAt{resourceVersion: "5", uidKnown: true})).To(BeFalse(), "a list item without a UID")
 	g.Expect(l.availableAt(c, owner, &a, seenAt{resourceVersion: "6", uid: "first", uidKnown: true})).To(BeFalse())
 	advice := []Advice{{}}
-	l.advise(c, []Desired{a}, advice)
+	l.advise(c, []Desired{a}, advice, sightings{hosted: true})
 	g.Expect(advice[0].Recorded).To(Equal(live), "an object read at another UID is not the one recorded")
 }

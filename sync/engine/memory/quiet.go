@@ -35,41 +35,62 @@ type seenAt struct {
 	uidKnown bool
 }
 
-// markQuiet marks the quiet objects of a stage.
-func (s *Store) markQuiet(ctx context.Context, c Cluster, stage []Desired, advice []Advice) {
-	if c.Rules == ([sha256.Size]byte{}) {
-		return
+// sightings tells where the objects of a stage were last seen without a read: by the watch
+// of the management cluster, or by the lists of the hosted cluster (listed).
+type sightings struct {
+	versions ResourceVersions
+	hosted   bool
+	listed   map[Key]seenAt
+}
+
+// sightingsOf lists, for a stage of a hosted cluster, what its lists cover (listHosted).
+func (s *Store) sightingsOf(ctx context.Context, c Cluster, stage []Desired) sightings {
+	if c.Hosted {
+		return sightings{hosted: true, listed: s.listHosted(ctx, c, stage)}
 	}
-	var listed map[Key]seenAt
-	switch {
-	case c.Hosted:
-		if listed = s.listHosted(ctx, c, stage); len(listed) == 0 {
-			return
-		}
-	case s.versions == nil:
+	return sightings{versions: s.versions}
+}
+
+// none reports sightings that see no object.
+func (t sightings) none() bool {
+	return (t.hosted && len(t.listed) == 0) || (!t.hosted && t.versions == nil)
+}
+
+// at tells where the object of d was last seen; ok is false when it was not.
+func (t sightings) at(d *Desired) (seenAt, bool) {
+	if t.hosted {
+		seen, ok := t.listed[d.key()]
+		return seen, ok
+	}
+	if t.versions == nil {
+		return seenAt{}, false
+	}
+	rv, ok := t.versions.ResourceVersion(d.GVK, d.Namespace, d.Name)
+	return seenAt{resourceVersion: rv}, ok
+}
+
+// sawState reports whether the object of d was last seen at the state of e: its
+// resourceVersion and, when the source tells it, its UID.
+func (t sightings) sawState(d *Desired, e ledgerEntry) bool {
+	seen, ok := t.at(d)
+	return ok && seen.resourceVersion == e.resourceVersion && (!seen.uidKnown || seen.uid == e.uid)
+}
+
+// markQuiet marks the quiet objects of a stage.
+func (s *Store) markQuiet(c Cluster, stage []Desired, advice []Advice, seen sightings) {
+	if c.Rules == ([sha256.Size]byte{}) || seen.none() {
 		return
 	}
 	owner, quiet := c.Owner.id(), 0
 	for i := range stage {
-		seen, ok := s.lastSeen(c, &stage[i], listed)
-		if advice[i].Quiet = ok && s.ledger.availableAt(c, owner, &stage[i], seen); advice[i].Quiet {
+		at, ok := seen.at(&stage[i])
+		if advice[i].Quiet = ok && s.ledger.availableAt(c, owner, &stage[i], at); advice[i].Quiet {
 			quiet++
 		}
 	}
 	if quiet > 0 {
 		quietObjects.WithLabelValues(s.controller).Add(float64(quiet))
 	}
-}
-
-// lastSeen tells where the object of d was last seen without reading it: in listed for a
-// hosted cluster, by the watch of the management cluster otherwise.
-func (s *Store) lastSeen(c Cluster, d *Desired, listed map[Key]seenAt) (seenAt, bool) {
-	if c.Hosted {
-		seen, ok := listed[d.key()]
-		return seen, ok
-	}
-	rv, ok := s.versions.ResourceVersion(d.GVK, d.Namespace, d.Name)
-	return seenAt{resourceVersion: rv}, ok
 }
 
 // availableAt reports whether owner applied d as it is now and judged it available under the
@@ -136,7 +157,10 @@ func (s *Store) inWatch(c Cluster, d *Desired) bool {
 // the reads that follow meet and classify the fault. A list returns at most as many objects as
 // the owner has in its scope, so that objects a tenant labels as ours cost no more than reading
 // ours would. Quiet or not, a hosted object is looked at again at the next pass: no pass with
-// hosted objects is ever repeated as settled.
+// hosted objects is ever repeated as settled. The same lists tell whether an object this owner
+// applied in another state is still the one it applied, at the state it left, and so may be
+// applied directly (ledger.advise): a scope of such an object is listed even alone, as a list
+// and an apply cost less than a read, a dry run and an apply.
 
 // listScope is what one list covers: a kind in a namespace ("" for a cluster-scoped kind).
 type listScope struct {
@@ -145,15 +169,17 @@ type listScope struct {
 }
 
 // listHosted lists, metadata only, the owner's objects of the kinds and namespaces of the
-// objects of stage that were judged available under the rules of c, and returns where each of
-// them was seen; nil when there is none or a list failed. A scope of one such object is not
-// listed: a read costs the same request.
+// objects of stage that were judged available under the rules of c or that this owner applied
+// in another state, and returns where each of them was seen; nil when there is none or a list
+// failed. A scope of one object judged available is not listed: a read costs the same
+// request. One of an object applied in another state is: without a list it is read and
+// compared by a dry run before its apply.
 func (s *Store) listHosted(ctx context.Context, c Cluster, stage []Desired) map[Key]seenAt {
-	owner := c.Owner.id()
-	wanted := map[listScope]map[Key]bool{}
+	wanted, changed := map[listScope]map[Key]bool{}, map[listScope]bool{}
 	for i := range stage {
 		d := &stage[i]
-		if _, judged := s.ledger.verdict(c, owner, d); !judged {
+		judged, applied := s.ledger.listable(c, d)
+		if !judged && !applied {
 			continue
 		}
 		scope := listScope{gvk: d.GVK, namespace: d.Namespace}
@@ -161,8 +187,9 @@ func (s *Store) listHosted(ctx context.Context, c Cluster, stage []Desired) map[
 			wanted[scope] = map[Key]bool{}
 		}
 		wanted[scope][d.key()] = true
+		changed[scope] = changed[scope] || applied
 	}
-	maps.DeleteFunc(wanted, func(_ listScope, keys map[Key]bool) bool { return len(keys) < 2 })
+	maps.DeleteFunc(wanted, func(scope listScope, keys map[Key]bool) bool { return len(keys) < 2 && !changed[scope] })
 	if len(wanted) == 0 || c.Reader == nil {
 		return nil
 	}

@@ -60,8 +60,9 @@ func (s *Store) Repeat(p Pass) (*Mark, *Settled) {
 // Applied is told of them (AppliedByEngine, HoldsState).
 func (s *Store) Ask(ctx context.Context, c Cluster, stage []Desired) []Advice {
 	advice := make([]Advice, len(stage))
-	s.markQuiet(ctx, c, stage, advice)
-	s.ledger.advise(c, stage, advice)
+	seen := s.sightingsOf(ctx, c, stage)
+	s.markQuiet(c, stage, advice, seen)
+	s.ledger.advise(c, stage, advice, seen)
 	s.markFresh(c, stage, advice)
 	s.ledger.beginAdvised(c, stage, advice)
 	return advice
