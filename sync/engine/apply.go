@@ -56,6 +56,7 @@ func (e *Engine) writeStage(ctx context.Context, c *cluster, ph *Phase, states [
 // those the stage created (and deleted again). Any other error it returns as it is.
 func (e *Engine) refuseStage(ctx context.Context, c *cluster, ph *Phase, states []desiredState, out *phaseOutcome, err error) error {
 	var collision *pass.Stalling
+	//nolint:errorlint // Only a bare collision: undoCreated joins another error to it when undoing fails.
 	if !errors.As(err, &collision) || error(collision) != err || collision.Reason != convoyv1alpha1.CollisionReason {
 		return err // not a collision, or one whose undoing failed too (undoCreated)
 	}

@@ -3,8 +3,8 @@ package sectors
 import (
 	"context"
 	"os/exec"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
