@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,6 +78,20 @@ type tenant struct {
 	good   string
 }
 
+// hosted is the suite's hosted cluster, started by the first run and shared by the next: the
+// suite's fleet stops it.
+var hosted struct {
+	once sync.Once
+	hc   *fleet.HostedCluster
+	err  error
+}
+
+// sharedHostedCluster starts the hosted cluster hostedName once for the package's tests.
+func sharedHostedCluster(ctx context.Context) (*fleet.HostedCluster, error) {
+	hosted.once.Do(func() { hosted.hc, hosted.err = env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: hostedName}) })
+	return hosted.hc, hosted.err
+}
+
 // startRun builds bin/convoy, starts the hosted cluster, the Git server and the controller
 // process, and brings the healthy tenant to Ready.
 func startRun(t *testing.T) *run {
@@ -85,9 +100,8 @@ func startRun(t *testing.T) *run {
 	ctx := context.Background()
 	r := &run{ctx: ctx, c: env.Client, marker: filepath.Join(t.TempDir(), "exec-ran")}
 	var err error
-	r.hosted, err = env.AddHostedCluster(ctx, fleet.HostedClusterInput{Name: hostedName})
+	r.hosted, err = sharedHostedCluster(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = r.hosted.StopAPIServer() })
 	r.flood = faultnet.NewFloodingServer()
 	t.Cleanup(r.flood.Close)
 	r.git, err = gitserver.New(t.TempDir())
