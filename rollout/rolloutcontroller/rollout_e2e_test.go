@@ -277,7 +277,7 @@ func (f *rolloutFleet) testEventsAndRevisions(t *testing.T) {
 	list := &appsv1.ControllerRevisionList{}
 	g.Expect(env.Client.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
 	g.Expect(list.Items).To(HaveLen(4), "one revision per commit")
-	name := regexp.MustCompile("^" + f.name + "-[0-9a-f]{10}$")
+	name := regexp.MustCompile("^" + f.name + "-[0-9a-f]{16}$")
 	for _, cr := range list.Items {
 		g.Expect(cr.Name).To(MatchRegexp(name.String()))
 		g.Expect(cr.Labels).To(HaveKeyWithValue(convoyv1alpha1.HostedClusterPackageLabel, f.name))
