@@ -54,10 +54,13 @@ func (r *HostedClusterPackageReconciler) reportPromotion(ctx context.Context, s 
 	name, after := s.obj.Name, s.promotion
 	if after == nil {
 		// Note: a pass that failed before promotion was decided says nothing of it.
+		// Only a HostedClusterPackage that had a promotion has gauges to drop: the others, most
+		// of them, cost nothing here on each pass.
 		if p := s.obj.Spec.Promotion; p == nil || len(p.After) == 0 {
-			promotionHeldGauge.DeleteLabelValues(name)
-			promotionBehindGauge.DeleteLabelValues(name)
-			r.promoted.Delete(name)
+			if _, had := r.promoted.LoadAndDelete(name); had {
+				promotionHeldGauge.DeleteLabelValues(name)
+				promotionBehindGauge.DeleteLabelValues(name)
+			}
 		}
 		return
 	}
