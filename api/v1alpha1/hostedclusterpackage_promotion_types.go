@@ -39,7 +39,29 @@ type PromotionSpec struct {
 	// --management-cluster and --sector.
 	// +optional
 	Publish bool `json:"publish,omitempty"`
+
+	// bus is where the upstream sectors' progress is read: GitRefs (the default), the records
+	// under refs/convoy/promotion/ that the GitSource's poll brings in; or CommitStatuses, the
+	// statuses "convoy/<sector>/<management cluster>/<key>" that the upstream management
+	// clusters post on each commit, read through the GitSource's spec.commitStatus (its forge,
+	// repository and token). A publishing HostedClusterPackage writes both when its GitSource
+	// has a spec.commitStatus.
+	// +optional
+	// +kubebuilder:default=GitRefs
+	Bus PromotionBus `json:"bus,omitempty"`
 }
+
+// PromotionBus names where the upstream sectors' records are read.
+// +kubebuilder:validation:Enum=GitRefs;CommitStatuses
+type PromotionBus string
+
+// The promotion buses.
+const (
+	// PromotionBusGitRefs reads the records on the package repository's promotion refs.
+	PromotionBusGitRefs PromotionBus = "GitRefs"
+	// PromotionBusCommitStatuses reads the upstream management clusters' commit statuses.
+	PromotionBusCommitStatuses PromotionBus = "CommitStatuses"
+)
 
 // UpstreamSector is a sector that runs a commit first.
 type UpstreamSector struct {

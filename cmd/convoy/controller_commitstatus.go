@@ -11,6 +11,8 @@ import (
 // commitStatusOptions tune the commit status Reporter (GitSource spec.commitStatus).
 type commitStatusOptions struct {
 	interval, timeout, maxBackoff time.Duration
+	// readTTL is how long a commit's statuses, read for promotion, are served again.
+	readTTL time.Duration
 	// allowInsecureHTTP lets tokens go over http://, apart from --allow-insecure-http of Git:
 	// allowing a forge without TLS for Git must not let every GitSource's status POSTs do so.
 	allowInsecureHTTP bool
@@ -23,6 +25,8 @@ func (o *commitStatusOptions) bindFlags(fs *pflag.FlagSet) {
 		"Timeout of one commit status request.")
 	fs.DurationVar(&o.maxBackoff, "commit-status-max-backoff", commitstatus.DefaultMaxBackoff,
 		"Longest wait before a failed commit status request is retried.")
+	fs.DurationVar(&o.readTTL, "commit-status-read-interval", commitstatus.DefaultReadTTL,
+		"How often the commit statuses of one commit are read again for promotion (spec.promotion.bus CommitStatuses); reads within it are shared.")
 	fs.BoolVar(&o.allowInsecureHTTP, "commit-status-allow-insecure-http", false,
 		"Allow spec.commitStatus.apiURL over http://, which sends the forge token in clear (Git's --allow-insecure-http does not).")
 }
@@ -30,5 +34,5 @@ func (o *commitStatusOptions) bindFlags(fs *pflag.FlagSet) {
 // reporter returns the Reporter.
 func (o commitStatusOptions) reporter() *commitstatus.Reporter {
 	return &commitstatus.Reporter{Interval: o.interval, Timeout: o.timeout, MaxBackoff: o.maxBackoff,
-		AllowInsecureHTTP: o.allowInsecureHTTP}
+		ReadTTL: o.readTTL, AllowInsecureHTTP: o.allowInsecureHTTP}
 }

@@ -51,6 +51,16 @@
 // net/http at its documented endpoint (provider.go): gitlab.com/gitlab-org/api/client-go pulls
 // in protovalidate, graphql, keyring and dbus for one POST.
 //
+// Under a sector (--sector, --management-cluster) the context is
+// "convoy/<sector>/<management cluster>/<name>" (WithScope), and the statuses are also a bus of
+// promotion across management clusters: Read returns the latest status of each context on a
+// commit (GitHub's and Gitea's combined status, GitLab's latest statuses), under the same
+// rules as a send (Opaque Secret, https unless allowed, no redirect, bounded answers, the token
+// in no error), a page of 50 at a time and at most 8 pages: a commit with more contexts is an
+// error rather than a partial answer, so a status that could not be read is never taken for
+// one never posted. Reads are served again for ReadTTL, so the HostedClusterPackages of one
+// repository share one request per commit.
+//
 // Metrics: convoy_commit_status_updates_total{provider,outcome}, outcome one of success,
 // error (the forge refused or did not answer; retried), invalid (the configuration or the
 // Secret is wrong; retried when the next state comes) and dropped (more contexts than

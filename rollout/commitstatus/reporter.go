@@ -58,8 +58,12 @@ type Reporter struct {
 	Timeout     time.Duration
 	MaxBackoff  time.Duration
 	MaxContexts int
+	// ReadTTL is how long Read serves a commit's statuses again; default DefaultReadTTL.
+	ReadTTL time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+
+	reads readCache
 
 	mu      sync.Mutex
 	entries map[contextKey]*entry

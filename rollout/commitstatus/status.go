@@ -89,12 +89,13 @@ func ScopedContextName(sector, managementCluster, name string) string {
 	return "convoy/" + sector + "/" + managementCluster + "/" + name
 }
 
-// WithScope returns s with the context of its HostedClusterPackage on the management cluster
-// managementCluster of sector (ScopedContextName), so that the management clusters sharing a
-// repository do not overwrite each other's statuses; empty names leave s as it is.
-func (s Status) WithScope(sector, managementCluster string) Status {
+// WithScope returns s with the context of key (the HostedClusterPackage's name, or its
+// promotion key) on the management cluster managementCluster of sector (ScopedContextName), so
+// that the management clusters sharing a repository do not overwrite each other's statuses;
+// empty names leave s as it is.
+func (s Status) WithScope(sector, managementCluster, key string) Status {
 	if sector != "" && managementCluster != "" {
-		s.Context = ScopedContextName(sector, managementCluster, s.Name)
+		s.Context = ScopedContextName(sector, managementCluster, key)
 	}
 	return s
 }

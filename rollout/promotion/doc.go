@@ -18,6 +18,11 @@
 // rejected it, and Superseded when a newer commit replaced it before it completed. The record
 // is the whole truth of its management cluster: a reader needs no history of its own.
 //
+// Buses. A record is read from the package repository's promotion refs (the default) or made
+// from the upstream management clusters' commit statuses, one per commit, whose state and
+// description say what the record would (the HostedClusterPackage controller builds it); Decide
+// is the same for both.
+//
 // Rules, in the order Decide applies them (each one is tested):
 //
 //  1. A commit is promoted into the sector when, for every upstream sector of spec.promotion.after,

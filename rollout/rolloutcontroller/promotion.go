@@ -96,6 +96,10 @@ func (r *HostedClusterPackageReconciler) reconcilePromotion(ctx context.Context,
 	}
 	s.promotion.Commit, s.promotion.ByHand, s.promotion.Upstream = d.Commit, d.ByHand, upstreamStatus(d.Head)
 	s.promotionWake = d.NextAt
+	if spec.Bus == convoyv1alpha1.PromotionBusCommitStatuses {
+		// No poll of the GitSource tells of new statuses: the forge is read again after a while.
+		s.promotionWake = earliest(s.promotionWake, s.now.Add(r.statusRecheck()))
+	}
 	if d.Commit == "" {
 		return "", pass.Waitf(convoyv1alpha1.AwaitingPromotionReason, untilWake(s), "No commit has come through the upstream sectors yet: %s.",
 			promotion.Summary(d.Head))
@@ -125,7 +129,8 @@ func (r *HostedClusterPackageReconciler) decidePromotion(ctx context.Context, s 
 	if r.Bus == nil {
 		return promotion.Decision{}, errors.New("this controller has no promotion bus")
 	}
-	if err := r.busReadable(ctx, key); err != nil {
+	gs, err := r.busReadable(ctx, key, spec.Bus)
+	if err != nil {
 		return promotion.Decision{}, err
 	}
 	sectors, err := r.sectorMap(ctx, key, head, spec.SectorMapPath)
@@ -136,12 +141,17 @@ func (r *HostedClusterPackageReconciler) decidePromotion(ctx context.Context, s 
 	for _, u := range spec.After {
 		in.After = append(in.After, promotion.Upstream{Sector: u.Sector, Soak: time.Duration(u.SoakSeconds) * time.Second})
 	}
-	if in.Records, err = r.upstreamRecords(key, in); err != nil {
-		return promotion.Decision{}, err
-	}
 	// Note: Decide never walks past the current commit, so neither does the history.
 	if in.History, err = r.Bus.FirstParents(ctx, key, head, current, historyLimit); err != nil {
 		return promotion.Decision{}, fmt.Errorf("reading the history of %s: %w", shortCommit(head), err)
+	}
+	if spec.Bus == convoyv1alpha1.PromotionBusCommitStatuses {
+		in.Records, err = r.statusRecords(ctx, gs, in)
+	} else {
+		in.Records, err = r.upstreamRecords(key, in)
+	}
+	if err != nil {
+		return promotion.Decision{}, err
 	}
 	if in.Manual, err = r.manualPromotions(ctx, s.obj); err != nil {
 		return promotion.Decision{}, err
@@ -172,23 +182,30 @@ func (r *HostedClusterPackageReconciler) neverBack(ctx context.Context, key sour
 	return d, nil
 }
 
-// busReadable refuses a GitSource whose last poll failed, or could not read the promotion
-// refs: the records it holds may be stale.
-func (r *HostedClusterPackageReconciler) busReadable(ctx context.Context, key sources.Key) error {
+// busReadable refuses a GitSource whose last poll failed, or, on the GitRefs bus, could not
+// read the promotion refs: the records it holds may be stale. It returns the GitSource.
+func (r *HostedClusterPackageReconciler) busReadable(ctx context.Context, key sources.Key,
+	bus convoyv1alpha1.PromotionBus) (*convoyv1alpha1.GitSource, error) {
 	gs := &convoyv1alpha1.GitSource{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, gs); err != nil {
-		return fmt.Errorf("reading GitSource %s: %w", key, err)
+		return nil, fmt.Errorf("reading GitSource %s: %w", key, err)
 	}
 	if c := apimeta.FindStatusCondition(gs.Status.Conditions, convoyv1alpha1.FetchFailedCondition); c != nil && c.Status == metav1.ConditionTrue {
-		return fmt.Errorf("GitSource %s cannot poll its repository: %s", key, c.Message)
+		return nil, fmt.Errorf("GitSource %s cannot poll its repository: %s", key, c.Message)
+	}
+	if bus == convoyv1alpha1.PromotionBusCommitStatuses {
+		if gs.Spec.CommitStatus == nil {
+			return nil, fmt.Errorf("spec.promotion.bus is CommitStatuses but GitSource %s has no spec.commitStatus to read them from", key)
+		}
+		return gs, nil
 	}
 	if gs.Spec.Ref.Commit != "" {
-		return fmt.Errorf("GitSource %s follows a commit: its polls do not read the promotion refs", key)
+		return nil, fmt.Errorf("GitSource %s follows a commit: its polls do not read the promotion refs", key)
 	}
 	if p := gs.Status.Promotion; p != nil && p.Error != "" {
-		return fmt.Errorf("GitSource %s cannot read the promotion refs: %s", key, p.Error)
+		return nil, fmt.Errorf("GitSource %s cannot read the promotion refs: %s", key, p.Error)
 	}
-	return nil
+	return gs, nil
 }
 
 // sectorMap reads and parses the sector map at commit.

@@ -334,19 +334,32 @@ func orDefaultDuration(d, def time.Duration) time.Duration {
 }
 
 // publishPromotion hands the pass's outcome on the update revision's commit to the Publisher,
-// under spec.promotion.publish: Rejected when the revision is rejected, Failed when failures
-// stop its rollout, Completed once every partition is done (after its last soak and checks),
-// else Progressing with the partitions and clusters done.
+// under spec.promotion.publish (commitRecord says which).
 func (r *HostedClusterPackageReconciler) publishPromotion(_ context.Context, s *scope, err error) {
-	spec := s.obj.Spec.Promotion
-	if r.Publisher == nil || spec == nil || !spec.Publish || s.plan == nil || s.update.Commit == "" {
+	if r.Publisher == nil || !publishes(s) {
 		return
 	}
 	key, keyErr := templateSource(s.obj)
 	if keyErr != nil {
 		return
 	}
-	now := r.now()
+	if err := r.Publisher.Report(s.obj, key, promotionKey(s.obj), commitRecord(s, err, r.now())); err != nil {
+		r.event(s, corev1.EventTypeWarning, PromotionConflictReason, "Not publishing: %v", err)
+	}
+}
+
+// publishes reports whether the pass publishes its progress for the sectors after it: under
+// spec.promotion.publish, once the update revision has a commit.
+func publishes(s *scope) bool {
+	spec := s.obj.Spec.Promotion
+	return spec != nil && spec.Publish && s.plan != nil && s.update.Commit != ""
+}
+
+// commitRecord is what the pass did with the update revision's commit: Rejected when the
+// revision is rejected, Failed when failures stop its rollout, Completed once every partition
+// is done (after its last soak and checks), else Progressing with the partitions and clusters
+// done. Both buses publish it: the promotion refs and the commit status.
+func commitRecord(s *scope, err error, now time.Time) promotion.CommitRecord {
 	c := promotion.CommitRecord{Commit: s.update.Commit, State: promotion.Progressing, StartedAt: now, Since: now,
 		Partitions: len(s.plan.Partitions), Clusters: int(s.plan.Counts.Total), ClustersDone: int(s.plan.Counts.Progressed)}
 	for _, part := range s.plan.Partitions {
@@ -363,9 +376,7 @@ func (r *HostedClusterPackageReconciler) publishPromotion(_ context.Context, s *
 	case s.plan.Completed:
 		c.State = promotion.Completed
 	}
-	if err := r.Publisher.Report(s.obj, key, promotionKey(s.obj), c); err != nil {
-		r.event(s, corev1.EventTypeWarning, PromotionConflictReason, "Not publishing: %v", err)
-	}
+	return c
 }
 
 // Reasons of the Publisher's events.

@@ -31,6 +31,7 @@ const (
 	addon         = "addon"
 	gitSourceName = "addons"
 	credentials   = "git-credentials"
+	forgeToken    = "forge-token"
 	packagePath   = "packages/addon"
 	partitionKey  = "tier"
 	// canarySoak is how long eu and us wait after both canary clusters completed a commit.
@@ -107,7 +108,7 @@ func setUp(ctx context.Context, t *testing.T, name, sector string, repo *gitea.R
 	t.Cleanup(proxy.Close)
 	proxy.SetMode(mode)
 	m.proxy = proxy
-	m.createGitSource(ctx, t, "http://"+proxy.Addr()+"/"+repo.FullName+".git")
+	m.createGitSource(ctx, t, "http://"+proxy.Addr(), repo.FullName)
 	m.createHostedClusterPackage(ctx, t)
 	m.convoy, err = fleet.ConvoyBinary(m.dir)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -124,19 +125,25 @@ func setUp(ctx context.Context, t *testing.T, name, sector string, repo *gitea.R
 }
 
 // createGitSource creates the GitSource of the package repository, with Gitea's administrator
-// as its credentials: the controller pushes its promotion record with them.
-func (m *managementCluster) createGitSource(ctx context.Context, t *testing.T, url string) {
+// as its credentials (the controller pushes its promotion record with them) and its commit
+// statuses on Gitea, both through base, the management cluster's proxy.
+func (m *managementCluster) createGitSource(ctx context.Context, t *testing.T, base, repository string) {
 	g := NewWithT(t)
 	g.Expect(m.fleet.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: credentials},
 		StringData: map[string]string{"username": forge.Admin, "password": srv.Password}})).To(Succeed())
+	g.Expect(m.fleet.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: forgeToken},
+		StringData: map[string]string{"token": srv.Token}})).To(Succeed())
 	g.Expect(m.fleet.Client.Create(ctx, &convoyv1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: gitSourceName},
-		Spec: convoyv1alpha1.GitSourceSpec{URL: url, Ref: convoyv1alpha1.GitRef{Branch: "main"},
+		Spec: convoyv1alpha1.GitSourceSpec{URL: base + "/" + repository + ".git", Ref: convoyv1alpha1.GitRef{Branch: "main"},
 			Interval: &metav1.Duration{Duration: time.Second}, Timeout: &metav1.Duration{Duration: 3 * time.Second},
-			SecretRef: &convoyv1alpha1.LocalObjectReference{Name: credentials}}})).To(Succeed())
+			SecretRef: &convoyv1alpha1.LocalObjectReference{Name: credentials},
+			CommitStatus: &convoyv1alpha1.CommitStatus{Provider: convoyv1alpha1.CommitStatusGitea, APIURL: base,
+				Repository: repository, SecretRef: convoyv1alpha1.LocalObjectReference{Name: forgeToken}}}})).To(Succeed())
 }
 
 // createHostedClusterPackage rolls the package out partition by partition, publishing its
-// progress; eu and us come after canary.
+// progress on both buses; eu and us come after canary, eu reading the promotion refs and us
+// the commit statuses.
 func (m *managementCluster) createHostedClusterPackage(ctx context.Context, t *testing.T) {
 	hcpkg := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: addon}}
 	hcpkg.Spec.HostedClusterSelector = &metav1.LabelSelector{}
@@ -149,6 +156,9 @@ func (m *managementCluster) createHostedClusterPackage(ctx context.Context, t *t
 	hcpkg.Spec.Promotion = &convoyv1alpha1.PromotionSpec{Publish: true}
 	if m.sector != "canary" {
 		hcpkg.Spec.Promotion.After = []convoyv1alpha1.UpstreamSector{{Sector: "canary", SoakSeconds: canarySoak}}
+	}
+	if m.sector == "us" {
+		hcpkg.Spec.Promotion.Bus = convoyv1alpha1.PromotionBusCommitStatuses
 	}
 	NewWithT(t).Expect(m.fleet.Client.Create(ctx, hcpkg)).To(Succeed())
 }
@@ -170,7 +180,8 @@ func (m *managementCluster) start(t *testing.T) {
 	c, err := bench.StartController(context.Background(), bench.ControllerInput{
 		Binary: m.convoy, Kubeconfig: m.kubeconfig, Dir: m.dir, Concurrency: 4, Restart: m.restarts,
 		Args: []string{"--management-cluster=" + m.name, "--sector=" + m.sector, "--allow-insecure-http",
-			"--promotion-publish-interval=200ms", "--promotion-publish-timeout=3s"}})
+			"--promotion-publish-interval=200ms", "--promotion-publish-timeout=3s",
+			"--commit-status-allow-insecure-http", "--commit-status-interval=100ms", "--commit-status-read-interval=1s"}})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	m.ctrl = c
 	m.restarts++

@@ -28,7 +28,8 @@ type sectors struct {
 	canary, downstream, all []*managementCluster
 }
 
-// TestACommitCrossesTheSectors tells one repository's story across four management clusters:
+// TestACommitCrossesTheSectors tells one repository's story across four management clusters,
+// eu reading canary's progress on the promotion refs and us on the commit statuses:
 // a good commit, a broken one, two in quick succession, the Git server out of reach of eu and
 // us, a commit promoted by hand, and eu's controller killed while it rolls a commit out.
 func TestACommitCrossesTheSectors(t *testing.T) {
@@ -103,6 +104,16 @@ func goodCommit(ctx context.Context, t *testing.T, s sectors, repo *gitea.Reposi
 		g.Expect(wait).To(BeNumerically(">=", canarySoak*time.Second-time.Second), "%s started before the soak", m)
 		g.Expect(wait).To(BeNumerically("<", canarySoak*time.Second+5*time.Second), "%s started late", m)
 	}
+	// us read canary's progress from these statuses (spec.promotion.bus CommitStatuses).
+	statuses, err := srv.Statuses(repo, first)
+	g.Expect(err).NotTo(HaveOccurred())
+	var contexts []string
+	for _, st := range statuses {
+		if st.State == gitea.StatusSuccess && strings.HasPrefix(st.Description, "Completed: ") {
+			contexts = append(contexts, st.Context)
+		}
+	}
+	g.Expect(contexts).To(ContainElements("convoy/canary/mc-canary-1/addon", "convoy/canary/mc-canary-2/addon"))
 }
 
 // brokenCommit: a commit that cannot render fails in canary and never reaches eu or us; the
