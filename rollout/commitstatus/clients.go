@@ -101,18 +101,22 @@ func classifyLibrary(err error, resp *http.Response, what, token string) error {
 	return classifyAnswer(resp, wrapped)
 }
 
-// boundedTransport bounds every answer's body to maxAnswer: the client libraries read a
-// refusal's body whole.
+// boundedTransport bounds every answer's body: a send's to maxAnswer (the client libraries
+// read a refusal's body whole), a read's page of statuses to maxReadAnswer.
 type boundedTransport struct{ next http.RoundTripper }
 
 // RoundTrip implements http.RoundTripper.
 func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
+	limit := int64(maxAnswer)
+	if req.Method == http.MethodGet {
+		limit = maxReadAnswer
+	}
 	if resp != nil && resp.Body != nil {
 		resp.Body = struct {
 			io.Reader
 			io.Closer
-		}{io.LimitReader(resp.Body, maxAnswer), resp.Body}
+		}{io.LimitReader(resp.Body, limit), resp.Body}
 	}
 	return resp, err
 }

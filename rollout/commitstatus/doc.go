@@ -56,7 +56,7 @@
 // promotion across management clusters: Read returns the latest status of each context on a
 // commit (GitHub's and Gitea's combined status, GitLab's latest statuses), under the same
 // rules as a send (Opaque Secret, https unless allowed, no redirect, bounded answers, the token
-// in no error), a page of 50 at a time and at most 8 pages: a commit with more contexts is an
+// in no error), a page of 100 (Gitea: 50) at a time and at most 20 pages: a commit with more contexts is an
 // error rather than a partial answer, so a status that could not be read is never taken for
 // one never posted. Reads are served again for ReadTTL, so the HostedClusterPackages of one
 // repository share one request per commit.

@@ -27,17 +27,22 @@ type Observed struct {
 	At time.Time
 }
 
-// Reading bounds: a commit's statuses are read a page of maxPerPage at a time, at most
-// maxPages pages. A commit with more contexts than that is an error, so that a status that
-// could not be read is never taken for one that was not posted.
+// Reading bounds: a commit's statuses are read a page of maxPerPage at a time (the most
+// GitHub serves; Gitea serves at most its own MAX_RESPONSE_ITEMS, 50 by default, and the next
+// page then holds the rest), at most maxPages pages, each answer at most maxReadAnswer bytes. A
+// commit with more contexts than that is an error, so that a status that could not be read is
+// never taken for one that was not posted.
 const (
-	maxPerPage = 50
-	maxPages   = 8
+	maxPerPage    = 100
+	maxPages      = 20
+	maxReadAnswer = 1 << 20
 )
 
 // DefaultReadTTL is how long a commit's statuses read from its forge are served again: the
-// passes of every HostedClusterPackage on one repository share one read per commit.
-const DefaultReadTTL = 10 * time.Second
+// passes of every HostedClusterPackage on one repository share one read per commit. A minute
+// keeps a management cluster of tens of add-ons, tens of upstream management clusters and a few
+// commits behind within GitHub's 5,000 requests an hour.
+const DefaultReadTTL = time.Minute
 
 // readCache is what Read remembers: by target and commit, the statuses and when they were read.
 type readCache struct {
@@ -123,7 +128,7 @@ func (r *Reporter) readPage(ctx context.Context, target Target, commit, token st
 	if err != nil {
 		return nil, false, fmt.Errorf("GET %s: %w", u.Redacted(), err)
 	}
-	return got, n == maxPerPage, nil
+	return got, n > 0 && n >= pageSize(target.Provider), nil
 }
 
 // statusesURL is the documented endpoint of a commit's latest status per context:
@@ -148,7 +153,7 @@ func statusesURL(t Target, commit string, allowHTTP bool, page int) (*url.URL, e
 		q.Set("per_page", strconv.Itoa(maxPerPage))
 	case convoyv1alpha1.CommitStatusGitea:
 		path = append(path[:len(path)-2], "commits", commit, "status")
-		q.Set("limit", strconv.Itoa(maxPerPage))
+		q.Set("limit", strconv.Itoa(pageSize(t.Provider)))
 	default:
 		path = append(path[:len(path)-2], "commits", commit, "status")
 		q.Set("per_page", strconv.Itoa(maxPerPage))
@@ -156,6 +161,15 @@ func statusesURL(t Target, commit string, allowHTTP bool, page int) (*url.URL, e
 	u := base.JoinPath(path...)
 	u.RawQuery = q.Encode()
 	return u, nil
+}
+
+// pageSize is the statuses a full page of provider holds: Gitea caps its pages at 50 unless
+// configured otherwise, so a page of 50 is asked for and a full one means more may follow.
+func pageSize(provider string) int {
+	if provider == convoyv1alpha1.CommitStatusGitea {
+		return 50
+	}
+	return maxPerPage
 }
 
 // wireStatus is one status as any of the three forges sends it: GitHub's state, Gitea's

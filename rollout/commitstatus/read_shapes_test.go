@@ -57,9 +57,9 @@ func TestDecodeStatusesOfEachForge(t *testing.T) {
 func TestStatusesURLIsEachForgesDocumentedEndpoint(t *testing.T) {
 	commit := strings.Repeat("a", 40)
 	for provider, want := range map[string]string{
-		"github": "https://api.github.com/repos/org/addons/commits/" + commit + "/status?page=2&per_page=50",
+		"github": "https://api.github.com/repos/org/addons/commits/" + commit + "/status?page=2&per_page=100",
 		"gitea":  "https://gitea.example.com/api/v1/repos/org/addons/commits/" + commit + "/status?limit=50&page=2",
-		"gitlab": "https://gitlab.com/api/v4/projects/org%2Faddons/repository/commits/" + commit + "/statuses?page=2&per_page=50",
+		"gitlab": "https://gitlab.com/api/v4/projects/org%2Faddons/repository/commits/" + commit + "/statuses?page=2&per_page=100",
 	} {
 		t.Run(provider, func(t *testing.T) {
 			g := NewWithT(t)

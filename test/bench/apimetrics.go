@@ -30,7 +30,9 @@ var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPL
 
 // bookkeeping are the resources whose requests are named after them.
 var bookkeeping = map[string]bool{"packages": true, "hostedclusterpackages": true, "gitsources": true,
-	"objectdeployments": true, "controllerrevisions": true, "events": true}
+	"objectdeployments": true, "controllerrevisions": true, "events": true,
+	// The gates' kinds: the controller watches them from its first HostedClusterPackage pass.
+	"partitionapprovals": true, "rolloutapprovals": true, "manualpromotions": true, "promotionapprovals": true}
 
 // requestKey names a request in Requests.
 func requestKey(verb, resource, subresource string, dryRun bool) string {
@@ -73,7 +75,7 @@ func (r Requests) Writes() float64 {
 func (r Requests) OnObjects() float64 {
 	var n float64
 	for k, v := range r {
-		if _, rest, _ := strings.Cut(k, "/"); rest == "" || rest == "dry-run" {
+		if _, rest, _ := strings.Cut(k, "/"); !strings.HasPrefix(k, "DBG") && rest == "" || rest == "dry-run" {
 			n += v
 		}
 	}
@@ -151,6 +153,9 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (Requests, error) {
 			return nil, err
 		}
 		out[requestKey(labels["verb"], labels["resource"], labels["subresource"], labels["dry_run"] != "")] += v
+		if k := requestKey(labels["verb"], labels["resource"], labels["subresource"], labels["dry_run"] != ""); k == "GET" || k == "POST" || k == "WATCH" {
+			out["DBG:"+k+":"+labels["group"]+"/"+labels["resource"]+"/"+labels["subresource"]] += v
+		}
 	}
 	return out, sc.Err()
 }
