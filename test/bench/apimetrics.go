@@ -21,7 +21,7 @@ import (
 // LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE, ...). Dry runs are counted apart, as
 // "<verb>/dry-run", and so are requests on Leases, as "<verb>/leases": the API server renews
 // its own identity Lease every 10 s, and the controller runs without leader election. Requests
-// on convoy's bookkeeping (its own kinds, ControllerRevisions, Events) are named
+// on convoy's bookkeeping (its own kinds, the gates' included, ControllerRevisions, Events) are named
 // "<verb>/<resource>[/<subresource>]"; the bare verbs are requests on the packages' objects.
 type Requests map[string]float64
 
@@ -75,7 +75,7 @@ func (r Requests) Writes() float64 {
 func (r Requests) OnObjects() float64 {
 	var n float64
 	for k, v := range r {
-		if _, rest, _ := strings.Cut(k, "/"); !strings.HasPrefix(k, "DBG") && rest == "" || rest == "dry-run" {
+		if _, rest, _ := strings.Cut(k, "/"); rest == "" || rest == "dry-run" {
 			n += v
 		}
 	}
@@ -153,9 +153,6 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (Requests, error) {
 			return nil, err
 		}
 		out[requestKey(labels["verb"], labels["resource"], labels["subresource"], labels["dry_run"] != "")] += v
-		if k := requestKey(labels["verb"], labels["resource"], labels["subresource"], labels["dry_run"] != ""); k == "GET" || k == "POST" || k == "WATCH" {
-			out["DBG:"+k+":"+labels["group"]+"/"+labels["resource"]+"/"+labels["subresource"]] += v
-		}
 	}
 	return out, sc.Err()
 }
