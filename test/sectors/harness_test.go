@@ -135,7 +135,7 @@ func (m *managementCluster) createGitSource(ctx context.Context, t *testing.T, b
 		StringData: map[string]string{"token": srv.Token}})).To(Succeed())
 	g.Expect(m.fleet.Client.Create(ctx, &convoyv1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: gitSourceName},
 		Spec: convoyv1alpha1.GitSourceSpec{URL: base + "/" + repository + ".git", Ref: convoyv1alpha1.GitRef{Branch: "main"},
-			Interval: &metav1.Duration{Duration: time.Second}, Timeout: &metav1.Duration{Duration: 3 * time.Second},
+			Interval: &metav1.Duration{Duration: time.Second}, Timeout: &metav1.Duration{Duration: 10 * time.Second},
 			SecretRef: &convoyv1alpha1.LocalObjectReference{Name: credentials},
 			CommitStatus: &convoyv1alpha1.CommitStatus{Provider: convoyv1alpha1.CommitStatusGitea, APIURL: base,
 				Repository: repository, SecretRef: convoyv1alpha1.LocalObjectReference{Name: forgeToken}}}})).To(Succeed())
@@ -180,7 +180,7 @@ func (m *managementCluster) start(t *testing.T) {
 	c, err := bench.StartController(context.Background(), bench.ControllerInput{
 		Binary: m.convoy, Kubeconfig: m.kubeconfig, Dir: m.dir, Concurrency: 4, Restart: m.restarts,
 		Args: []string{"--management-cluster=" + m.name, "--sector=" + m.sector, "--allow-insecure-http",
-			"--promotion-publish-interval=200ms", "--promotion-publish-timeout=3s",
+			"--promotion-publish-interval=200ms", "--promotion-publish-timeout=10s",
 			"--commit-status-allow-insecure-http", "--commit-status-interval=100ms", "--commit-status-read-interval=1s"}})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	m.ctrl = c

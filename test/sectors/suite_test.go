@@ -21,7 +21,7 @@ var managementClusters = []struct{ name, sector string }{
 	{"mc-canary-1", "canary"}, {"mc-canary-2", "canary"}, {"mc-eu-1", "eu"}, {"mc-us-1", "us"},
 }
 
-// runEnv opts in to the suite's test: make e2e-sectors sets it.
+// runEnv opts in to the suite's test: make e2e (its last step) and make e2e-sectors set it.
 const runEnv = "CONVOY_TEST_SECTORS"
 
 var (
