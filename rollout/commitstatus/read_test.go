@@ -40,22 +40,20 @@ func TestReadGivesTheLatestStatusOfEachContext(t *testing.T) {
 	}
 }
 
-// expectRead waits until Read (past its cache) shows context in state with description, and
-// returns what it read.
-func expectRead(g Gomega, h harness, context string, state commitstatus.State, description string) []commitstatus.Observed {
+// expectRead waits until Read (past its cache) shows the context name in state with
+// description, and returns what it read.
+func expectRead(g Gomega, h harness, name string, state commitstatus.State, description string) []commitstatus.Observed {
 	var got []commitstatus.Observed
 	g.Eventually(func(g Gomega) {
 		r := &commitstatus.Reporter{Secrets: h.secrets, AllowInsecureHTTP: true, Timeout: 5 * time.Second}
 		var err error
-		got, err = r.Read(contextBackground(), h.target, h.commit)
+		got, err = r.Read(context.Background(), h.target, h.commit)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(got).To(ContainElement(And(
-			HaveField("Context", context), HaveField("State", state), HaveField("Description", description))))
+			HaveField("Context", name), HaveField("State", state), HaveField("Description", description))))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 	return got
 }
-
-func contextBackground() context.Context { return context.Background() }
 
 // TestReadRefusesWhatAReportWould: the same rules as a send. The token's Secret must be
 // Opaque, http:// needs the flag, and an unreadable forge is an error naming the request
@@ -99,8 +97,9 @@ func TestReadCachesACommitForItsTTL(t *testing.T) {
 	g.Expect(fresh).To(ContainElement(HaveField("Context", "convoy/addon")))
 }
 
-// expectNewestContext waits until Gitea holds a status of context on the harness's commit.
-func expectNewestContext(g Gomega, h harness, context string) {
+// expectNewestContext waits until Gitea holds a status of the context name on the harness's
+// commit.
+func expectNewestContext(g Gomega, h harness, name string) {
 	g.Eventually(func(g Gomega) {
 		st, err := gitea1.Statuses(h.repo, h.commit)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -108,6 +107,6 @@ func expectNewestContext(g Gomega, h harness, context string) {
 		for _, s := range st {
 			contexts = append(contexts, s.Context)
 		}
-		g.Expect(strings.Join(contexts, ",")).To(ContainSubstring(context), fmt.Sprint(len(st)))
+		g.Expect(strings.Join(contexts, ",")).To(ContainSubstring(name), fmt.Sprint(len(st)))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
