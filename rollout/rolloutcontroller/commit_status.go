@@ -37,7 +37,7 @@ func (r *HostedClusterPackageReconciler) reportCommitStatus(ctx context.Context,
 	}
 	state, description := commitState(s, err)
 	id := r.Identity
-	if id.Sector != "" && publishes(s) {
+	if id.Sector != "" && publishes(s) && s.keyOwner == "" {
 		// The status is a bus too (spec.promotion.bus CommitStatuses downstream): it says what
 		// the promotion record says, under the promotion key.
 		state, description = recordState(commitRecord(s, err, r.now()), description)

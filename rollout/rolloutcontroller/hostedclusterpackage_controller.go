@@ -167,6 +167,9 @@ type scope struct {
 	promotion     *convoyv1alpha1.PromotionStatus
 	promotionGate rollout.PromotionGate
 	promotionWake time.Time
+	// keyOwner: set by notePromotionKeyOwner when the pass publishes; another
+	// HostedClusterPackage's name when this one's promotion key is that one's.
+	keyOwner string
 	// revisions, updateObj: set by reconcileRevisions.
 	revisions []storedRevision
 	updateObj *appsv1.ControllerRevision

@@ -94,11 +94,12 @@ type publication struct {
 }
 
 // Report asks for c to be published in the record of key, on the repository of source, for
-// the HostedClusterPackage owner. It never waits; it refuses a key another HostedClusterPackage
-// publishes.
-func (p *Publisher) Report(ownerObj *convoyv1alpha1.HostedClusterPackage, source sources.Key, key string, c promotion.CommitRecord) error {
+// the HostedClusterPackage owner. It never waits. The caller has found owner to be the key's
+// owner (promotionKeyOwner, from the objects); a record another HostedClusterPackage held in
+// this process passes to owner, its unpushed states dropped, as when the source changes.
+func (p *Publisher) Report(ownerObj *convoyv1alpha1.HostedClusterPackage, source sources.Key, key string, c promotion.CommitRecord) {
 	if p == nil || p.Identity == (Identity{}) {
-		return nil
+		return
 	}
 	owner := ownerObj.Name
 	ref := sources.PromotionRef(p.Identity.Sector, p.Identity.ManagementCluster, key)
@@ -111,13 +112,9 @@ func (p *Publisher) Report(ownerObj *convoyv1alpha1.HostedClusterPackage, source
 		e = &publication{id: p.lastID, source: source, key: key, owner: owner}
 		p.entries[ref] = e
 	}
-	if e.owner == owner {
-		e.ownerUID = ownerObj.UID
-	}
-	if e.owner != owner {
-		return fmt.Errorf("promotion key %s is published by HostedClusterPackage %s already", key, e.owner)
-	}
-	if e.source != source {
+	e.ownerUID = ownerObj.UID
+	if e.owner != owner || e.source != source {
+		e.owner = owner
 		e.firstSeq += uint64(len(e.pending))
 		e.source, e.pushed, e.pending = source, nil, nil
 	}
@@ -127,7 +124,7 @@ func (p *Publisher) Report(ownerObj *convoyv1alpha1.HostedClusterPackage, source
 		last = &merged
 	}
 	if last != nil && samePublished(*last, c) {
-		return nil
+		return
 	}
 	e.pending = append(e.pending, c)
 	if drop := len(e.pending) - maxPending; drop > 0 {
@@ -138,7 +135,6 @@ func (p *Publisher) Report(ownerObj *convoyv1alpha1.HostedClusterPackage, source
 	case p.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // Forget drops the record of the HostedClusterPackage owner (deleted), so that its key is free.
@@ -336,16 +332,14 @@ func orDefaultDuration(d, def time.Duration) time.Duration {
 // publishPromotion hands the pass's outcome on the update revision's commit to the Publisher,
 // under spec.promotion.publish (commitRecord says which).
 func (r *HostedClusterPackageReconciler) publishPromotion(_ context.Context, s *scope, err error) {
-	if r.Publisher == nil || !publishes(s) {
+	if r.Publisher == nil || !publishes(s) || s.keyOwner != "" {
 		return
 	}
 	key, keyErr := templateSource(s.obj)
 	if keyErr != nil {
 		return
 	}
-	if err := r.Publisher.Report(s.obj, key, promotionKey(s.obj), commitRecord(s, err, r.now())); err != nil {
-		r.event(s, corev1.EventTypeWarning, PromotionConflictReason, "Not publishing: %v", err)
-	}
+	r.Publisher.Report(s.obj, key, promotionKey(s.obj), commitRecord(s, err, r.now()))
 }
 
 // publishes reports whether the pass publishes its progress for the sectors after it: under
