@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/convoy-gitops/convoy/internal/dialpolicy"
 	"github.com/convoy-gitops/convoy/rollout/commitstatus"
 )
 
@@ -16,6 +17,8 @@ type commitStatusOptions struct {
 	// allowInsecureHTTP lets tokens go over http://, apart from --allow-insecure-http of Git:
 	// allowing a forge without TLS for Git must not let every GitSource's status POSTs do so.
 	allowInsecureHTTP bool
+	// network says which addresses API URLs may be reached at (networkOptions sets it).
+	network dialpolicy.Policy
 }
 
 func (o *commitStatusOptions) bindFlags(fs *pflag.FlagSet) {
@@ -34,5 +37,5 @@ func (o *commitStatusOptions) bindFlags(fs *pflag.FlagSet) {
 // reporter returns the Reporter.
 func (o commitStatusOptions) reporter() *commitstatus.Reporter {
 	return &commitstatus.Reporter{Interval: o.interval, Timeout: o.timeout, MaxBackoff: o.maxBackoff,
-		ReadTTL: o.readTTL, AllowInsecureHTTP: o.allowInsecureHTTP}
+		ReadTTL: o.readTTL, AllowInsecureHTTP: o.allowInsecureHTTP, Network: o.network}
 }

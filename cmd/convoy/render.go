@@ -187,10 +187,11 @@ func reportLoadError(w io.Writer, label string, err error) error {
 	return fmt.Errorf("%s: %d problem(s)", label, len(errs))
 }
 
-// templateDataFlags are the flags that build manifests.TemplateData, and the render budget,
-// shared by render and validate.
+// templateDataFlags are the flags that build manifests.TemplateData, the render budget and
+// where chart fetches may go, shared by render, validate and diff.
 type templateDataFlags struct {
 	budget           manifests.RenderBudget
+	charts           chartFetchFlags
 	configFile       string
 	packageName      string
 	packageNamespace string
@@ -218,6 +219,7 @@ func (f *templateDataFlags) bind(fl *pflag.FlagSet) {
 	fl.StringArrayVarP(&f.apiVersions, "api-versions", "a", nil, "API version a chart sees in .Capabilities.APIVersions besides Helm's built-in set, as GROUP/VERSION or GROUP/VERSION/KIND "+
 		"(v1/KIND for the core group), as helm template --api-versions; repeat the flag (the controller reads the target cluster's discovery instead).")
 	f.budget.BindFlags(fl)
+	f.charts.bind(fl)
 }
 
 // templateData builds the template data from the flags.
@@ -226,7 +228,7 @@ func (f *templateDataFlags) templateData(defaultName, defaultRevision string) (m
 		Package:   manifests.PackageRef{Name: f.packageName, Namespace: f.packageNamespace},
 		Revision:  f.revision,
 		Component: f.component,
-		Charts:    helmrepo.New(helmrepo.Options{}),
+		Charts:    helmrepo.New(f.charts.options()),
 		Scope:     f.scope,
 	}
 	if f.scope != "" && f.scope != convoyv1alpha1.ScopeNamespaced && f.scope != convoyv1alpha1.ScopeCluster {

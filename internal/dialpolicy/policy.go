@@ -9,8 +9,8 @@ import (
 	"syscall"
 )
 
-// AllowLinkLocalFlag is the controller flag that lets checks and chart fetches reach
-// link-local and metadata addresses.
+// AllowLinkLocalFlag is the controller flag that lets checks, chart fetches and commit
+// statuses reach link-local and metadata addresses.
 const AllowLinkLocalFlag = "--allow-link-local-addresses"
 
 // Policy decides which addresses may be connected to. The zero Policy refuses link-local and

@@ -86,6 +86,8 @@ func classifyLibrary(err error, resp *http.Response, what, token string) error {
 	switch {
 	case resp == nil && err == nil:
 		return nil
+	case resp == nil && isRefusedAddress(err):
+		return invalidf("%s: %s", what, msg)
 	case resp == nil:
 		return &unansweredError{Err: fmt.Errorf("%s: %s", what, msg)}
 	case resp.StatusCode/100 == 2:

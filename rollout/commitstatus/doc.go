@@ -23,13 +23,15 @@
 // Opaque Secrets are read: a service account token Secret also has a "token" key, and whoever
 // edits a GitSource chooses both the Secret and the URL. Redirects are never followed (they
 // would carry the token elsewhere); a redirect is a refused send naming only the Location's
-// host.
+// host. The API URL connects only where internal/dialpolicy allows (Network): no link-local or
+// cloud metadata address, judged on the literal host before sending and on each resolved
+// address at dial time, unless --allow-link-local-addresses; a refused address is invalid.
 //
 // Classification (outcomeOf): a missing Secret, a failed read, a transport error, a 408, 429 or
 // 5xx is an error, retried with backoff (a 429's or 503's Retry-After honoured); a forbidden
-// read, a missing key, a non-Opaque Secret, a redirect or another 4xx is invalid, retried only
-// every MaxBackoff, and at once when the GitSource points at another forge, repository or
-// Secret. Entries are keyed by HostedClusterPackage and replaced when their target changes.
+// read, a missing key, a non-Opaque Secret, a redirect, a refused address or another 4xx is
+// invalid, retried only every MaxBackoff, and at once when the GitSource points at another
+// forge, repository or Secret. Entries are keyed by HostedClusterPackage and replaced when their target changes.
 //
 // A HostedClusterPackage that moves to a new commit before the old one's rollout ended leaves
 // the old commit an entry of its own (settleLocked): its final state if that had not reached

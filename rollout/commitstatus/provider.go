@@ -58,12 +58,15 @@ func (r *Reporter) post(ctx context.Context, st Status) error {
 	if err != nil {
 		return err
 	}
-	if !usesLibrary(st.Target.Provider) {
-		return r.postHTTP(ctx, st, token)
-	}
 	base, err := checkedBase(st.Target, r.AllowInsecureHTTP)
 	if err != nil {
 		return err
+	}
+	if err := r.checkHost(base); err != nil {
+		return err
+	}
+	if !usesLibrary(st.Target.Provider) {
+		return r.postHTTP(ctx, st, token)
 	}
 	_, body, err := endpoint(st)
 	if err != nil {
@@ -84,7 +87,11 @@ func (r *Reporter) postHTTP(ctx context.Context, st Status, token string) error 
 	setToken(req, st.Target.Provider, token)
 	resp, err := r.HTTP.Do(req)
 	if err != nil {
-		return &unansweredError{Err: fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), redactErr(err, token))}
+		err = fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), redactErr(err, token))
+		if isRefusedAddress(err) {
+			return &InvalidError{Err: err}
+		}
+		return &unansweredError{Err: err}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode/100 == 3 {

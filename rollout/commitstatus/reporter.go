@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convoy-gitops/convoy/internal/dialpolicy"
 )
 
 // Defaults of the Reporter.
@@ -53,6 +54,13 @@ type Reporter struct {
 	// AllowInsecureHTTP allows http:// API URLs, which carry the token in clear
 	// (--commit-status-allow-insecure-http).
 	AllowInsecureHTTP bool
+	// Network says which addresses API URLs may be reached at: no link-local or metadata
+	// address unless allowed (--allow-link-local-addresses). A literal address is judged
+	// whatever HTTP is; a resolved one by the transport built when HTTP is nil.
+	Network dialpolicy.Policy
+	// Dial connects to an address Network checked, when HTTP is nil; default a net.Dialer
+	// with a 3 s timeout. The tests set one that fails them if it is called.
+	Dial dialpolicy.DialFunc
 	// Interval, Timeout, MaxBackoff, MaxContexts: see the defaults.
 	Interval    time.Duration
 	Timeout     time.Duration
@@ -397,7 +405,7 @@ func (r *Reporter) init() {
 		r.entries = map[contextKey]*entry{}
 		r.hosts = map[string]*hostState{}
 		r.wake = make(chan struct{}, 1)
-		client := &http.Client{Timeout: r.timeout(), Transport: newTransport()}
+		client := &http.Client{Timeout: r.timeout(), Transport: r.newTransport()}
 		if r.HTTP != nil {
 			*client = *r.HTTP
 		}
@@ -409,16 +417,6 @@ func (r *Reporter) init() {
 		client.Transport = boundedTransport{next: next}
 		r.HTTP = client
 	})
-}
-
-// dialTimeout bounds the connection to a forge: a blackholed host fails fast.
-const dialTimeout = 3 * time.Second
-
-// newTransport returns the default transport with a short dial timeout.
-func newTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
-	return t
 }
 
 func (r *Reporter) backoff(attempts int) time.Duration {

@@ -38,18 +38,7 @@ func TestDependencyOrder(t *testing.T) {
 // available, holds the others, names what they wait for and prints the order.
 func TestForecastWithDependencies(t *testing.T) {
 	g := NewWithT(t)
-	snap := gatedSnapshot(nil)
-	dep := map[string]*convoyv1alpha1.Package{}
-	rev := rollout.Revision{Name: "crds-1", Commit: strings.Repeat("c", 40), Template: snap.HostedClusterPackage.Spec.Template.Spec}
-	for _, hc := range snap.HostedClusters[:4] {
-		pkg := progressedPackage("crds", hc.Name, rev, gatedNow.Add(-time.Hour))
-		dep[pkg.Namespace] = &pkg
-	}
-	snap.Dependencies = []rollout.Dependency{{Name: "crds", Packages: dep}}
-	snap.Order = [][]string{{"crds"}, {"addon"}}
-
-	f, err := NewForecast(snap, ForecastOptions{Now: gatedNow})
-	g.Expect(err).NotTo(HaveOccurred())
+	f := dependencyForecast(g)
 	g.Expect(f.Blocked).To(HavePrefix("2 Package(s) wait for their dependencies, which the forecast holds as they are now; " +
 		"first: Package clusters-late-5/addon waits for HostedClusterPackage crds on HostedCluster clusters/late-5: it has no Package there yet"))
 	var out bytes.Buffer
@@ -64,4 +53,38 @@ func TestForecastWithDependencies(t *testing.T) {
 		}
 	}
 	g.Expect(updated).To(Equal(4))
+}
+
+// TestForecastMarkdownShowsTheOrderAndTheWaits prints the same forecast as a pull request
+// comment: the order as a numbered list and one table row per waiting Package, naming its
+// cluster, partition and dependency.
+func TestForecastMarkdownShowsTheOrderAndTheWaits(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	g.Expect(dependencyForecast(g).WriteMarkdown(&out)).To(Succeed())
+	md := out.String()
+	g.Expect(md).To(ContainSubstring("#### Order on each HostedCluster\n\nA level installs or moves once the levels before it are available.\n\n1. `crds`\n2. `addon`\n"))
+	g.Expect(md).To(ContainSubstring("#### Waiting for dependencies\n"))
+	g.Expect(md).To(ContainSubstring("| HostedCluster | Partition | Waits for | Reason | Message |\n"))
+	g.Expect(md).To(ContainSubstring("| clusters/late-5 | late | crds | DependencyNotReady | Package clusters-late-5/addon waits for HostedClusterPackage crds " +
+		"on HostedCluster clusters/late-5: it has no Package there yet |"))
+	g.Expect(strings.Index(md, "#### Waiting")).To(BeNumerically("<", strings.Index(md, "**The rollout would stop:**")))
+}
+
+// dependencyForecast forecasts addon over the gated fleet, depending on crds, whose Package has
+// progressed on the first four HostedClusters only.
+func dependencyForecast(g Gomega) *Forecast {
+	snap := gatedSnapshot(nil)
+	dep := map[string]*convoyv1alpha1.Package{}
+	rev := rollout.Revision{Name: "crds-1", Commit: strings.Repeat("c", 40), Template: snap.HostedClusterPackage.Spec.Template.Spec}
+	for _, hc := range snap.HostedClusters[:4] {
+		pkg := progressedPackage("crds", hc.Name, rev, gatedNow.Add(-time.Hour))
+		dep[pkg.Namespace] = &pkg
+	}
+	snap.Dependencies = []rollout.Dependency{{Name: "crds", Packages: dep}}
+	snap.Order = [][]string{{"crds"}, {"addon"}}
+
+	f, err := NewForecast(snap, ForecastOptions{Now: gatedNow})
+	g.Expect(err).NotTo(HaveOccurred())
+	return f
 }

@@ -8,8 +8,8 @@ import (
 
 // WriteMarkdown prints the forecast as a pull request comment: a title with the revision, the
 // strategy, a table of the batches (one row per Package change, in rollout order), when each
-// partition can start (when a gate holds one), a table of the skipped HostedClusters and why,
-// and the outcome.
+// partition can start (when a gate holds one), the order of the dependencies and the Packages
+// that wait for one, a table of the skipped HostedClusters and why, and the outcome.
 func (f *Forecast) WriteMarkdown(w io.Writer) error {
 	p := &mdPrinter{w: w}
 	p.printf("### convoy plan: HostedClusterPackage `%s`\n\n", mdCode(f.Name))
@@ -32,6 +32,7 @@ func (f *Forecast) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	f.writeMarkdownPartitions(p)
+	f.writeMarkdownDependencies(p)
 	if len(f.Ineligible) > 0 {
 		p.printf("\n#### Skipped HostedClusters\n\nKept as they are until they become eligible.\n\n" +
 			"| HostedCluster | Partition | Reason | Message |\n|---|---|---|---|\n")
@@ -66,6 +67,30 @@ func (f *Forecast) writeMarkdownPartitions(p *mdPrinter) {
 			line += "; checks " + mdCell(checksText(part.Checks))
 		}
 		p.printf("%s\n", line)
+	}
+}
+
+// writeMarkdownDependencies lists the order in which each HostedCluster gets the
+// HostedClusterPackages, level by level, and a table of the Packages that wait for a dependency
+// in the first pass, as WriteText does.
+func (f *Forecast) writeMarkdownDependencies(p *mdPrinter) {
+	if len(f.Order) > 0 {
+		p.printf("\n#### Order on each HostedCluster\n\nA level installs or moves once the levels before it are available.\n\n")
+		for i, level := range f.Order {
+			names := make([]string, len(level))
+			for j, name := range level {
+				names[j] = "`" + mdCode(name) + "`"
+			}
+			p.printf("%d. %s\n", i+1, strings.Join(names, ", "))
+		}
+	}
+	if len(f.Waiting) > 0 {
+		p.printf("\n#### Waiting for dependencies\n\nHeld until what they wait for is available; the forecast holds dependencies as they are now.\n\n" +
+			"| HostedCluster | Partition | Waits for | Reason | Message |\n|---|---|---|---|---|\n")
+		for _, w := range f.Waiting {
+			p.printf("| %s | %s | %s | %s | %s |\n", mdCell(w.HostedCluster), mdCell(w.Partition), mdCell(w.Dependency),
+				mdCell(w.Reason), mdCell(w.Message))
+		}
 	}
 }
 

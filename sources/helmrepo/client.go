@@ -26,11 +26,25 @@ const maxRedirects = 10
 func newClient(o Options) *http.Client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = o.Network.Dialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
-	client := &http.Client{Transport: transport, CheckRedirect: sameHostRedirects}
-	if o.AllowRedirectsToOtherHosts {
-		client.CheckRedirect = nil
+	return &http.Client{Transport: transport, CheckRedirect: checkRedirect(o)}
+}
+
+// checkRedirect returns the redirect rule of o: a redirect's literal host is judged by the
+// address policy first (through a proxy, which resolves and connects itself, the dialer sees
+// the proxy's address only), then the same-host rule holds unless allowed.
+func checkRedirect(o Options) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if err := o.Network.CheckHost(req.URL.Hostname()); err != nil {
+			return err
+		}
+		if o.AllowRedirectsToOtherHosts {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			return nil
+		}
+		return sameHostRedirects(req, via)
 	}
-	return client
 }
 
 // sameHostRedirects follows a redirect only to the scheme, host and port of the request it

@@ -90,3 +90,22 @@ func TestMetadataRepositoriesAreRefused(t *testing.T) {
 	_, err = New(Options{}).FetchChart(ref)
 	g.Expect(errors.As(err, &refused)).To(BeTrue(), "%v", err)
 }
+
+// TestRedirectsToMetadataAddressesAreRefused judges a redirect's literal host by the address
+// policy, other hosts allowed or not: a request through a proxy never dials the host it names,
+// so the dialer's rule alone would not see it. The rule is called directly: nothing is sent.
+func TestRedirectsToMetadataAddressesAreRefused(t *testing.T) {
+	via := []*http.Request{httptest.NewRequest(http.MethodGet, "http://charts.example/index.yaml", nil)}
+	for _, other := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same host only", true: "other hosts allowed"}[other], func(t *testing.T) {
+			g := NewWithT(t)
+			rule := checkRedirect(Options{AllowRedirectsToOtherHosts: other})
+			err := rule(httptest.NewRequest(http.MethodGet, "http://169.254.169.254/latest/meta-data/", nil), via)
+			var refused *dialpolicy.RefusedError
+			g.Expect(errors.As(err, &refused)).To(BeTrue(), "%v", err)
+			g.Expect(rule(httptest.NewRequest(http.MethodGet, "http://charts.example/other/index.yaml", nil), via)).To(Succeed())
+			allowed := checkRedirect(Options{AllowRedirectsToOtherHosts: true, Network: dialpolicy.Policy{AllowLinkLocal: true}})
+			g.Expect(allowed(httptest.NewRequest(http.MethodGet, "http://169.254.169.254/x", nil), via)).To(Succeed())
+		})
+	}
+}

@@ -29,10 +29,14 @@ const (
 	StateFailed = "failed"
 	// StateSkipped: the rollout leaves the target alone for now (the cell says why).
 	StateSkipped = "skipped"
+	// StateDependency: the Package waits for a HostedClusterPackage it depends on to be
+	// available on its HostedCluster before it installs or moves (DependencyNotReady); it keeps
+	// its revision and takes no budget. The cell names the dependency and what it waits for.
+	StateDependency = "dependency"
 )
 
 // cellStates are the states in the order the page lists them.
-var cellStates = []string{StateFailed, StateUpdating, StateWaiting, StateSkipped, StateProgressed}
+var cellStates = []string{StateFailed, StateUpdating, StateDependency, StateWaiting, StateSkipped, StateProgressed}
 
 // DefaultCellsPerPartition is how many cells of one partition a page of the grid holds.
 const DefaultCellsPerPartition = 200
@@ -156,6 +160,12 @@ func classify(plan *rollout.Plan, in rollout.Input) []placedCell {
 	for _, t := range plan.Ineligible {
 		skipped[t.HostedCluster] = t
 	}
+	waiting := map[string]rollout.WaitingTarget{}
+	for _, t := range plan.Waiting {
+		if t.Reason == rollout.DependencyNotReadyReason {
+			waiting[t.HostedCluster] = t
+		}
+	}
 	byNamespace := map[string]*convoyv1alpha1.Package{}
 	for i := range in.Packages {
 		byNamespace[in.Packages[i].Namespace] = &in.Packages[i]
@@ -182,6 +192,9 @@ func classify(plan *rollout.Plan, in rollout.Input) []placedCell {
 		case skipped[key].Reason != "":
 			t := skipped[key]
 			pc.State, pc.Reason, pc.Message, pc.partition = StateSkipped, t.Reason, t.Message, t.Partition
+		case waiting[key].Reason != "":
+			t := waiting[key]
+			pc.State, pc.Reason, pc.Message = StateDependency, t.Reason, t.Message
 		default:
 			pc.State, pc.Message = packageState(pc.pkg, in.UpdateRevision)
 		}

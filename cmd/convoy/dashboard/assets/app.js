@@ -2,7 +2,7 @@
 // no build step; every text is escaped before it reaches the page.
 "use strict";
 
-const STATES = ["failed", "updating", "waiting", "skipped", "progressed"];
+const STATES = ["failed", "updating", "dependency", "waiting", "skipped", "progressed"];
 let stream = null;
 
 function esc(s) {
@@ -163,7 +163,8 @@ function fleetPage(v) {
       '</a></h2><span class="muted">' + esc(it.strategy) + (it.paused ? ", paused" : "") + "</span></div>" + stalledBanner(it) + gateBanner(it, now) + promotionCard(it) +
       '<div class="row"><span>current ' + rev(it.currentRevision) + "</span><span>update " + rev(it.updateRevision) + "</span></div>" +
       '<div class="row counts">' + c.total + " total · " + c.updated + " updated · " + c.available + " available · " + c.progressed +
-      " progressed · " + c.failed + " failed · " + (c.skipped || 0) + " skipped</div>" + parts +
+      " progressed · " + c.failed + " failed · " + (c.skipped || 0) + " skipped" +
+      (c.waiting ? ' · <span class="state-text-dependency">' + c.waiting + " waiting for dependencies</span>" : "") + "</div>" + dependsOnRow(it) + parts +
       '<div class="row">' + conditionPills(it.conditions) + "</div></div>";
   }).join("");
 }
@@ -180,7 +181,7 @@ function rolloutPage(r, v) {
     '"><span><i class="state-' + s + '"></i>' + s + "</span></a>").join("") + "</div>";
   html += (v.grid || []).map((row) => gridRow(r, row, v.query, now)).join("") || '<p class="muted">No targets yet.</p>';
   html += '<div id="detail" class="detail muted">Select a cell to see its cluster.</div></div>';
-  html += failedList(v) + '<div class="card"><h2>Timeline</h2>' + timelineSVG(v) + "</div>";
+  html += failedList(v) + waitingList(v) + '<div class="card"><h2>Timeline</h2>' + timelineSVG(v) + "</div>";
   return html;
 }
 
@@ -221,6 +222,23 @@ function failedList(v) {
   return '<div class="card"><h2>Failed</h2><ul class="failures">' + failed.map((c) => '<li class="failed-cluster"><strong class="state-text-failed">' +
     esc(c.hostedCluster) + "</strong> " + esc(c.reason) + ": " + esc(c.message) + (c.package ? ' <a href="#/package/' + c.package.split("/").map(enc).join("/") +
     '">package</a>' : "") + "</li>").join("") + "</ul></div>";
+}
+
+// dependsOnRow names the HostedClusterPackages a rollout waits for on each HostedCluster.
+function dependsOnRow(it) {
+  const deps = it.dependsOn || [];
+  return deps.length ? '<div class="row depends-on">depends on ' + deps.map((d) => '<a href="#/rollout/' + enc(d) + '">' + esc(d) + "</a>").join(", ") + "</div>" : "";
+}
+
+// waitingList shows the Packages that wait for a dependency to be available on their cluster, or
+// for their dependants to be gone before they are deleted, as the status samples them.
+function waitingList(v) {
+  const waiting = v.waiting || [];
+  if (!waiting.length) return "";
+  const n = (v.packages && v.packages.waiting) || 0;
+  return '<div class="card"><h2>Waiting for dependencies' + (n > waiting.length ? " (" + waiting.length + " of " + n + ")" : "") + '</h2><ul class="waiting">' +
+    waiting.map((w) => '<li class="waiting-cluster" data-cluster="' + esc(w.hostedCluster) + '" data-dependency="' + esc(w.dependency) + '"><strong class="state-text-dependency">' +
+      esc(w.hostedCluster) + "</strong> " + esc(w.reason) + ": " + esc(w.message || "waits for " + w.dependency) + "</li>").join("") + "</ul></div>";
 }
 
 function timelineSVG(v) {
