@@ -110,3 +110,26 @@ func TestAPIURLsDialThroughThePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestReadsOfMetadataAddressesAreRefused: reading statuses for promotion is under the same
+// policy as sending them, written literally or behind a name; the dialer is never called.
+func TestReadsOfMetadataAddressesAreRefused(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "forge"},
+		Data: map[string][]byte{"token": []byte("tok")}}
+	for _, provider := range []string{"github", "gitlab", "gitea"} {
+		for name, apiURL := range map[string]string{"literal": "http://169.254.169.254/api", "resolved": "https://forge.example/api"} {
+			t.Run(provider+" "+name, func(t *testing.T) {
+				g := NewWithT(t)
+				d := &guardedDial{t: t, policy: dialpolicy.Policy{Lookup: resolveTo("169.254.169.254")}}
+				r := &Reporter{Secrets: fake.NewClientBuilder().WithObjects(secret.DeepCopy()).Build(), AllowInsecureHTTP: true,
+					Network: d.policy, Dial: d.dial}
+				target := Target{Provider: provider, APIURL: apiURL, Repository: "o/r",
+					Secret: types.NamespacedName{Namespace: "fleet", Name: "forge"}}
+				_, err := r.Read(context.Background(), target, strings.Repeat("a", 40))
+				g.Expect(err).To(MatchError(ContainSubstring("169.254.169.254")))
+				g.Expect(err.Error()).NotTo(ContainSubstring("tok"))
+				g.Expect(d.called).To(BeEmpty())
+			})
+		}
+	}
+}

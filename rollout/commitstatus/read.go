@@ -64,14 +64,21 @@ type readEntry struct {
 const maxCachedCommits = 4096
 
 // Read returns the latest status of every context on commit in target's repository, read
-// with target's token under the Reporter's rules (Opaque Secret, https unless allowed, no
-// redirect, bounded answers, the token in no error). A read younger than ReadTTL is served
+// with target's token under the Reporter's rules (Opaque Secret, https unless allowed, the
+// address policy, no redirect, bounded answers, the token in no error). A read younger than ReadTTL is served
 // again. Unlike Report it waits for the forge, within Timeout.
 func (r *Reporter) Read(ctx context.Context, target Target, commit string) ([]Observed, error) {
 	r.init()
 	key := readKey{provider: target.Provider, apiURL: target.APIURL, repository: target.Repository, commit: commit}
 	if got, ok := r.cached(key); ok {
 		return got, nil
+	}
+	base, err := checkedBase(target, r.AllowInsecureHTTP)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkHost(base); err != nil {
+		return nil, err
 	}
 	token, err := r.token(ctx, target)
 	if err != nil {
