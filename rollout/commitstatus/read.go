@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,10 +49,15 @@ const DefaultReadTTL = time.Minute
 type readCache struct {
 	mu      sync.Mutex
 	entries map[readKey]readEntry
+	// statuses counts the statuses the entries hold.
+	statuses int
 }
 
+// readKey is a read's cache key: the whole target but its link, the token's Secret included,
+// so a target with another Secret never gets what this one's token read.
 type readKey struct {
 	provider, apiURL, repository, commit string
+	secret                               string
 }
 
 type readEntry struct {
@@ -59,9 +65,13 @@ type readEntry struct {
 	at       time.Time
 }
 
-// maxCachedCommits bounds the cache; past it, entries older than the TTL are dropped first,
-// then all.
-const maxCachedCommits = 4096
+// The cache's bounds, in commits and in statuses (a status kept is at most a context of
+// maxContextLength and a description of maxDescription runes); past either, entries older than
+// the TTL are dropped first, then all.
+const (
+	maxCachedCommits  = 4096
+	maxCachedStatuses = 100_000
+)
 
 // Read returns the latest status of every context on commit in target's repository, read
 // with target's token under the Reporter's rules (Opaque Secret, https unless allowed, the
@@ -69,7 +79,8 @@ const maxCachedCommits = 4096
 // again. Unlike Report it waits for the forge, within Timeout.
 func (r *Reporter) Read(ctx context.Context, target Target, commit string) ([]Observed, error) {
 	r.init()
-	key := readKey{provider: target.Provider, apiURL: target.APIURL, repository: target.Repository, commit: commit}
+	key := readKey{provider: target.Provider, apiURL: target.APIURL, repository: target.Repository, commit: commit,
+		secret: target.Secret.String()}
 	if got, ok := r.cached(key); ok {
 		return got, nil
 	}
@@ -87,40 +98,71 @@ func (r *Reporter) Read(ctx context.Context, target Target, commit string) ([]Ob
 	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
 	var out []Observed
+	read := 0
 	for page := 1; ; page++ {
-		got, more, err := r.readPage(ctx, target, commit, token, page)
+		got, n, more, err := r.readPage(ctx, target, commit, token, page, read)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, got...)
+		out, read = append(out, got...), read+n
 		if !more {
 			break
 		}
 		if page == maxPages {
 			return nil, fmt.Errorf("commit %s has more than %d status contexts in %s %s: too many to read them all",
-				commit, maxPages*maxPerPage, target.Provider, target.Repository)
+				commit, read, target.Provider, target.Repository)
 		}
 	}
+	out = newestPerContext(out)
 	r.remember(key, out)
 	return out, nil
 }
 
-// readPage reads one page of commit's latest statuses; more reports a full page.
-func (r *Reporter) readPage(ctx context.Context, target Target, commit, token string, page int) ([]Observed, bool, error) {
+// ContextPrefix starts every context convoy posts; Read keeps only those.
+const ContextPrefix = "convoy/"
+
+// maxContextLength bounds a kept context: the longest convoy posts is
+// "convoy/<sector>/<management cluster>/<key>", three DNS labels.
+const maxContextLength = len(ContextPrefix) + 3*63 + 2
+
+// newestPerContext keeps, of several statuses of one context (GitLab keeps one per pipeline),
+// the one the forge changed last.
+func newestPerContext(in []Observed) []Observed {
+	index := map[string]int{}
+	out := in[:0]
+	for _, o := range in {
+		i, seen := index[o.Context]
+		switch {
+		case !seen:
+			index[o.Context] = len(out)
+			out = append(out, o)
+		case o.At.After(out[i].At):
+			out[i] = o
+		}
+	}
+	return slices.Clip(out)
+}
+
+// readPage reads one page of commit's latest statuses, after read statuses of the pages
+// before. It returns the convoy statuses of the page, how many statuses the page held, and
+// whether more follow: by the total the forge gives (GitHub's total_count, Gitea's
+// X-Total-Count, GitLab's X-Total), else until an empty page; never by a short page alone,
+// since a forge may serve fewer than asked for.
+func (r *Reporter) readPage(ctx context.Context, target Target, commit, token string, page, read int) ([]Observed, int, bool, error) {
 	u, err := statusesURL(target, commit, r.AllowInsecureHTTP, page)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	setToken(req, target.Provider, token)
 	resp, err := r.HTTP.Do(req)
 	if err != nil {
-		return nil, false, fmt.Errorf("GET %s: %w", u.Redacted(), redactErr(err, token))
+		return nil, 0, false, fmt.Errorf("GET %s: %w", u.Redacted(), redactErr(err, token))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode/100 != 2 {
@@ -129,13 +171,36 @@ func (r *Reporter) readPage(ctx context.Context, target Target, commit, token st
 		if resp.StatusCode/100 == 3 {
 			msg = fmt.Sprintf("redirects are not followed (the token would go with them); redirected to host %q", locationHost(resp))
 		}
-		return nil, false, fmt.Errorf("GET %s: %s: %s", u.Redacted(), resp.Status, msg)
+		return nil, 0, false, fmt.Errorf("GET %s: %s: %s", u.Redacted(), resp.Status, msg)
 	}
-	got, n, err := decodeStatuses(target.Provider, resp.Body)
+	got, n, total, err := decodeStatuses(target.Provider, resp.Body)
 	if err != nil {
-		return nil, false, fmt.Errorf("GET %s: %w", u.Redacted(), err)
+		return nil, 0, false, fmt.Errorf("GET %s: %w", u.Redacted(), err)
 	}
-	return got, n > 0 && n >= pageSize(target.Provider), nil
+	if t, ok := headerTotal(target.Provider, resp.Header); ok {
+		total = t
+	}
+	switch {
+	case total < 0:
+		// No total given: the pages go on until an empty one.
+		return got, n, n > 0, nil
+	case read+n >= total:
+		return got, n, false, nil
+	case n == 0:
+		return nil, 0, false, fmt.Errorf("GET %s: an empty page after %d of %d statuses", u.Redacted(), read, total)
+	}
+	return got, n, true, nil
+}
+
+// headerTotal is the number of statuses a forge gives in a header: Gitea's X-Total-Count (its
+// body's total_count counts the page only), GitLab's X-Total (left out above 10,000).
+func headerTotal(provider string, h http.Header) (int, bool) {
+	name := map[string]string{convoyv1alpha1.CommitStatusGitea: "X-Total-Count", convoyv1alpha1.CommitStatusGitLab: "X-Total"}[provider]
+	if name == "" || h.Get(name) == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(h.Get(name))
+	return n, err == nil && n >= 0
 }
 
 // statusesURL is the documented endpoint of a commit's latest status per context:
@@ -193,28 +258,41 @@ type wireStatus struct {
 }
 
 // decodeStatuses reads one page of statuses: GitHub's and Gitea's combined status object, or
-// GitLab's array. It returns the statuses and how many the page held.
-func decodeStatuses(provider string, body io.Reader) ([]Observed, int, error) {
+// GitLab's array. It returns the convoy statuses of the page, how many statuses it held, and
+// the total its body gives: GitHub's total_count; -1 for the others (Gitea's counts the page
+// only, GitLab's is a header).
+func decodeStatuses(provider string, body io.Reader) ([]Observed, int, int, error) {
 	var wire []wireStatus
+	total := -1
 	dec := json.NewDecoder(body)
 	if provider == convoyv1alpha1.CommitStatusGitLab {
 		if err := dec.Decode(&wire); err != nil {
-			return nil, 0, fmt.Errorf("reading the statuses: %w", err)
+			return nil, 0, 0, fmt.Errorf("reading the statuses: %w", err)
 		}
 	} else {
 		var combined struct {
-			Statuses []wireStatus `json:"statuses"`
+			TotalCount int          `json:"total_count"`
+			Statuses   []wireStatus `json:"statuses"`
 		}
 		if err := dec.Decode(&combined); err != nil {
-			return nil, 0, fmt.Errorf("reading the combined status: %w", err)
+			return nil, 0, 0, fmt.Errorf("reading the combined status: %w", err)
 		}
 		wire = combined.Statuses
+		if provider == convoyv1alpha1.CommitStatusGitHub {
+			total = combined.TotalCount
+		}
 	}
 	out := make([]Observed, 0, len(wire))
 	for _, w := range wire {
-		out = append(out, w.observed(provider))
+		o := w.observed(provider)
+		// Only convoy's contexts are kept, their descriptions cut as they are posted: what a
+		// forge answers stays bounded in the cache whatever it sends.
+		if strings.HasPrefix(o.Context, ContextPrefix) && len(o.Context) <= maxContextLength {
+			o.Description = cutDescription(o.Description)
+			out = append(out, o)
+		}
 	}
-	return out, len(wire), nil
+	return out, len(wire), total, nil
 }
 
 // observed maps a forge's status to convoy's words.
@@ -266,7 +344,7 @@ func (r *Reporter) cached(key readKey) ([]Observed, bool) {
 	return e.statuses, true
 }
 
-// remember keeps a read, within maxCachedCommits.
+// remember keeps a read, within the cache's bounds.
 func (r *Reporter) remember(key readKey, statuses []Observed) {
 	r.reads.mu.Lock()
 	defer r.reads.mu.Unlock()
@@ -274,15 +352,25 @@ func (r *Reporter) remember(key readKey, statuses []Observed) {
 	if r.reads.entries == nil {
 		r.reads.entries = map[readKey]readEntry{}
 	}
-	if len(r.reads.entries) >= maxCachedCommits {
+	if old, ok := r.reads.entries[key]; ok {
+		r.reads.statuses -= len(old.statuses)
+		delete(r.reads.entries, key)
+	}
+	full := func() bool {
+		return len(r.reads.entries) >= maxCachedCommits || r.reads.statuses+len(statuses) > maxCachedStatuses
+	}
+	if full() {
 		for k, e := range r.reads.entries {
 			if now.Sub(e.at) >= r.ReadInterval() {
+				r.reads.statuses -= len(e.statuses)
 				delete(r.reads.entries, k)
 			}
 		}
-		if len(r.reads.entries) >= maxCachedCommits {
-			clear(r.reads.entries)
-		}
+	}
+	if full() {
+		clear(r.reads.entries)
+		r.reads.statuses = 0
 	}
 	r.reads.entries[key] = readEntry{statuses: statuses, at: now}
+	r.reads.statuses += len(statuses)
 }

@@ -35,9 +35,13 @@ func (r *HostedClusterPackageReconciler) reportCommitStatus(ctx context.Context,
 	if target == nil {
 		return
 	}
+	if s.keyOwner != "" {
+		// Another HostedClusterPackage posts under this one's context.
+		return
+	}
 	state, description := commitState(s, err)
 	id := r.Identity
-	if id.Sector != "" && publishes(s) && s.keyOwner == "" {
+	if id.Sector != "" && publishes(s) {
 		// The status is a bus too (spec.promotion.bus CommitStatuses downstream): it says what
 		// the promotion record says, under the promotion key.
 		state, description = recordState(commitRecord(s, err, r.now()), description)

@@ -167,8 +167,8 @@ type scope struct {
 	promotion     *convoyv1alpha1.PromotionStatus
 	promotionGate rollout.PromotionGate
 	promotionWake time.Time
-	// keyOwner: set by notePromotionKeyOwner when the pass publishes; another
-	// HostedClusterPackage's name when this one's promotion key is that one's.
+	// keyOwner: set by noteStatusContextOwner under a sector; another HostedClusterPackage's
+	// name when that one publishes under the name this one would.
 	keyOwner string
 	// revisions, updateObj: set by reconcileRevisions.
 	revisions []storedRevision

@@ -56,7 +56,7 @@ func (r *HostedClusterPackageReconciler) summarize(ctx context.Context, s *scope
 		}
 	}
 	logStall(ctx, s, err)
-	r.notePromotionKeyOwner(ctx, s)
+	r.noteStatusContextOwner(ctx, s)
 	r.reportCommitStatus(ctx, s, err)
 	r.reportPromotion(ctx, s)
 	r.publishPromotion(ctx, s, err)

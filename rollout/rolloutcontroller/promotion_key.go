@@ -9,44 +9,63 @@ import (
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
 
-// notePromotionKeyOwner sets s.keyOwner when the pass publishes: a pass whose key another
-// HostedClusterPackage owns publishes nothing under it, on the refs or as a commit status, and
-// says so in a PromotionKeyConflict event.
-func (r *HostedClusterPackageReconciler) notePromotionKeyOwner(ctx context.Context, s *scope) {
-	if !publishes(s) || r.Identity.Sector == "" {
+// noteStatusContextOwner sets s.keyOwner, under a sector, when another HostedClusterPackage
+// owns the name this one would publish under: its promotion key when it publishes (the record
+// on the refs and the commit status "convoy/<sector>/<management cluster>/<key>"), else its
+// name (the commit status alone). The oldest publisher of a key owns it, and a publisher owns
+// it before a HostedClusterPackage that only bears its name: a status of another rollout on a
+// publisher's context would read as its record downstream. A pass whose name another owns
+// publishes and posts nothing under it, and says so in a PromotionKeyConflict event.
+func (r *HostedClusterPackageReconciler) noteStatusContextOwner(ctx context.Context, s *scope) {
+	if r.Identity.Sector == "" || s.plan == nil || s.update.Commit == "" {
 		return
 	}
-	owner, err := r.promotionKeyOwner(ctx, s)
-	if err != nil {
+	owner, err := r.contextOwner(ctx, s)
+	switch {
+	case err != nil:
 		// Unknown: publish nothing this pass rather than risk two writers of one record.
 		s.keyOwner = "?"
-		return
-	}
-	if owner != s.obj.Name {
+	case owner != s.obj.Name:
 		s.keyOwner = owner
 		r.event(s, corev1.EventTypeWarning, PromotionConflictReason,
-			"Not publishing: promotion key %s is published by HostedClusterPackage %s, the older of the two", promotionKey(s.obj), owner)
+			"Not publishing: %s is the promotion key of HostedClusterPackage %s, which publishes it", contextName(s), owner)
 	}
 }
 
-// promotionKeyOwner returns the HostedClusterPackage that publishes the promotion key of
-// s.obj on this management cluster: of those publishing the same key, the oldest (by creation,
-// then name). The rule is read from the objects, not from which pass came first, so a
-// restarted controller gives the key to the same one.
-func (r *HostedClusterPackageReconciler) promotionKeyOwner(ctx context.Context, s *scope) (string, error) {
+// contextName is the name s publishes under: its promotion key when it publishes, else its own.
+func contextName(s *scope) string {
+	if publishes(s) {
+		return promotionKey(s.obj)
+	}
+	return s.obj.Name
+}
+
+// contextOwner returns the HostedClusterPackage that publishes under contextName(s) on this
+// management cluster: of the publishers of that key, the oldest (by creation, then name); s
+// itself when none other does and s may. The rule is read from the objects, not from which
+// pass came first, so a restarted controller gives the name to the same one.
+func (r *HostedClusterPackageReconciler) contextOwner(ctx context.Context, s *scope) (string, error) {
+	name := contextName(s)
 	list := &convoyv1alpha1.HostedClusterPackageList{}
 	if err := r.Client.List(ctx, list); err != nil {
-		return "", fmt.Errorf("listing HostedClusterPackages for the owner of promotion key %s: %w", promotionKey(s.obj), err)
+		return "", fmt.Errorf("listing HostedClusterPackages for the owner of promotion key %s: %w", name, err)
 	}
-	key, owner := promotionKey(s.obj), s.obj
+	var owner *convoyv1alpha1.HostedClusterPackage
+	if publishes(s) {
+		owner = s.obj
+	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if p := other.Spec.Promotion; p == nil || !p.Publish || promotionKey(other) != key || !other.DeletionTimestamp.IsZero() {
+		if p := other.Spec.Promotion; other.Name == s.obj.Name || p == nil || !p.Publish ||
+			promotionKey(other) != name || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if older(other, owner) {
+		if owner == nil || older(other, owner) {
 			owner = other
 		}
+	}
+	if owner == nil {
+		return s.obj.Name, nil
 	}
 	return owner.Name, nil
 }

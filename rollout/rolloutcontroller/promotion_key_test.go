@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/rollout"
 )
 
 // TestThePromotionKeyGoesToTheOldestPublisher: of two HostedClusterPackages publishing one
@@ -33,10 +34,28 @@ func TestThePromotionKeyGoesToTheOldestPublisher(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(first, second, silent, other).Build()
 	r := &HostedClusterPackageReconciler{Client: c}
 	for _, obj := range []*convoyv1alpha1.HostedClusterPackage{second, first} {
-		owner, err := r.promotionKeyOwner(context.Background(), &scope{obj: obj})
+		owner, err := r.contextOwner(context.Background(), publishing(obj))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(owner).To(Equal("zeta"), "asked by %s", obj.Name)
 	}
 	tie := hcpkg("aardvark", "addon", true, at)
 	g.Expect(older(tie, first)).To(BeTrue(), "the name breaks a tie")
+
+	// A HostedClusterPackage named like a publisher's key that does not publish itself posts no
+	// status under it: it would read as the publisher's record downstream.
+	named := hcpkg("addon", "", false, at.Add(-time.Hour))
+	g.Expect(c.Create(context.Background(), named)).To(Succeed())
+	owner, err := r.contextOwner(context.Background(), publishing(named))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owner).To(Equal("zeta"))
+	owner, err = r.contextOwner(context.Background(), publishing(other))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owner).To(Equal("beta"), "alone with its key")
+}
+
+// publishing is a pass of obj far enough to publish: a plan and an update commit.
+func publishing(obj *convoyv1alpha1.HostedClusterPackage) *scope {
+	s := &scope{obj: obj, plan: &rollout.Plan{}}
+	s.update.Commit = "c1"
+	return s
 }

@@ -17,6 +17,11 @@ import (
 // reported: it is never promoted through the forge, only waited for.
 const statusLookback = promotion.MaxCommits
 
+// statusReadBudget bounds the reads of one pass on the CommitStatuses bus, all commits
+// together; past it promotion holds, and the next pass reads what this one did not (the
+// Reporter keeps each commit's read).
+const statusReadBudget = 20 * time.Second
+
 // statusRecords returns, for each management cluster of the upstream sectors, the record its
 // commit statuses make: for each commit read (the newest statusLookback of in.History, and
 // in.Current), the latest status of its context "convoy/<sector>/<management cluster>/<key>".
@@ -26,6 +31,9 @@ func (r *HostedClusterPackageReconciler) statusRecords(ctx context.Context, gs *
 	if r.CommitStatus == nil {
 		return nil, fmt.Errorf("this controller reads no commit statuses")
 	}
+	// One budget for the whole read: a slow forge holds this pass's worker that long at most.
+	ctx, cancel := context.WithTimeout(ctx, statusReadBudget)
+	defer cancel()
 	target := commitstatus.TargetOf(gs)
 	commits := slices.Clone(in.History[:min(len(in.History), statusLookback)])
 	if in.Current != "" && !slices.Contains(commits, in.Current) {

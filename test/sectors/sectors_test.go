@@ -105,10 +105,10 @@ func goodCommit(ctx context.Context, t *testing.T, s sectors, repo *gitea.Reposi
 		g.Expect(wait).To(BeNumerically("<", canarySoak*time.Second+5*time.Second), "%s started late", m)
 	}
 	// us read canary's progress from these statuses (spec.promotion.bus CommitStatuses).
-	statuses, err := srv.Statuses(repo, first)
+	combined, _, err := srv.Client.GetCombinedStatus(repo.Owner.UserName, repo.Name, first)
 	g.Expect(err).NotTo(HaveOccurred())
 	var contexts []string
-	for _, st := range statuses {
+	for _, st := range combined.Statuses {
 		if st.State == gitea.StatusSuccess && strings.HasPrefix(st.Description, "Completed: ") {
 			contexts = append(contexts, st.Context)
 		}
