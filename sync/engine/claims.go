@@ -62,7 +62,7 @@ type claim struct {
 }
 
 // claimsOn returns the holds on live of every owner but this cluster's target: another
-// convoy owner, Flux, Package Operator, Helm, Argo CD, and any other owner reference.
+// convoy owner, Flux, Package Operator, Helm, Argo CD, and any other controller.
 func (c *cluster) claimsOn(live *unstructured.Unstructured) []claim {
 	var claims []claim
 	if live.GetLabels()[convoyv1alpha1.PackageNameLabel] != "" && !c.owns(live) {
@@ -108,8 +108,8 @@ func pkoClaims(live *unstructured.Unstructured) []claim {
 	return nil
 }
 
-// otherClaims returns the holds of owners convoy never takes over: Helm, Argo CD and owner
-// references of any other kind.
+// otherClaims returns the holds of owners convoy never takes over: Helm, Argo CD and
+// controllers of any other kind.
 func otherClaims(live *unstructured.Unstructured) []claim {
 	l, a := live.GetLabels(), live.GetAnnotations()
 	var claims []claim
@@ -124,7 +124,9 @@ func otherClaims(live *unstructured.Unstructured) []claim {
 		claims = append(claims, claim{owner: "managed by Argo CD (" + id + ")"})
 	}
 	for _, ref := range live.GetOwnerReferences() {
-		if !isPKOOwner(ref) {
+		// Note: an owner reference that is not a controller's only ties the object's life to
+		// another object (garbage collection); it holds none of its fields, and stays.
+		if !isPKOOwner(ref) && ref.Controller != nil && *ref.Controller {
 			claims = append(claims, claim{owner: fmt.Sprintf("owned by %s %s", ref.Kind, ref.Name)})
 		}
 	}
@@ -164,17 +166,17 @@ func describeClaims(claims []claim) string {
 }
 
 // contestedBy returns the hold of a tool convoy took live over from (its
-// convoy.dev/adopted-from annotation) that is back on it: the tool applied the object again.
+// convoy.dev/adopted-from label) that is back on it: the tool applied the object again.
 //
 // Note: both tools put their marks back on every apply (kustomize-controller its labels,
 // Package Operator its owner reference and cache label), so a mark that comes back is the
 // field convoy applied flipping back, whichever field the tool also changed.
 func contestedBy(live *unstructured.Unstructured) (claim, bool) {
-	from := live.GetAnnotations()[convoyv1alpha1.AdoptedFromAnnotation]
+	from := live.GetLabels()[convoyv1alpha1.AdoptedFromLabel]
 	if from == "" {
 		return claim{}, false
 	}
-	tools := strings.Split(from, ",")
+	tools := strings.Split(from, ".")
 	for _, cl := range append(fluxClaims(live), pkoClaims(live)...) {
 		if cl.tool != "" && slices.Contains(tools, string(cl.tool)) {
 			return cl, true

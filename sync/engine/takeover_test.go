@@ -112,8 +112,8 @@ func TestTakeoverKeepsTheObjectAndDropsTheOldOwner(t *testing.T) {
 			g.Expect(after.GetGeneration()).To(Equal(before.GetGeneration()), "the spec is not written: no new ReplicaSet")
 			g.Expect(after.Object["spec"]).To(Equal(before.Object["spec"]))
 			g.Expect(after.GetLabels()).To(Equal(map[string]string{convoyv1alpha1.PackageNameLabel: "pkg",
-				convoyv1alpha1.PackageNamespaceLabel: tgt.Namespace}))
-			g.Expect(after.GetAnnotations()).To(Equal(map[string]string{convoyv1alpha1.AdoptedFromAnnotation: string(tc.tool)}))
+				convoyv1alpha1.PackageNamespaceLabel: tgt.Namespace, convoyv1alpha1.AdoptedFromLabel: string(tc.tool)}))
+			g.Expect(after.GetAnnotations()).To(Equal(before.GetAnnotations()), "a Deployment's generation moves with them")
 			g.Expect(after.GetOwnerReferences()).To(BeEmpty())
 			g.Expect(managers(after)).NotTo(ContainElement(HavePrefix(fluxFieldManager + "/")))
 			g.Expect(managers(after)).NotTo(ContainElement(HavePrefix(pkoFieldManager + "/")))
@@ -163,10 +163,10 @@ func TestTakeoverStopsWhenTheOldOwnerComesBack(t *testing.T) {
 	live := kubetest.Get(g, env.Client, deployment(tgt.Namespace, ""))
 	g.Expect(live.GetGeneration()).To(BeNumerically("<=", flipped.GetGeneration()+1), "at most one write back, not a loop")
 
-	// Once Flux is stopped again and the annotation removed, convoy takes the object over anew.
-	ann := live.GetAnnotations()
-	delete(ann, convoyv1alpha1.AdoptedFromAnnotation)
-	live.SetAnnotations(ann)
+	// Once Flux is stopped again and the label removed, convoy takes the object over anew.
+	l := live.GetLabels()
+	delete(l, convoyv1alpha1.AdoptedFromLabel)
+	live.SetLabels(l)
 	live.SetManagedFields(nil)
 	g.Expect(env.Client.Update(ctx, live)).To(Succeed())
 	res, err = engine.Sync(ctx, tgt, rev, res.Inventory)
