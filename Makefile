@@ -51,11 +51,12 @@ E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesE
 	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyEveryScenario TestFaultsShort \
 	TestStoreStaysBoundedOver1000Commits TestChartRenderParity \
 	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout TestFixedTokenSecretIsUsedAtOnce \
-	TestDevSectorsMovesACommitSectorBySector TestImageRunsItsConvoyBinary
+	TestDevSectorsMovesACommitSectorBySector TestImageRunsItsConvoyBinary TestTakeoverFromARunningFlux
 EMPTY :=
 E2E_REGEX := ^($(subst $(EMPTY) $(EMPTY),|,$(strip $(E2E_TESTS))))$$
 # E2E_PACKAGES hold the E2E_TESTS; those also in RACE_PACKAGES run under -race.
-E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./cmd/convoy-dev ./test/bench ./test/forgeloop ./hack/image
+E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./cmd/convoy-dev ./test/bench ./test/forgeloop ./hack/image \
+	./test/takeover
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 SOAK_ARGS ?=
@@ -237,6 +238,10 @@ e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollou
 .PHONY: e2e-forge
 e2e-forge: $(CONTROL_PLANE) $(FORGE) build ## Run only the pull-request loop against Gitea (test/forgeloop, part of `make e2e`): about 2 minutes.
 	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/forgeloop -count=1 -v -timeout 15m
+
+.PHONY: e2e-takeover
+e2e-takeover: $(CONTROL_PLANE) $(FLUX) build ## Run only the takeover of add-ons from a real Flux (test/takeover, part of `make e2e`): about 2 minutes.
+	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/takeover -run '^TestTakeoverFromARunningFlux$$' -count=1 -v -timeout 15m
 
 .PHONY: e2e-sectors
 e2e-sectors: $(CONTROL_PLANE) $(FORGE) build ## Run the promotion across four management clusters and Gitea (test/sectors; not yet in `make e2e`): about 5 minutes.

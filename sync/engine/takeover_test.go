@@ -23,7 +23,7 @@ func deployment(namespace, image string) *unstructured.Unstructured {
 			"selector": map[string]any{"matchLabels": map[string]any{"app": "addon"}},
 			"template": map[string]any{
 				"metadata": map[string]any{"labels": map[string]any{"app": "addon"}},
-				"spec": map[string]any{"containers": []any{map[string]any{"name": "addon", "image": image}}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "addon", "image": image}}},
 			},
 		},
 	})
