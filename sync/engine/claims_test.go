@@ -73,9 +73,9 @@ func TestTakeoverPatchMovesTheMarks(t *testing.T) {
 	live.SetResourceVersion("42")
 	live.SetManagedFields([]metav1.ManagedFieldsEntry{
 		{Manager: fluxFieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:level":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:level":{}}}`)},
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:other":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:other":{}}}`)},
 	})
 	c := &cluster{name: convoyv1alpha1.InventoryClusterManagement, target: &Target{Namespace: "ns", Name: "pkg", AdoptFrom: []convoyv1alpha1.AdoptOwner{
 		convoyv1alpha1.AdoptFromFlux, convoyv1alpha1.AdoptFromPackageOperator}}}

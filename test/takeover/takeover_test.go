@@ -55,7 +55,7 @@ spec:
     - cel: {rule: "self.metadata.generation > 0", message: not applied}
 `,
 		packagePath + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [deployment.yaml, settings.yaml]\n",
-		packagePath + "/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: addon-settings, annotations: {convoy.dev/phase: deploy}}\ndata: {level: info}\n",
+		packagePath + "/settings.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: addon-settings, annotations: {convoy.dev/phase: deploy}}\ndata: {level: info}\n",
 		packagePath + "/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: addon, annotations: {convoy.dev/phase: deploy}}

@@ -66,8 +66,11 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 			return nil, err
 		}
 		files, err := filepath.Glob(filepath.Join(dir, "config", "crd", "bases", "*.yaml"))
-		if err != nil || len(files) == 0 {
-			return nil, fmt.Errorf("no CRDs in %s/config/crd/bases: %v", dir, err)
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("no CRDs in %s/config/crd/bases", dir)
 		}
 		for _, f := range files {
 			crd, err := readCRD(f)
