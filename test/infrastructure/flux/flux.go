@@ -129,10 +129,14 @@ func Start(ctx context.Context, opts Options) (_ *Flux, err error) {
 		return nil, err
 	}
 	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
+	storage := filepath.Join(dir, "storage")
+	if err := os.Mkdir(storage, 0o700); err != nil {
+		return nil, err
+	}
 	env := []string{"KUBECONFIG=" + opts.Kubeconfig, "RUNTIME_NAMESPACE=flux-system"}
-	common := []string{"--enable-leader-election=false", "--log-level=debug"}
+	common := []string{"--enable-leader-election=false"}
 	if err := f.start(ctx, opts, sourceController, addr(0), env, append(common, "--metrics-addr="+addr(1),
-		"--storage-path="+filepath.Join(dir, "storage"), "--storage-addr="+addr(2), "--storage-adv-addr="+addr(2))); err != nil {
+		"--storage-path="+storage, "--storage-addr="+addr(2), "--storage-adv-addr="+addr(2))); err != nil {
 		return nil, err
 	}
 	if err := f.start(ctx, opts, kustomizeController, addr(3), env, append(common, "--metrics-addr="+addr(4))); err != nil {
