@@ -97,8 +97,9 @@ func (s *story) expectSameObjects(t *testing.T, before map[string]snapshot) {
 	}
 }
 
-// expectImage waits until every Deployment runs image and its Package is Available.
-func (s *story) expectImage(t *testing.T, image string) {
+// expectImage waits until every Deployment runs image and, when available is set, its
+// Package is Available.
+func (s *story) expectImage(t *testing.T, image string, available bool) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		for k, o := range s.read(g) {
@@ -114,7 +115,9 @@ func (s *story) expectImage(t *testing.T, image string) {
 			g.Expect(s.env.Client.List(context.Background(), list, client.InNamespace(hcp))).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(1))
 			g.Expect(list.Items[0].Spec.Adopt).NotTo(BeNil(), "the HostedClusterPackage passes spec.adopt on")
-			g.Expect(condition(list.Items[0].Status.Conditions, convoyv1alpha1.AvailableCondition)).To(Equal("True"), hcp)
+			if available {
+				g.Expect(condition(list.Items[0].Status.Conditions, convoyv1alpha1.AvailableCondition)).To(Equal("True"), hcp)
+			}
 		}
 	}).WithTimeout(within).Should(Succeed(), func() string { return s.ctrl.LogPath() })
 }
@@ -137,6 +140,17 @@ func (s *story) expectContested(t *testing.T) {
 		}
 		g.Expect(contested).To(Equal(len(s.hcps)))
 	}).WithTimeout(within).Should(Succeed())
+	// Neither side writes in a loop: convoy stopped, Flux finds nothing drifted.
+	versions := func(g Gomega) map[string]string {
+		out := map[string]string{}
+		for k, o := range s.read(g) {
+			out[k] = o.GetResourceVersion()
+		}
+		return out
+	}
+	g := NewWithT(t)
+	settled := versions(g)
+	g.Consistently(versions).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Equal(settled))
 }
 
 // condition returns the status of the condition of type kind.

@@ -102,18 +102,18 @@ func TestTakeoverFromARunningFlux(t *testing.T) {
 	s.setFlux(t, map[string]any{"prune": false})
 	s.startConvoy(t)
 	s.createHostedClusterPackage(t)
-	s.expectImage(t, "addon:1.0")
+	s.expectImage(t, "addon:1.0", true)
 	s.expectTakenOver(t, before)
 
 	gittest.Commit(t, s.repo, "Move to 1.1", addonFiles("addon:1.1"))
-	s.expectImage(t, "addon:1.1")
+	s.expectImage(t, "addon:1.1", true)
 	s.expectSameObjects(t, before)
 	t.Log("convoy rolled out the next commit over the objects Flux applied")
 
 	s.setFlux(t, map[string]any{"suspend": false})
 	s.expectContested(t)
 	s.expectSameObjects(t, before)
-	s.expectImage(t, "addon:1.1")
+	s.expectImage(t, "addon:1.1", false)
 	t.Log("Flux resumed by mistake: convoy stopped with TakeoverContested, nothing deleted or reverted")
 }
 
