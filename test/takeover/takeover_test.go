@@ -1,9 +1,11 @@
 package takeover
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,11 +14,13 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
+	"github.com/convoy-gitops/convoy/cmd/convoy/importer"
 	"github.com/convoy-gitops/convoy/test/bench"
 	"github.com/convoy-gitops/convoy/test/fleet"
 	"github.com/convoy-gitops/convoy/test/gittest"
@@ -73,16 +77,17 @@ spec:
 
 // story is one run: the fleet, Flux, the Git repository and convoy.
 type story struct {
-	env   *fleet.Fleet
-	flux  *flux.Flux
-	repo  *gitserver.Repo
-	url   string
-	ns    string
-	hcps  []string
-	dir   string
-	kcfg  string
-	ctrl  *bench.Controller
-	hcpkg string
+	env    *fleet.Fleet
+	flux   *flux.Flux
+	repo   *gitserver.Repo
+	url    string
+	ns     string
+	hcps   []string
+	dir    string
+	kcfg   string
+	ctrl   *bench.Controller
+	convoy string
+	hcpkg  string
 }
 
 // TestTakeoverFromARunningFlux moves an add-on that a real Flux applies into two hosted
@@ -100,6 +105,7 @@ func TestTakeoverFromARunningFlux(t *testing.T) {
 
 	s.setFlux(t, map[string]any{"suspend": true})
 	s.setFlux(t, map[string]any{"prune": false})
+	// Note: the Kustomizations' interval (2s) is what `convoy import` gives the Packages.
 	s.startConvoy(t)
 	s.createHostedClusterPackage(t)
 	s.expectImage(t, "addon:1.0", true)
@@ -216,29 +222,34 @@ func (s *story) startConvoy(t *testing.T) {
 		Dir: s.dir, Concurrency: 4})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.Stop() })
-	s.ctrl = c
+	s.ctrl, s.convoy = c, convoy
 }
 
-// createHostedClusterPackage writes the convoy objects of the move: a GitSource of the same
-// repository and a HostedClusterPackage taking over from Flux, early partition first.
+// createHostedClusterPackage writes the convoy objects of the move with `convoy import` from
+// the cluster: a GitSource of the GitRepository and a HostedClusterPackage for the
+// Kustomizations of the add-on's path, taking over from Flux. As import's notes ask, the test
+// adds what Flux's objects do not say: the HostedClusters to select and their partitions.
 func (s *story) createHostedClusterPackage(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	gs := &convoyv1alpha1.GitSource{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: sourceName},
-		Spec: convoyv1alpha1.GitSourceSpec{URL: s.url, Ref: convoyv1alpha1.GitRef{Branch: "main"},
-			Interval: &metav1.Duration{Duration: 2 * time.Second}}}
+	out, err := exec.Command(s.convoy, "import", "--kubeconfig", s.kcfg).Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	objs, err := importer.Decode(bytes.NewReader(out))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs).To(HaveLen(2), string(out))
+	gs := &convoyv1alpha1.GitSource{}
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, gs)).To(Succeed())
+	g.Expect(gs.Spec.URL).To(Equal(s.url))
 	g.Expect(s.env.Client.Create(ctx, gs)).To(Succeed())
-	hcpkg := &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "addon-" + s.ns}}
+	hcpkg := &convoyv1alpha1.HostedClusterPackage{}
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(objs[1].Object, hcpkg)).To(Succeed())
+	g.Expect(hcpkg.Spec.Template.Spec.Path).To(Equal(packagePath))
+	g.Expect(hcpkg.Spec.Template.Spec.Adopt.From).To(ConsistOf(convoyv1alpha1.AdoptFromFlux))
 	hcpkg.Spec.Partition = &convoyv1alpha1.PartitionSpec{LabelKey: tierKey, Order: convoyv1alpha1.PartitionOrder{Static: tiers}}
 	hcpkg.Spec.Strategy.RollingUpgrade = &convoyv1alpha1.RollingUpgradeStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
 	hcpkg.Spec.HostedClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 		{Key: tierKey, Operator: metav1.LabelSelectorOpExists}}}
-	spec := &hcpkg.Spec.Template.Spec
-	spec.SourceRef = convoyv1alpha1.SourceReference{Name: sourceName, Namespace: s.ns}
-	spec.Path = packagePath
-	spec.Interval = &metav1.Duration{Duration: 2 * time.Second}
-	spec.Adopt = &convoyv1alpha1.AdoptSpec{From: []convoyv1alpha1.AdoptOwner{convoyv1alpha1.AdoptFromFlux}}
 	g.Expect(s.env.Client.Create(ctx, hcpkg)).To(Succeed())
 	s.hcpkg = hcpkg.Name
 }
