@@ -21,6 +21,10 @@ ALERTMANAGER_MOD := test/tools/monitoring/alertmanager
 # Gitea, the tests' Git forge (test/infrastructure/forge), pinned by a module that copies Gitea's
 # replace lines.
 GITEA_MOD := test/tools/forge/gitea
+# Flux's source-controller and kustomize-controller, the old owner of the takeover test
+# (test/takeover), pinned by a module each that copies the controller's replace lines.
+SOURCE_CONTROLLER_MOD := test/tools/flux/source-controller
+KUSTOMIZE_CONTROLLER_MOD := test/tools/flux/kustomize-controller
 # $(call PROMETHEUS_VERSION_FLAG,<module>) stamps the module's pinned version (go list, in the
 # recipe's folder) into a Prometheus project's command: its --version and build_info say it.
 PROMETHEUS_VERSION_FLAG = -X github.com/prometheus/common/version.Version=$$(go list -m -f '{{.Version}}' $(1))
@@ -47,11 +51,12 @@ E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesE
 	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyEveryScenario TestFaultsShort \
 	TestStoreStaysBoundedOver1000Commits TestChartRenderParity \
 	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout TestFixedTokenSecretIsUsedAtOnce \
-	TestDevSectorsMovesACommitSectorBySector TestImageRunsItsConvoyBinary
+	TestDevSectorsMovesACommitSectorBySector TestImageRunsItsConvoyBinary TestTakeoverFromARunningFlux
 EMPTY :=
 E2E_REGEX := ^($(subst $(EMPTY) $(EMPTY),|,$(strip $(E2E_TESTS))))$$
 # E2E_PACKAGES hold the E2E_TESTS; those also in RACE_PACKAGES run under -race.
-E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./cmd/convoy-dev ./test/bench ./test/forgeloop ./hack/image
+E2E_PACKAGES := ./rollout/rolloutcontroller ./sources ./manifests ./cmd/convoy ./cmd/convoy-dev ./test/bench ./test/forgeloop ./hack/image \
+	./test/takeover
 BENCH_ARGS ?=
 FAULTS_ARGS ?=
 SOAK_ARGS ?=
@@ -131,6 +136,7 @@ verify: generate manifests docs ## Fail when regenerated files (code, CRDs, RBAC
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd
 MONITORING := $(BIN)/prometheus $(BIN)/alertmanager
 FORGE := $(BIN)/gitea
+FLUX := $(BIN)/source-controller $(BIN)/kustomize-controller
 # Measured cold on 2 cores (empty build and module caches, downloads included, one build after
 # the other) while other builds shared the machine, so upper bounds; for the line each build
 # prints before it starts.
@@ -138,9 +144,11 @@ CONTROL_PLANE_COLD := about 32 minutes
 PROMETHEUS_COLD := about 19 minutes
 ALERTMANAGER_COLD := about 4 minutes
 GITEA_COLD := about 24 minutes
+SOURCE_CONTROLLER_COLD := about 25 minutes
+KUSTOMIZE_CONTROLLER_COLD := about 15 minutes
 
 .PHONY: tools
-tools: $(CONTROL_PLANE) $(MONITORING) $(FORGE) ## Build every server the tests run: kube-apiserver, etcd, Prometheus, Alertmanager, Gitea (cached afterwards).
+tools: $(CONTROL_PLANE) $(MONITORING) $(FORGE) $(FLUX) ## Build every server the tests run: kube-apiserver, etcd, Prometheus, Alertmanager, Gitea, Flux's source-controller and kustomize-controller (cached afterwards).
 
 # Note: one go build makes both binaries. On 2 cores one go build already keeps both cores
 # busy compiling, so two builds side by side would not finish sooner and would compile the
@@ -170,6 +178,17 @@ $(BIN)/gitea: $(GITEA_MOD)/go.mod $(GITEA_MOD)/go.sum
 	@echo "==> Building bin/gitea from source: the tests of commit statuses and of the pull-request loop drive it ($(GITEA_COLD) cold on 2 cores; cached afterwards)"
 	cd $(GITEA_MOD) && go build -tags 'sqlite sqlite_unlock_notify' -o $@ \
 		-ldflags="-w -X main.Version=$$(go list -m -f '{{.Version}}' code.gitea.io/gitea | sed 's/^v//')" code.gitea.io/gitea
+
+# Note: the pinning modules hold the controllers' whole module graph (go mod tidy), so the build
+# needs no -mod=mod and writes nothing to go.sum; config/crd/bases of the same module versions
+# is where the takeover test reads Flux's CRDs from.
+$(BIN)/source-controller: $(SOURCE_CONTROLLER_MOD)/go.mod $(SOURCE_CONTROLLER_MOD)/go.sum
+	@echo "==> Building bin/source-controller from source: Flux's Git fetcher, the old owner the takeover test moves add-ons away from ($(SOURCE_CONTROLLER_COLD) cold on 2 cores; cached afterwards)"
+	cd $(SOURCE_CONTROLLER_MOD) && go build -ldflags=-w -o $@ github.com/fluxcd/source-controller
+
+$(BIN)/kustomize-controller: $(KUSTOMIZE_CONTROLLER_MOD)/go.mod $(KUSTOMIZE_CONTROLLER_MOD)/go.sum
+	@echo "==> Building bin/kustomize-controller from source: Flux's applier, the old owner the takeover test moves add-ons away from ($(KUSTOMIZE_CONTROLLER_COLD) cold on 2 cores; cached afterwards)"
+	cd $(KUSTOMIZE_CONTROLLER_MOD) && go build -ldflags=-w -o $@ github.com/fluxcd/kustomize-controller
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -223,6 +242,10 @@ e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollou
 .PHONY: e2e-forge
 e2e-forge: $(CONTROL_PLANE) $(FORGE) build ## Run only the pull-request loop against Gitea (test/forgeloop, part of `make e2e`): about 2 minutes.
 	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/forgeloop -count=1 -v -timeout 15m
+
+.PHONY: e2e-takeover
+e2e-takeover: $(CONTROL_PLANE) $(FLUX) build ## Run only the takeover of add-ons from a real Flux (test/takeover, part of `make e2e`): about 2 minutes.
+	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/takeover -run '^TestTakeoverFromARunningFlux$$' -count=1 -v -timeout 15m
 
 .PHONY: e2e-sectors
 e2e-sectors: $(CONTROL_PLANE) $(FORGE) build ## Run only the promotion across four management clusters and Gitea (test/sectors, the last step of `make e2e`): about 4 minutes.

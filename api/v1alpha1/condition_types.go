@@ -115,6 +115,11 @@ const (
 	// CollisionReason: an object exists and belongs to someone else.
 	CollisionReason = "Collision"
 
+	// TakeoverContestedReason: an object convoy took over from another tool (spec.adopt)
+	// carries that tool's marks again, so the tool still applies it; convoy stops instead of
+	// writing over it in turn.
+	TakeoverContestedReason = "TakeoverContested"
+
 	// ForbiddenTargetReason: an object would land outside the Package's namespace or is
 	// cluster-scoped in a management phase.
 	ForbiddenTargetReason = "ForbiddenTarget"

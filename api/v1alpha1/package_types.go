@@ -77,7 +77,39 @@ type PackageTemplateSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// adopt lets the Package take over existing objects that another tool applied, without
+	// the per-object convoy.dev/adopt annotation: an object whose only owner is one of
+	// adopt.from keeps its UID and loses that owner's marks in the same write; objects of any
+	// other owner stay refused. On a HostedClusterPackage's template it reaches every Package
+	// through the rollout, partition by partition.
+	// +optional
+	Adopt *AdoptSpec `json:"adopt,omitempty"`
 }
+
+// AdoptSpec names the tools whose objects a Package takes over.
+type AdoptSpec struct {
+	// from lists the previous owners to take objects over from: flux (a Flux Kustomization's
+	// kustomize.toolkit.fluxcd.io labels and its kustomize-controller field manager) and
+	// package-operator (Package Operator's package-operator.run marks, its owner references to
+	// ObjectSets and ObjectSetPhases, and its package-operator field manager).
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	From []AdoptOwner `json:"from"`
+}
+
+// AdoptOwner is a tool whose objects convoy can take over.
+// +kubebuilder:validation:Enum=flux;package-operator
+type AdoptOwner string
+
+const (
+	// AdoptFromFlux takes over the objects a Flux Kustomization applied.
+	AdoptFromFlux AdoptOwner = "flux"
+	// AdoptFromPackageOperator takes over the objects Package Operator applied.
+	AdoptFromPackageOperator AdoptOwner = "package-operator"
+)
 
 // PackageSpec is one package instance applied to one target.
 type PackageSpec struct {

@@ -36,6 +36,11 @@ const (
 	// object that it did not create.
 	AdoptAnnotation = "convoy.dev/adopt"
 
+	// AdoptedFromLabel records on an object which tools convoy took it over from (spec.adopt),
+	// joined by dots: should their marks come back, a tool is still applying the object. A
+	// label, not an annotation: a Deployment's generation moves with its annotations.
+	AdoptedFromLabel = "convoy.dev/adopted-from"
+
 	// PruneAnnotation set to "disabled" keeps an object when it leaves the package.
 	PruneAnnotation = "convoy.dev/prune"
 

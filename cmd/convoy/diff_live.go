@@ -156,6 +156,9 @@ func previewPackage(ctx context.Context, stderr io.Writer, pv previewer,
 	}
 	rev := synccontroller.PackageRevision(commit, rendered)
 	t := &engine.Target{Namespace: p.Namespace, Name: p.Name, Management: c}
+	if p.Spec.Adopt != nil {
+		t.AdoptFrom = p.Spec.Adopt.From
+	}
 	if rev.NeedsHostedCluster() || hasHostedEntries(p.Status.Inventory) {
 		var kubeconfig *convoyv1alpha1.SecretKeyReference
 		if p.Spec.HostedCluster != nil {

@@ -24,6 +24,7 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 		newDiffCmd(),
 		newDashboardCmd(),
+		newImportCmd(),
 	)
 	return root
 }

@@ -42,6 +42,10 @@ func (e *Engine) writeStage(ctx context.Context, c *cluster, ph *Phase, states [
 	if err != nil {
 		return err
 	}
+	// An object applied without a read shows whether its old owner came back in the answer.
+	if err := c.checkContested(ph, objectsOf(changed), out.observer.live); err != nil {
+		return err
+	}
 	// Objects the API server refused (an immutable field, a replaced object) go the full way.
 	if err := e.readRefused(ctx, c, ph, refused, out); err != nil {
 		return err
@@ -118,8 +122,12 @@ func (e *Engine) readRefused(ctx context.Context, c *cluster, ph *Phase, refused
 }
 
 // applyRead applies objects read by prefetch: the absent ones directly, the present ones not
-// as this owner left them through the resource manager (dry-run, then apply if they differ).
+// as this owner left them through the resource manager (dry-run, then apply if they differ),
+// once those another tool holds are taken over (takeOver).
 func (e *Engine) applyRead(ctx context.Context, c *cluster, states []desiredState, out *phaseOutcome) error {
+	if err := e.takeOver(ctx, c, states, out); err != nil {
+		return err
+	}
 	var absent, present []desiredState
 	for _, s := range states {
 		live := out.observer.existing(s.obj)
@@ -244,21 +252,31 @@ func (c *Changes) add(cs *ssa.ChangeSet, controller, cluster string) {
 const maxNamed = 5
 
 // checkOwnership refuses to apply over existing objects that are not this owner's, unless
-// the desired object asks for adoption with convoy.dev/adopt: "true".
+// the desired object asks for adoption with convoy.dev/adopt: "true" or the only owners are
+// tools the target adopts from (Target.AdoptFrom). An object of this owner that a tool it was
+// taken over from applies again is refused too (checkContested).
 func (c *cluster) checkOwnership(ph *Phase, objs []*unstructured.Unstructured, obs *observer) error {
+	if err := c.checkContested(ph, objs, obs.existing); err != nil {
+		return err
+	}
 	var refused []string
 	for _, obj := range objs {
 		live := obs.existing(obj)
 		if live == nil || c.owns(live) || adopts(obj) {
 			continue
 		}
-		refused = append(refused, fmt.Sprintf("%s (%s)", describe(obj), ownerOf(live)))
+		claims := c.claimsOn(live)
+		if c.takesOver(claims) {
+			continue
+		}
+		refused = append(refused, fmt.Sprintf("%s (%s)", describe(obj), describeClaims(claims)))
 	}
 	if len(refused) == 0 {
 		return nil
 	}
 	return pass.Stallf(convoyv1alpha1.CollisionReason,
-		"phase %q: refusing to take over %s in the %s cluster: %s; annotate the object %s: \"true\" in the manifest to adopt it",
+		"phase %q: refusing to take over %s in the %s cluster: %s; annotate the object %s: \"true\" in the manifest, "+
+			"or name its owner in spec.adopt.from (flux, package-operator) when it is the only one, to adopt it",
 		ph.Name, plural(len(refused), "an existing object", "existing objects"), c.name,
 		nameList(refused), convoyv1alpha1.AdoptAnnotation)
 }

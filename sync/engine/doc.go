@@ -29,7 +29,9 @@
 //     manager "convoy"). An object the owner applied before in another state is applied
 //     directly, one request; one nothing says exists is created without a read (create.go);
 //     the others are read first (the observer), and an existing object that is not labelled as
-//     this owner's is refused unless the desired object carries convoy.dev/adopt: "true".
+//     this owner's is refused unless the desired object carries convoy.dev/adopt: "true" or
+//     the only tools holding it are those the owner adopts from (Target.AdoptFrom: Flux,
+//     Package Operator); those are taken over first (takeover.go).
 //     Absent ones are created with one apply each, one found as the owner left it is not
 //     written, and the rest go through fluxcd/pkg/ssa, whose dry-run comparison leaves
 //     unchanged objects unwritten. Objects are only recreated on an immutable-field error when
@@ -91,7 +93,10 @@
 // (cluster, and the cluster as the memory sees it), which every step works on; phase.go what
 // applying a phase did (phaseOutcome); prepare.go the ownership labels and the scopes of the
 // management cluster's kinds (scopes), which place and prepare ask; apply.go the applies and
-// the ownership check; create.go the create-only apply of objects nothing says exist (an
+// the ownership check; takeover.go the takeover of objects another tool applied (one JSON
+// patch that moves the ownership marks and the tool's managed fields to this owner) and the
+// refusal of objects whose old tool applies them again (TakeoverContested); claims.go who holds
+// a live object, read from the marks each tool leaves; create.go the create-only apply of objects nothing says exist (an
 // install's), one request each, and its undoing on a collision; observer.go the client the
 // applies go through (the observer: one read per object, every answer seen) and the keys of
 // objects in a pass (objectKey); memory.go the seam (Memory), the stateless memory and the
@@ -100,7 +105,7 @@
 // preview.go use too. engine.go holds Options, the Engine and what the controllers ask it;
 // revision.go the inputs (Revision, Phase, Target); errors.go the classification of errors,
 // the one place that decides what is Stalling (only the user can fix it: collisions,
-// forbidden targets, invalid objects), Waiting (clears by itself: probes, CRDs being
+// contested takeovers, forbidden targets, invalid objects), Waiting (clears by itself: probes, CRDs being
 // established, an unreachable hosted cluster) or transient, as internal/pass defines them;
 // preview.go DryRun, which previews a Sync with server-side dry runs and writes nothing
 // (`convoy diff --package`); metrics.go the metrics.

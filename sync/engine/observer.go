@@ -100,6 +100,18 @@ func (o *observer) live(obj *unstructured.Unstructured) *unstructured.Unstructur
 	return o.seen[keyOf(obj)]
 }
 
+// reread replaces what prefetch read of an object with a fresher state the engine wrote
+// outside the resource manager (a takeover), so that the resource manager's read sees it.
+func (o *observer) reread(live *unstructured.Unstructured) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := keyOf(live)
+	if _, ok := o.pending[k]; ok {
+		o.pending[k] = live.DeepCopy()
+	}
+	o.seen[k] = live.DeepCopy()
+}
+
 // observe records a fresher live state of an object read outside the resource manager.
 func (o *observer) observe(live *unstructured.Unstructured) {
 	o.mu.Lock()

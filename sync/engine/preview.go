@@ -100,8 +100,8 @@ func (c *cluster) dryRunOne(ctx context.Context, ph *Phase, obj *unstructured.Un
 	switch err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), live); {
 	case err == nil:
 		out.Live = live
-		if !c.owns(live) && !adopts(obj) {
-			out.Refused = fmt.Sprintf("%s exists and is not this owner's (%s)", describe(obj), ownerOf(live))
+		if claims := c.claimsOn(live); !c.owns(live) && !adopts(obj) && !c.takesOver(claims) {
+			out.Refused = fmt.Sprintf("%s exists and is not this owner's (%s)", describe(obj), describeClaims(claims))
 			return out, nil
 		}
 	case !apierrors.IsNotFound(err):

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/manifests"
 	"github.com/convoy-gitops/convoy/manifests/probe"
 )
@@ -58,4 +59,7 @@ type Target struct {
 	// Shard, when set, is the owner's convoy.dev/shard: its management objects carry it too, so
 	// that the watch of each shard's replica holds only its own shard's objects.
 	Shard string
+	// AdoptFrom names the tools whose objects the owner takes over (spec.adopt.from): an
+	// existing object that only they hold is moved to the owner instead of refused.
+	AdoptFrom []convoyv1alpha1.AdoptOwner
 }

@@ -67,14 +67,21 @@ type Changes struct {
 	Configured int
 	// Unchanged counts objects that already matched and were not written.
 	Unchanged int
+	// TakenOver counts objects taken over from another tool (Target.AdoptFrom); each is
+	// counted under one of the three above as well, by how its apply went.
+	TakenOver int
 }
 
 // Written reports whether the pass wrote any object.
-func (c Changes) Written() bool { return c.Created+c.Configured > 0 }
+func (c Changes) Written() bool { return c.Created+c.Configured+c.TakenOver > 0 }
 
 // String summarizes the counts, e.g. "2 created, 1 configured, 7 unchanged".
 func (c Changes) String() string {
-	return fmt.Sprintf("%d created, %d configured, %d unchanged", c.Created, c.Configured, c.Unchanged)
+	s := fmt.Sprintf("%d created, %d configured, %d unchanged", c.Created, c.Configured, c.Unchanged)
+	if c.TakenOver > 0 {
+		s += fmt.Sprintf(", %d taken over", c.TakenOver)
+	}
+	return s
 }
 
 // Sync applies rev to t phase by phase and, once every phase is available, prunes what the
@@ -236,6 +243,7 @@ func (r *Result) record(c *cluster, ph *Phase, out *phaseOutcome) {
 	r.appliedDirectly = r.appliedDirectly || out.appliedDirectly
 	r.Changes.Created += out.changes.Created
 	r.Changes.Configured += out.changes.Configured
+	r.Changes.TakenOver += out.changes.TakenOver
 	r.Changes.Unchanged += out.changes.Unchanged
 }
 

@@ -81,6 +81,8 @@ type scope struct {
 	kubeconfigRef *convoyv1alpha1.SecretKeyReference
 	// serviceAccount is the object's spec.serviceAccountName; empty for none.
 	serviceAccount string
+	// adoptFrom is a Package's spec.adopt.from: the tools whose objects it takes over.
+	adoptFrom []convoyv1alpha1.AdoptOwner
 	// chart is set by the Package's render step for a chart package, whose render depends on
 	// the API versions its clusters serve.
 	chart bool

@@ -40,7 +40,7 @@ func (c *Common) reconcileTarget(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.target = &engine.Target{Namespace: s.obj.GetNamespace(), Name: s.obj.GetName(), Kind: ownerKind(s.obj), Management: mgmt,
-		Shard: c.Shard}
+		Shard: c.Shard, AdoptFrom: s.adoptFrom}
 	if !s.revision.NeedsHostedCluster() && !hasHosted(s.status.Inventory) {
 		return nil
 	}

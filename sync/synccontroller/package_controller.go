@@ -101,6 +101,9 @@ func (r *PackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		return ctrl.Result{}, r.releaseStranded(ctx, obj) // another replica's (convoy.dev/shard)
 	}
 	s := &scope{obj: obj, status: &obj.Status, paused: obj.Spec.Paused, serviceAccount: obj.Spec.ServiceAccountName}
+	if obj.Spec.Adopt != nil {
+		s.adoptFrom = obj.Spec.Adopt.From
+	}
 	if obj.Spec.HostedCluster != nil {
 		s.kubeconfigRef = obj.Spec.HostedCluster.KubeconfigSecretRef
 	}

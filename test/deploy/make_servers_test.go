@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/convoy-gitops/convoy/test/infrastructure/controlplane"
+	"github.com/convoy-gitops/convoy/test/infrastructure/flux"
 	"github.com/convoy-gitops/convoy/test/infrastructure/forge"
 	"github.com/convoy-gitops/convoy/test/infrastructure/monitoring"
 )
@@ -28,6 +29,7 @@ var serverPackages = map[string][]string{
 	"github.com/convoy-gitops/convoy/test/infrastructure/controlplane": controlplane.Binaries(),
 	"github.com/convoy-gitops/convoy/test/infrastructure/monitoring":   monitoring.Binaries(),
 	"github.com/convoy-gitops/convoy/test/infrastructure/forge":        forge.Binaries(),
+	"github.com/convoy-gitops/convoy/test/infrastructure/flux":         flux.Binaries(),
 }
 
 // TestDemoBuildsOnlyTheServersItStarts keeps `make demo` quick on a cold clone: among the
