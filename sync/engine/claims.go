@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -183,6 +184,18 @@ func contestedBy(live *unstructured.Unstructured) (claim, bool) {
 		}
 	}
 	return claim{}, false
+}
+
+// reclaimed reports whether obj, which this owner holds, carries Flux's or Package Operator's
+// marks again: its old owner was resumed after a takeover, or took it back. Pruning or tearing
+// it down would delete what that owner runs, so it is released instead; backing out of a
+// takeover by resuming the old owner and deleting the HostedClusterPackage deletes nothing.
+func reclaimed(obj client.Object) bool {
+	u := &unstructured.Unstructured{}
+	u.SetLabels(obj.GetLabels())
+	u.SetAnnotations(obj.GetAnnotations())
+	u.SetOwnerReferences(obj.GetOwnerReferences())
+	return len(fluxClaims(u)) > 0 || len(pkoClaims(u)) > 0
 }
 
 // jsonPatchOp is one operation of an RFC 6902 JSON patch.

@@ -141,7 +141,7 @@ func (p *Preview) previewPrune(ctx context.Context, t *Target, stale []convoyv1a
 			return fmt.Errorf("reading %s in the %s cluster: %w", entry.ID, entry.Cluster, err)
 		}
 		switch {
-		case !c.owns(live) || pruneDisabled(live):
+		case !c.owns(live) || pruneDisabled(live) || reclaimed(live):
 		case isDefinitionKind(live.GroupVersionKind().GroupKind()) && !pruneEnabled(live):
 			p.Left = append(p.Left, Left{ID: entry.ID, Cluster: entry.Cluster, Why: leftDefinition})
 		default:

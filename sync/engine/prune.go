@@ -144,7 +144,8 @@ func (e *Engine) deleteGroup(ctx context.Context, c *cluster, entries []convoyv1
 	return res, c.classifyDelete(err)
 }
 
-// deleteOne deletes the object of one entry if it is still this owner's and not kept. An
+// deleteOne deletes the object of one entry if it is still this owner's alone (reclaimed) and
+// not kept. An
 // entry whose kind or version the API server no longer serves is gone: its objects went with
 // the CustomResourceDefinition, or are served under another version by an entry that the
 // current revision applied.
@@ -160,7 +161,7 @@ func (c *cluster) deleteOne(ctx context.Context, entry convoyv1alpha1.InventoryE
 		return deleteOutcome{state: deletionGone}, client.IgnoreNotFound(err)
 	}
 	switch {
-	case !c.owns(obj) || pruneDisabled(obj):
+	case !c.owns(obj) || pruneDisabled(obj) || reclaimed(obj):
 		return deleteOutcome{state: deletionReleased}, nil
 	case isDefinitionKind(obj.GroupVersionKind().GroupKind()) && !pruneEnabled(obj):
 		return deleteOutcome{state: deletionReleased, left: leftDefinition}, nil

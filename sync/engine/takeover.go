@@ -97,8 +97,9 @@ func (c *cluster) takeoverPatch(live, desired *unstructured.Unstructured, claims
 
 // toolLabels are the labels of the tools convoy takes objects over from. Of their
 // annotations only Package Operator's owners annotation goes, the hold of an owner in another
-// cluster: its revision annotation, which orders ObjectSets and holds nothing, stays, since a
-// Deployment's generation (and its controller's work) moves with any change of annotations.
+// cluster (a Deployment's generation moves once with it, its pod template does not): its
+// revision annotation, which orders ObjectSets and holds nothing, stays, since a Deployment's
+// generation (and its controller's work) moves with any change of annotations.
 var toolLabels = []string{fluxNameLabel, fluxNamespaceLabel, pkoCacheLabel}
 
 // ownerReferencesOps removes Package Operator's owner references of live, keeping the others.

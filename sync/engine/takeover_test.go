@@ -177,6 +177,40 @@ func TestTakeoverStopsWhenTheOldOwnerComesBack(t *testing.T) {
 	g.Expect(taken.GetUID()).To(Equal(flipped.GetUID()))
 }
 
+// TestBackingOutOfATakeoverDeletesNothing: Flux resumed after convoy took an object over,
+// then the Package deleted (the way back): the teardown releases the object Flux runs again
+// instead of deleting it, and so does a prune of it.
+func TestBackingOutOfATakeoverDeletesNothing(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	engine := testEngine(Options{Controller: "test"})
+	tgt := engineTarget(t)
+	tgt.AdoptFrom = []convoyv1alpha1.AdoptOwner{convoyv1alpha1.AdoptFromFlux}
+	applyAsFlux(g, deployment(tgt.Namespace, "addon:v1"))
+	applyAsFlux(g, kubetest.ConfigMap(tgt.Namespace, "settings", map[string]string{"level": "info"}))
+	rev := &Revision{ID: "r1", Probes: deploymentsAvailable(t), Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+		deployment("", "addon:v1"), kubetest.ConfigMap("", "settings", map[string]string{"level": "info"})}}}}
+	res, err := engine.Sync(ctx, tgt, rev, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes.TakenOver).To(Equal(2))
+
+	// Flux resumed: its labels are back on both objects.
+	applyAsFlux(g, deployment(tgt.Namespace, "addon:v1"))
+	applyAsFlux(g, kubetest.ConfigMap(tgt.Namespace, "settings", map[string]string{"level": "info"}))
+	pruning := &Revision{ID: "r2", Probes: rev.Probes, Phases: []Phase{{Name: "one", Objects: []*unstructured.Unstructured{
+		deployment("", "addon:v1")}}}}
+	_, err = engine.Sync(ctx, tgt, pruning, res.Inventory)
+	g.Expect(reasonOf(err)).To(Equal(convoyv1alpha1.TakeoverContestedReason), "%v", err)
+	g.Expect(kubetest.Exists(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "settings", nil))).To(BeTrue(), "not pruned")
+
+	td, err := engine.Teardown(ctx, tgt, res.Inventory, TeardownOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(td.Inventory).To(BeEmpty())
+	g.Expect(kubetest.Exists(g, env.Client, deployment(tgt.Namespace, ""))).To(BeTrue(), "Flux runs it again: released, not deleted")
+	g.Expect(kubetest.Exists(g, env.Client, kubetest.ConfigMap(tgt.Namespace, "settings", nil))).To(BeTrue())
+}
+
 func TestTakeoverRefusesOtherOwners(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()

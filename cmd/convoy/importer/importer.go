@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
+	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,7 +47,21 @@ func (r *Result) notef(kind, ns, name, format string, args ...any) {
 	if ns != "" {
 		who = kind + " " + ns + "/" + name
 	}
-	r.Notes = append(r.Notes, who+": "+fmt.Sprintf(format, args...))
+	r.Notes = append(r.Notes, printable(who+": "+fmt.Sprintf(format, args...)))
+}
+
+// printable escapes the control characters of a note (its names and values come from the
+// objects read), so that a note is one line and cannot drive the terminal.
+func printable(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if unicode.IsControl(c) {
+			b.WriteString(strconv.QuoteRune(c))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // Decode reads every object of a multi-document YAML or JSON stream; documents without a kind
@@ -96,7 +113,27 @@ func Import(objs []*unstructured.Unstructured) Result {
 		}
 	}
 	r.HostedClusterPackages = append(r.HostedClusterPackages, r.fromKustomizations(kustomizations)...)
+	r.renameDuplicates()
 	return r
+}
+
+// renameDuplicates gives each HostedClusterPackage a name of its own: two sets of
+// Kustomizations of one path from two sources (or paths "a/b" and "a.b") would otherwise make
+// two objects of one name, the second silently replacing the first when applied. A duplicate
+// takes a numbered suffix, and a note says so.
+func (r *Result) renameDuplicates() {
+	seen := map[string]bool{}
+	for _, h := range r.HostedClusterPackages {
+		name := h.Name
+		for i := 2; seen[name]; i++ {
+			name = fmt.Sprintf("%s-%d", h.Name, i)
+		}
+		if name != h.Name {
+			r.notef("HostedClusterPackage", "", name, "named %s-N: another HostedClusterPackage of this import is named %s", h.Name, h.Name)
+			h.Name = name
+		}
+		seen[name] = true
+	}
 }
 
 // WriteYAML writes the objects of r as one multi-document YAML stream, GitSources first.

@@ -72,3 +72,29 @@ func TestImportPKOHostedClusterPackageKeepsSelectorPartitionsAndStrategy(t *test
 	g.Expect(back.Kind).To(Equal("HostedClusterPackage"))
 	g.Expect(back.Spec.Partition).To(Equal(h.Spec.Partition))
 }
+
+// TestImportNamesEachHostedClusterPackageApart: two sources with the same path (or paths that
+// map to one name) make two HostedClusterPackages of two names, and the notes escape what the
+// objects carry, so a note is one line that cannot drive a terminal.
+func TestImportNamesEachHostedClusterPackageApart(t *testing.T) {
+	g := NewWithT(t)
+	kustomization := func(name, source, path string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name +
+			", namespace: clusters-a}\nspec: {path: \"" + path + "\", sourceRef: {kind: GitRepository, name: " + source +
+			", namespace: flux-system}, targetNamespace: \"ns\\u001b[2J\\nnote: forged\"}\n"
+	}
+	objs, err := Decode(bytes.NewBufferString(kustomization("one", "left", "./deploy") + "---\n" +
+		kustomization("two", "right", "./deploy") + "---\n" + kustomization("three", "left", "./a.b") + "---\n" +
+		kustomization("four", "left", "./a/b")))
+	g.Expect(err).NotTo(HaveOccurred())
+	r := Import(objs)
+	var names []string
+	for _, h := range r.HostedClusterPackages {
+		names = append(names, h.Name)
+	}
+	g.Expect(names).To(ConsistOf("deploy", "deploy-2", "a-b", "a-b-2"))
+	for _, n := range r.Notes {
+		g.Expect(n).NotTo(ContainSubstring("\n"))
+		g.Expect(n).NotTo(ContainSubstring("\x1b"))
+	}
+}
