@@ -213,6 +213,15 @@ func (s *soakRun) judgeStall(a *soakAddon, broken string, totalAtBreak int) {
 	s.res.Stalls = append(s.res.Stalls, v)
 }
 
+// totalAtBreak is the fleet a broken commit of a is judged against: the judged fleet, or
+// every Package of a when more (a cluster the schedule deleted is out of the judged fleet at
+// once, but the controller counts its HostedCluster, and plans its budget with it, until the
+// deletion is finished).
+func (s *soakRun) totalAtBreak(a *soakAddon) int {
+	all := len(s.packagesOf(a))
+	return max(s.judgedTotal(a), all)
+}
+
 // judgedTotal counts the Packages of a in the judged fleet.
 func (s *soakRun) judgedTotal(a *soakAddon) int {
 	pkgs := s.packagesOf(a)

@@ -220,7 +220,7 @@ func commitBroken(ctx context.Context, s *soakRun) (string, error) {
 	}
 	a.rev++
 	a.broken = true
-	total := s.judgedTotal(a)
+	total := s.totalAtBreak(a)
 	if err := s.commit(ctx, fmt.Sprintf("%s: revision %d, broken", a.name(), a.rev), a); err != nil {
 		return "", err
 	}
@@ -346,7 +346,7 @@ func (s *soakRun) forcePush(ctx context.Context) error {
 	s.setHead(back)
 	for _, a := range s.addons {
 		if a.broken {
-			total := s.judgedTotal(a)
+			total := s.totalAtBreak(a)
 			s.later(s.cfg.BrokenFor, "fix-"+a.name(), func(ctx context.Context) error { return s.fix(ctx, a, back, total) })
 		}
 	}
