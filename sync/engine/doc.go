@@ -63,8 +63,10 @@
 //
 // The pipeline keeps nothing between passes: what the engine keeps is its memory
 // (Options.Memory, package sync/engine/memory), reached through one interface, Memory
-// (memory.go), at five points, each visited once per pass, stage or phase, by the step that
-// makes what it tells the memory:
+// (memory.go), at four points, each visited once per pass or stage, by the step that makes
+// what it tells the memory: a pass that applies a revision visits it four times, once more
+// when it prunes and once more when a stage creates objects its read found absent
+// (pipeline_trace_test.go counts):
 //
 //  1. may this pass repeat a settled one (Memory.Repeat, by Sync, before it looks at any
 //     object): if so, Sync returns the settled pass's outcome;
@@ -73,10 +75,10 @@
 //     is placed);
 //  3. what the stage applied or read (Memory.Applied, by applyStage at the stage's end, even
 //     when it fails; by prune and teardown, of what they are about to delete: prune.go);
-//  4. what was judged (Memory.Judged, by syncPhase in phase.go, for a phase found available,
-//     with the verdicts judge.go makes);
-//  5. what the pass settled (Memory.Settle, by Sync, after the pass): the memory remembers a
-//     settled pass, and says whether the pass is stale (Result.Stale).
+//  4. what the pass judged and settled (Memory.Settle, by Sync, after the pass, with the
+//     verdicts judge.go made of each phase syncPhase found available, in phase.go): the
+//     memory notes the verdicts, remembers a settled pass, and says whether the pass is stale
+//     (Result.Stale).
 //
 // Memory.Applying, told of objects a stage found absent and creates, belongs to the third
 // point. The memory speaks in its own values (the object's key and desired digest, the state

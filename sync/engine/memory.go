@@ -11,7 +11,7 @@ import (
 
 // Memory is what the engine keeps between passes to save requests: the seam between the
 // pipeline, which keeps nothing, and sync/engine/memory (memory.Store implements it). A pass
-// reaches it at five points, each once per pass, stage or phase (doc.go), and speaks to it in
+// reaches it at four points, each once per pass or stage (doc.go), and speaks to it in
 // the memory's own values, never in the pipeline's types. Whatever it answers, a pass ends
 // with the outcome a stateless engine (Options.Memory unset) would have: it only saves
 // requests.
@@ -28,9 +28,8 @@ type Memory interface {
 	// Applied is told per stage, at its end, what the stage applied or read, and per prune
 	// or teardown what it is about to delete.
 	Applied(c memory.Cluster, writes []memory.Write)
-	// Judged is told the verdicts of each phase found available.
-	Judged(mark *memory.Mark, c memory.Cluster, verdicts []memory.Verdict)
-	// Settle is told how the pass begun at mark ended; it says whether the pass is stale.
+	// Settle is told how the pass begun at mark ended, with the verdicts of each phase found
+	// available; it says whether the pass is stale.
 	Settle(mark *memory.Mark, o memory.Outcome) (stale bool)
 	// AppliedByEngine and HoldsState are what the controllers ask (Engine.AppliedByEngine,
 	// Engine.HoldsState).
@@ -54,8 +53,6 @@ func (stateless) Ask(_ context.Context, _ memory.Cluster, stage []memory.Desired
 func (stateless) Applying(memory.Cluster, []memory.Desired) {}
 
 func (stateless) Applied(memory.Cluster, []memory.Write) {}
-
-func (stateless) Judged(*memory.Mark, memory.Cluster, []memory.Verdict) {}
 
 func (stateless) Settle(*memory.Mark, memory.Outcome) bool { return false }
 

@@ -59,7 +59,7 @@ func (e *Engine) syncPhase(ctx context.Context, t *Target, rev *Revision, i int,
 	available, msg := judgePhase(rev.Probes, out)
 	res.Phases[i].Available, res.Phases[i].Message = available, msg
 	if available {
-		e.memory.Judged(res.mark, out.at, verdictsOf(c, out))
+		res.judged = append(res.judged, memory.JudgedPhase{Cluster: out.at, Verdicts: verdictsOf(c, out)})
 	} else {
 		probeFailures.WithLabelValues(e.opts.Controller, c.name).Inc()
 		markWaiting(res.Phases[i+1:], ph.Name)

@@ -41,7 +41,8 @@ import (
 // enters (a helper of that file: a key, a label, a live state the observer holds) is read
 // where it is made. Walking the tree, into each call and back out of it, gives the stays: the
 // runs spent in one file. The memory (Options.Memory, here wrapped by tracedMemory) counts as
-// one file, every call to it an entry. No file of the package may be entered more than twice.
+// one file, every call to it an entry. No file of the package may be entered more than twice,
+// and the memory no more than five times.
 //
 // To print the tables: go test ./sync/engine -run TestAPassEntersEachFileAtMostTwice -v.
 
@@ -53,6 +54,10 @@ const memoryFile = "(memory)"
 
 // maxEntries is how often a pass may enter one file of the pipeline.
 const maxEntries = 2
+
+// maxMemoryVisits is how often a traced pass may visit the memory: its four points (doc.go),
+// and the prune's deletes.
+const maxMemoryVisits = 5
 
 // passTrace is the trace of one pass.
 type passTrace struct {
@@ -95,6 +100,7 @@ func TestAPassEntersEachFileAtMostTwice(t *testing.T) {
 					g.Expect(n).To(BeNumerically("<=", maxEntries), "%s entered %d times", file, n)
 				}
 			}
+			g.Expect(entered[memoryFile]).To(BeNumerically("<=", maxMemoryVisits), "the memory visited %d times", entered[memoryFile])
 		})
 	}
 }
@@ -370,11 +376,6 @@ func (m tracedMemory) Applying(c memory.Cluster, stage []memory.Desired) {
 func (m tracedMemory) Applied(c memory.Cluster, writes []memory.Write) {
 	defer enterFunc(memoryFile, "Applied")()
 	m.Memory.Applied(c, writes)
-}
-
-func (m tracedMemory) Judged(mark *memory.Mark, c memory.Cluster, verdicts []memory.Verdict) {
-	defer enterFunc(memoryFile, "Judged")()
-	m.Memory.Judged(mark, c, verdicts)
 }
 
 func (m tracedMemory) Settle(mark *memory.Mark, o memory.Outcome) bool {

@@ -55,8 +55,8 @@ type Result struct {
 	objects int
 	// rules is the digest of the revision's probes (rulesDigest).
 	rules [sha256.Size]byte
-	// mark is the memory's mark of the pass (Memory.Repeat), which its verdicts add to.
-	mark *memory.Mark
+	// judged holds the verdicts of each phase found available, for Memory.Settle.
+	judged []memory.JudgedPhase
 }
 
 // Changes counts applied objects per action.
@@ -94,7 +94,7 @@ func (e *Engine) Sync(ctx context.Context, t *Target, rev *Revision, previous []
 	if settled != nil {
 		return e.repeated(settled, previous), nil
 	}
-	res, err := e.sync(ctx, t, rev, rules, previous, mark)
+	res, err := e.sync(ctx, t, rev, rules, previous)
 	res.Stale = e.memory.Settle(mark, outcomeOf(res, err))
 	return res, err
 }
@@ -128,6 +128,7 @@ func outcomeOf(res *Result, err error) memory.Outcome {
 		Clean: err == nil && res.Available && res.Watched && res.Pruned == 0 && len(res.Left) == 0 &&
 			len(res.Inventory) == len(res.applied),
 		Objects: res.objects, Phases: res.Phases, Inventory: res.Inventory, AppliedDirectly: res.appliedDirectly,
+		Judged: res.judged,
 	}
 }
 
@@ -142,9 +143,8 @@ func logApplied(ctx context.Context, rev *Revision, res *Result) {
 }
 
 // sync is one pass of Sync in full.
-func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry, mark *memory.Mark) (*Result, error) {
+func (e *Engine) sync(ctx context.Context, t *Target, rev *Revision, rules [sha256.Size]byte, previous []convoyv1alpha1.InventoryEntry) (*Result, error) {
 	res := newResult(rev, previous)
-	res.mark = mark
 	defer res.mergeInventory()
 	if err := checkNotEmpty(rev, previous); err != nil {
 		return res, err

@@ -1,6 +1,6 @@
 // Package memory is the sync engine's memory: what sync/engine keeps between passes to save
 // requests, and nothing else. The engine reaches it through one interface (engine.Memory) at
-// five points of a pass, and the controllers through two questions about watch events; an
+// four points of a pass, and the controllers through two questions about watch events; an
 // engine without a memory is stateless and does every read and write, as fluxcd/pkg/ssa
 // does. The memory is a cache: empty (after a restart, or past its bounds) it costs requests,
 // and it never changes an outcome.
@@ -11,7 +11,7 @@
 // Write (what a stage did to an object), Verdict (an object judged available) and Mark (what a
 // repeat of a settled pass must match). Its parts:
 //
-//   - store.go: the Store and the five points, in the order a pass visits them;
+//   - store.go: the Store and the four points, in the order a pass visits them;
 //   - ledger.go: per object and cluster, the owner that last applied or read it as desired, the
 //     digest of that state, the resourceVersion and UID answered, its verdict, and the applies
 //     in flight, whose watch events the controllers drop or hold (AppliedByEngine, HoldsState);

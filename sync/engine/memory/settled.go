@@ -29,7 +29,7 @@ type OwnerEvents interface {
 
 // A settled pass is one that ended with every phase available, every object of the revision
 // judged available at a state the ledger holds for its owner (quiet, or applied or read by the
-// pass: Judged), pruned nothing and left nothing of the previous inventory behind. The
+// pass: Outcome.Judged), pruned nothing and left nothing of the previous inventory behind. The
 // next pass with the same revision and target, and the inventory it wrote, would find every
 // object quiet and do nothing, as long as no object moved from the state its pass saw.
 //
@@ -75,7 +75,7 @@ type watchedState struct {
 }
 
 // Mark is what a pass must match to repeat a settled one, and what its verdicts vouch for. A
-// pass carries it from Repeat to Judged and Settle, one phase after another.
+// pass carries it from Repeat to Settle, which adds the verdicts of its phases.
 type Mark struct {
 	identity
 	// who is the owner, whose event count Settle reads again.

@@ -20,7 +20,7 @@ type Options struct {
 	Events OwnerEvents
 }
 
-// Store is the memory of one engine. It is safe for concurrent use; a pass visits it at five
+// Store is the memory of one engine. It is safe for concurrent use; a pass visits it at four
 // points, in this order (the methods below), and the controllers ask it about watch events.
 type Store struct {
 	controller  string
@@ -85,16 +85,14 @@ func (s *Store) Applied(c Cluster, writes []Write) {
 	}
 }
 
-// Judged is told the verdicts of each phase found available (quiet objects included): the
-// ledger notes them, and mark what the watch vouches for (settled.go).
-func (s *Store) Judged(mark *Mark, c Cluster, verdicts []Verdict) {
-	s.recordVerdicts(mark, c, verdicts)
-}
-
-// Settle is told once after a pass begun at mark how it ended. It returns whether the pass is
-// stale: it applied management objects directly while the owner's event count moved. A
-// settled pass is remembered for the next one.
+// Settle is told once after a pass begun at mark how it ended. The verdicts of the phases it
+// found available go to the ledger first, and mark what the watch vouches for (settled.go).
+// It returns whether the pass is stale: it applied management objects directly while the
+// owner's event count moved. A settled pass is remembered for the next one.
 func (s *Store) Settle(mark *Mark, o Outcome) (stale bool) {
+	for _, j := range o.Judged {
+		s.recordVerdicts(mark, j.Cluster, j.Verdicts)
+	}
 	stale = o.AppliedDirectly && s.movedSince(mark)
 	if o.Clean && mark.vouched == o.Objects {
 		s.remember(mark, o)

@@ -173,6 +173,15 @@ type Outcome struct {
 	Inventory []convoyv1alpha1.InventoryEntry
 	// AppliedDirectly is set when the pass applied management objects without reading them.
 	AppliedDirectly bool
+	// Judged holds what the pass judged of each phase it found available, in order.
+	Judged []JudgedPhase
+}
+
+// JudgedPhase is what a pass judged of a phase it found available: the cluster the phase was
+// applied to and the verdict on each of its objects, quiet ones included.
+type JudgedPhase struct {
+	Cluster  Cluster
+	Verdicts []Verdict
 }
 
 // ResourceVersions is a watch of the objects the engine applied to the management cluster.
