@@ -145,10 +145,9 @@ func (e *Engine) deleteGroup(ctx context.Context, c *cluster, entries []convoyv1
 }
 
 // deleteOne deletes the object of one entry if it is still this owner's alone (reclaimed) and
-// not kept. An
-// entry whose kind or version the API server no longer serves is gone: its objects went with
-// the CustomResourceDefinition, or are served under another version by an entry that the
-// current revision applied.
+// not kept. An entry whose kind or version the API server no longer serves is gone: its
+// objects went with the CustomResourceDefinition, or are served under another version by an
+// entry that the current revision applied.
 func (c *cluster) deleteOne(ctx context.Context, entry convoyv1alpha1.InventoryEntry, confirm bool) (deleteOutcome, error) {
 	obj, err := metadataFor(entry)
 	if err != nil {
