@@ -62,6 +62,9 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &convoyv1alpha1.HostedClusterPackage{}, dependsOnIndex, indexDependsOn); err != nil {
 		return fmt.Errorf("indexing HostedClusterPackages by dependency: %w", err)
 	}
+	if err := idx.IndexField(ctx, &convoyv1alpha1.HostedClusterPackage{}, publishedKeyIndex, indexPublishedKey); err != nil {
+		return fmt.Errorf("indexing HostedClusterPackages by promotion key: %w", err)
+	}
 	for _, kind := range approvalKinds() {
 		if err := idx.IndexField(ctx, kind, approvalIndex, indexApproval); err != nil {
 			return fmt.Errorf("indexing %T by HostedClusterPackage: %w", kind, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -32,6 +33,20 @@ func (r *HostedClusterPackageReconciler) noteStatusContextOwner(ctx context.Cont
 	}
 }
 
+// publishedKeyIndex indexes the HostedClusterPackages that publish by their promotion key, so
+// that a pass finds the rivals for its key in one lookup rather than a list of them all.
+const publishedKeyIndex = ".spec.promotion.key"
+
+// indexPublishedKey returns the promotion key a HostedClusterPackage publishes under, if it
+// publishes.
+func indexPublishedKey(o client.Object) []string {
+	hcpkg, ok := o.(*convoyv1alpha1.HostedClusterPackage)
+	if !ok || hcpkg.Spec.Promotion == nil || !hcpkg.Spec.Promotion.Publish {
+		return nil
+	}
+	return []string{promotionKey(hcpkg)}
+}
+
 // contextName is the name s publishes under: its promotion key when it publishes, else its own.
 func contextName(s *scope) string {
 	if publishes(s) {
@@ -47,7 +62,7 @@ func contextName(s *scope) string {
 func (r *HostedClusterPackageReconciler) contextOwner(ctx context.Context, s *scope) (string, error) {
 	name := contextName(s)
 	list := &convoyv1alpha1.HostedClusterPackageList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{publishedKeyIndex: name}, client.UnsafeDisableDeepCopy); err != nil {
 		return "", fmt.Errorf("listing HostedClusterPackages for the owner of promotion key %s: %w", name, err)
 	}
 	var owner *convoyv1alpha1.HostedClusterPackage
@@ -56,8 +71,7 @@ func (r *HostedClusterPackageReconciler) contextOwner(ctx context.Context, s *sc
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if p := other.Spec.Promotion; other.Name == s.obj.Name || p == nil || !p.Publish ||
-			promotionKey(other) != name || !other.DeletionTimestamp.IsZero() {
+		if other.Name == s.obj.Name || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if owner == nil || older(other, owner) {

@@ -31,7 +31,8 @@ func TestThePromotionKeyGoesToTheOldestPublisher(t *testing.T) {
 	second := hcpkg("alpha", "addon", true, at.Add(time.Minute))
 	silent := hcpkg("aaa", "addon", false, at.Add(-time.Hour))
 	other := hcpkg("beta", "other", true, at.Add(-time.Hour))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(first, second, silent, other).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&convoyv1alpha1.HostedClusterPackage{}, publishedKeyIndex, indexPublishedKey).WithObjects(first, second, silent, other).Build()
 	r := &HostedClusterPackageReconciler{Client: c}
 	for _, obj := range []*convoyv1alpha1.HostedClusterPackage{second, first} {
 		owner, err := r.contextOwner(context.Background(), publishing(obj))
