@@ -61,7 +61,9 @@
 // in no error), a page of 100 (Gitea: 50) at a time and at most 20 pages: a commit with more contexts is an
 // error rather than a partial answer, so a status that could not be read is never taken for
 // one never posted. Reads are served again for ReadTTL, so the HostedClusterPackages of one
-// repository share one request per commit.
+// repository share one request per commit, and a forge's rate limit (a 429 or 503 with its
+// Retry-After, an exhausted limit until its reset, else a minute) stops the reads with that
+// token until it ends: they fail at once meanwhile, and a downstream holds.
 //
 // Metrics: convoy_commit_status_updates_total{provider,outcome}, outcome one of success,
 // error (the forge refused or did not answer; retried), invalid (the configuration or the

@@ -1,10 +1,12 @@
 package commitstatus
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -45,12 +47,19 @@ const (
 // commits behind within GitHub's 5,000 requests an hour.
 const DefaultReadTTL = time.Minute
 
-// readCache is what Read remembers: by target and commit, the statuses and when they were read.
+// readCache is what Read remembers: by target and commit, the statuses and when they were read;
+// by forge and token, until when the forge asked not to be read (a rate limit).
 type readCache struct {
 	mu      sync.Mutex
 	entries map[readKey]readEntry
 	// statuses counts the statuses the entries hold.
 	statuses int
+	holds    map[holdKey]time.Time
+}
+
+// holdKey is what a forge's rate limit applies to: its API and the token's Secret.
+type holdKey struct {
+	provider, apiURL, secret string
 }
 
 // readKey is a read's cache key: the whole target but its link, the token's Secret included,
@@ -75,14 +84,21 @@ const (
 
 // Read returns the latest status of every context on commit in target's repository, read
 // with target's token under the Reporter's rules (Opaque Secret, https unless allowed, the
-// address policy, no redirect, bounded answers, the token in no error). A read younger than ReadTTL is served
-// again. Unlike Report it waits for the forge, within Timeout.
+// address policy, no redirect, bounded answers, the token in no error). A read younger than
+// ReadTTL is served again. A forge that answers with a rate limit is not read with that token
+// again before the limit's end (readWait): reads fail at once until then. Unlike Report it
+// waits for the forge, within Timeout.
 func (r *Reporter) Read(ctx context.Context, target Target, commit string) ([]Observed, error) {
 	r.init()
 	key := readKey{provider: target.Provider, apiURL: target.APIURL, repository: target.Repository, commit: commit,
 		secret: target.Secret.String()}
 	if got, ok := r.cached(key); ok {
 		return got, nil
+	}
+	hold := holdKey{provider: target.Provider, apiURL: target.APIURL, secret: key.secret}
+	if until, held := r.heldUntil(hold); held {
+		return nil, fmt.Errorf("not reading the statuses of %s %s before %s: the forge's rate limit asked to wait",
+			target.Provider, target.Repository, until.UTC().Format(time.RFC3339))
 	}
 	base, err := checkedBase(target, r.AllowInsecureHTTP)
 	if err != nil {
@@ -102,6 +118,9 @@ func (r *Reporter) Read(ctx context.Context, target Target, commit string) ([]Ob
 	for page := 1; ; page++ {
 		got, n, more, err := r.readPage(ctx, target, commit, token, page, read)
 		if err != nil {
+			if wait := retryAfterOf(err); wait > 0 {
+				r.holdReads(hold, wait)
+			}
 			return nil, err
 		}
 		out, read = append(out, got...), read+n
@@ -171,7 +190,11 @@ func (r *Reporter) readPage(ctx context.Context, target Target, commit, token st
 		if resp.StatusCode/100 == 3 {
 			msg = fmt.Sprintf("redirects are not followed (the token would go with them); redirected to host %q", locationHost(resp))
 		}
-		return nil, 0, false, fmt.Errorf("GET %s: %s: %s", u.Redacted(), resp.Status, msg)
+		err := fmt.Errorf("GET %s: %s: %s", u.Redacted(), resp.Status, msg)
+		if wait := readWait(resp, r.now()); wait > 0 {
+			err = &retryAfterError{Err: err, After: wait}
+		}
+		return nil, 0, false, err
 	}
 	got, n, total, err := decodeStatuses(target.Provider, resp.Body)
 	if err != nil {
@@ -190,6 +213,51 @@ func (r *Reporter) readPage(ctx context.Context, target Target, commit, token st
 		return nil, 0, false, fmt.Errorf("GET %s: an empty page after %d of %d statuses", u.Redacted(), read, total)
 	}
 	return got, n, true, nil
+}
+
+// readWait is how long a forge's answer asks the reads of its token to wait: a 429 or 503 its
+// Retry-After, and GitHub's and GitLab's exhausted limit (a 403 or 429 with no requests
+// remaining) until its reset; a minute when the answer says no more; 0 for any other answer.
+func readWait(resp *http.Response, now time.Time) time.Duration {
+	code, h := resp.StatusCode, resp.Header
+	exhausted := (code == http.StatusForbidden || code == http.StatusTooManyRequests) &&
+		(h.Get("X-RateLimit-Remaining") == "0" || h.Get("RateLimit-Remaining") == "0")
+	if code != http.StatusTooManyRequests && code != http.StatusServiceUnavailable && !exhausted {
+		return 0
+	}
+	wait := parseRetryAfter(h.Get("Retry-After"), now)
+	reset, err := strconv.ParseInt(cmp.Or(h.Get("X-RateLimit-Reset"), h.Get("RateLimit-Reset")), 10, 64)
+	if exhausted && wait == 0 && err == nil {
+		wait = min(max(time.Unix(reset, 0).Sub(now), 0), maxRetryAfter)
+	}
+	if wait == 0 {
+		wait = DefaultReadTTL
+	}
+	return wait
+}
+
+// heldUntil reports whether the reads of key wait for a rate limit, and until when.
+func (r *Reporter) heldUntil(key holdKey) (time.Time, bool) {
+	r.reads.mu.Lock()
+	defer r.reads.mu.Unlock()
+	until, ok := r.reads.holds[key]
+	return until, ok && r.now().Before(until)
+}
+
+// holdReads makes the reads of key wait for d; the holds that ended go first, and past
+// maxCachedCommits holds all do.
+func (r *Reporter) holdReads(key holdKey, d time.Duration) {
+	r.reads.mu.Lock()
+	defer r.reads.mu.Unlock()
+	now := r.now()
+	if r.reads.holds == nil {
+		r.reads.holds = map[holdKey]time.Time{}
+	}
+	maps.DeleteFunc(r.reads.holds, func(_ holdKey, until time.Time) bool { return !now.Before(until) })
+	if len(r.reads.holds) >= maxCachedCommits {
+		clear(r.reads.holds)
+	}
+	r.reads.holds[key] = now.Add(d)
 }
 
 // headerTotal is the number of statuses a forge gives in a header: Gitea's X-Total-Count (its
