@@ -122,6 +122,45 @@ func (s *story) expectImage(t *testing.T, image string, available bool) {
 	}).WithTimeout(within).Should(Succeed(), func() string { return s.ctrl.LogPath() })
 }
 
+// expectPartitionByPartition waits until the Deployment of every HCP namespace is what done
+// says, reading them every 100 ms, and expects each tier's to become so the soak after the
+// tier before's (less the second a condition's time rounds off, and the reads' interval): the
+// move and the rollouts after it go partition by partition.
+func (s *story) expectPartitionByPartition(t *testing.T, what string, done func(*unstructured.Unstructured) bool) {
+	t.Helper()
+	g := NewWithT(t)
+	at := map[string]time.Time{}
+	deadline := time.Now().Add(within)
+	for len(at) < len(s.hcps) {
+		g.Expect(time.Now().Before(deadline)).To(BeTrue(), "not every Deployment %s after %s: %v", what, within, at)
+		for _, hcp := range s.hcps {
+			d := addonObjects(hcp)[0]
+			g.Expect(s.env.Client.Get(context.Background(), client.ObjectKeyFromObject(d), d)).To(Succeed())
+			if _, seen := at[hcp]; !seen && done(d) {
+				at[hcp] = time.Now()
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i := 1; i < len(s.hcps); i++ {
+		after := at[s.hcps[i]].Sub(at[s.hcps[i-1]])
+		t.Logf("the Deployment of tier %s %s %s after tier %s's", tiers[i], what, after.Round(10*time.Millisecond), tiers[i-1])
+		g.Expect(after).To(BeNumerically(">=", soak-1500*time.Millisecond), "tier %s's Deployment %s before tier %s's soak ended", tiers[i], what, tiers[i-1])
+	}
+}
+
+// hasImage reports a Deployment whose one container runs image.
+func hasImage(image string) func(*unstructured.Unstructured) bool {
+	return func(d *unstructured.Unstructured) bool {
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		if len(containers) != 1 {
+			return false
+		}
+		c, ok := containers[0].(map[string]any)
+		return ok && c["image"] == image
+	}
+}
+
 // expectContested waits until a Package reports that Flux applies its objects again.
 func (s *story) expectContested(t *testing.T) {
 	t.Helper()

@@ -42,6 +42,11 @@ const (
 // tiers are the partitions, in rollout order, one HostedCluster each.
 var tiers = []string{"early", "late"}
 
+// soak is how long a partition holds the next once its Packages progressed: late's objects
+// move that long after early's, less the second the soak may lose to the progressed
+// condition's time, which the API keeps in whole seconds.
+const soak = 3 * time.Second
+
 // addonFiles is the add-on at one image: a Deployment and a ConfigMap, which Flux builds with
 // the kustomization.yaml and convoy loads with the manifest.
 func addonFiles(image string) map[string]string {
@@ -108,10 +113,12 @@ func TestTakeoverFromARunningFlux(t *testing.T) {
 	// Note: the Kustomizations' interval (2s) is what `convoy import` gives the Packages.
 	s.startConvoy(t)
 	s.createHostedClusterPackage(t)
+	s.expectPartitionByPartition(t, "taken over", func(d *unstructured.Unstructured) bool { return d.GetLabels()[fluxName] == "" })
 	s.expectImage(t, "addon:1.0", true)
 	s.expectTakenOver(t, before)
 
 	gittest.Commit(t, s.repo, "Move to 1.1", addonFiles("addon:1.1"))
+	s.expectPartitionByPartition(t, "at addon:1.1", hasImage("addon:1.1"))
 	s.expectImage(t, "addon:1.1", true)
 	s.expectSameObjects(t, before)
 	t.Log("convoy rolled out the next commit over the objects Flux applied")
@@ -247,7 +254,8 @@ func (s *story) createHostedClusterPackage(t *testing.T) {
 	g.Expect(hcpkg.Spec.Template.Spec.Path).To(Equal(packagePath))
 	g.Expect(hcpkg.Spec.Template.Spec.Adopt.From).To(ConsistOf(convoyv1alpha1.AdoptFromFlux))
 	hcpkg.Spec.Partition = &convoyv1alpha1.PartitionSpec{LabelKey: tierKey, Order: convoyv1alpha1.PartitionOrder{Static: tiers}}
-	hcpkg.Spec.Strategy.RollingUpgrade = &convoyv1alpha1.RollingUpgradeStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+	hcpkg.Spec.Strategy.RollingUpgrade = &convoyv1alpha1.RollingUpgradeStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+		SoakSeconds: int32(soak / time.Second)}
 	hcpkg.Spec.HostedClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 		{Key: tierKey, Operator: metav1.LabelSelectorOpExists}}}
 	g.Expect(s.env.Client.Create(ctx, hcpkg)).To(Succeed())
