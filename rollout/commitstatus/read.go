@@ -95,14 +95,14 @@ func (r *Reporter) Read(ctx context.Context, target Target, commit string) ([]Ob
 	if got, ok := r.cached(key); ok {
 		return got, nil
 	}
-	hold := holdKey{provider: target.Provider, apiURL: target.APIURL, secret: key.secret}
-	if until, held := r.heldUntil(hold); held {
-		return nil, fmt.Errorf("not reading the statuses of %s %s before %s: the forge's rate limit asked to wait",
-			target.Provider, target.Repository, until.UTC().Format(time.RFC3339))
-	}
 	base, err := checkedBase(target, r.AllowInsecureHTTP)
 	if err != nil {
 		return nil, err
+	}
+	hold := holdKey{provider: target.Provider, apiURL: base.String(), secret: key.secret}
+	if until, held := r.heldUntil(hold); held {
+		return nil, fmt.Errorf("not reading the statuses of %s %s before %s: the forge's rate limit asked to wait",
+			target.Provider, target.Repository, until.UTC().Format(time.RFC3339))
 	}
 	if err := r.checkHost(base); err != nil {
 		return nil, err
@@ -215,14 +215,19 @@ func (r *Reporter) readPage(ctx context.Context, target Target, commit, token st
 	return got, n, true, nil
 }
 
-// readWait is how long a forge's answer asks the reads of its token to wait: a 429 or 503 its
-// Retry-After, and GitHub's and GitLab's exhausted limit (a 403 or 429 with no requests
-// remaining) until its reset; a minute when the answer says no more; 0 for any other answer.
+// defaultReadHold is how long reads wait after a rate-limit answer that says not how long.
+const defaultReadHold = time.Minute
+
+// readWait is how long a forge's answer asks the reads of its token to wait: a 429 or 503, or
+// a 403 with a Retry-After (GitHub's secondary limit), its Retry-After; GitHub's and GitLab's
+// exhausted limit (a 403 or 429 with no requests remaining) until its reset; defaultReadHold
+// when the answer says no more; 0 for any other answer.
 func readWait(resp *http.Response, now time.Time) time.Duration {
 	code, h := resp.StatusCode, resp.Header
 	exhausted := (code == http.StatusForbidden || code == http.StatusTooManyRequests) &&
 		(h.Get("X-RateLimit-Remaining") == "0" || h.Get("RateLimit-Remaining") == "0")
-	if code != http.StatusTooManyRequests && code != http.StatusServiceUnavailable && !exhausted {
+	secondary := code == http.StatusForbidden && h.Get("Retry-After") != ""
+	if code != http.StatusTooManyRequests && code != http.StatusServiceUnavailable && !exhausted && !secondary {
 		return 0
 	}
 	wait := parseRetryAfter(h.Get("Retry-After"), now)
@@ -231,7 +236,7 @@ func readWait(resp *http.Response, now time.Time) time.Duration {
 		wait = min(max(time.Unix(reset, 0).Sub(now), 0), maxRetryAfter)
 	}
 	if wait == 0 {
-		wait = DefaultReadTTL
+		wait = defaultReadHold
 	}
 	return wait
 }
@@ -244,8 +249,9 @@ func (r *Reporter) heldUntil(key holdKey) (time.Time, bool) {
 	return until, ok && r.now().Before(until)
 }
 
-// holdReads makes the reads of key wait for d; the holds that ended go first, and past
-// maxCachedCommits holds all do.
+// holdReads makes the reads of key wait for d. At most maxReadHolds are kept: the holds that
+// ended go first, then the one that ends soonest, so that many forges answering with long
+// limits cannot push out the hold of another.
 func (r *Reporter) holdReads(key holdKey, d time.Duration) {
 	r.reads.mu.Lock()
 	defer r.reads.mu.Unlock()
@@ -254,11 +260,20 @@ func (r *Reporter) holdReads(key holdKey, d time.Duration) {
 		r.reads.holds = map[holdKey]time.Time{}
 	}
 	maps.DeleteFunc(r.reads.holds, func(_ holdKey, until time.Time) bool { return !now.Before(until) })
-	if len(r.reads.holds) >= maxCachedCommits {
-		clear(r.reads.holds)
+	if _, held := r.reads.holds[key]; !held && len(r.reads.holds) >= maxReadHolds {
+		var soonest holdKey
+		for k, until := range r.reads.holds {
+			if first, ok := r.reads.holds[soonest]; !ok || until.Before(first) {
+				soonest = k
+			}
+		}
+		delete(r.reads.holds, soonest)
 	}
 	r.reads.holds[key] = now.Add(d)
 }
+
+// maxReadHolds bounds the rate-limit holds kept: one per forge and token Secret.
+const maxReadHolds = 1024
 
 // headerTotal is the number of statuses a forge gives in a header: Gitea's X-Total-Count (its
 // body's total_count counts the page only), GitLab's X-Total (left out above 10,000).

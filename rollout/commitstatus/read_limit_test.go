@@ -88,10 +88,27 @@ func TestReadWait(t *testing.T) {
 	}
 	reset := strconv.FormatInt(now.Add(5*time.Minute).Unix(), 10)
 	g.Expect(readWait(answer(http.StatusTooManyRequests, "Retry-After", "7"), now)).To(Equal(7 * time.Second))
-	g.Expect(readWait(answer(http.StatusServiceUnavailable), now)).To(Equal(DefaultReadTTL), "no Retry-After: a minute")
+	g.Expect(readWait(answer(http.StatusServiceUnavailable), now)).To(Equal(defaultReadHold), "no Retry-After: a minute")
+	g.Expect(readWait(answer(http.StatusForbidden, "Retry-After", "60", "X-RateLimit-Remaining", "4000"), now)).To(Equal(time.Minute), "GitHub's secondary limit")
 	g.Expect(readWait(answer(http.StatusForbidden, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", reset), now)).To(Equal(5 * time.Minute))
 	g.Expect(readWait(answer(http.StatusTooManyRequests, "RateLimit-Remaining", "0", "RateLimit-Reset", reset), now)).To(Equal(5*time.Minute), "GitLab's headers")
 	g.Expect(readWait(answer(http.StatusForbidden, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "99999999999"), now)).To(Equal(maxRetryAfter))
 	g.Expect(readWait(answer(http.StatusForbidden, "X-RateLimit-Remaining", "12"), now)).To(BeZero(), "a forbidden token is no rate limit")
 	g.Expect(readWait(answer(http.StatusNotFound), now)).To(BeZero())
+}
+
+// TestManyLongHoldsKeepTheSoonerOnesOfOthers: the holds stay bounded, and a flood of forges
+// answering with hour-long limits pushes out the holds that end soonest, never all of them.
+func TestManyLongHoldsKeepTheSoonerOnesOfOthers(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	r := &Reporter{Now: func() time.Time { return now }}
+	github := holdKey{provider: "github", apiURL: "https://api.github.com", secret: "fleet/forge"}
+	r.holdReads(github, time.Hour+time.Minute)
+	for i := range maxReadHolds + 10 {
+		r.holdReads(holdKey{provider: "gitea", apiURL: "https://forge.example/" + strconv.Itoa(i), secret: "tenant/forge"}, time.Hour)
+	}
+	g.Expect(r.reads.holds).To(HaveLen(maxReadHolds))
+	_, held := r.heldUntil(github)
+	g.Expect(held).To(BeTrue(), "the longest hold stays")
 }
