@@ -166,20 +166,27 @@ func describeClaims(claims []claim) string {
 	return strings.Join(owners, "; ")
 }
 
-// contestedBy returns the hold of a tool convoy took live over from (its
-// convoy.dev/adopted-from label) that is back on it: the tool applied the object again.
+// contestedBy returns the hold of Flux or Package Operator on live that says the tool applies
+// it while convoy does: a tool convoy took live over from (its convoy.dev/adopted-from label)
+// is back on it, or a tool the target does not adopt from began to apply an object this owner
+// holds. Either way convoy stops rather than write over it in turn. (A tool the target adopts
+// from on an object with no convoy.dev/adopted-from label is taken over again: the way back
+// after a contest is to stop the tool and remove the label.)
 //
 // Note: both tools put their marks back on every apply (kustomize-controller its labels,
 // Package Operator its owner reference and cache label), so a mark that comes back is the
 // field convoy applied flipping back, whichever field the tool also changed.
-func contestedBy(live *unstructured.Unstructured) (claim, bool) {
+func (c *cluster) contestedBy(live *unstructured.Unstructured) (claim, bool) {
 	from := live.GetLabels()[convoyv1alpha1.AdoptedFromLabel]
-	if from == "" {
+	if from == "" && !c.owns(live) {
 		return claim{}, false
 	}
 	tools := strings.Split(from, ".")
 	for _, cl := range append(fluxClaims(live), pkoClaims(live)...) {
-		if cl.tool != "" && slices.Contains(tools, string(cl.tool)) {
+		if cl.tool == "" {
+			continue
+		}
+		if (from != "" && slices.Contains(tools, string(cl.tool))) || (from == "" && !slices.Contains(c.target.AdoptFrom, cl.tool)) {
 			return cl, true
 		}
 	}

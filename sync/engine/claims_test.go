@@ -102,10 +102,30 @@ func TestTakeoverPatchMovesTheMarks(t *testing.T) {
 	taken.SetAnnotations(nil)
 	taken.SetLabels(map[string]string{convoyv1alpha1.PackageNameLabel: "pkg", convoyv1alpha1.PackageNamespaceLabel: "ns",
 		convoyv1alpha1.AdoptedFromLabel: "flux.package-operator"})
-	_, contested := contestedBy(taken)
+	_, contested := c.contestedBy(taken)
 	g.Expect(contested).To(BeFalse(), "the marks are gone")
 	taken.SetLabels(map[string]string{convoyv1alpha1.AdoptedFromLabel: "flux", fluxNameLabel: "addons", fluxNamespaceLabel: "flux-system"})
-	cl, contested := contestedBy(taken)
+	cl, contested := c.contestedBy(taken)
 	g.Expect(contested).To(BeTrue(), "Flux applied it again")
 	g.Expect(cl.owner).To(Equal("managed by Flux Kustomization flux-system/addons"))
+
+	// An object convoy created, which Flux began to apply: a contest for an owner that does
+	// not adopt from Flux, a takeover for one that does.
+	plain := &cluster{name: convoyv1alpha1.InventoryClusterManagement, target: &Target{Namespace: "ns", Name: "pkg"}}
+	created := kubetest.ConfigMap("ns", "cm", nil)
+	created.SetLabels(map[string]string{convoyv1alpha1.PackageNameLabel: "pkg", convoyv1alpha1.PackageNamespaceLabel: "ns"})
+	_, contested = plain.contestedBy(created)
+	g.Expect(contested).To(BeFalse(), "convoy's own object, no other marks")
+	created.SetLabels(map[string]string{convoyv1alpha1.PackageNameLabel: "pkg", convoyv1alpha1.PackageNamespaceLabel: "ns",
+		fluxNameLabel: "addons", fluxNamespaceLabel: "flux-system"})
+	cl, contested = plain.contestedBy(created)
+	g.Expect(contested).To(BeTrue(), "Flux began to apply an object convoy created")
+	g.Expect(cl.owner).To(Equal("managed by Flux Kustomization flux-system/addons"))
+	_, contested = c.contestedBy(created)
+	g.Expect(contested).To(BeFalse(), "taken over again by an owner that adopts from Flux")
+	other := created.DeepCopy()
+	other.SetLabels(map[string]string{convoyv1alpha1.PackageNameLabel: "other", convoyv1alpha1.PackageNamespaceLabel: "ns",
+		fluxNameLabel: "addons", fluxNamespaceLabel: "flux-system"})
+	_, contested = plain.contestedBy(other)
+	g.Expect(contested).To(BeFalse(), "another owner's object is a collision, not a contest")
 }

@@ -150,7 +150,7 @@ func (c *cluster) checkContested(ph *Phase, objs []*unstructured.Unstructured, l
 		if l == nil {
 			continue
 		}
-		if cl, ok := contestedBy(l); ok {
+		if cl, ok := c.contestedBy(l); ok {
 			contested = append(contested, fmt.Sprintf("%s (%s)", describe(obj), cl.owner))
 		}
 	}
