@@ -167,14 +167,16 @@ func (c *cluster) deleteOne(ctx context.Context, entry convoyv1alpha1.InventoryE
 	case obj.DeletionTimestamp != nil:
 		return deleteOutcome{state: deletionPending}, nil
 	}
-	uid := obj.UID
-	err = c.client.Delete(ctx, obj, client.Preconditions{UID: &uid},
+	// Note: the preconditions hold the delete to the state judged above: an object replaced,
+	// or taken back by its old owner (reclaimed) in between, is looked at again next pass.
+	uid, rv := obj.UID, obj.ResourceVersion
+	err = c.client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv},
 		client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
 	case apierrors.IsNotFound(err):
 		return deleteOutcome{state: deletionGone}, nil
 	case apierrors.IsConflict(err):
-		return deleteOutcome{state: deletionPending}, nil // replaced meanwhile: look again next pass
+		return deleteOutcome{state: deletionPending}, nil // changed meanwhile: look again next pass
 	case err != nil:
 		return deleteOutcome{state: deletionPending}, fmt.Errorf("deleting %s: %w", entry.ID, err)
 	case !confirm:
