@@ -64,9 +64,10 @@
 // The pipeline keeps nothing between passes: what the engine keeps is its memory
 // (Options.Memory, package sync/engine/memory), reached through one interface, Memory
 // (memory.go), at four points, each visited once per pass or stage, by the step that makes
-// what it tells the memory: a pass that applies a revision visits it four times, once more
-// when it prunes and once more when a stage creates objects its read found absent
-// (pipeline_trace_test.go counts):
+// what it tells the memory. A pass that applies a revision reaches it from four places in the
+// pipeline (a stage's calls are made from the same place for every stage), from a fifth when
+// it prunes, and from a sixth when a stage creates objects its read found absent;
+// pipeline_trace_test.go counts them on a few passes:
 //
 //  1. may this pass repeat a settled one (Memory.Repeat, by Sync, before it looks at any
 //     object): if so, Sync returns the settled pass's outcome;

@@ -19,7 +19,8 @@ import (
 )
 
 // A phase is applied stage by stage (stage.go), its CustomResourceDefinitions established
-// between the two stages, then judged (judge.go) and, when available, told to the memory.
+// between the two stages, then judged (judge.go); the verdicts of an available phase go to the
+// memory when the pass settles (Result.judged).
 
 // establishPoll is how often a pass re-reads CRDs it waits for.
 const establishPoll = 250 * time.Millisecond
