@@ -290,7 +290,7 @@ bench: $(CONTROL_PLANE) build ## Run test/bench: rollout, steady state, Git, hos
 	go run ./test/bench/cmd -convoy $(BIN)/convoy -out $(CURDIR)/bench-results.json $(BENCH_ARGS)
 
 .PHONY: bench-fleet
-bench-fleet: $(CONTROL_PLANE) build ## Run test/bench's fleet scenario: 20 add-ons over 500 HostedClusters (about an hour); writes bench-fleet-results.json.
+bench-fleet: $(CONTROL_PLANE) build ## Run test/bench's fleet scenario: 20 add-ons over 500 HostedClusters, four of them in a dependency chain (about an hour); writes bench-fleet-results.json.
 	go run ./test/bench/cmd -convoy $(BIN)/convoy -scenarios fleet -out $(CURDIR)/bench-fleet-results.json $(BENCH_ARGS)
 
 .PHONY: bench-tables

@@ -37,7 +37,7 @@ func runTiny(t *testing.T, scenarios []string) {
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Config{
 		Scenarios: scenarios, Sizes: []int{2, 3}, SteadyPackages: 3, SteadyDuration: 3 * time.Second,
-		HostedClusters: 1, FleetAddons: 3, FleetHostedAddons: 1, FleetClusters: 3, FleetHostedSample: 1,
+		HostedClusters: 1, FleetAddons: 4, FleetHostedAddons: 1, FleetClusters: 3, FleetHostedSample: 1,
 		GitBenchTime: "1x", Driver: DriverPackages, ConvoyBinary: convoy, WriteCostRounds: 1, WriteCostWrites: 3,
 		WorkDir: t.TempDir(), Log: &log,
 	})
@@ -78,11 +78,18 @@ func runTiny(t *testing.T, scenarios []string) {
 	g.Expect(kept.Note).To(HaveSuffix("measured before the steps only"), "the steady state takes the fleet of N=3, controller running")
 	if slices.Contains(scenarios, ScenarioFleet) {
 		for _, step := range []string{"install", "all rolled by one commit"} {
-			row := rowOf(res, "fleet 3 add-ons × 3 "+step, "wall time to all progressed, against the bookkeeping floor")
+			row := rowOf(res, "fleet 4 add-ons × 3 "+step, "wall time to all progressed, against the bookkeeping floor")
 			g.Expect(row).NotTo(BeNil(), "the fleet's %s has the bookkeeping floor", step)
 			g.Expect(*row.Baseline).To(BeNumerically(">", 0), step)
 			g.Expect(row.Met).NotTo(BeNil(), step)
 		}
+		// Add-on 2 depends on add-on 1: its Package on each HostedCluster comes after add-on 1's is
+		// available there.
+		order := rowOf(res, "fleet 4 add-ons × 3 install", "dependency chain: Packages created once their dependency was available")
+		g.Expect(order).NotTo(BeNil(), "the fleet's install has a dependency chain")
+		g.Expect(order.Value).To(BeNumerically("==", 3), order.Note)
+		g.Expect(order.Met).To(HaveValue(BeTrue()), order.Note)
+		g.Expect(rowOf(res, "fleet 4 add-ons × 3 install", "wall time to all progressed, against the bookkeeping floor and the chain")).NotTo(BeNil())
 	}
 }
 

@@ -191,7 +191,12 @@ func (f *fleetRun) installAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	chain, err := f.readChainOrder(ctx)
+	if err != nil {
+		return err
+	}
 	f.addInstallRows(w)
+	f.addChainRows(w, chain)
 	return nil
 }
 
@@ -307,6 +312,9 @@ func (f *fleetRun) createHostedClusterPackages(ctx context.Context, addons ...*f
 				Strategy:              strategy(false),
 				Template:              convoyv1alpha1.PackageTemplate{Spec: packageTemplate(a.path())},
 			},
+		}
+		if a.dependsOn != "" {
+			hcp.Spec.DependsOn = []convoyv1alpha1.PackageDependency{{Name: a.dependsOn}}
 		}
 		if err := f.e.admin.Create(ctx, hcp); err != nil {
 			return fmt.Errorf("creating HostedClusterPackage %s: %w", a.name(), err)

@@ -24,7 +24,14 @@ type fleetAddon struct {
 	hosted bool
 	// rev is the revision of its files last committed.
 	rev int
+	// dependsOn names the add-on it depends on (spec.dependsOn), if any.
+	dependsOn string
 }
+
+// fleetChainDepth is the length of the dependency chain among the fleet's add-ons: add-on 2
+// depends on add-on 1, add-on 3 on add-on 2, and so on, as far as the management add-ons go
+// (add-on 0, the one rolled alone, stays out of it).
+const fleetChainDepth = 3
 
 // name is the add-on's name: its HostedClusterPackage, its Packages and its folder.
 func (a *fleetAddon) name() string { return fmt.Sprintf("addon-%02d", a.index) }
@@ -74,12 +81,16 @@ func (a *fleetAddon) files() (map[string]string, error) {
 }
 
 // newFleetAddons returns n add-ons before their first revision (bump makes it 1), the last
-// hosted of them with hosted-cluster phases.
+// hosted of them with hosted-cluster phases, the management ones from add-on 1 on in a
+// dependency chain of up to fleetChainDepth levels.
 func newFleetAddons(n, hosted int) []*fleetAddon {
 	out := make([]*fleetAddon, n)
 	for i := range out {
 		// The hosted add-ons are the last ones: add-on 0 is the one rolled alone.
 		out[i] = &fleetAddon{index: i, hosted: i >= n-hosted}
+	}
+	for i := 2; i <= 1+fleetChainDepth && i < n && !out[i].hosted; i++ {
+		out[i].dependsOn = out[i-1].name()
 	}
 	return out
 }
