@@ -30,10 +30,22 @@ type chainOrder struct {
 	pass time.Duration
 }
 
-// readChainOrder reads the Packages of the chained add-ons after the install.
+// readChainOrder reads the Packages of the chained add-ons after the install, each add-on's
+// once (a middle link is both a dependant and a dependency).
 func (f *fleetRun) readChainOrder(ctx context.Context) (chainOrder, error) {
 	var out chainOrder
 	var root string
+	read := map[string]map[string]*convoyv1alpha1.Package{}
+	packagesOf := func(name string) (map[string]*convoyv1alpha1.Package, error) {
+		if _, ok := read[name]; !ok {
+			pkgs, err := f.packagesByNamespace(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			read[name] = pkgs
+		}
+		return read[name], nil
+	}
 	for _, a := range f.addons {
 		if a.dependsOn == "" {
 			continue
@@ -41,11 +53,11 @@ func (f *fleetRun) readChainOrder(ctx context.Context) (chainOrder, error) {
 		if out.levels++; root == "" {
 			root = a.dependsOn
 		}
-		dependants, err := f.packagesByNamespace(ctx, a.name())
+		dependants, err := packagesOf(a.name())
 		if err != nil {
 			return out, err
 		}
-		dependencies, err := f.packagesByNamespace(ctx, a.dependsOn)
+		dependencies, err := packagesOf(a.dependsOn)
 		if err != nil {
 			return out, err
 		}
@@ -60,7 +72,7 @@ func (f *fleetRun) readChainOrder(ctx context.Context) (chainOrder, error) {
 	if root == "" {
 		return out, nil
 	}
-	roots, err := f.packagesByNamespace(ctx, root)
+	roots, err := packagesOf(root)
 	if err != nil {
 		return out, err
 	}
