@@ -8,7 +8,8 @@ import (
 // DependencyGraph is the graph that the spec.dependencies of a set of packages form, by package
 // name, as `convoy validate` checks it offline: on a management cluster each package is rolled
 // out by a HostedClusterPackage, and each of its dependencies waits for the one rolling out the
-// package it names.
+// package it names. The spec.dependsOn of HostedClusterPackages form the same kind of graph
+// (GraphOf), by HostedClusterPackage name.
 type DependencyGraph struct {
 	// Order lists the packages level by level: level 0 depends on none of the set, each later
 	// level on the levels before it. Empty when Cycle is set.
@@ -29,6 +30,13 @@ func NewDependencyGraph(heads []ManifestHead) DependencyGraph {
 			needs[h.Name] = append(needs[h.Name], d.Package)
 		}
 	}
+	return GraphOf(needs)
+}
+
+// GraphOf builds the graph in which each key of needs needs the names it maps to, sorted by
+// name: what `convoy validate` checks of packages' spec.dependencies and of
+// HostedClusterPackages' spec.dependsOn alike.
+func GraphOf(needs map[string][]string) DependencyGraph {
 	var g DependencyGraph
 	names := make([]string, 0, len(needs))
 	for name := range needs {

@@ -46,16 +46,26 @@ func readImport(cmd *cobra.Command, files []string, kubeconfig string) ([]*unstr
 	}
 	var objs []*unstructured.Unstructured
 	for _, name := range files {
-		f, err := os.Open(name)
+		read, err := readObjects(name)
 		if err != nil {
 			return nil, err
 		}
-		read, err := importer.Decode(f)
-		_ = f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
 		objs = append(objs, read...)
+	}
+	return objs, nil
+}
+
+// readObjects reads the objects of a YAML or JSON file of one or more documents; an error names
+// the file.
+func readObjects(name string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	objs, err := importer.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return objs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -12,18 +13,22 @@ import (
 	"github.com/convoy-gitops/convoy/manifests"
 )
 
-// newValidateCmd builds `convoy validate`, which loads package directories offline and lists
-// every problem as "file:line: rule: message", exiting non-zero when there is any; it is meant
-// for pull-request CI.
+// newValidateCmd builds `convoy validate`, which loads package directories and reads
+// HostedClusterPackage files offline and lists every problem as "file:line: rule: message",
+// exiting non-zero when there is any; it is meant for pull-request CI.
 func newValidateCmd() *cobra.Command {
 	var (
 		f  templateDataFlags
 		tf testCaseFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "validate DIR...",
-		Short: "Check package directories offline and list every problem, one per line",
+		Use:   "validate DIR|FILE...",
+		Short: "Check package directories and HostedClusterPackage files offline and list every problem, one per line",
+		Long: "validate loads each package directory DIR as the controller would, and reads the HostedClusterPackages\n" +
+			"of each YAML FILE (objects of other kinds are left alone): no unknown field, no name twice, and no cycle\n" +
+			"in spec.dependsOn; it prints the order in which each HostedCluster gets them.",
 		Example: "  convoy validate examples/packages/*\n" +
+			"  convoy validate fleet/hostedclusterpackages/*.yaml\n" +
 			"  convoy validate packages/extra-component --config ci/values.yaml --hosted-cluster clusters/ci",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,25 +41,40 @@ func newValidateCmd() *cobra.Command {
 	return cmd
 }
 
-// runValidate validates each directory, printing problems as they are found, then the graph
-// of their spec.dependencies (validateGraph). A Package
+// runValidate validates each package directory of args, printing problems as they are found,
+// then the graph of their spec.dependencies (validateGraph), and the HostedClusterPackages of
+// each file of args (validateHostedClusterPackages). A Package
 // Operator package is validated as `kubectl package validate` does when no --config is given:
 // by running its test.template cases (see validateTestCases), or, without any, by checking its
 // manifest and plain files only; with --config it is also rendered for the flags.
-func runValidate(w io.Writer, dirs []string, f *templateDataFlags, updateFixtures bool) error {
+func runValidate(w io.Writer, args []string, f *templateDataFlags, updateFixtures bool) error {
+	var dirs, files []string
+	for _, arg := range args {
+		if info, err := os.Stat(arg); err == nil && info.Mode().IsRegular() {
+			files = append(files, arg)
+			continue
+		}
+		dirs = append(dirs, arg)
+	}
+	var errs []error
 	failed := 0
 	for _, dir := range dirs {
 		if !validateDir(w, dir, f, updateFixtures) {
 			failed++
 		}
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d package(s) invalid", failed, len(dirs))
+	switch {
+	case failed > 0:
+		errs = append(errs, fmt.Errorf("%d of %d package(s) invalid", failed, len(dirs)))
+	case !validateGraph(w, dirs):
+		errs = append(errs, errors.New("the packages' spec.dependencies form a cycle"))
 	}
-	if !validateGraph(w, dirs) {
-		return errors.New("the packages' spec.dependencies form a cycle")
+	if len(files) > 0 {
+		if n := validateHostedClusterPackages(w, files); n > 0 {
+			errs = append(errs, fmt.Errorf("%d problem(s) in the HostedClusterPackages of %d file(s)", n, len(files)))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // validateDir validates one package directory, and each component of a multi-component

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -47,5 +48,88 @@ func TestValidateChecksTheDependencyGraph(t *testing.T) {
 		out, _, err := runCLI("validate", writePKOPackage(g, root, "a", "b"), writePKOPackage(g, root, "b", "a"))
 		g.Expect(err).To(MatchError("the packages' spec.dependencies form a cycle"))
 		g.Expect(out).To(ContainSubstring("dependencies: spec.dependencies form a cycle: a → b → a\n"))
+	})
+}
+
+// writeHostedClusterPackages writes a file of HostedClusterPackages, each "name:dep,dep" (or a
+// raw document when it holds a newline), and returns its path.
+func writeHostedClusterPackages(g Gomega, dir, file string, specs ...string) string {
+	var docs []string
+	for _, s := range specs {
+		if strings.Contains(s, "\n") {
+			docs = append(docs, s)
+			continue
+		}
+		name, deps, _ := strings.Cut(s, ":")
+		doc := "apiVersion: convoy.dev/v1alpha1\nkind: HostedClusterPackage\nmetadata: {name: " + name + "}\n" +
+			"spec:\n  template: {spec: {sourceRef: {name: addons, namespace: convoy-system}, path: packages/" + name + "}}\n"
+		if deps != "" {
+			doc += "  dependsOn:\n"
+			for _, d := range strings.Split(deps, ",") {
+				doc += "  - name: " + d + "\n"
+			}
+		}
+		docs = append(docs, doc)
+	}
+	path := filepath.Join(dir, file)
+	g.Expect(os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600)).To(Succeed())
+	return path
+}
+
+// TestValidateChecksTheDependsOnOfHostedClusterPackageFiles: given the files of a fleet
+// repository, validate prints the order in which each HostedCluster gets the
+// HostedClusterPackages (a chain of depth three and a diamond, across files, other kinds left
+// alone), notes a dependency the files do not define, and fails on a cycle, an unknown field,
+// a name defined twice and a file without any, naming the file and the object.
+func TestValidateChecksTheDependsOnOfHostedClusterPackageFiles(t *testing.T) {
+	gitSource := "apiVersion: convoy.dev/v1alpha1\nkind: GitSource\nmetadata: {name: addons, namespace: convoy-system}\n" +
+		"spec: {url: 'https://git.example.com/addons.git', ref: {branch: main}}\n"
+	t.Run("order", func(t *testing.T) {
+		g := NewWithT(t)
+		dir := t.TempDir()
+		out, _, err := runCLI("validate",
+			writeHostedClusterPackages(g, dir, "base.yaml", gitSource, "crds", "certs:crds", "monitoring:crds"),
+			writeHostedClusterPackages(g, dir, "apps.yaml", "app:certs,monitoring", "webhook:app,cert-manager"))
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(out).To(ContainSubstring("dependsOn: webhook depends on cert-manager, which none of these files defines: " +
+			"it waits on every HostedCluster until cert-manager exists\n"))
+		g.Expect(out).To(ContainSubstring("ok HostedClusterPackages: 5; each HostedCluster gets them in the order " +
+			"crds; certs, monitoring; app; webhook\n"))
+	})
+	t.Run("examples", func(t *testing.T) {
+		files, err := filepath.Glob("../../examples/hostedclusterpackage*.yaml")
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(files).NotTo(BeEmpty())
+		for _, file := range files {
+			out, _, err := runCLI("validate", file)
+			NewWithT(t).Expect(err).NotTo(HaveOccurred(), "%s: %s", file, out)
+			NewWithT(t).Expect(out).To(ContainSubstring("ok HostedClusterPackages: "), file)
+		}
+	})
+	t.Run("cycle", func(t *testing.T) {
+		g := NewWithT(t)
+		dir := t.TempDir()
+		out, _, err := runCLI("validate", writeHostedClusterPackages(g, dir, "a.yaml", "a:b", "b:c", "c:a", "d:a"))
+		g.Expect(err).To(MatchError("1 problem(s) in the HostedClusterPackages of 1 file(s)"))
+		g.Expect(out).To(ContainSubstring("dependsOn: spec.dependsOn forms a cycle: a → b → c → a; " +
+			"the controller stalls each of its members (DependencyCycle)\n"))
+		g.Expect(out).NotTo(ContainSubstring("ok "))
+	})
+	t.Run("bad objects", func(t *testing.T) {
+		g := NewWithT(t)
+		dir := t.TempDir()
+		typo := "apiVersion: convoy.dev/v1alpha1\nkind: HostedClusterPackage\nmetadata: {name: typo}\n" +
+			"spec:\n  template: {spec: {sourceRef: {name: addons, namespace: convoy-system}, path: packages/typo}}\n  dependOn: [{name: a}]\n"
+		out, _, err := runCLI("validate",
+			writeHostedClusterPackages(g, dir, "one.yaml", "a", typo),
+			writeHostedClusterPackages(g, dir, "two.yaml", "a"),
+			writeHostedClusterPackages(g, dir, "none.yaml", gitSource))
+		g.Expect(err).To(MatchError("3 problem(s) in the HostedClusterPackages of 3 file(s)"))
+		g.Expect(out).To(ContainSubstring(filepath.Join(dir, "one.yaml") + `: HostedClusterPackage "typo": ` +
+			`strict decoding error: unknown field "spec.dependOn"`))
+		g.Expect(out).To(ContainSubstring(filepath.Join(dir, "two.yaml") + `: HostedClusterPackage "a": defined again (first in ` +
+			filepath.Join(dir, "one.yaml") + "): HostedClusterPackages are cluster-scoped, one per name\n"))
+		g.Expect(out).To(ContainSubstring(filepath.Join(dir, "none.yaml") + ": no HostedClusterPackage (convoy.dev/v1alpha1) in the file\n"))
+		g.Expect(out).To(ContainSubstring("ok HostedClusterPackages: 1, none depends on another\n"))
 	})
 }
