@@ -41,14 +41,13 @@ RACE_PACKAGES := ./test/infrastructure/controlplane/... ./test/infrastructure/gi
 # each area keeps a shorter test in `make test` (TestFaultsQuick, TestRunTiny,
 # TestChartRenderParityOfMetricsServer, TestStoreStaysBoundedOver300Commits, the other rollout
 # tests on the fleet). So does the test that only proves the packaging
-# (TestImageRunsItsConvoyBinary: its static build of convoy shares no package with the other
-# tests' builds). Top-level test names, each defined in a package of E2E_PACKAGES (a test of
+# (TestImageRunsItsConvoyBinary). Top-level test names, each defined in a package of E2E_PACKAGES (a test of
 # test/deploy checks it).
 E2E_TESTS := TestSignalGatesEndToEnd TestRolloutAcrossTheFleet TestRolloutGatesEndToEnd TestDependenciesAcrossTheFleet \
 	TestHelmChartRollsOutAcrossPartitions TestFleetSafetyOnABadDay TestControllerStartsWhenTheHostedClusterCRDAppears \
 	TestClusterScopedPKOPackageRollsOutIntoHostedClusters TestRolloutLogTellsTheStory \
 	TestDashboardInBrowserFollowsARolloutAndAFailure TestControllerPostsRolloutEventsInFluxFormat \
-	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyEveryScenario TestFaultsShort \
+	TestShardReplicasEachReconcileTheirOwnPackages TestRunTinyOtherScenarios TestFaultsShort \
 	TestStoreStaysBoundedOver1000Commits TestChartRenderParity \
 	TestFromPullRequestToFleet TestBlackholedForgeDoesNotSlowTheRollout TestFixedTokenSecretIsUsedAtOnce \
 	TestDevSectorsMovesACommitSectorBySector TestImageRunsItsConvoyBinary TestTakeoverFromARunningFlux
@@ -63,6 +62,12 @@ SOAK_ARGS ?=
 DEMO_ARGS ?=
 
 export CONVOY_TEST_BINARIES := $(BIN)
+# The module's builds and its tests build with cgo off: one set of compiled packages serves
+# bin/convoy, the tests, the binaries tests build (the image's, an older convoy's) and the
+# demo, and the binaries are static, as the image ships them. With cgo on, every package above
+# net would compile a second time for the image's test. The race detector needs cgo: its tests
+# turn it back on, and so does Gitea's build (sqlite).
+export CGO_ENABLED := 0
 
 # What `convoy version` and the convoy_build_info metric say: set at link time.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
@@ -176,7 +181,7 @@ $(BIN)/alertmanager: $(ALERTMANAGER_MOD)/go.mod $(ALERTMANAGER_MOD)/go.sum
 # from the module's directory (test/infrastructure/forge finds it with go list).
 $(BIN)/gitea: $(GITEA_MOD)/go.mod $(GITEA_MOD)/go.sum
 	@echo "==> Building bin/gitea from source: the tests of commit statuses and of the pull-request loop drive it ($(GITEA_COLD) cold on 2 cores; cached afterwards)"
-	cd $(GITEA_MOD) && go build -tags 'sqlite sqlite_unlock_notify' -o $@ \
+	cd $(GITEA_MOD) && CGO_ENABLED=1 go build -tags 'sqlite sqlite_unlock_notify' -o $@ \
 		-ldflags="-w -X main.Version=$$(go list -m -f '{{.Version}}' code.gitea.io/gitea | sed 's/^v//')" code.gitea.io/gitea
 
 # Note: the pinning modules hold the controllers' whole module graph (go mod tidy), so the build
@@ -221,7 +226,7 @@ test: ## Build what the tests need, verify, lint and run every test but the long
 	@# The two sets run side by side: most of a test's time is spent waiting on API servers.
 	@# The tests that run convoy as a process run bin/convoy, built just before.
 	export CONVOY_TEST_CONVOY=$(BIN)/convoy; \
-	go test -race $(GO_TEST_ARGS) -skip '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) $(RACE_PACKAGES) & race=$$!; \
+	CGO_ENABLED=1 go test -race $(GO_TEST_ARGS) -skip '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) $(RACE_PACKAGES) & race=$$!; \
 	status=0; go test $(GO_TEST_ARGS) -skip '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list ./... | grep -vxF -f <(go list $(RACE_PACKAGES))) || status=$$?; \
 	wait $$race || status=$$?; exit $$status
@@ -231,7 +236,7 @@ e2e: tools chromium build ## Run the longest end-to-end tests (E2E_TESTS: rollou
 	@# test/sectors runs alone, after the others: its four API servers, four controllers and
 	@# Gitea keep their timing (a soak of 5 s, polls every second) only with the cores to themselves.
 	export CONVOY_TEST_CONVOY=$(BIN)/convoy; \
-	go test -race $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
+	CGO_ENABLED=1 go test -race $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list $(E2E_PACKAGES) | grep -xF -f <(go list $(RACE_PACKAGES))) & race=$$!; \
 	status=0; go test $(GO_TEST_ARGS) -run '$(E2E_REGEX)' -timeout $(GO_TEST_TIMEOUT) \
 		$$(go list $(E2E_PACKAGES) | grep -vxF -f <(go list $(RACE_PACKAGES))) || status=$$?; \
@@ -274,7 +279,7 @@ demo: $(CONTROL_PLANE) build ## Build only what the demo runs (kube-apiserver, e
 	$(BIN)/convoy-dev $(DEMO_ARGS)
 
 .PHONY: faults
-faults: $(CONTROL_PLANE) build ## Run the fault harness (test/bench/cmd/faults): faults injected mid-rollout at 200 HostedClusters; writes faults-results.json (FAULTS_ARGS=-clusters 50 for a quick run).
+faults: $(CONTROL_PLANE) $(FLUX) build ## Run the fault harness (test/bench/cmd/faults): faults injected mid-rollout at 200 HostedClusters, a takeover from Flux among them; writes faults-results.json (FAULTS_ARGS=-clusters 50 for a quick run).
 	go run ./test/bench/cmd/faults -convoy $(BIN)/convoy -out $(CURDIR)/faults-results.json $(FAULTS_ARGS)
 
 .PHONY: soak
