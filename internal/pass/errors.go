@@ -20,6 +20,10 @@ type Stalling struct {
 	Err error
 	// RequeueAfter, when positive, is when to look again.
 	RequeueAfter time.Duration
+	// Recheck: the stall clears by a change to something the object's own watches do not see
+	// (a label removed from an object it applies), so it is looked at again after the success
+	// interval, as if it had settled.
+	Recheck bool
 }
 
 // Error implements error.
@@ -63,6 +67,11 @@ func (e *Generic) Unwrap() error { return e.Err }
 // Stallf returns a Stalling error with a formatted message (%w allowed).
 func Stallf(reason, format string, args ...any) error {
 	return &Stalling{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// StallRecheckf returns a Stalling error that is looked at again after the success interval.
+func StallRecheckf(reason, format string, args ...any) error {
+	return &Stalling{Reason: reason, Err: fmt.Errorf(format, args...), Recheck: true}
 }
 
 // StallAfterf returns a Stalling error that is looked at again after after.

@@ -55,8 +55,8 @@ type Outcome struct {
 // the outcome. It is the one place where Stalling, Waiting and Generic errors are interpreted.
 //
 //   - nil: requeue after interval.
-//   - *Stalling: no requeue (unless its RequeueAfter is set) and no error: the next change of
-//     the object triggers a pass.
+//   - *Stalling: no requeue (unless its RequeueAfter is set, or Recheck: after interval) and no
+//     error: the next change of the object triggers a pass.
 //   - *Waiting: requeue after its RequeueAfter (or interval), no error.
 //   - anything else: the error is returned for rate-limited backoff.
 func Classify(err error, interval time.Duration) Outcome {
@@ -69,8 +69,12 @@ func Classify(err error, interval time.Duration) Outcome {
 	)
 	switch {
 	case errors.As(err, &s):
+		after := s.RequeueAfter
+		if s.Recheck && after <= 0 {
+			after = interval
+		}
 		return Outcome{Class: ClassStalled, Reason: s.Reason, Message: err.Error(),
-			Result: ctrl.Result{RequeueAfter: s.RequeueAfter}}
+			Result: ctrl.Result{RequeueAfter: after}}
 	case errors.As(err, &w):
 		after := w.RequeueAfter
 		if after <= 0 {

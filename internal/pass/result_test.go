@@ -22,6 +22,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{"success", nil, ClassSuccess, "", ctrl.Result{RequeueAfter: time.Minute}, false},
 		{"stalling", Stallf("InvalidSpec", "bad %s", "key"), ClassStalled, "InvalidSpec", ctrl.Result{}, false},
+		{"stalling rechecked at the interval", StallRecheckf("TakeoverContested", "contested"), ClassStalled, "TakeoverContested", ctrl.Result{RequeueAfter: time.Minute}, false},
 		{"wrapped stalling", fmt.Errorf("step: %w", Stallf("InvalidSpec", "bad")), ClassStalled, "InvalidSpec", ctrl.Result{}, false},
 		{"waiting with delay", Waitf("DependencyNotReady", 5*time.Second, "wait"), ClassWaiting, "DependencyNotReady", ctrl.Result{RequeueAfter: 5 * time.Second}, false},
 		{"waiting defaults to interval", Waitf("RefNotFound", 0, "wait"), ClassWaiting, "RefNotFound", ctrl.Result{RequeueAfter: time.Minute}, false},

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,38 +46,8 @@ var tiers = []string{"early", "late"}
 // condition's time, which the API keeps in whole seconds.
 const soak = 3 * time.Second
 
-// addonFiles is the add-on at one image: a Deployment and a ConfigMap, which Flux builds with
-// the kustomization.yaml and convoy loads with the manifest.
-func addonFiles(image string) map[string]string {
-	return map[string]string{
-		packagePath + "/manifest.yaml": `apiVersion: convoy.dev/v1alpha1
-kind: PackageManifest
-metadata: {name: addon}
-spec:
-  phases:
-  - {name: deploy}
-  availabilityProbes:
-  # The test API server runs no controller that would report a rollout.
-  - selector: {kind: {group: apps, kind: Deployment}}
-    probes:
-    - cel: {rule: "self.metadata.generation > 0", message: not applied}
-`,
-		packagePath + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [deployment.yaml, settings.yaml]\n",
-		packagePath + "/settings.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: addon-settings, annotations: {convoy.dev/phase: deploy}}\ndata: {level: info}\n",
-		packagePath + "/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: addon, annotations: {convoy.dev/phase: deploy}}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: addon}}
-  template:
-    metadata: {labels: {app: addon}}
-    spec:
-      containers:
-      - {name: addon, image: "` + image + `"}
-`,
-	}
-}
+// addonFiles is the add-on at one image.
+func addonFiles(image string) map[string]string { return bench.FluxAddonFiles(packagePath, image) }
 
 // story is one run: the fleet, Flux, the Git repository and convoy.
 type story struct {
@@ -99,7 +68,8 @@ type story struct {
 // control plane namespaces to a HostedClusterPackage, as the guide says: Flux suspended and its
 // pruning off, then convoy takes over every object without re-creating it or changing its pod
 // template, rolls out a later commit partition by partition, and stops with a reason when
-// Flux is resumed by mistake, which deletes nothing.
+// Flux is resumed by mistake, which deletes nothing; the guide's way back (Flux suspended, the
+// label convoy.dev/adopted-from removed) hands the objects to convoy again.
 func TestTakeoverFromARunningFlux(t *testing.T) {
 	fleet.RequireAPIServers(t)
 	s := startStory(t)
@@ -128,6 +98,13 @@ func TestTakeoverFromARunningFlux(t *testing.T) {
 	s.expectSameObjects(t, before)
 	s.expectImage(t, "addon:1.1", false)
 	t.Log("Flux resumed by mistake: convoy stopped with TakeoverContested, nothing deleted or reverted")
+
+	s.setFlux(t, map[string]any{"suspend": true})
+	s.removeAdoptedFrom(t)
+	s.expectTakenOverAgain(t)
+	s.expectSameObjects(t, before)
+	s.expectImage(t, "addon:1.1", true)
+	t.Log("the guide's way back: Flux suspended, the label removed, convoy took every object over again")
 }
 
 // startStory starts the fleet with Flux's CRDs, two HostedClusters without API servers (the
@@ -136,13 +113,11 @@ func startStory(t *testing.T) *story {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	crds, err := flux.CRDs()
-	g.Expect(err).NotTo(HaveOccurred())
 	env, err := fleet.Start(ctx, fleet.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
 	s := &story{env: env, dir: t.TempDir()}
-	installCRDs(t, env.Client, crds)
+	g.Expect(flux.InstallCRDs(ctx, env.Client)).To(Succeed())
 	s.ns = env.NewNamespace(t)
 	for _, tier := range tiers {
 		hc, err := env.AddHostedCluster(ctx, fleet.HostedClusterInput{Namespace: s.ns, Name: tier,
@@ -157,26 +132,6 @@ func startStory(t *testing.T) *story {
 	s.kcfg = filepath.Join(s.dir, "kubeconfig")
 	g.Expect(os.WriteFile(s.kcfg, kubeconfig, 0o600)).To(Succeed())
 	return s
-}
-
-// installCRDs creates crds and waits until each is established.
-func installCRDs(t *testing.T, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) {
-	t.Helper()
-	g := NewWithT(t)
-	for _, crd := range crds {
-		g.Expect(c.Create(context.Background(), crd)).To(Succeed())
-	}
-	g.Eventually(func(g Gomega) {
-		for _, crd := range crds {
-			live := &apiextensionsv1.CustomResourceDefinition{}
-			g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(crd), live)).To(Succeed())
-			established := false
-			for _, cond := range live.Status.Conditions {
-				established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
-			}
-			g.Expect(established).To(BeTrue(), crd.Name)
-		}
-	}).WithTimeout(time.Minute).Should(Succeed())
 }
 
 // startFlux starts Flux's controllers with a GitRepository of the repository and a

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/convoy-gitops/convoy/test/infrastructure/process"
@@ -233,4 +235,33 @@ func (f *Flux) Stop() {
 		f.procs[i].Stop(10 * time.Second)
 	}
 	_ = os.RemoveAll(f.dir)
+}
+
+// InstallCRDs creates Flux's CRDs (CRDs) with c and waits until each is established.
+func InstallCRDs(ctx context.Context, c client.Client) error {
+	crds, err := CRDs()
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		if err := c.Create(ctx, crd); err != nil {
+			return fmt.Errorf("creating the CRD %s: %w", crd.Name, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, crd := range crds {
+			live := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), live); err != nil {
+				return false, err
+			}
+			established := false
+			for _, cond := range live.Status.Conditions {
+				established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
+			}
+			if !established {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
