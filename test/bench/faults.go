@@ -74,6 +74,12 @@ const (
 	// connections as a new revision rolls out; the healthy part must roll out within 1.3× the
 	// time of FaultHostedHealthy, the dead must be reported and recover once they answer.
 	FaultHostedDead = "hosted-dead"
+	// FaultOldOwnerResumes takes an add-on over from a real Flux (a Kustomization per HCP
+	// namespace, suspended with pruning off, as the guide says) and resumes Flux by mistake a
+	// fifth of the way through: nothing may be deleted, re-created or have its pod template
+	// changed, convoy must stop with TakeoverContested rather than write in a loop, and the
+	// guide's way back must finish the takeover. It needs Flux's controllers (`make tools`).
+	FaultOldOwnerResumes = "old-owner-resumes"
 	// FaultLeaderKilled runs two replicas with leader election and SIGKILLs the leader
 	// mid-rollout; the standby, with its own empty store, takes over. It leaves the two-replica
 	// setup in place, so it runs after the others but FaultCRDDeleted.
@@ -87,11 +93,12 @@ const (
 // AllFaults lists every fault in the order they run.
 var AllFaults = []string{FaultKill, FaultKillTwice, FaultFreshStore, FaultAPIServerRestarted, FaultGitDown,
 	FaultForcePush, FaultForcePushUnrelated, FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead,
-	FaultLeaderKilled, FaultCRDDeleted}
+	FaultOldOwnerResumes, FaultLeaderKilled, FaultCRDDeleted}
 
 // ShortFaults is the subset TestFaultsShort runs with the tests: AllFaults without the ones
 // another covers at a small size (controller-killed by controller-killed-twice,
-// force-push-unrelated by force-push-back), so that it stays under 3 minutes on 2 cores.
+// force-push-unrelated by force-push-back, old-owner-resumes by test/takeover), so that it stays
+// under 3 minutes on 2 cores.
 var ShortFaults = []string{FaultKillTwice, FaultFreshStore, FaultAPIServerRestarted, FaultGitDown, FaultForcePush,
 	FaultCredentialsRevoked, FaultStoreDeleted, FaultHostedHealthy, FaultHostedDead, FaultLeaderKilled, FaultCRDDeleted}
 
@@ -144,6 +151,11 @@ func RunFaults(ctx context.Context, cfg FaultsConfig) (*FaultResults, error) {
 		if name == FaultCRDDeleted {
 			logf(bcfg, "faults: %s", name)
 			res.Rows = append(res.Rows, runCRDDeleted(ctx, e))
+			continue
+		}
+		if name == FaultOldOwnerResumes {
+			logf(bcfg, "faults: %s", name)
+			res.Rows = append(res.Rows, runOldOwnerResumes(ctx, e))
 			continue
 		}
 		if name == FaultHostedHealthy || name == FaultHostedDead {
