@@ -124,12 +124,25 @@ func TestValidateChecksTheDependsOnOfHostedClusterPackageFiles(t *testing.T) {
 			writeHostedClusterPackages(g, dir, "one.yaml", "a", typo),
 			writeHostedClusterPackages(g, dir, "two.yaml", "a"),
 			writeHostedClusterPackages(g, dir, "none.yaml", gitSource))
-		g.Expect(err).To(MatchError("3 problem(s) in the HostedClusterPackages of 3 file(s)"))
+		g.Expect(err).To(MatchError("2 problem(s) in the HostedClusterPackages of 3 file(s)"))
 		g.Expect(out).To(ContainSubstring(filepath.Join(dir, "one.yaml") + `: HostedClusterPackage "typo": ` +
 			`strict decoding error: unknown field "spec.dependOn"`))
 		g.Expect(out).To(ContainSubstring(filepath.Join(dir, "two.yaml") + `: HostedClusterPackage "a": defined again (first in ` +
 			filepath.Join(dir, "one.yaml") + "): HostedClusterPackages are cluster-scoped, one per name\n"))
-		g.Expect(out).To(ContainSubstring(filepath.Join(dir, "none.yaml") + ": no HostedClusterPackage (convoy.dev/v1alpha1) in the file\n"))
-		g.Expect(out).To(ContainSubstring("ok HostedClusterPackages: 1, none depends on another\n"))
+		g.Expect(out).To(ContainSubstring(filepath.Join(dir, "none.yaml") + ": no HostedClusterPackage (convoy.dev/v1alpha1) in the file: left alone\n"))
+		g.Expect(out).NotTo(ContainSubstring("ok "))
+	})
+	t.Run("files of a pull request", func(t *testing.T) {
+		g := NewWithT(t)
+		outside := writeHostedClusterPackages(g, t.TempDir(), "secret.yaml", "a")
+		dir := t.TempDir()
+		link := filepath.Join(dir, "link.yaml")
+		g.Expect(os.Symlink(outside, link)).To(Succeed())
+		big := filepath.Join(dir, "big.yaml")
+		g.Expect(os.WriteFile(big, []byte("# "+strings.Repeat("x", 4<<20)+"\n"), 0o600)).To(Succeed())
+		out, _, err := runCLI("validate", link, big)
+		g.Expect(err).To(MatchError("2 problem(s) in the HostedClusterPackages of 2 file(s)"))
+		g.Expect(out).To(ContainSubstring("link.yaml: path escapes from parent"), "a link out of its folder is not followed")
+		g.Expect(out).To(ContainSubstring(big + ": larger than 4194304 bytes, the limit of a package's file"))
 	})
 }

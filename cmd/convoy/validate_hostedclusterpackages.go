@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
@@ -26,7 +29,7 @@ func validateHostedClusterPackages(w io.Writer, files []string) int {
 	needs := map[string][]string{}
 	declared := false
 	for _, file := range files {
-		objs, err := readObjects(file)
+		objs, err := readFleetFile(file)
 		if err != nil {
 			fmt.Fprintln(w, err)
 			problems++
@@ -44,6 +47,11 @@ func validateHostedClusterPackages(w io.Writer, files []string) int {
 				problems++
 				continue
 			}
+			if hcp.Name == "" {
+				fmt.Fprintf(w, "%s: a HostedClusterPackage without metadata.name\n", file)
+				problems++
+				continue
+			}
 			if other, ok := definedIn[hcp.Name]; ok {
 				fmt.Fprintf(w, "%s: HostedClusterPackage %q: defined again (first in %s): HostedClusterPackages are cluster-scoped, one per name\n",
 					file, hcp.Name, other)
@@ -58,8 +66,7 @@ func validateHostedClusterPackages(w io.Writer, files []string) int {
 			}
 		}
 		if found == 0 {
-			fmt.Fprintf(w, "%s: no HostedClusterPackage (%s) in the file\n", file, hostedClusterPackageKind.GroupVersion())
-			problems++
+			fmt.Fprintf(w, "%s: no HostedClusterPackage (%s) in the file: left alone\n", file, hostedClusterPackageKind.GroupVersion())
 		}
 	}
 	if len(needs) == 0 {
@@ -76,10 +83,32 @@ func validateHostedClusterPackages(w io.Writer, files []string) int {
 		fmt.Fprintf(w, "dependsOn: %s depends on %s, which none of these files defines: it waits on every HostedCluster until %s exists\n",
 			name, dep, dep)
 	}
-	if !declared {
+	switch {
+	case problems > 0:
+	case !declared:
 		fmt.Fprintf(w, "ok HostedClusterPackages: %d, none depends on another\n", len(needs))
-		return problems
+	default:
+		fmt.Fprintf(w, "ok HostedClusterPackages: %d; each HostedCluster gets them in the order %s\n", len(needs), graph)
 	}
-	fmt.Fprintf(w, "ok HostedClusterPackages: %d; each HostedCluster gets them in the order %s\n", len(needs), graph)
 	return problems
+}
+
+// readFleetFile reads the objects of a YAML or JSON file of one or more documents as a package's
+// files are read (at most manifests.MaxFileSize, YAML aliases bounded, errors naming file and
+// line), from the file's own folder: a symbolic link that leads out of it is refused, as it is
+// in a package directory, since validate runs on the files of a pull request.
+func readFleetFile(name string) ([]*unstructured.Unstructured, error) {
+	f, err := os.OpenInRoot(filepath.Dir(name), filepath.Base(name))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, manifests.MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > manifests.MaxFileSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes, the limit of a package's file", name, manifests.MaxFileSize)
+	}
+	return manifests.DecodeObjects(name, data)
 }
