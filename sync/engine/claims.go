@@ -167,11 +167,12 @@ func describeClaims(claims []claim) string {
 }
 
 // contestedBy returns the hold of Flux or Package Operator on live that says the tool applies
-// it while convoy does: a tool convoy took live over from (its convoy.dev/adopted-from label)
-// is back on it, or a tool the target does not adopt from began to apply an object this owner
-// holds. Either way convoy stops rather than write over it in turn. (A tool the target adopts
-// from on an object with no convoy.dev/adopted-from label is taken over again: the way back
-// after a contest is to stop the tool and remove the label.)
+// it while convoy does: any tool's marks on an object convoy took over (its
+// convoy.dev/adopted-from label), whether the tool it was taken from came back or another
+// began, or a tool the target does not adopt from began to apply an object this owner holds.
+// Either way convoy stops rather than write over it in turn. (A tool the target adopts from on
+// an object with no convoy.dev/adopted-from label is taken over again: the way back after a
+// contest is to stop the tool and remove the label.)
 //
 // Note: both tools put their marks back on every apply (kustomize-controller its labels,
 // Package Operator its owner reference and cache label), so a mark that comes back is the
@@ -181,12 +182,8 @@ func (c *cluster) contestedBy(live *unstructured.Unstructured) (claim, bool) {
 	if from == "" && !c.owns(live) {
 		return claim{}, false
 	}
-	tools := strings.Split(from, ".")
 	for _, cl := range append(fluxClaims(live), pkoClaims(live)...) {
-		if cl.tool == "" {
-			continue
-		}
-		if (from != "" && slices.Contains(tools, string(cl.tool))) || (from == "" && !slices.Contains(c.target.AdoptFrom, cl.tool)) {
+		if cl.tool != "" && (from != "" || !slices.Contains(c.target.AdoptFrom, cl.tool)) {
 			return cl, true
 		}
 	}

@@ -108,6 +108,13 @@ func TestTakeoverPatchMovesTheMarks(t *testing.T) {
 	cl, contested := c.contestedBy(taken)
 	g.Expect(contested).To(BeTrue(), "Flux applied it again")
 	g.Expect(cl.owner).To(Equal("managed by Flux Kustomization flux-system/addons"))
+	// Taken over from Flux, then applied by Package Operator, which the owner does not adopt
+	// from: a contest too, not a fight on every watch event.
+	fluxOnly := &cluster{name: convoyv1alpha1.InventoryClusterManagement,
+		target: &Target{Namespace: "ns", Name: "pkg", AdoptFrom: []convoyv1alpha1.AdoptOwner{convoyv1alpha1.AdoptFromFlux}}}
+	taken.SetLabels(map[string]string{convoyv1alpha1.AdoptedFromLabel: "flux", pkoCacheLabel: "pkg"})
+	_, contested = fluxOnly.contestedBy(taken)
+	g.Expect(contested).To(BeTrue(), "another tool began to apply an object convoy took over")
 
 	// An object convoy created, which Flux began to apply: a contest for an owner that does
 	// not adopt from Flux, a takeover for one that does.
