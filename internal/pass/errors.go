@@ -20,8 +20,8 @@ type Stalling struct {
 	Err error
 	// RequeueAfter, when positive, is when to look again.
 	RequeueAfter time.Duration
-	// Recheck: the stall clears by a change to something the object's own watches do not see
-	// (a label removed from an object it applies), so it is looked at again after the success
+	// Recheck: the stall may clear by a change the object's watches do not see (a label removed
+	// from an object it applies in a hosted cluster), so it is looked at again after the success
 	// interval, as if it had settled.
 	Recheck bool
 }

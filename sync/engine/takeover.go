@@ -157,8 +157,9 @@ func (c *cluster) checkContested(ph *Phase, objs []*unstructured.Unstructured, l
 	if len(contested) == 0 {
 		return nil
 	}
-	// Note: what clears it is a label removed from the objects, which the Package's watches do
-	// not see: it is looked at again every interval.
+	// Note: what clears it is a label removed from the objects. The management cluster's watches
+	// see that, but nothing watches a hosted cluster's objects: it is looked at again at the
+	// success interval too.
 	return pass.StallRecheckf(convoyv1alpha1.TakeoverContestedReason,
 		"phase %q: the previous owner applies %s in the %s cluster again after convoy took %s over: %s; "+
 			"stop it (suspend the Flux Kustomization, pause the Package Operator object), then remove the label %s from %s",

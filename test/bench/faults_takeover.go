@@ -122,16 +122,16 @@ func (t *takeover) run(ctx context.Context, row *FaultResult) error {
 	}
 	contested, _ := e.watch.countNamed(e.namespaces, takeoverName, contestedPackage)
 	row.ObjectsLost = t.lost()
+	if contested == 0 {
+		return errors.New("no Package stopped with TakeoverContested after Flux was resumed: the fault did not contest the takeover")
+	}
 
 	// The way back: Flux suspended again, the label removed from what it applied again.
 	if err := t.patchKustomizations(ctx, `{"spec":{"suspend":true}}`); err != nil {
 		return err
 	}
 	fixed := time.Now()
-	if err := t.removeAdoptedFrom(ctx); err != nil {
-		return err
-	}
-	if _, err := t.waitObjects(ctx, "taken over", func(o addonObject) bool { return !o.byFlux && o.adopted }); err != nil {
+	if err := t.takeBack(ctx); err != nil {
 		return err
 	}
 	row.WrongRevision, err = t.waitPackages(ctx, progressedAt(t.commit))
@@ -165,7 +165,7 @@ func (t *takeover) startFlux(ctx context.Context) error {
 	if t.flux, err = flux.Start(ctx, flux.Options{Kubeconfig: path}); err != nil {
 		return err
 	}
-	if t.commit, err = e.repo.Commit(takeoverName, "Add the add-on Flux applies", FluxAddonFiles(takeoverName, "addon:1.0")); err != nil {
+	if t.commit, err = e.repo.Commit(takeoverName, "Add the add-on Flux applies", flux.AddonFiles(takeoverName, "addon:1.0")); err != nil {
 		return err
 	}
 	repo := fluxObject("source.toolkit.fluxcd.io/v1", "GitRepository", takeoverName, map[string]any{
@@ -239,6 +239,9 @@ func (t *takeover) read(ctx context.Context) (map[string]addonObject, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !t.e.namespaces[d.Namespace] {
+			continue
+		}
 		o := addonOf(d)
 		o.template = string(template)
 		objs["Deployment "+d.Namespace+"/"+d.Name] = o
@@ -248,7 +251,10 @@ func (t *takeover) read(ctx context.Context) (map[string]addonObject, error) {
 		return nil, err
 	}
 	for i := range configMaps.Items {
-		objs["ConfigMap "+configMaps.Items[i].Namespace+"/"+configMaps.Items[i].Name] = addonOf(&configMaps.Items[i])
+		cm := &configMaps.Items[i]
+		if t.e.namespaces[cm.Namespace] {
+			objs["ConfigMap "+cm.Namespace+"/"+cm.Name] = addonOf(cm)
+		}
 	}
 	return objs, nil
 }
@@ -305,7 +311,7 @@ func (t *takeover) waitTaken(ctx context.Context, n int) (int, error) {
 		if taken >= n {
 			return taken, nil
 		}
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+		if err := sleepCtx(ctx, time.Second); err != nil {
 			return 0, err
 		}
 	}
@@ -356,24 +362,40 @@ func contestedPackage(p *convoyv1alpha1.Package) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == convoyv1alpha1.TakeoverContestedReason
 }
 
-// removeAdoptedFrom removes convoy.dev/adopted-from from the objects Flux applied again after
-// convoy took them over: the guide's way back from a contest.
-func (t *takeover) removeAdoptedFrom(ctx context.Context) error {
-	objs, err := t.read(ctx)
-	if err != nil {
-		return err
-	}
+// takeBack takes the guide's way back, Flux suspended: it removes convoy.dev/adopted-from from
+// each object that carries Flux's label again, and waits until convoy took every object over
+// again. The label goes again from an object Flux marked once more: a reconcile of Flux's that
+// began before the suspension may still apply after the label was removed.
+func (t *takeover) takeBack(ctx context.Context) error {
 	patch := client.RawPatch(types.JSONPatchType,
 		[]byte(`[{"op":"remove","path":"/metadata/labels/convoy.dev~1adopted-from"}]`))
-	for key, o := range objs {
-		if !o.byFlux || !o.adopted {
-			continue
+	want := 2 * len(t.e.namespaces)
+	taken := 0
+	deadline := time.Now().Add(takeoverTimeout)
+	for time.Now().Before(deadline) {
+		objs, err := t.read(ctx)
+		if err != nil {
+			return err
 		}
-		if err := t.e.admin.Patch(ctx, o.obj, patch); err != nil {
-			return fmt.Errorf("removing %s from %s: %w", convoyv1alpha1.AdoptedFromLabel, key, err)
+		taken = 0
+		for key, o := range objs {
+			switch {
+			case o.byFlux && o.adopted:
+				if err := t.e.admin.Patch(ctx, o.obj, patch); client.IgnoreNotFound(err) != nil {
+					return fmt.Errorf("removing %s from %s: %w", convoyv1alpha1.AdoptedFromLabel, key, err)
+				}
+			case !o.byFlux && o.adopted:
+				taken++
+			}
+		}
+		if taken == want {
+			return nil
+		}
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return err
 		}
 	}
-	return nil
+	return fmt.Errorf("after %s, convoy took %d of the add-on's %d objects over again", takeoverTimeout, taken, want)
 }
 
 // waitPackages waits until every Package of the takeover satisfies pred; on a timeout it
@@ -412,34 +434,53 @@ func (t *takeover) lost() int {
 }
 
 // close removes what the fault added, so that the faults after it find the fleet as before:
-// the Kustomizations (suspended, without pruning, so Flux deletes nothing), then the
-// HostedClusterPackage, whose Packages delete the add-on's objects; then it stops Flux.
+// the Kustomizations (suspended, without pruning, so Flux deletes nothing; gone once Flux
+// removed its finalizer) and the GitRepository, then the HostedClusterPackage, whose Packages
+// delete the add-on's objects, and its GitSource; then it stops Flux. Flux's CRDs stay.
 func (t *takeover) close(ctx context.Context) error {
 	e := t.e
 	if t.flux == nil {
 		return nil
 	}
 	defer t.flux.Stop()
-	var errs []error
-	errs = append(errs, t.patchKustomizations(ctx, `{"spec":{"suspend":true,"prune":false}}`))
-	errs = append(errs, e.forEachNamespace(ctx, func(ns string) error {
-		return client.IgnoreNotFound(e.admin.Delete(ctx, fluxObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "addon-"+ns, nil)))
+	kustomization := func(ns string) client.Object {
+		return fluxObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "addon-"+ns, nil)
+	}
+	errs := []error{
+		t.patchKustomizations(ctx, `{"spec":{"suspend":true,"prune":false}}`),
+		e.forEachNamespace(ctx, func(ns string) error { return client.IgnoreNotFound(e.admin.Delete(ctx, kustomization(ns))) }),
+		client.IgnoreNotFound(e.admin.Delete(ctx, fluxObject("source.toolkit.fluxcd.io/v1", "GitRepository", takeoverName, nil))),
+		client.IgnoreNotFound(e.admin.Delete(ctx, &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: takeoverName}})),
+	}
+	errs = append(errs, t.waitGone(ctx, "Packages of "+takeoverName, func() (int, error) {
+		_, total := e.watch.countNamed(e.namespaces, takeoverName, nil)
+		return total, nil
 	}))
-	errs = append(errs, client.IgnoreNotFound(e.admin.Delete(ctx, &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: takeoverName}})))
+	errs = append(errs, client.IgnoreNotFound(e.admin.Delete(ctx, &convoyv1alpha1.GitSource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: takeoverName}})))
+	errs = append(errs, t.waitGone(ctx, "Kustomizations of the add-on", func() (int, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
+		list.SetKind("KustomizationList")
+		err := e.admin.List(ctx, list, client.InNamespace(benchNamespace))
+		return len(list.Items), err
+	}))
+	return errors.Join(errs...)
+}
+
+// waitGone waits until count says none of what is left.
+func (t *takeover) waitGone(ctx context.Context, what string, count func() (int, error)) error {
 	deadline := time.Now().Add(teardownTimeout)
 	for {
-		_, total := e.watch.countNamed(e.namespaces, takeoverName, nil)
-		if total == 0 {
-			break
+		n, err := count()
+		if err != nil || n == 0 {
+			return err
 		}
 		if time.Now().After(deadline) {
-			errs = append(errs, fmt.Errorf("%d Packages of %s left %s after its deletion", total, takeoverName, teardownTimeout))
-			break
+			return fmt.Errorf("%d %s left %s after their deletion", n, what, teardownTimeout)
 		}
 		if err := sleepCtx(ctx, time.Second); err != nil {
-			errs = append(errs, err)
-			break
+			return err
 		}
 	}
-	return errors.Join(errs...)
 }

@@ -47,7 +47,7 @@ var tiers = []string{"early", "late"}
 const soak = 3 * time.Second
 
 // addonFiles is the add-on at one image.
-func addonFiles(image string) map[string]string { return bench.FluxAddonFiles(packagePath, image) }
+func addonFiles(image string) map[string]string { return flux.AddonFiles(packagePath, image) }
 
 // story is one run: the fleet, Flux, the Git repository and convoy.
 type story struct {
@@ -100,8 +100,7 @@ func TestTakeoverFromARunningFlux(t *testing.T) {
 	t.Log("Flux resumed by mistake: convoy stopped with TakeoverContested, nothing deleted or reverted")
 
 	s.setFlux(t, map[string]any{"suspend": true})
-	s.removeAdoptedFrom(t)
-	s.expectTakenOverAgain(t)
+	s.takeBack(t)
 	s.expectSameObjects(t, before)
 	s.expectImage(t, "addon:1.1", true)
 	t.Log("the guide's way back: Flux suspended, the label removed, convoy took every object over again")

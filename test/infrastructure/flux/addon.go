@@ -1,10 +1,9 @@
-package bench
+package flux
 
-// FluxAddonFiles is an add-on at path and one image, as a fleet on Flux keeps it: a Deployment
-// and a ConfigMap that Flux's kustomize-controller builds with the kustomization.yaml and convoy
-// loads with the manifest, for the takeovers from a real Flux (the fault harness's
-// FaultOldOwnerResumes, test/takeover).
-func FluxAddonFiles(path, image string) map[string]string {
+// AddonFiles is an add-on at path and one image, as a fleet on Flux keeps it: a Deployment and
+// a ConfigMap that kustomize-controller builds with the kustomization.yaml and convoy loads with
+// the manifest, for the takeovers from a real Flux (test/takeover, the fault harness).
+func AddonFiles(path, image string) map[string]string {
 	return map[string]string{
 		path + "/manifest.yaml": `apiVersion: convoy.dev/v1alpha1
 kind: PackageManifest
