@@ -451,6 +451,11 @@ func (t *takeover) close(ctx context.Context) error {
 		e.forEachNamespace(ctx, func(ns string) error { return client.IgnoreNotFound(e.admin.Delete(ctx, kustomization(ns))) }),
 		client.IgnoreNotFound(e.admin.Delete(ctx, fluxObject("source.toolkit.fluxcd.io/v1", "GitRepository", takeoverName, nil))),
 		client.IgnoreNotFound(e.admin.Delete(ctx, &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: takeoverName}})),
+		// The test fleet runs no garbage collector: the harness deletes the Packages the
+		// HostedClusterPackage owned, as it would.
+		e.forEachNamespace(ctx, func(ns string) error {
+			return client.IgnoreNotFound(e.admin.Delete(ctx, &convoyv1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: takeoverName}}))
+		}),
 	}
 	errs = append(errs, t.waitGone(ctx, "Packages of "+takeoverName, func() (int, error) {
 		_, total := e.watch.countNamed(e.namespaces, takeoverName, nil)
