@@ -52,7 +52,7 @@ func GraphOf(needs map[string][]string) DependencyGraph {
 	}
 	depth := map[string]int{}
 	for _, name := range names {
-		if cycle := g.level(name, needs, depth, nil); cycle != nil {
+		if cycle := g.level(name, needs, depth, nil, map[string]bool{}); cycle != nil {
 			g.Cycle = cycle
 			return g
 		}
@@ -68,23 +68,28 @@ func GraphOf(needs map[string][]string) DependencyGraph {
 
 // level records in depth the level of name, one above its deepest dependency in the set; it
 // returns a cycle through path when it finds one.
-func (g *DependencyGraph) level(name string, needs map[string][]string, depth map[string]int, path []string) []string {
-	if i := slices.Index(path, name); i >= 0 {
-		return append(slices.Clone(path[i:]), name)
+//
+// Note: onPath holds the names of path, so that a long chain (validate reads one from a pull
+// request's files) costs each name one lookup, not a scan of the path.
+func (g *DependencyGraph) level(name string, needs map[string][]string, depth map[string]int, path []string, onPath map[string]bool) []string {
+	if onPath[name] {
+		return append(slices.Clone(path[slices.Index(path, name):]), name)
 	}
 	if _, ok := depth[name]; ok {
 		return nil
 	}
 	level := 0
+	onPath[name] = true
 	for _, dep := range needs[name] {
 		if _, ok := needs[dep]; !ok {
 			continue
 		}
-		if cycle := g.level(dep, needs, depth, append(path, name)); cycle != nil {
+		if cycle := g.level(dep, needs, depth, append(path, name), onPath); cycle != nil {
 			return cycle
 		}
 		level = max(level, depth[dep]+1)
 	}
+	delete(onPath, name)
 	depth[name] = level
 	return nil
 }
