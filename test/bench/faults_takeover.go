@@ -168,30 +168,22 @@ func (t *takeover) startFlux(ctx context.Context) error {
 	if t.commit, err = e.repo.Commit(takeoverName, "Add the add-on Flux applies", flux.AddonFiles(takeoverName, "addon:1.0")); err != nil {
 		return err
 	}
-	repo := fluxObject("source.toolkit.fluxcd.io/v1", "GitRepository", takeoverName, map[string]any{
+	repo := flux.Object("source.toolkit.fluxcd.io/v1", "GitRepository", benchNamespace, takeoverName, map[string]any{
 		"url": e.git.HTTPURL(repoName), "interval": "1m", "ref": map[string]any{"branch": takeoverName}})
 	if err := e.admin.Create(ctx, repo); err != nil {
 		return err
 	}
 	return e.forEachNamespace(ctx, func(ns string) error {
-		return e.admin.Create(ctx, fluxObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "addon-"+ns, map[string]any{
+		return e.admin.Create(ctx, flux.Object("kustomize.toolkit.fluxcd.io/v1", "Kustomization", benchNamespace, "addon-"+ns, map[string]any{
 			"interval": fluxInterval.String(), "path": "./" + takeoverName, "prune": true, "targetNamespace": ns,
 			"sourceRef": map[string]any{"kind": "GitRepository", "name": takeoverName}}))
 	})
 }
 
-// fluxObject builds a Flux object of the benchmark's namespace with spec.
-func fluxObject(apiVersion, kind, name string, spec map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
-	u.SetNamespace(benchNamespace)
-	u.SetName(name)
-	return u
-}
-
 // patchKustomizations merge-patches every Kustomization of the add-on.
 func (t *takeover) patchKustomizations(ctx context.Context, patch string) error {
 	return t.e.forEachNamespace(ctx, func(ns string) error {
-		ks := fluxObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "addon-"+ns, nil)
+		ks := flux.Object("kustomize.toolkit.fluxcd.io/v1", "Kustomization", benchNamespace, "addon-"+ns, nil)
 		return t.e.admin.Patch(ctx, ks, client.RawPatch(types.MergePatchType, []byte(patch)))
 	})
 }
@@ -444,12 +436,12 @@ func (t *takeover) close(ctx context.Context) error {
 	}
 	defer t.flux.Stop()
 	kustomization := func(ns string) client.Object {
-		return fluxObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "addon-"+ns, nil)
+		return flux.Object("kustomize.toolkit.fluxcd.io/v1", "Kustomization", benchNamespace, "addon-"+ns, nil)
 	}
 	errs := []error{
 		t.patchKustomizations(ctx, `{"spec":{"suspend":true,"prune":false}}`),
 		e.forEachNamespace(ctx, func(ns string) error { return client.IgnoreNotFound(e.admin.Delete(ctx, kustomization(ns))) }),
-		client.IgnoreNotFound(e.admin.Delete(ctx, fluxObject("source.toolkit.fluxcd.io/v1", "GitRepository", takeoverName, nil))),
+		client.IgnoreNotFound(e.admin.Delete(ctx, flux.Object("source.toolkit.fluxcd.io/v1", "GitRepository", benchNamespace, takeoverName, nil))),
 		client.IgnoreNotFound(e.admin.Delete(ctx, &convoyv1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: takeoverName}})),
 		// The test fleet runs no garbage collector: the harness deletes the Packages the
 		// HostedClusterPackage owned, as it would.

@@ -143,23 +143,15 @@ func (s *story) startFlux(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(f.Stop)
 	s.flux = f
-	repo := fluxObject("source.toolkit.fluxcd.io/v1", "GitRepository", s.ns, sourceName, map[string]any{
+	repo := flux.Object("source.toolkit.fluxcd.io/v1", "GitRepository", s.ns, sourceName, map[string]any{
 		"url": s.url, "interval": "2s", "ref": map[string]any{"branch": "main"}})
 	g.Expect(s.env.Client.Create(ctx, repo)).To(Succeed())
 	for _, hcp := range s.hcps {
-		ks := fluxObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", s.ns, "addon-"+hcp, map[string]any{
+		ks := flux.Object("kustomize.toolkit.fluxcd.io/v1", "Kustomization", s.ns, "addon-"+hcp, map[string]any{
 			"interval": "2s", "path": "./" + packagePath, "prune": true, "targetNamespace": hcp,
 			"sourceRef": map[string]any{"kind": "GitRepository", "name": sourceName}})
 		g.Expect(s.env.Client.Create(ctx, ks)).To(Succeed())
 	}
-}
-
-// fluxObject builds a Flux object with spec.
-func fluxObject(apiVersion, kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
 }
 
 // setFlux merges fields into the spec of every Kustomization of the story.
@@ -167,7 +159,7 @@ func (s *story) setFlux(t *testing.T, fields map[string]any) {
 	t.Helper()
 	g := NewWithT(t)
 	for _, hcp := range s.hcps {
-		ks := fluxObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", s.ns, "addon-"+hcp, nil)
+		ks := flux.Object("kustomize.toolkit.fluxcd.io/v1", "Kustomization", s.ns, "addon-"+hcp, nil)
 		patch := client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":%s}`, mustJSON(g, fields))))
 		g.Expect(s.env.Client.Patch(context.Background(), ks, patch)).To(Succeed())
 	}

@@ -1,5 +1,15 @@
 package flux
 
+import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+// Object builds a Flux object (a GitRepository, a Kustomization) with spec.
+func Object(apiVersion, kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
 // AddonFiles is an add-on at path and one image, as a fleet on Flux keeps it: a Deployment and
 // a ConfigMap that kustomize-controller builds with the kustomization.yaml and convoy loads with
 // the manifest, for the takeovers from a real Flux (test/takeover, the fault harness).
