@@ -34,6 +34,14 @@ func TestMain(m *testing.M) {
 		log.SetLogger(logr.Discard())
 		fleet.Main(m, &env, fleet.Options{}, nil) // measured passes only: no manager
 	}
+	// The logger is set before the fleet starts: controller-runtime takes the first logger it is
+	// given, and gives itself one that drops everything when something logs through it before
+	// one is set and its process is 30 seconds old, which a slow start of the API servers is.
+	loggers := []logr.Logger{textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&controllerLog)))}
+	if os.Getenv("CONVOY_TEST_LOG") != "" {
+		loggers = append(loggers, textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(1))))
+	}
+	log.SetLogger(logr.New(teeSink(loggers)))
 	fleet.Main(m, &env, fleet.Options{}, startManager)
 }
 
@@ -49,11 +57,6 @@ var testIdentity = Identity{ManagementCluster: "mc-eu-1", Sector: "eu"}
 
 // startManager runs the GitSource, Package and HostedClusterPackage controllers against f.
 func startManager(ctx context.Context, f *fleet.Fleet) (func(), error) {
-	loggers := []logr.Logger{textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&controllerLog)))}
-	if os.Getenv("CONVOY_TEST_LOG") != "" {
-		loggers = append(loggers, textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(1))))
-	}
-	log.SetLogger(logr.New(teeSink(loggers)))
 	cacheOpts := cache.Options{}
 	ConfigureCache(&cacheOpts)
 	testSharding.ConfigureCache(&cacheOpts)
