@@ -35,9 +35,11 @@ const testMaxResponseBytes = 512 << 10
 // startManager starts the GitSource, Package and ObjectDeployment controllers against the
 // fleet; it returns a function that stops them.
 func startManager(ctx context.Context) (func(), error) {
-	log.SetLogger(logr.Discard())
+	// controller-runtime keeps the first logger it is given.
 	if os.Getenv("CONVOY_TEST_LOG") != "" {
 		log.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(1))))
+	} else {
+		log.SetLogger(logr.Discard())
 	}
 	cacheOpts := cache.Options{}
 	ConfigureShardCache(&cacheOpts, "") // the unsharded replica's cache, as `convoy controller` has it
