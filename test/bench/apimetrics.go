@@ -21,8 +21,9 @@ import (
 // LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE, ...). Dry runs are counted apart, as
 // "<verb>/dry-run", and so are requests on Leases, as "<verb>/leases": the API server renews
 // its own identity Lease every 10 s, and the controller runs without leader election. Requests
-// on convoy's bookkeeping (its own kinds, the gates' included, ControllerRevisions, Events) are named
-// "<verb>/<resource>[/<subresource>]"; the bare verbs are requests on the packages' objects.
+// on convoy's bookkeeping (its own kinds, the gates' included, ControllerRevisions, Events) and
+// on Flux's kinds are named "<verb>/<resource>[/<subresource>]"; the bare verbs are requests on
+// the packages' objects.
 type Requests map[string]float64
 
 // writeVerbs are the verbs that change state.
@@ -32,7 +33,9 @@ var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPL
 var bookkeeping = map[string]bool{"packages": true, "hostedclusterpackages": true, "gitsources": true,
 	"objectdeployments": true, "controllerrevisions": true, "events": true,
 	// The gates' kinds: the controller watches them from its first HostedClusterPackage pass.
-	"partitionapprovals": true, "rolloutapprovals": true, "manualpromotions": true, "promotionapprovals": true}
+	"partitionapprovals": true, "rolloutapprovals": true, "manualpromotions": true, "promotionapprovals": true,
+	// Flux's, for the flux scenario.
+	"kustomizations": true, "gitrepositories": true}
 
 // requestKey names a request in Requests.
 func requestKey(verb, resource, subresource string, dryRun bool) string {

@@ -22,15 +22,17 @@ const (
 	ScenarioWriteCost = "writecost"
 	// ScenarioSectors promotes a commit across three management clusters in a chain of sectors.
 	ScenarioSectors = "sectors"
+	// ScenarioFlux applies the rollout's package to the same HCP namespaces through Flux.
+	ScenarioFlux = "flux"
 )
 
 // AllScenarios lists every scenario in the order they run.
-var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted, ScenarioSectors, ScenarioFleet,
+var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioFlux, ScenarioGit, ScenarioHosted, ScenarioSectors, ScenarioFleet,
 	ScenarioWriteCost}
 
 // DefaultScenarios are the scenarios of `make bench` (about 21 minutes on 2 cores): all but the
 // fleet, which takes about an hour and runs on its own (`make bench-fleet`).
-var DefaultScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioGit, ScenarioHosted, ScenarioSectors}
+var DefaultScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioFlux, ScenarioGit, ScenarioHosted, ScenarioSectors}
 
 // Config is one benchmark run.
 type Config struct {
@@ -258,6 +260,11 @@ func runScenarios(ctx context.Context, cfg Config, res *Results) error {
 		}
 	}
 	kept = replaceEnv(kept, nil)
+	if slices.Contains(cfg.Scenarios, ScenarioFlux) {
+		if err := runFluxScenario(ctx, cfg, res); err != nil {
+			fail(ScenarioFlux, err)
+		}
+	}
 	if slices.Contains(cfg.Scenarios, ScenarioGit) {
 		if err := runGit(ctx, cfg, res); err != nil {
 			fail(ScenarioGit, err)

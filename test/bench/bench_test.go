@@ -17,14 +17,15 @@ import (
 // TestRunTiny runs the rollout and the steady state at a tiny size, so that the benchmark's
 // core cannot rot: it builds bin/convoy into a temporary folder and needs the API servers of
 // `make tools`. The rollout runs at two sizes: the steady state takes the fleet of the one of
-// its size, and the other measures its bookkeeping floor after its steps too.
+// its size, and the other measures its bookkeeping floor after its steps too. Flux then applies
+// the same package, beside the rollout's figures.
 // TestRunTinyOtherScenarios (`make e2e`) runs the others.
 func TestRunTiny(t *testing.T) {
 	runTiny(t, tinyScenarios)
 }
 
 // tinyScenarios are the scenarios of TestRunTiny.
-var tinyScenarios = []string{ScenarioRollout, ScenarioSteady}
+var tinyScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioFlux}
 
 // TestRunTinyOtherScenarios runs every scenario of the benchmark that TestRunTiny leaves out,
 // at a tiny size (`make e2e`, which CI runs after `make test`: together they run each once).
@@ -85,6 +86,19 @@ func runTiny(t *testing.T, scenarios []string) {
 		g.Expect(kept).NotTo(BeNil())
 		g.Expect(kept.Note).To(HaveSuffix("measured before the steps only"), "the steady state takes the fleet of N=3, controller running")
 	}
+	if slices.Contains(scenarios, ScenarioFlux) {
+		for _, step := range []string{"install", "update"} {
+			wall := rowOf(res, "flux N=3 "+step, "wall time to all applied")
+			g.Expect(wall).NotTo(BeNil(), "Flux's %s is measured", step)
+			g.Expect(*wall.Baseline).To(BeNumerically(">", 0), "against the bare loop")
+			// Flux applies each of the 30 objects once; it reads what it applied, hence no upper bound.
+			applied := rowOf(res, "flux N=3 "+step, "requests on the objects, per object")
+			g.Expect(applied.Value).To(BeNumerically(">=", 1), applied.Note)
+			convoy := rowOf(res, "flux N=3 "+step, "convoy's wall time, against Flux's")
+			g.Expect(convoy).NotTo(BeNil(), "convoy's %s beside Flux's", step)
+			g.Expect(*convoy.Baseline).To(Equal(wall.Value))
+		}
+	}
 	if slices.Contains(scenarios, ScenarioFleet) {
 		for _, step := range []string{"install", "all rolled by one commit"} {
 			row := rowOf(res, "fleet 4 add-ons × 3 "+step, "wall time to all progressed, against the bookkeeping floor")
@@ -103,14 +117,7 @@ func runTiny(t *testing.T, scenarios []string) {
 }
 
 // rowOf returns the row of scenario and metric, nil when there is none.
-func rowOf(res *Results, scenario, metric string) *Row {
-	for i, row := range res.Rows {
-		if row.Scenario == scenario && row.Metric == metric {
-			return &res.Rows[i]
-		}
-	}
-	return nil
-}
+func rowOf(res *Results, scenario, metric string) *Row { return res.row(scenario, metric) }
 
 // TestVerbOf pins how the benchmark names its own requests, to take them out of the API
 // server's counts.

@@ -10,6 +10,10 @@
 //   - rollout: a new commit of a 10-object management-side package rolled out to N
 //     HostedClusters, instant and rollingUpgrade maxUnavailable "10%";
 //   - steady: 1,000 available Packages and no change for a while: write requests, CPU, RSS;
+//   - flux: the rollout's package applied to the same N HCP namespaces by Flux's
+//     source-controller and kustomize-controller (built by `make tools`), one Kustomization
+//     per namespace as a Flux user has them: install and update against the bare loop, and
+//     convoy's install and instant rollout of the same run against Flux's;
 //   - git: no-op poll and one-commit fetch of a 5,000-file repository next to `git fetch`
 //     (it runs sources' BenchmarkStore);
 //   - hosted: a package of 50 objects in hosted-cluster phases on 5 hosted API servers;

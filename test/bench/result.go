@@ -65,6 +65,16 @@ type Results struct {
 // add appends a row.
 func (r *Results) add(row Row) { r.Rows = append(r.Rows, row) }
 
+// row returns the row of scenario and metric, nil when there is none.
+func (r *Results) row(scenario, metric string) *Row {
+	for i, row := range r.Rows {
+		if row.Scenario == scenario && row.Metric == metric {
+			return &r.Rows[i]
+		}
+	}
+	return nil
+}
+
 // note records a remark.
 func (r *Results) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))

@@ -202,6 +202,16 @@ func (f *Flux) start(ctx context.Context, opts Options, name, healthAddr string,
 	}
 }
 
+// PIDs returns the process IDs of the controllers, for a benchmark to read their CPU time and
+// memory.
+func (f *Flux) PIDs() []int {
+	pids := make([]int, len(f.procs))
+	for i, p := range f.procs {
+		pids[i] = p.PID()
+	}
+	return pids
+}
+
 // Log returns the last n lines a controller (by binary name) wrote.
 func (f *Flux) Log(name string, n int) string {
 	for _, p := range f.procs {
