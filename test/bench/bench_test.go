@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
@@ -37,6 +39,7 @@ func TestRunTinyOtherScenarios(t *testing.T) {
 // runTiny runs the scenarios at a tiny size and checks that each gives its rows.
 func runTiny(t *testing.T, scenarios []string) {
 	fleet.RequireAPIServers(t)
+	ctrllog.SetLogger(logr.Discard())
 	g := NewWithT(t)
 	convoy := buildConvoy(t)
 
