@@ -19,15 +19,14 @@ import (
 // TestRunTiny runs the rollout and the steady state at a tiny size, so that the benchmark's
 // core cannot rot: it builds bin/convoy into a temporary folder and needs the API servers of
 // `make tools`. The rollout runs at two sizes: the steady state takes the fleet of the one of
-// its size, and the other measures its bookkeeping floor after its steps too. Flux then applies
-// the same package, beside the rollout's figures.
+// its size, and the other measures its bookkeeping floor after its steps too.
 // TestRunTinyOtherScenarios (`make e2e`) runs the others.
 func TestRunTiny(t *testing.T) {
 	runTiny(t, tinyScenarios)
 }
 
 // tinyScenarios are the scenarios of TestRunTiny.
-var tinyScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioFlux}
+var tinyScenarios = []string{ScenarioRollout, ScenarioSteady}
 
 // TestRunTinyOtherScenarios runs every scenario of the benchmark that TestRunTiny leaves out,
 // at a tiny size (`make e2e`, which CI runs after `make test`: together they run each once).
@@ -97,9 +96,6 @@ func runTiny(t *testing.T, scenarios []string) {
 			// Flux applies each of the 30 objects once; it reads what it applied, hence no upper bound.
 			applied := rowOf(res, "flux N=3 "+step, "requests on the objects, per object")
 			g.Expect(applied.Value).To(BeNumerically(">=", 1), applied.Note)
-			convoy := rowOf(res, "flux N=3 "+step, "convoy's wall time, against Flux's")
-			g.Expect(convoy).NotTo(BeNil(), "convoy's %s beside Flux's", step)
-			g.Expect(*convoy.Baseline).To(Equal(wall.Value))
 		}
 	}
 	if slices.Contains(scenarios, ScenarioFleet) {

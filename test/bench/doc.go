@@ -5,7 +5,7 @@
 // CLI) in the same run, so that figures are read as ratios rather than as absolute times of a
 // noisy machine.
 //
-// Scenarios (docs/evidence/performance.md lists the targets they judge, P1 to P9):
+// Scenarios (docs/evidence/performance.md lists the targets they judge, P1 to P12):
 //
 //   - rollout: a new commit of a 10-object management-side package rolled out to N
 //     HostedClusters, instant and rollingUpgrade maxUnavailable "10%";

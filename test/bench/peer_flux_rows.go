@@ -2,8 +2,9 @@ package bench
 
 import "fmt"
 
-// targetFluxSpeedup is the flux scenario's target at targetFleetSize: convoy's instant rollout
-// at least this many times faster than Flux's update of the same objects, in the same run.
+// targetFluxSpeedup is target P12 (docs/evidence/performance.md): at targetFleetSize, convoy's
+// instant rollout at least this many times faster than Flux's update of the same objects, in
+// the same run.
 const targetFluxSpeedup = 5
 
 // addRows turns a measured step of Flux into rows beside the bare loop's, and beside convoy's
