@@ -291,7 +291,7 @@ soak-short: $(CONTROL_PLANE) build ## Run the 2-minute soak (TestSoakShort, also
 	CONVOY_TEST_CONVOY=$(BIN)/convoy go test ./test/bench -run '^TestSoakShort$$' -count=1 -v -timeout 15m
 
 .PHONY: bench
-bench: $(CONTROL_PLANE) $(FLUX) build ## Run test/bench: rollout, steady state, Flux beside the rollout, Git, hosted phases, sectors (about 21 minutes); writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).
+bench: $(CONTROL_PLANE) $(FLUX) build ## Run test/bench: rollout, steady state, Flux beside the rollout, Git, hosted phases, sectors (about 33 minutes); writes bench-results.json (BENCH_ARGS=-short: under 10 minutes).
 	go run ./test/bench/cmd -convoy $(BIN)/convoy -out $(CURDIR)/bench-results.json $(BENCH_ARGS)
 
 .PHONY: bench-fleet

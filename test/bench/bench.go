@@ -30,7 +30,7 @@ const (
 var AllScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioFlux, ScenarioGit, ScenarioHosted, ScenarioSectors, ScenarioFleet,
 	ScenarioWriteCost}
 
-// DefaultScenarios are the scenarios of `make bench` (about 21 minutes on 2 cores): all but the
+// DefaultScenarios are the scenarios of `make bench` (about 33 minutes on 2 cores): all but the
 // fleet, which takes about an hour and runs on its own (`make bench-fleet`).
 var DefaultScenarios = []string{ScenarioRollout, ScenarioSteady, ScenarioFlux, ScenarioGit, ScenarioHosted, ScenarioSectors}
 
