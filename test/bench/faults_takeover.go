@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,7 +18,6 @@ import (
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 	"github.com/convoy-gitops/convoy/test/infrastructure/flux"
-	"github.com/convoy-gitops/convoy/test/infrastructure/simfleet"
 )
 
 // The takeover of FaultOldOwnerResumes: a real Flux applies an add-on into every HCP namespace,
@@ -151,18 +148,8 @@ func (t *takeover) run(ctx context.Context, row *FaultResult) error {
 // namespace, as a fleet on Flux has them.
 func (t *takeover) startFlux(ctx context.Context) error {
 	e := t.e
-	if err := flux.InstallCRDs(ctx, e.admin); err != nil {
-		return err
-	}
-	kubeconfig, err := simfleet.KubeConfigFor(e.fleet.Config, "management")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(e.dir, "flux-kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		return err
-	}
-	if t.flux, err = flux.Start(ctx, flux.Options{Kubeconfig: path}); err != nil {
+	var err error
+	if t.flux, err = e.startFlux(ctx); err != nil {
 		return err
 	}
 	if t.commit, err = e.repo.Commit(takeoverName, "Add the add-on Flux applies", flux.AddonFiles(takeoverName, "addon:1.0")); err != nil {

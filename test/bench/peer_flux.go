@@ -56,6 +56,23 @@ type fluxRun struct {
 	createCPU, updateCPU time.Duration
 }
 
+// startFlux installs Flux's CRDs on the management server and starts its controllers against
+// it.
+func (e *env) startFlux(ctx context.Context) (*flux.Flux, error) {
+	if err := flux.InstallCRDs(ctx, e.admin); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := simfleet.KubeConfigFor(e.fleet.Config, "management")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(e.dir, "flux-kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	return flux.Start(ctx, flux.Options{Kubeconfig: path})
+}
+
 // runFluxScenario runs the flux scenario at each size of the run.
 func runFluxScenario(ctx context.Context, cfg Config, res *Results) error {
 	for _, n := range cfg.Sizes {
@@ -131,21 +148,11 @@ func (r *fluxRun) bare(ctx context.Context, rev int) (time.Duration, Requests, t
 // controllers and creates the GitRepository, then waits until it has fetched the commit.
 func (r *fluxRun) start(ctx context.Context) error {
 	e := r.e
-	if err := flux.InstallCRDs(ctx, e.admin); err != nil {
-		return err
-	}
 	if err := r.commitNext(); err != nil {
 		return err
 	}
-	kubeconfig, err := simfleet.KubeConfigFor(e.fleet.Config, "management")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(e.dir, "flux-kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		return err
-	}
-	if r.flux, err = flux.Start(ctx, flux.Options{Kubeconfig: path}); err != nil {
+	var err error
+	if r.flux, err = e.startFlux(ctx); err != nil {
 		return err
 	}
 	repo := flux.Object("source.toolkit.fluxcd.io/v1", "GitRepository", benchNamespace, fluxSource, map[string]any{
