@@ -125,15 +125,11 @@ func (r *fluxRun) measureFloor(ctx context.Context) error {
 
 // bare applies every bare copy of the objects at rev and measures it from the server side.
 func (r *fluxRun) bare(ctx context.Context, rev int) (time.Duration, Requests, time.Duration, error) {
-	var batches [][]*unstructured.Unstructured
-	for ns := range r.e.namespaces {
-		batches = append(batches, managementObjectsOf(ns, "bare-", rev, objectsPerPackage))
-	}
 	before, err := r.e.begin(ctx)
 	if err != nil {
 		return 0, nil, 0, err
 	}
-	took, err := bareLoop(ctx, r.e.admin, batches, r.e.cfg.Concurrency)
+	took, err := bareLoop(ctx, r.e.admin, r.e.bareBatches(rev), r.e.cfg.Concurrency)
 	if err != nil {
 		return 0, nil, 0, err
 	}

@@ -82,11 +82,12 @@ func runRollout(ctx context.Context, cfg Config, res *Results, n, objects int, b
 	return e, nil
 }
 
-// bareBatches returns the bare-loop copies of the package at rev, one batch per namespace.
-func (r *rolloutRun) bareBatches(rev int) [][]*unstructured.Unstructured {
+// bareBatches returns the bare-loop copies of the management package at rev, one batch per
+// HCP namespace.
+func (e *env) bareBatches(rev int) [][]*unstructured.Unstructured {
 	var out [][]*unstructured.Unstructured
-	for ns := range r.e.namespaces {
-		out = append(out, managementObjectsOf(ns, "bare-", rev, r.objects))
+	for ns := range e.namespaces {
+		out = append(out, managementObjectsOf(ns, "bare-", rev, e.objects))
 	}
 	return out
 }
@@ -100,7 +101,7 @@ func (r *rolloutRun) measureFloor(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if r.create, err = bareLoop(ctx, r.e.admin, r.bareBatches(1), c); err != nil {
+	if r.create, err = bareLoop(ctx, r.e.admin, r.e.bareBatches(1), c); err != nil {
 		return err
 	}
 	before, err := r.e.begin(ctx)
@@ -108,7 +109,7 @@ func (r *rolloutRun) measureFloor(ctx context.Context) error {
 		return err
 	}
 	apiProfile := r.e.startAPIServerProfile(ctx, r.res, fmt.Sprintf("N%d-floor", r.n), apiProfileSeconds)
-	if r.floor, err = bareLoop(ctx, r.e.admin, r.bareBatches(2), c); err != nil {
+	if r.floor, err = bareLoop(ctx, r.e.admin, r.e.bareBatches(2), c); err != nil {
 		return err
 	}
 	apiProfile()
