@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,8 +24,8 @@ import (
 	"github.com/convoy-gitops/convoy/test/fleet"
 )
 
-// perfEnv enables TestPerfReconcile1000; the suite then starts no manager, so that only the
-// reconciler under measurement writes.
+// perfEnv enables TestPerfReconcile1000 (a number above 1 is the fleet's size instead of 1,000);
+// the suite then starts no manager, so that only the reconciler under measurement writes.
 const perfEnv = "CONVOY_ROLLOUT_PERF"
 
 // countingTransport counts the requests sent to the API server, by verb.
@@ -47,10 +48,10 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 // reset zeroes the counters.
 func (c *countingTransport) reset() { c.reads.Store(0); c.writes.Store(0) }
 
-// TestPerfReconcile1000 measures single passes of the controller over 1,000 HostedClusters
-// (without API servers; the Package is management-side and nothing reconciles it): the pass
-// that creates the Packages, the pass that moves them all to a new revision (instant strategy),
-// and an idle pass.
+// TestPerfReconcile1000 measures single passes of the controller over 1,000 HostedClusters, or
+// the number perfEnv gives (without API servers; the Package is management-side and nothing
+// reconciles it): the pass that creates the Packages, the pass that moves them all to a new
+// revision (instant strategy), and ten idle passes.
 func TestPerfReconcile1000(t *testing.T) {
 	env.Require(t)
 	if os.Getenv(perfEnv) == "" || env == nil {
@@ -58,7 +59,10 @@ func TestPerfReconcile1000(t *testing.T) {
 	}
 	g := NewWithT(t)
 	ctx := context.Background()
-	const n = 1000
+	n := 1000
+	if size, err := strconv.Atoi(os.Getenv(perfEnv)); err == nil && size > 1 {
+		n = size
+	}
 	ns := env.NewNamespace(t)
 	setArtifact(g, ns, strings.Repeat("1", 40), true)
 	addFleet(g, n)
@@ -75,16 +79,18 @@ func TestPerfReconcile1000(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Logf("%s: %v, %d reads, %d writes", label, time.Since(start).Round(time.Millisecond), counter.reads.Load(), counter.writes.Load())
 	}
-	pass("create 1,000 Packages")
+	pass(fmt.Sprintf("create %d Packages", n))
 	waitForCache(g, r, name, n)
 	markAvailable(g, name, strings.Repeat("1", 40))
 	setArtifact(g, ns, strings.Repeat("2", 40), false)
 	waitForCache(g, r, name, n)
 	time.Sleep(time.Second)
-	pass("update 1,000 Packages to a new revision")
+	pass(fmt.Sprintf("update %d Packages to a new revision", n))
 	waitForCache(g, r, name, n)
 	pass("pass after the update (status refresh)")
-	pass("idle pass")
+	for i := range 10 {
+		pass(fmt.Sprintf("idle pass %d", i+1))
+	}
 }
 
 // setArtifact gives the GitSource of ns an artifact at commit, creating the GitSource first.
@@ -128,7 +134,7 @@ func perfReconciler(t *testing.T, g *WithT) (*HostedClusterPackageReconciler, *c
 	ConfigureCache(&opts)
 	c, err := cache.New(cfg, opts)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(c.IndexField(ctx, &convoyv1alpha1.Package{}, ownerIndex, indexOwner)).To(Succeed())
+	g.Expect(indexFields(ctx, c)).To(Succeed())
 	go func() { _ = c.Start(ctx) }()
 	cl, err := client.New(cfg, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: c}})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -336,7 +336,7 @@ func (r *rolloutRun) startProfile(ctx context.Context, name string) func() {
 	base := filepath.Join(r.e.cfg.PprofDir, fmt.Sprintf("N%d-%s", r.n, slug(name)))
 	apiProfile := r.e.startAPIServerProfile(ctx, r.res, fmt.Sprintf("N%d-%s", r.n, slug(name)), apiProfileSeconds)
 	go func() {
-		done <- r.e.ctrl.CaptureProfile(ctx, fmt.Sprintf("profile?seconds=%d", profileSeconds), base+".cpu.pprof")
+		done <- r.e.ctrl.CaptureProfile(ctx, fmt.Sprintf("profile?seconds=%d", profileSeconds(r.n)), base+".cpu.pprof")
 	}()
 	return func() {
 		apiProfile()
@@ -349,8 +349,9 @@ func (r *rolloutRun) startProfile(ctx context.Context, name string) func() {
 	}
 }
 
-// profileSeconds is the length of a CPU profile; it covers an N=1000 instant rollout.
-const profileSeconds = 30
+// profileSeconds is the length of a CPU profile of a rollout of n clusters: 30 s per 1,000,
+// which covers the instant rollout on a quiet machine, and 30 s at the least.
+func profileSeconds(n int) int { return max(30, 30*n/1000) }
 
 // apiProfileSeconds is the length of the API server's CPU profiles: shorter than the N=1000
 // floor, so that the floor's and a rollout's profiles both sample the server at work.
