@@ -145,11 +145,8 @@ type scope struct {
 	// before is the status at the start of the pass, for events and metrics.
 	before *convoyv1alpha1.HostedClusterPackageStatus
 	now    time.Time
-	// started is when the pass started, by the machine's clock (passMark); planning is how
-	// long it has spent reading the fleet and planning so far: listing the Packages, the input
-	// and the plan (not the checks, the writes nor the status).
-	started  time.Time
-	planning time.Duration
+	// started is when the pass started, by the machine's clock (passMark).
+	started time.Time
 	// sharding, shardProblem: set by reconcileShards; shardProblem says why the shards
 	// ConfigMap's data was refused.
 	sharding     Sharding
@@ -190,7 +187,7 @@ type scope struct {
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	started := time.Now()
-	r.markStart(req.Name, started)
+	r.passes.Store(req.Name, passMark{started: started})
 	obj := &convoyv1alpha1.HostedClusterPackage{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -209,8 +206,7 @@ func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl
 	if !r.expect.satisfied(obj.Name, packages.byKey) {
 		return ctrl.Result{RequeueAfter: cacheLagRecheck}, nil
 	}
-	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), started: started, packages: packages,
-		planning: time.Since(started)}
+	s := &scope{obj: obj, before: obj.Status.DeepCopy(), now: r.now(), started: started, packages: packages}
 	fin := pass.NewStatusFinalizer(r.Client, obj,
 		pass.StatusFields{ObservedGeneration: &obj.Status.ObservedGeneration}, pass.StatusOptions{})
 	defer func() {
@@ -264,7 +260,6 @@ func (r *HostedClusterPackageReconciler) reconcileRevisions(ctx context.Context,
 // reconcileInput reads the HostedClusters, the foreign Packages and the approvals into
 // s.in, the planner's input.
 func (r *HostedClusterPackageReconciler) reconcileInput(ctx context.Context, s *scope) error {
-	defer s.timePlanning(time.Now())
 	hcs, err := r.listHostedClusters(ctx)
 	if err != nil {
 		return err
@@ -283,26 +278,12 @@ func (r *HostedClusterPackageReconciler) reconcileInput(ctx context.Context, s *
 // reconcilePlan computes s.plan from s.in. A spec the planner refuses (an invalid selector,
 // budget or window) stalls with InvalidSpec.
 func (r *HostedClusterPackageReconciler) reconcilePlan(_ context.Context, s *scope) error {
-	planStart := time.Now()
 	var err error
 	if s.plan, err = rollout.Compute(s.in); err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
-	s.timePlanning(planStart)
-	r.passes.Store(s.obj.Name, passMark{started: s.started, onlyProgress: s.plan.OnlyProgressRemains, planning: s.planning})
+	r.passes.Store(s.obj.Name, passMark{started: s.started, onlyProgress: s.plan.OnlyProgressRemains})
 	return nil
-}
-
-// timePlanning adds the time since start to s.planning.
-func (s *scope) timePlanning(start time.Time) { s.planning += time.Since(start) }
-
-// markStart marks the start of a pass of the HostedClusterPackage name, keeping what the last
-// pass planned until this one plans: Package events batch as the last plan says meanwhile.
-func (r *HostedClusterPackageReconciler) markStart(name string, started time.Time) {
-	last, _ := r.passes.Load(name)
-	mark, _ := last.(passMark)
-	mark.started = started
-	r.passes.Store(name, mark)
 }
 
 // shardFor is the planner's ShardFor: the sharding's choice, except that with no shard in force

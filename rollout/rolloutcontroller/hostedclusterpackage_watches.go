@@ -146,39 +146,19 @@ const packageEventBatching = 250 * time.Millisecond
 // this much later) or complete the rollout.
 const progressEventBatching = time.Second
 
-// planningShare bounds the share of its time a HostedClusterPackage spends reading and
-// planning its fleet in passes that Package events start: the least time between two such
-// passes is at least planningShare times the last pass's reading and planning.
-//
-// Note: both a pass's cost and a rollout's length grow with the fleet. Were passes to come at a
-// fixed rate, their number would grow with the fleet too, and their cost with its square: at
-// 5,000 HostedClusters a pass reads and plans in about 60 ms, and a pass every 250 ms during a
-// four-minute rollout would take a core's quarter for the planner alone. Spaced by their own
-// cost, the passes of a rollout stay about as many at any size, and their CPU grows with the
-// fleet. At 1,000 HostedClusters a pass plans in about 12 ms, under the fixed batchings.
-const planningShare = 40
-
-// maxEventBatching bounds the batching of Package events, should a pass's reading and planning
-// be slow for a reason of the moment (a starved process, a pause of the garbage collector).
-const maxEventBatching = 10 * time.Second
-
 // passMark is what the batching of Package events knows of a HostedClusterPackage's last pass:
-// when it started, whether its plan left only the Packages' progress to wait for, and how long
-// it took to read the fleet and plan it. A pass that has not planned yet carries the one
-// before it's plan and planning, with its own start.
+// when it started, and whether its plan left only the Packages' progress to wait for.
 type passMark struct {
 	started      time.Time
 	onlyProgress bool
-	planning     time.Duration
 }
 
 // batching is the least time between the pass marked and the next that a Package event starts.
 func (m passMark) batching() time.Duration {
-	least := packageEventBatching
 	if m.onlyProgress {
-		least = progressEventBatching
+		return progressEventBatching
 	}
-	return min(maxEventBatching, max(least, planningShare*m.planning))
+	return packageEventBatching
 }
 
 // batched makes h enqueue its requests no sooner than delay says.

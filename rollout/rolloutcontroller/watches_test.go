@@ -82,32 +82,3 @@ func TestPackageEventsWaitLongerWhenOnlyProgressRemains(t *testing.T) {
 	r.passes.Store(req.Name, passMark{started: time.Now().Add(-2 * progressEventBatching), onlyProgress: true})
 	g.Expect(r.packageEventDelay(req)).To(BeNumerically("<=", 0), "a quiet spell")
 }
-
-// TestPassesAreSpacedByTheirOwnCost: Package events start passes no more often than
-// planningShare times the last pass's reading and planning, within maxEventBatching; a pass
-// that has not planned yet keeps the batching of the plan before it.
-func TestPassesAreSpacedByTheirOwnCost(t *testing.T) {
-	g := NewWithT(t)
-	for _, tc := range []struct {
-		mark passMark
-		want time.Duration
-	}{
-		{passMark{planning: time.Millisecond}, packageEventBatching},
-		{passMark{planning: time.Millisecond, onlyProgress: true}, progressEventBatching},
-		{passMark{planning: 60 * time.Millisecond}, planningShare * 60 * time.Millisecond},
-		{passMark{planning: 60 * time.Millisecond, onlyProgress: true}, planningShare * 60 * time.Millisecond},
-		{passMark{planning: time.Minute}, maxEventBatching},
-	} {
-		g.Expect(tc.mark.batching()).To(Equal(tc.want), "%+v", tc.mark)
-	}
-
-	r := &HostedClusterPackageReconciler{}
-	r.passes.Store("addon", passMark{started: time.Now().Add(-time.Hour), onlyProgress: true, planning: 30 * time.Millisecond})
-	now := time.Now()
-	r.markStart("addon", now)
-	last, _ := r.passes.Load("addon")
-	g.Expect(last).To(Equal(passMark{started: now, onlyProgress: true, planning: 30 * time.Millisecond}))
-	r.markStart("new", now)
-	last, _ = r.passes.Load("new")
-	g.Expect(last).To(Equal(passMark{started: now}), "a first pass batches as packageEventBatching says")
-}
