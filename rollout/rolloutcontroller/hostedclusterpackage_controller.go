@@ -187,7 +187,7 @@ type scope struct {
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	started := time.Now()
-	r.passes.Store(req.Name, passMark{started: started})
+	r.markPassStarted(req.Name, started)
 	obj := &convoyv1alpha1.HostedClusterPackage{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -282,8 +282,21 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(_ context.Context, s *sco
 	if s.plan, err = rollout.Compute(s.in); err != nil {
 		return pass.Stallf(convoyv1alpha1.InvalidSpecReason, "%w", err)
 	}
-	r.passes.Store(s.obj.Name, passMark{started: s.started, onlyProgress: s.plan.OnlyProgressRemains})
+	r.passes.Store(s.obj.Name, passMark{started: s.started, onlyProgress: s.plan.OnlyProgressRemains,
+		fleet: max(len(s.in.HostedClusters), len(s.in.Packages))})
 	return nil
+}
+
+// markPassStarted marks the pass of name that starts at started, with what the last pass
+// planned: Package events during the pass then wait as long as they did before it. Marked as
+// unplanned, every pass of a large fleet, which lasts longer than packageEventBatching, would
+// let the events it sees start the next at once.
+func (r *HostedClusterPackageReconciler) markPassStarted(name string, started time.Time) {
+	mark := passMark{started: started}
+	if last, ok := r.passes.Load(name); ok {
+		mark.onlyProgress, mark.fleet = last.(passMark).onlyProgress, last.(passMark).fleet
+	}
+	r.passes.Store(name, mark)
 }
 
 // shardFor is the planner's ShardFor: the sharding's choice, except that with no shard in force

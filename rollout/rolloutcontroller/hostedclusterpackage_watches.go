@@ -133,11 +133,14 @@ func (r *HostedClusterPackageReconciler) SetupWithManager(mgr ctrl.Manager, opts
 }
 
 // packageEventBatching is the least time between two passes of a HostedClusterPackage that
-// Package events start.
+// Package events start, for each batchingFleet HostedClusters or Packages the last pass planned.
 //
 // Note: during a rollout at a thousand clusters, Packages change status many times a second;
 // a pass per event would re-plan the whole fleet and patch the status each time. The first
 // event after a quiet spell starts a pass at once; a rollout wave waits at most this long.
+// A pass reads and plans the whole fleet, so the time between passes grows with it: at a fixed
+// spacing a larger fleet, whose rollout lasts longer, would also pass more often, and its
+// passes would cost the square of its size.
 const packageEventBatching = 250 * time.Millisecond
 
 // progressEventBatching replaces packageEventBatching after a pass whose plan said that only
@@ -146,19 +149,36 @@ const packageEventBatching = 250 * time.Millisecond
 // this much later) or complete the rollout.
 const progressEventBatching = time.Second
 
+// batchingFleet is the fleet for which the batching is packageEventBatching or
+// progressEventBatching; a smaller fleet waits as long, a larger one longer, up to
+// maxPackageEventBatching and maxProgressEventBatching.
+const batchingFleet = 1000
+
+// maxPackageEventBatching and maxProgressEventBatching bound the batching of the largest
+// fleets: a freed budget slot waits at most 2 s for the pass that refills it, a failed Package
+// at most 10 s for its rollback.
+const (
+	maxPackageEventBatching  = 2 * time.Second
+	maxProgressEventBatching = 10 * time.Second
+)
+
 // passMark is what the batching of Package events knows of a HostedClusterPackage's last pass:
-// when it started, and whether its plan left only the Packages' progress to wait for.
+// when it started, whether its plan left only the Packages' progress to wait for, and how
+// large a fleet it planned (the larger of its HostedClusters and its Packages). A pass under
+// way carries the plan of the pass before it until it has its own.
 type passMark struct {
 	started      time.Time
 	onlyProgress bool
+	fleet        int
 }
 
 // batching is the least time between the pass marked and the next that a Package event starts.
 func (m passMark) batching() time.Duration {
+	least, most := packageEventBatching, maxPackageEventBatching
 	if m.onlyProgress {
-		return progressEventBatching
+		least, most = progressEventBatching, maxProgressEventBatching
 	}
-	return packageEventBatching
+	return min(max(least, least*time.Duration(m.fleet)/batchingFleet), most)
 }
 
 // batched makes h enqueue its requests no sooner than delay says.

@@ -82,3 +82,34 @@ func TestPackageEventsWaitLongerWhenOnlyProgressRemains(t *testing.T) {
 	r.passes.Store(req.Name, passMark{started: time.Now().Add(-2 * progressEventBatching), onlyProgress: true})
 	g.Expect(r.packageEventDelay(req)).To(BeNumerically("<=", 0), "a quiet spell")
 }
+
+// TestPackageEventsWaitLongerInALargerFleet: the batching grows with the fleet the last pass
+// planned, beyond batchingFleet and up to its bound, so that a larger fleet does not also pass
+// more often; a pass under way keeps the batching of the pass before it.
+func TestPackageEventsWaitLongerInALargerFleet(t *testing.T) {
+	for _, tc := range []struct {
+		mark passMark
+		want time.Duration
+	}{
+		{passMark{fleet: 0}, packageEventBatching},
+		{passMark{fleet: batchingFleet}, packageEventBatching},
+		{passMark{fleet: 5 * batchingFleet}, 5 * packageEventBatching},
+		{passMark{fleet: 100 * batchingFleet}, maxPackageEventBatching},
+		{passMark{fleet: 10, onlyProgress: true}, progressEventBatching},
+		{passMark{fleet: 5 * batchingFleet, onlyProgress: true}, 5 * progressEventBatching},
+		{passMark{fleet: 100 * batchingFleet, onlyProgress: true}, maxProgressEventBatching},
+	} {
+		NewWithT(t).Expect(tc.mark.batching()).To(Equal(tc.want), "%+v", tc.mark)
+	}
+
+	g := NewWithT(t)
+	r := &HostedClusterPackageReconciler{}
+	planned := passMark{started: time.Now().Add(-time.Hour), onlyProgress: true, fleet: 5 * batchingFleet}
+	r.passes.Store("addon", planned)
+	started := time.Now()
+	r.markPassStarted("addon", started)
+	mark := func(name string) any { m, _ := r.passes.Load(name); return m }
+	g.Expect(mark("addon")).To(Equal(passMark{started: started, onlyProgress: true, fleet: 5 * batchingFleet}))
+	r.markPassStarted("other", started)
+	g.Expect(mark("other")).To(Equal(passMark{started: started}), "no pass before")
+}
