@@ -6,6 +6,10 @@
 // The planner is a pure function. Compute reads a snapshot of the world (the
 // HostedClusterPackage, every HostedCluster, the Packages it owns, its revisions and the clock)
 // and returns a Plan; it holds no state between calls, reads no clock and calls no API server.
+// The one exception changes no answer: Input.Memo lets a plan reuse what the previous plan of
+// the same HostedClusterPackage concluded of the Packages that have not changed since (which
+// revision each spec matches), so that a pass compares templates in proportion to what
+// changed, not to the fleet. Planning with and without it gives the same plan.
 // Everything the rollout needs to remember lives on the objects themselves: the revision a
 // Package is pinned to is its spec, and the moment its spec last changed is the
 // SpecUpdatedAtAnnotation that the controller stamps on every create and update.

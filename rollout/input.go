@@ -79,6 +79,10 @@ type Input struct {
 
 	// Now is the clock.
 	Now time.Time
+
+	// Memo, when set, carries what the last plan of this HostedClusterPackage concluded of its
+	// Packages to this one (Memo); nil plans from scratch, with the same result.
+	Memo *Memo
 }
 
 // HostedCluster is the part of a HyperShift HostedCluster the planner reads.

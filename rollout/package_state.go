@@ -180,14 +180,30 @@ func stuckMessage(pkg *convoyv1alpha1.Package) string {
 	return fmt.Sprintf("generation %d not observed", pkg.Generation)
 }
 
-// matchRevision returns the known revision pkg's spec matches, or nil.
+// matchRevision returns the known revision pkg's spec matches, or nil; Input.Memo remembers
+// the answer for a Package that has not changed.
 func (p *planner) matchRevision(pkg *convoyv1alpha1.Package) *Revision {
-	for _, rev := range p.revisions {
+	i := -1
+	if p.in.Memo != nil {
+		i = p.in.Memo.match(pkg, p.findRevision)
+	} else {
+		i = p.findRevision(pkg)
+	}
+	if i < 0 {
+		return nil
+	}
+	return p.revisions[i]
+}
+
+// findRevision returns the index in p.revisions of the first revision pkg's spec matches, -1
+// when none does.
+func (p *planner) findRevision(pkg *convoyv1alpha1.Package) int {
+	for i, rev := range p.revisions {
 		if rev.Commit == pkg.Spec.Revision && templateMatches(pkg.Spec.PackageTemplateSpec, rev.Template) {
-			return rev
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // templateMatches reports whether a Package's spec equals a revision's template. A Package

@@ -108,13 +108,16 @@ func minReadyOf(s convoyv1alpha1.HostedClusterPackageStrategy) time.Duration {
 }
 
 // knownRevisions lists the revisions a Package may match, most recent first.
-func (p *planner) knownRevisions() []*Revision {
-	revs := []*Revision{&p.in.UpdateRevision}
-	if cur := p.in.CurrentRevision; cur != nil && cur.Name != p.in.UpdateRevision.Name {
+func (p *planner) knownRevisions() []*Revision { return revisionsOf(&p.in) }
+
+// revisionsOf lists the revisions of in a Package may match, most recent first.
+func revisionsOf(in *Input) []*Revision {
+	revs := []*Revision{&in.UpdateRevision}
+	if cur := in.CurrentRevision; cur != nil && cur.Name != in.UpdateRevision.Name {
 		revs = append(revs, cur)
 	}
-	for i := range p.in.OlderRevisions {
-		revs = append(revs, &p.in.OlderRevisions[i])
+	for i := range in.OlderRevisions {
+		revs = append(revs, &in.OlderRevisions[i])
 	}
 	return revs
 }

@@ -33,6 +33,8 @@ var groups = []string{"early", "normal", "late", "canary", "1", "2", "10", ""}
 //     that is not done, except Packages that failed at a superseded revision of this rollout;
 //   - ineligible and deselected targets are left alone;
 //   - with only good revisions, nothing fails;
+//   - planning with the Memo carried from step to step gives the plan planned from scratch
+//     (sim.planWithMemo, as in every simulation): the differential test of the Memo;
 //
 // and, once the events stop and a good revision is pushed, that every target ends on it.
 func TestPropertyRandomFleets(t *testing.T) {

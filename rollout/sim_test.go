@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	convoyv1alpha1 "github.com/convoy-gitops/convoy/api/v1alpha1"
 )
@@ -49,6 +52,10 @@ type sim struct {
 	// teardown takes a tick, and they hold a budget slot meanwhile.
 	deleting map[string]*convoyv1alpha1.Package
 	step     int
+	// created counts the Packages given a UID (stamp).
+	created int
+	// memo is carried from step to step (planWithMemo).
+	memo Memo
 	// start is the clock of the first step; the log counts from it.
 	start time.Time
 	plans []*Plan
@@ -155,6 +162,7 @@ func (s *sim) advance() *Plan {
 	evaluated := s.evaluateChecks(&in)
 	plan, err := Compute(in)
 	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
+	s.planWithMemo(in, plan)
 	s.checkResults = CheckResultsOf(plan.Partitions)
 	s.logStep(plan, fired, evaluated)
 	if s.check != nil {
@@ -236,13 +244,45 @@ func (s *sim) apply(plan *Plan) {
 	}
 }
 
-// input returns the planner's input, with the Packages being deleted still listed.
+// input returns the planner's input, with the Packages being deleted still listed. Each
+// Package has a UID and a resourceVersion as the API server would give it: a UID of its own
+// from its creation on, and a resourceVersion that changes whenever the Package does.
 func (s *sim) input() Input {
+	for _, p := range s.packages {
+		s.stamp(p)
+	}
+	for _, p := range s.deleting {
+		s.stamp(p)
+	}
 	in := s.world.input()
 	for _, p := range s.deleting {
 		in.Packages = append(in.Packages, *p)
 	}
 	return in
+}
+
+// stamp gives p a UID unless it has one, and a resourceVersion that is a digest of the rest of
+// it.
+func (s *sim) stamp(p *convoyv1alpha1.Package) {
+	if p.UID == "" {
+		s.created++
+		p.UID = types.UID(fmt.Sprintf("uid-%d", s.created))
+	}
+	p.ResourceVersion = ""
+	data, err := json.Marshal(p)
+	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
+	p.ResourceVersion = fmt.Sprintf("%x", sha256.Sum256(data))
+}
+
+// planWithMemo plans in again with the Memo the simulation carries from step to step, and
+// expects the plan computed from scratch: the Memo changes no answer, whatever the fleet and
+// the order of its events.
+func (s *sim) planWithMemo(in Input, want *Plan) {
+	in.Memo = &s.memo
+	got, err := Compute(in)
+	g := NewWithT(s.t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(want), "step %d planned with a Memo", s.step)
 }
 
 // finishDeletions lets the Packages being deleted go, a tick after their deletion.

@@ -114,6 +114,8 @@ type HostedClusterPackageReconciler struct {
 	shards  shardList
 	expect  *expectations
 	metrics *rolloutMetrics
+	// memos holds the planner's Memo of each HostedClusterPackage (*rollout.Memo by name).
+	memos sync.Map
 	// passes holds when the last pass of each HostedClusterPackage started and what it planned
 	// (passMark by name), for the batching of Package events.
 	passes sync.Map
@@ -269,6 +271,7 @@ func (r *HostedClusterPackageReconciler) reconcileInput(ctx context.Context, s *
 		return err
 	}
 	s.in = planInput(s, hcs, foreign)
+	s.in.Memo = r.memoOf(s.obj.Name)
 	s.in.ShardFor = s.shardFor
 	s.in.Promotion = s.promotionGate
 	s.in.Approvals, err = r.listApprovals(ctx, s.obj.Name)
@@ -285,6 +288,12 @@ func (r *HostedClusterPackageReconciler) reconcilePlan(_ context.Context, s *sco
 	r.passes.Store(s.obj.Name, passMark{started: s.started, onlyProgress: s.plan.OnlyProgressRemains,
 		fleet: max(len(s.in.HostedClusters), len(s.in.Packages))})
 	return nil
+}
+
+// memoOf returns the planner's Memo of the HostedClusterPackage name, which its passes share.
+func (r *HostedClusterPackageReconciler) memoOf(name string) *rollout.Memo {
+	m, _ := r.memos.LoadOrStore(name, &rollout.Memo{})
+	return m.(*rollout.Memo)
 }
 
 // markPassStarted marks the pass of name that starts at started, with what the last pass
@@ -451,6 +460,7 @@ func (r *HostedClusterPackageReconciler) forget(name string) {
 	r.expect.forget(name)
 	r.metrics.forget(name)
 	r.passes.Delete(name)
+	r.memos.Delete(name)
 	r.conflicts.Delete(name)
 	r.failures.Delete(name)
 	r.announced.Delete(name)
