@@ -188,6 +188,7 @@ type scope struct {
 // A deleted HostedClusterPackage needs nothing: the garbage collector deletes its Packages,
 // whose finalizers tear down, and its ControllerRevisions.
 func (r *HostedClusterPackageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	defer measurePassCPU(req.Name)()
 	started := time.Now()
 	r.markPassStarted(req.Name, started)
 	obj := &convoyv1alpha1.HostedClusterPackage{}

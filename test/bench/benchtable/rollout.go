@@ -15,6 +15,9 @@ const (
 	metricCPUFloor      = "API server CPU per object, against the bookkeeping floor"
 	metricControllerCPU = "controller CPU"
 	metricPeakRSS       = "controller peak RSS"
+	// metricHCPCPU is the CPU of the HostedClusterPackage's passes, part of the controller's
+	// (waits.go). Runs before it say nothing.
+	metricHCPCPU = "HostedClusterPackage CPU"
 	// metricStepCPU is the CPU of the step's processes against the floor's: the wall-time ratio
 	// of a machine that gives both all its cores (waits.go). Runs before it say "-".
 	metricStepCPU = "waits: CPU of the step's processes, against the bookkeeping floor's"
@@ -41,7 +44,7 @@ func rolloutTable(spec Spec, set *RunSet) (string, error) {
 		return "", fmt.Errorf("%s has no scenario %q…: no rollout at N=%d with %d objects per Package", set.Names[0], prefix, n, objects)
 	}
 	var b strings.Builder
-	b.WriteString("| " + title + ") | against the bare loop | against the bookkeeping floor | CPU of the step / the floor's | requests / object (on the objects) | API-server CPU / object vs floor | controller CPU, peak RSS |\n")
+	b.WriteString("| " + title + ") | against the bare loop | against the bookkeeping floor | CPU of the step / the floor's | requests / object (on the objects) | API-server CPU / object vs floor | controller CPU (of it planning), peak RSS |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, scenario := range steps {
 		line, err := rolloutRow(set, scenario, strings.TrimPrefix(scenario, prefix))
@@ -94,10 +97,20 @@ func rolloutRow(set *RunSet, scenario, step string) (string, error) {
 				[]string{metricWall, metricWallFloor, metricCPUFloor}[i], scenario)
 		}
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %.3f (%.3f) | %.2f ms / %.2f ms, %.2f× | %.1f s, %.0f MiB |", step,
+	return fmt.Sprintf("| %s | %s | %s | %s | %.3f (%.3f) | %.2f ms / %.2f ms, %.2f× | %.1f s%s, %.0f MiB |", step,
 		againstFloor(wall), againstFloor(floor), stepCPU(set, scenario), median(requests.values), median(objects.values),
 		median(cpu.values), median(cpu.baselines), median(cpu.ratios),
-		median(controllerCPU.values), median(rss.values)), nil
+		median(controllerCPU.values), planningCPU(set, scenario), median(rss.values)), nil
+}
+
+// planningCPU prints the CPU of a step's HostedClusterPackage passes, " (2.1 s)", or nothing
+// for runs that did not measure it.
+func planningCPU(set *RunSet, scenario string) string {
+	rows, err := set.rows(scenario, metricHCPCPU)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%.1f s)", median(figuresOf(rows).values))
 }
 
 // stepCPU prints the CPU of a step's processes against the floor's, "63.5 s / 52.2 s, 1.22×
