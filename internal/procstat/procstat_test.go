@@ -33,11 +33,11 @@ func TestThreadCPUCountsTheThreadsWork(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 	time.Sleep(100 * time.Millisecond)
 	slept, _ := ThreadCPU()
-	g.Expect(slept - before).To(BeNumerically("<", 50*time.Millisecond), "sleeping")
+	g.Expect(slept-before).To(BeNumerically("<", 50*time.Millisecond), "sleeping")
 	// Spin until the thread has used 30 ms, however loaded the machine, or 10 s have passed.
 	busy := slept
 	for start := time.Now(); busy-slept < 30*time.Millisecond && time.Since(start) < 10*time.Second; {
 		busy, _ = ThreadCPU()
 	}
-	g.Expect(busy - slept).To(BeNumerically(">=", 30*time.Millisecond), "spinning")
+	g.Expect(busy-slept).To(BeNumerically(">=", 30*time.Millisecond), "spinning")
 }
