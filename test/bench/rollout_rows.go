@@ -21,13 +21,20 @@ const (
 	instantScenarioSuffix = "instant"
 )
 
-// Target P2 against the bookkeeping floor, for the install and the instant rollout at
-// targetFleetSize: wall time within 1.15× of the floor; and P3's bound of the install, about
-// one request per object on the objects themselves.
+// P3's bound of the install, about one request per object on the objects themselves. (P2's
+// bound against the bookkeeping floor, 1.15× for the install and the instant rollout at
+// targetFleetSize, is now P13's: floorTarget.)
 const (
-	targetBookkeepingRatio   = 1.15
 	targetInstallObjRequests = 1.02
 	installStep              = "install"
+)
+
+// Target P13, linear cost: the install, the instant rollout and the rolling upgrade within
+// 1.10× of the bookkeeping floor at targetFleetSize and at largeFleetSize.
+const (
+	targetLinearRatio = 1.10
+	largeFleetSize    = 5000
+	rollingStepPrefix = "rollingUpgrade"
 )
 
 // addRows turns a measured window into table rows.
@@ -64,7 +71,7 @@ func (r *rolloutRun) addRows(name string, w window, floor floors, withTargets bo
 	for _, row := range []Row{wall, cpu, server, rss, perObj, onObjects, renders} {
 		r.res.add(row)
 	}
-	r.addBookkeepingRows(scenario, w, floor.keep, r.floorTargeted(name))
+	r.addBookkeepingRows(scenario, w, floor.keep, r.floorTarget(name))
 }
 
 // packageSize reads the size of a Package right after step name, as stored, when the
@@ -99,23 +106,25 @@ func (r *rolloutRun) addPackageSizeRow(name string, size, floor int) {
 		Baseline: ptr(float64(floor)), BaselineName: "bookkeeping floor", Note: "as stored, with managed fields; driver " + r.driver})
 }
 
-// floorTargeted reports whether the step name carries issue 42's targets against the
-// bookkeeping floor: the install and the instant rollout of the default package at
-// targetFleetSize, with the HostedClusterPackage driver, whose Packages the floor's pin copies.
-func (r *rolloutRun) floorTargeted(name string) bool {
-	return r.n == targetFleetSize && r.objects == objectsPerPackage && r.driver == DriverHostedClusterPackage &&
-		(name == installStep || strings.HasSuffix(name, instantScenarioSuffix))
+// floorTarget is the bound of a step's wall time against the bookkeeping floor, 0 for none:
+// P13's at targetFleetSize and largeFleetSize, for the install, the instant rollout and the
+// rolling upgrade of the default package driven by a HostedClusterPackage, whose Packages the
+// floor's pin copies (it tightens P2's 1.15× of the install and the instant rollout).
+func (r *rolloutRun) floorTarget(name string) float64 {
+	if (r.n != targetFleetSize && r.n != largeFleetSize) || r.objects != objectsPerPackage || r.driver != DriverHostedClusterPackage {
+		return 0
+	}
+	if name == installStep || strings.HasSuffix(name, instantScenarioSuffix) || strings.HasPrefix(name, rollingStepPrefix) {
+		return targetLinearRatio
+	}
+	return 0
 }
 
 // addBookkeepingRows adds the rows of a measured window against the bookkeeping floor's pass of
 // the step's kind (keep, the mean of both sides of the steps when measured after them too): wall
-// time, with issue 42's target when targeted, and requests and API-server CPU per object. The
-// wall time's note says how the floor was measured.
-func (r *rolloutRun) addBookkeepingRows(scenario string, w window, keep floorBracket, targeted bool) {
-	target := 0.0
-	if targeted {
-		target = targetBookkeepingRatio
-	}
+// time, with its target (floorTarget) unless 0, and requests and API-server CPU per object.
+// The wall time's note says how the floor was measured.
+func (r *rolloutRun) addBookkeepingRows(scenario string, w window, keep floorBracket, target float64) {
 	for _, row := range bookkeepingRows(scenario, w, keep.pass(), float64(r.n*r.objects), target, keep.note("bare loop plus each Package's pin and status")) {
 		r.res.add(row)
 	}
