@@ -87,10 +87,8 @@ func DueChecks(in Input) ([]DueCheck, error) {
 	if in.HostedClusterPackage == nil {
 		return nil, errors.New("no HostedClusterPackage")
 	}
-	if in.Memo != nil {
-		in.Memo.begin(revisionsOf(&in))
-		defer in.Memo.end()
-	}
+	in.Memo.begin(&in)
+	defer in.Memo.end()
 	p, err := newPlanner(in)
 	if err != nil {
 		return nil, err

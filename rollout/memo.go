@@ -39,11 +39,14 @@ type memoKey struct {
 	resourceVersion string
 }
 
-// begin starts a plan under revs: entries made under other revisions are dropped. The Memo is
-// the plan's until end.
-func (m *Memo) begin(revs []*Revision) {
+// begin starts a plan of in: entries made under other revisions are dropped. The Memo is the
+// plan's until end. A nil Memo does nothing.
+func (m *Memo) begin(in *Input) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
-	if !sameRevisions(m.revisions, revs) {
+	if revs := revisionsOf(in); !sameRevisions(m.revisions, revs) {
 		m.revisions = make([]Revision, len(revs))
 		for i, rev := range revs {
 			m.revisions[i] = Revision{Commit: rev.Commit, Template: *rev.Template.DeepCopy()}
@@ -55,13 +58,17 @@ func (m *Memo) begin(revs []*Revision) {
 
 // end keeps the entries of the plan that began and lets the next plan begin.
 func (m *Memo) end() {
+	if m == nil {
+		return
+	}
 	m.matches, m.next = m.next, nil
 	m.mu.Unlock()
 }
 
-// match returns the index of the revision pkg matches, computing it with find unless remembered.
+// match returns the index of the revision pkg matches, computing it with find unless remembered;
+// a nil Memo always computes it.
 func (m *Memo) match(pkg *convoyv1alpha1.Package, find func(*convoyv1alpha1.Package) int) int {
-	if pkg.UID == "" || pkg.ResourceVersion == "" {
+	if m == nil || pkg.UID == "" || pkg.ResourceVersion == "" {
 		return find(pkg)
 	}
 	key := memoKey{uid: pkg.UID, resourceVersion: pkg.ResourceVersion}

@@ -183,12 +183,7 @@ func stuckMessage(pkg *convoyv1alpha1.Package) string {
 // matchRevision returns the known revision pkg's spec matches, or nil; Input.Memo remembers
 // the answer for a Package that has not changed.
 func (p *planner) matchRevision(pkg *convoyv1alpha1.Package) *Revision {
-	i := -1
-	if p.in.Memo != nil {
-		i = p.in.Memo.match(pkg, p.findRevision)
-	} else {
-		i = p.findRevision(pkg)
-	}
+	i := p.in.Memo.match(pkg, p.findRevision)
 	if i < 0 {
 		return nil
 	}

@@ -304,10 +304,9 @@ func (r *HostedClusterPackageReconciler) memoOf(name string) *rollout.Memo {
 // unplanned, every pass of a large fleet, which lasts longer than packageEventBatching, would
 // let the events it sees start the next at once.
 func (r *HostedClusterPackageReconciler) markPassStarted(name string, started time.Time) {
-	mark := passMark{started: started}
-	if last, ok := r.passes.Load(name); ok {
-		mark.onlyProgress, mark.fleet = last.(passMark).onlyProgress, last.(passMark).fleet
-	}
+	last, _ := r.passes.Load(name)
+	mark, _ := last.(passMark)
+	mark.started = started
 	r.passes.Store(name, mark)
 }
 
